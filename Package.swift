@@ -1,0 +1,116 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "orchard",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "orchard", targets: ["orchard"]),
+        .library(name: "ApplePay", targets: ["ApplePay"]),
+        .library(name: "CurlClient", targets: ["CurlClient"]),
+        .library(name: "OrchardServer", targets: ["OrchardServer"]),
+        .library(name: "OrchardTesting", targets: ["OrchardTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+    ],
+    targets: [
+        // libcurl, linked through pkg-config.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        // Typed, prefixed wrappers for libcurl's variadic calls.
+        .target(name: "CCurlShims", dependencies: ["CCurl"]),
+        // Async HTTPS client on one libcurl multi handle driven by a dedicated thread.
+        .target(
+            name: "CurlClient",
+            dependencies: ["CCurlShims"],
+            swiftSettings: swiftSettings
+        ),
+        // The Apple Pay core: pure, no I/O.
+        .target(
+            name: "ApplePay",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The Hummingbird application.
+        .target(
+            name: "OrchardServer",
+            dependencies: [
+                "ApplePay",
+                "CurlClient",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Test PKI and the mock Apple gateway (mutual TLS on loopback).
+        .target(
+            name: "OrchardTesting",
+            dependencies: [
+                "ApplePay",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "orchard",
+            dependencies: [
+                "OrchardServer",
+                "OrchardTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CurlClientTests",
+            dependencies: ["CurlClient", "OrchardTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ApplePayTests",
+            dependencies: ["ApplePay"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "OrchardServerTests",
+            dependencies: [
+                "OrchardServer",
+                "OrchardTesting",
+                "CurlClient",
+                "orchard",
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,369 @@
+import ApplePay
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import SwiftASN1
+import Synchronization
+import X509
+
+/// A local stand-in for Apple's merchant-session gateway.
+///
+/// HTTPS on loopback that requires a client certificate issued by the test CA; answers
+/// `POST /paymentservices/paymentSession` and `/paymentservices/startSession` with an
+/// Apple-shaped session or error, injects faults on request, and counts connections,
+/// TLS handshakes and requests (also served at `GET /_mock/stats`).
+public final class MockAppleGateway: Sendable {
+    public struct Configuration: Sendable {
+        public var host: String
+        /// 0 picks a free port.
+        public var port: Int
+        public var serverIdentity: TestCertificate
+        /// The CA that client certificates must chain to.
+        public var clientCA: Certificate
+        public var merchants: [MockMerchant]
+        public var faults: MockGatewayFaults
+
+        public init(
+            host: String = "127.0.0.1", port: Int = 0, serverIdentity: TestCertificate, clientCA: Certificate,
+            merchants: [MockMerchant], faults: MockGatewayFaults = .none
+        ) {
+            self.host = host
+            self.port = port
+            self.serverIdentity = serverIdentity
+            self.clientCA = clientCA
+            self.merchants = merchants
+            self.faults = faults
+        }
+    }
+
+    /// Largest request body the mock reads.
+    static let maximumBodyBytes = 64 * 1024
+
+    public let stats = MockGatewayStats()
+    let logger: Logger
+    private let configuration: Configuration
+    private let sslContext: NIOSSLContext
+    private let sessionSigningKey = P256.Signing.PrivateKey()
+    private let state: Mutex<State>
+
+    private struct State {
+        var faults: MockGatewayFaults
+        var merchants: [MockMerchant]
+        var received: [ReceivedSessionRequest] = []
+        var serverChannel: (any Channel)?
+        var children: [ObjectIdentifier: any Channel] = [:]
+    }
+
+    public init(configuration: Configuration, logger: Logger = Logger(label: "orchard.mock-gateway")) throws {
+        self.configuration = configuration
+        self.logger = logger
+        var tls = TLSConfiguration.makeServerConfigurationWithMTLS(
+            certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(configuration.serverIdentity.certificatePEM.utf8), format: .pem))],
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(configuration.serverIdentity.keyPEM.utf8), format: .pem)),
+            trustRoots: .certificates([
+                try NIOSSLCertificate(bytes: Array(configuration.clientCA.serializeAsPEM().pemString.utf8), format: .pem)
+            ])
+        )
+        tls.minimumTLSVersion = .tlsv12
+        self.sslContext = try NIOSSLContext(configuration: tls)
+        self.state = Mutex(State(faults: configuration.faults, merchants: configuration.merchants))
+    }
+
+    /// The faults applied to session requests from now on.
+    public var faults: MockGatewayFaults {
+        get { state.withLock { $0.faults } }
+        set { state.withLock { $0.faults = newValue } }
+    }
+
+    /// Merchants and their registered domains.
+    public var merchants: [MockMerchant] {
+        get { state.withLock { $0.merchants } }
+        set { state.withLock { $0.merchants = newValue } }
+    }
+
+    /// Every session request received, oldest first.
+    public var receivedSessionRequests: [ReceivedSessionRequest] {
+        state.withLock { $0.received }
+    }
+
+    /// Binds and starts serving; returns the port.
+    @discardableResult
+    public func start() async throws -> Int {
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try self.configure(channel)
+                }
+            }
+        let channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        state.withLock { $0.serverChannel = channel }
+        let port = channel.localAddress?.port ?? 0
+        logger.info("mock Apple gateway listening", metadata: ["url": "https://\(configuration.host):\(port)"])
+        return port
+    }
+
+    /// The bound port (0 before ``start()``).
+    public var port: Int {
+        state.withLock { $0.serverChannel?.localAddress?.port ?? 0 }
+    }
+
+    /// Stops listening and closes every open connection.
+    public func stop() async {
+        let (server, children) = state.withLock { state in
+            defer {
+                state.serverChannel = nil
+                state.children = [:]
+            }
+            return (state.serverChannel, Array(state.children.values))
+        }
+        try? await server?.close()
+        for child in children { try? await child.close() }
+    }
+
+    private func configure(_ channel: any Channel) throws {
+        stats.connectionsCount.add(1, ordering: .relaxed)
+        let id = ObjectIdentifier(channel)
+        state.withLock { $0.children[id] = channel }
+        channel.closeFuture.whenComplete { [self] _ in
+            _ = state.withLock { $0.children.removeValue(forKey: id) }
+        }
+        let reset = ConnectionResetHandler()
+        let ssl = NIOSSLServerHandler(context: sslContext)
+        let sync = channel.pipeline.syncOperations
+        try sync.addHandler(reset)
+        try sync.addHandler(ssl)
+        try sync.addHandler(HandshakeCounter(stats: stats))
+        try sync.configureHTTPServerPipeline(withErrorHandling: true)
+        try sync.addHandler(MockGatewayHandler(gateway: self, ssl: ssl, reset: reset))
+    }
+
+    // MARK: Answers (called on the channel's event loop)
+
+    func record(_ request: ReceivedSessionRequest) {
+        state.withLock { $0.received.append(request) }
+    }
+
+    func currentFaultsAndMerchants() -> (MockGatewayFaults, [MockMerchant]) {
+        state.withLock { ($0.faults, $0.merchants) }
+    }
+
+    /// An Apple-shaped merchant session: opaque to Orchard, passed on to the page unchanged.
+    func makeSession(merchantIdentifier: String, domain: String, displayName: String) -> [UInt8] {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let hash = MerchantIdentifierExtension.hash(of: merchantIdentifier)
+        var nonce = [UInt8](repeating: 0, count: 4)
+        var sessionID = [UInt8](repeating: 0, count: 32)
+        for i in nonce.indices { nonce[i] = .random(in: 0...255) }
+        for i in sessionID.indices { sessionID[i] = .random(in: 0...255) }
+        var session: [String: Any] = [
+            "epochTimestamp": now,
+            "expiresAt": now + 3_600_000,
+            "merchantSessionIdentifier": "SSH" + hex(sessionID),
+            "nonce": hex(nonce),
+            "merchantIdentifier": hash,
+            "domainName": domain,
+            "displayName": displayName,
+            "operationalAnalyticsIdentifier": "\(displayName):\(hash)",
+            "retries": 0,
+            "pspId": hash,
+        ]
+        let signed = (try? JSONSerialization.data(withJSONObject: session, options: [.sortedKeys])) ?? Data()
+        let signature = (try? sessionSigningKey.signature(for: signed).derRepresentation) ?? Data()
+        session["signature"] = signature.base64EncodedString()
+        let body = (try? JSONSerialization.data(withJSONObject: session, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        stats.sessionsCount.add(1, ordering: .relaxed)
+        return Array(body)
+    }
+
+    static func appleError(status: Int, message: String) -> [UInt8] {
+        let body: [String: String] = ["statusMessage": message, "statusCode": String(status)]
+        return Array((try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data())
+    }
+}
+
+private func hex(_ bytes: [UInt8]) -> String {
+    bytes.map { String(format: "%02x", $0) }.joined()
+}
+
+/// Sits before TLS so a reset closes the socket without a TLS close_notify.
+final class ConnectionResetHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    private var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    /// Closes the TCP connection with SO_LINGER 0, so the peer sees a reset.
+    func reset() {
+        guard let context else { return }
+        guard let provider = context.channel as? any SocketOptionProvider else {
+            context.close(promise: nil)
+            return
+        }
+        provider.setSoLinger(linger(l_onoff: 1, l_linger: 0)).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+}
+
+final class HandshakeCounter: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    let stats: MockGatewayStats
+
+    init(stats: MockGatewayStats) { self.stats = stats }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted = event {
+            stats.handshakesCount.add(1, ordering: .relaxed)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let error = error as? NIOSSLError, case .handshakeFailed = error {
+            stats.failedHandshakesCount.add(1, ordering: .relaxed)
+        }
+        context.close(promise: nil)
+    }
+}
+
+/// Reads one request at a time and answers it.
+final class MockGatewayHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let gateway: MockAppleGateway
+    private let ssl: NIOSSLServerHandler
+    private let reset: ConnectionResetHandler
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    private var tooLarge = false
+
+    init(gateway: MockAppleGateway, ssl: NIOSSLServerHandler, reset: ConnectionResetHandler) {
+        self.gateway = gateway
+        self.ssl = ssl
+        self.reset = reset
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body.removeAll(keepingCapacity: true)
+            tooLarge = false
+        case .body(var chunk):
+            if body.count + chunk.readableBytes > MockAppleGateway.maximumBodyBytes {
+                tooLarge = true
+            } else if let bytes = chunk.readBytes(length: chunk.readableBytes) {
+                body.append(contentsOf: bytes)
+            }
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            gateway.stats.requestsCount.add(1, ordering: .relaxed)
+            handle(head, context: context)
+        }
+    }
+
+    private func handle(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let path = String(head.uri.split(separator: "?", maxSplits: 1).first ?? "")
+        if tooLarge {
+            return respond(413, MockAppleGateway.appleError(status: 413, message: "Request Entity Too Large"), head, context)
+        }
+        switch (head.method, path) {
+        case (.GET, "/_mock/stats"):
+            let json = (try? JSONEncoder().encode(gateway.stats.snapshot)) ?? Data()
+            respond(200, Array(json), head, context)
+        case (.POST, "/paymentservices/paymentSession"), (.POST, "/paymentservices/startSession"):
+            session(path: path, head: head, context: context)
+        default:
+            respond(404, MockAppleGateway.appleError(status: 404, message: "Not Found"), head, context)
+        }
+    }
+
+    private func session(path: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let (faults, merchants) = gateway.currentFaultsAndMerchants()
+        let clientHash = clientMerchantHash()
+        if faults.resetConnection {
+            gateway.logger.debug("fault: resetting connection")
+            reset.reset()
+            return
+        }
+        let status: Int
+        let answer: [UInt8]
+        switch MockSessionRules.validate(path: path, body: body, clientMerchantHash: clientHash, merchants: merchants) {
+        case .success(let valid):
+            gateway.record(ReceivedSessionRequest(path: path, fields: valid.fields, clientMerchantHash: clientHash))
+            if let forced = faults.status {
+                status = forced
+                answer = MockAppleGateway.appleError(status: forced, message: "Injected fault \(forced)")
+            } else {
+                status = 200
+                answer = gateway.makeSession(merchantIdentifier: valid.merchant, domain: valid.domain, displayName: valid.displayName)
+            }
+        case .failure(let rejection):
+            gateway.logger.debug("rejecting session request", metadata: ["status": "\(rejection.status)", "message": "\(rejection.message)"])
+            status = rejection.status
+            answer = MockAppleGateway.appleError(status: rejection.status, message: rejection.message)
+        }
+        if faults.latency > .zero {
+            let nanoseconds = faults.latency.components.seconds * 1_000_000_000 + faults.latency.components.attoseconds / 1_000_000_000
+            context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(nanoseconds)) {
+                self.respond(status, answer, head, context, slowBody: faults.slowBody)
+            }
+        } else {
+            respond(status, answer, head, context, slowBody: faults.slowBody)
+        }
+    }
+
+    private func clientMerchantHash() -> String? {
+        guard let peer = ssl.peerCertificate, let der = try? peer.toDERBytes(),
+            let certificate = try? Certificate(derEncoded: der)
+        else { return nil }
+        return MerchantIdentifierExtension.value(in: certificate)
+    }
+
+    private func respond(
+        _ status: Int, _ body: [UInt8], _ request: HTTPRequestHead, _ context: ChannelHandlerContext,
+        slowBody: Duration? = nil
+    ) {
+        guard context.channel.isActive else { return }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Content-Length", value: String(body.count))
+        let keepAlive = request.isKeepAlive
+        if !keepAlive { headers.add(name: "Connection", value: "close") }
+        let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: status), headers: headers)
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+
+        let finish: (ChannelHandlerContext, ArraySlice<UInt8>) -> Void = { context, rest in
+            if !rest.isEmpty {
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: rest)))), promise: nil)
+            }
+            let done = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
+            if !keepAlive {
+                done.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            }
+        }
+        if let slowBody, body.count > 1 {
+            let half = body.count / 2
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body[..<half])))), promise: nil)
+            let nanoseconds = slowBody.components.seconds * 1_000_000_000 + slowBody.components.attoseconds / 1_000_000_000
+            context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(nanoseconds)) {
+                guard context.channel.isActive else { return }
+                finish(context, body[half...])
+            }
+        } else {
+            finish(context, body[...])
+        }
+    }
+}

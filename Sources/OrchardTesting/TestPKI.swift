@@ -1,0 +1,164 @@
+import ApplePay
+import Crypto
+import Foundation
+import SwiftASN1
+import X509
+import _CryptoExtras
+
+/// A certificate and its private key, with their PEM forms.
+public struct TestCertificate: Sendable {
+    public let certificate: Certificate
+    public let privateKey: Certificate.PrivateKey
+
+    public init(certificate: Certificate, privateKey: Certificate.PrivateKey) {
+        self.certificate = certificate
+        self.privateKey = privateKey
+    }
+
+    /// Loads a certificate and key written by ``write(certificateTo:keyTo:)``.
+    public init(certificatePEM: String, keyPEM: String) throws {
+        self.certificate = try Certificate(pemEncoded: certificatePEM)
+        self.privateKey = try Certificate.PrivateKey(pemEncoded: keyPEM)
+    }
+
+    public var certificatePEM: String {
+        get throws { try certificate.serializeAsPEM().pemString + "\n" }
+    }
+
+    public var keyPEM: String {
+        get throws { try privateKey.serializeAsPEM().pemString + "\n" }
+    }
+
+    /// Writes the certificate (0644) and the key (0600).
+    public func write(certificateTo certificatePath: String, keyTo keyPath: String) throws {
+        try Data(certificatePEM.utf8).write(to: URL(fileURLWithPath: certificatePath))
+        try Data(keyPEM.utf8).write(to: URL(fileURLWithPath: keyPath))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyPath)
+    }
+}
+
+/// A throwaway public-key infrastructure for tests and the demo: a CA, TLS server
+/// certificates for loopback, and merchant identity certificates shaped like Apple's.
+///
+/// Nothing here is trusted by Orchard unless a configuration names its CA explicitly.
+public struct TestPKI: Sendable {
+    public let ca: TestCertificate
+
+    public init(ca: TestCertificate) {
+        self.ca = ca
+    }
+
+    /// A new CA (EC P-256) valid from a day before `now` for two years.
+    public static func make(commonName: String = "Orchard Test CA (not for production)", now: Date = Date()) throws -> TestPKI {
+        let key = Certificate.PrivateKey(P256.Signing.PrivateKey())
+        let name = try DistinguishedName {
+            OrganizationName("Orchard test PKI")
+            CommonName(commonName)
+        }
+        let certificate = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: key.publicKey,
+            notValidBefore: now.addingTimeInterval(-86_400),
+            notValidAfter: now.addingTimeInterval(2 * 365 * 86_400),
+            issuer: name,
+            subject: name,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 1))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+                SubjectKeyIdentifier(hash: key.publicKey)
+            },
+            issuerPrivateKey: key
+        )
+        return TestPKI(ca: TestCertificate(certificate: certificate, privateKey: key))
+    }
+
+    /// A TLS server certificate (EC P-256) for the given DNS names and IP addresses.
+    public func issueServerCertificate(
+        hosts: [String] = ["localhost", "127.0.0.1", "::1"], now: Date = Date()
+    ) throws -> TestCertificate {
+        let key = Certificate.PrivateKey(P256.Signing.PrivateKey())
+        let names: [GeneralName] = hosts.map { host in
+            if let bytes = Self.ipAddressBytes(host) {
+                return .ipAddress(ASN1OctetString(contentBytes: bytes[...]))
+            }
+            return .dnsName(host)
+        }
+        return try issue(
+            commonName: hosts.first ?? "localhost",
+            key: key,
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(365 * 86_400),
+            extraExtensions: [
+                try Certificate.Extension(SubjectAlternativeNames(names), critical: false),
+                try Certificate.Extension(ExtendedKeyUsage([.serverAuth]), critical: false),
+                try Certificate.Extension(KeyUsage(digitalSignature: true), critical: true),
+            ]
+        )
+    }
+
+    /// A merchant identity certificate like Apple's: RSA-2048, client-auth, with the
+    /// merchant-ID extension (1.2.840.113635.100.6.32).
+    public func issueMerchantIdentity(
+        merchantIdentifier: String,
+        notValidBefore: Date = Date().addingTimeInterval(-3600),
+        notValidAfter: Date = Date().addingTimeInterval(365 * 86_400)
+    ) throws -> TestCertificate {
+        let key = Certificate.PrivateKey(try _RSA.Signing.PrivateKey(keySize: .bits2048))
+        return try issue(
+            commonName: "Merchant ID: \(merchantIdentifier)",
+            key: key,
+            notValidBefore: notValidBefore,
+            notValidAfter: notValidAfter,
+            extraExtensions: [
+                try Certificate.Extension(ExtendedKeyUsage([.clientAuth]), critical: false),
+                try Certificate.Extension(KeyUsage(digitalSignature: true, keyEncipherment: true), critical: true),
+                try MerchantIdentifierExtension.make(merchantIdentifier: merchantIdentifier),
+            ]
+        )
+    }
+
+    private func issue(
+        commonName: String,
+        key: Certificate.PrivateKey,
+        notValidBefore: Date,
+        notValidAfter: Date,
+        extraExtensions: [Certificate.Extension]
+    ) throws -> TestCertificate {
+        let subject = try DistinguishedName {
+            OrganizationName("Orchard test PKI")
+            CommonName(commonName)
+        }
+        var extensions = try Certificate.Extensions {
+            Critical(BasicConstraints.notCertificateAuthority)
+            AuthorityKeyIdentifier(keyIdentifier: try ca.certificate.extensions.subjectKeyIdentifier?.keyIdentifier)
+        }
+        for ext in extraExtensions { try extensions.append(ext) }
+        let certificate = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: key.publicKey,
+            notValidBefore: notValidBefore,
+            notValidAfter: notValidAfter,
+            issuer: ca.certificate.subject,
+            subject: subject,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: extensions,
+            issuerPrivateKey: ca.privateKey
+        )
+        return TestCertificate(certificate: certificate, privateKey: key)
+    }
+
+    static func ipAddressBytes(_ host: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) }
+        }
+        return nil
+    }
+}
