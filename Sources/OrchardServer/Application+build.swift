@@ -1,0 +1,84 @@
+import ApplePay
+import CurlClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// Builds the Orchard application: routes, static files and the services behind them.
+///
+/// - Parameters:
+///   - configuration: the loaded, checked configuration.
+///   - sessions: where merchant sessions come from (Apple's gateway in production).
+///   - time: the clock used for certificate checks.
+///   - onServerRunning: called with the bound port once the server listens.
+public func buildApplication(
+    configuration: ServerConfiguration,
+    sessions: any MerchantSessionService,
+    time: TimeSource = .system,
+    logger: Logger = Logger(label: "orchard"),
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> some ApplicationProtocol {
+    let router = Router(context: BasicRequestContext.self)
+    router.add(middleware: SecurityHeadersMiddleware())
+    router.add(middleware: LogRequestsMiddleware(.debug))
+    if let folder = configuration.publicDirectory {
+        router.add(middleware: FileMiddleware(folder, searchForIndexHtml: true, logger: logger))
+    }
+    DomainAssociationController(configuration: configuration).addRoutes(to: router)
+    MerchantSessionController(configuration: configuration, sessions: sessions).addRoutes(to: router)
+    HealthController(configuration: configuration, time: time).addRoutes(to: router)
+
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Orchard"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+        logger: logger)
+}
+
+/// Logs what an operator should know about a configuration at startup.
+public func logStartup(_ configuration: ServerConfiguration, time: TimeSource, logger: Logger) {
+    if configuration.gatewayIsNonApple {
+        logger.warning(
+            "appleGateway.baseURL is not an Apple host: merchant sessions go to a test gateway",
+            metadata: ["baseURL": "\(configuration.gatewayBaseURL)"])
+    }
+    for merchant in configuration.merchants {
+        let days = merchant.identity.daysLeft(at: time.now)
+        let metadata: Logger.Metadata = [
+            "merchant": "\(merchant.merchantIdentifier)", "domains": "\(merchant.domains.joined(separator: ","))",
+            "identityDaysLeft": "\(days)",
+        ]
+        if days < 30 {
+            logger.warning("merchant identity certificate expires soon", metadata: metadata)
+        } else {
+            logger.info("merchant configured", metadata: metadata)
+        }
+        if let hash = merchant.identity.merchantIdentifierHash,
+            hash.uppercased() != MerchantIdentifierExtension.hash(of: merchant.merchantIdentifier)
+        {
+            logger.warning(
+                "the identity certificate's merchant-ID extension does not match merchantIdentifier (fine for a platform integrator's partner ID)",
+                metadata: ["merchant": "\(merchant.merchantIdentifier)", "certificate": "\(merchant.identitySource)"])
+        }
+    }
+}
+
+/// Headers every response carries.
+struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
+    static var frameOptions: HTTPField.Name { HTTPField.Name("X-Frame-Options")! }
+    static var referrerPolicy: HTTPField.Name { HTTPField.Name("Referrer-Policy")! }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            response = try error.response(from: request, context: context)
+        }
+        response.headers[.xContentTypeOptions] = "nosniff"
+        response.headers[Self.frameOptions] = "DENY"
+        response.headers[Self.referrerPolicy] = "strict-origin-when-cross-origin"
+        return response
+    }
+}

@@ -1,0 +1,302 @@
+import ApplePay
+import CurlClient
+import Foundation
+import Logging
+
+/// The configuration file's shape (JSON). See the README for every key.
+public struct ConfigurationFile: Codable, Sendable {
+    public struct Server: Codable, Sendable {
+        public var host: String?
+        public var port: Int?
+        /// The folder of static files (the checkout page); relative to the config file.
+        public var publicDirectory: String?
+        /// Largest request body accepted by the API, in bytes.
+        public var maxBodyBytes: Int?
+    }
+
+    public struct AppleGateway: Codable, Sendable {
+        public var baseURL: String?
+        /// A PEM CA bundle to trust for the gateway instead of the system store.
+        public var caFile: String?
+        /// Must be true for a `baseURL` whose host is not Apple's (a mock gateway).
+        public var allowNonAppleHost: Bool?
+        public var connectTimeoutMilliseconds: Int?
+        public var timeoutMilliseconds: Int?
+    }
+
+    public struct Merchant: Codable, Sendable {
+        public var merchantIdentifier: String
+        public var displayName: String
+        public var domains: [String]
+        /// PEM file (leaf first); or `env:NAME` for PEM text in an environment variable.
+        public var identityCertificate: String
+        /// PEM file (unencrypted); or `env:NAME` for PEM text in an environment variable.
+        public var identityKey: String
+        public var domainAssociationFile: String?
+    }
+
+    public var server: Server?
+    public var appleGateway: AppleGateway?
+    public var merchants: [Merchant]
+}
+
+/// A merchant, loaded and checked.
+public struct MerchantConfiguration: Sendable {
+    public var merchantIdentifier: String
+    public var displayName: String
+    /// Lowercased domains this merchant's pages are served from.
+    public var domains: [String]
+    public var identity: MerchantIdentity
+    /// Where the identity certificate came from (a path or `env:NAME`), for messages.
+    public var identitySource: String
+    /// The domain association file's bytes, served unchanged.
+    public var domainAssociation: [UInt8]?
+
+    /// The TLS identity presented to Apple.
+    public var tlsIdentity: TLSIdentity {
+        .pem(certificate: identity.certificatePEM, key: identity.keyPEM)
+    }
+}
+
+/// Everything the server needs, loaded and checked at startup.
+public struct ServerConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    public var publicDirectory: String?
+    public var maxBodyBytes: Int
+    public var gatewayBaseURL: String
+    public var gatewayTrust: TLSTrust
+    public var gatewayTimeouts: CurlTimeouts
+    /// True when the gateway is not one of Apple's hosts (a mock); logged as a warning.
+    public var gatewayIsNonApple: Bool
+    public var merchants: [MerchantConfiguration]
+
+    /// The merchant serving a Host header value (port ignored, case-insensitive), if any.
+    public func merchant(forHost host: String?) -> (merchant: MerchantConfiguration, domain: String)? {
+        guard let domain = host.flatMap(Self.domain(fromHost:)) else { return nil }
+        guard let merchant = merchants.first(where: { $0.domains.contains(domain) }) else { return nil }
+        return (merchant, domain)
+    }
+
+    /// `Shop.Example:8443` → `shop.example`; `[::1]:80` → `::1`.
+    static func domain(fromHost host: String) -> String? {
+        var name = Substring(host)
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return nil }
+            name = name[name.index(after: name.startIndex)..<close]
+        } else if let colon = name.lastIndex(of: ":") {
+            guard name[name.index(after: colon)...].allSatisfy(\.isNumber) else { return nil }
+            name = name[..<colon]
+        }
+        guard !name.isEmpty, name.utf8.count <= 253 else { return nil }
+        return name.lowercased()
+    }
+}
+
+/// A startup problem: one line naming the file or key and what is wrong.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+extension ServerConfiguration {
+    /// Loads a JSON configuration file, resolves relative paths against its folder, reads
+    /// every certificate, key and association file, and checks them at `time.now`.
+    public static func load(
+        path: String,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        time: TimeSource = .system
+    ) throws(ConfigurationError) -> ServerConfiguration {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigurationError("\(path): cannot read the configuration file (\(Self.reason(error)))")
+        }
+        let file: ConfigurationFile
+        do {
+            file = try JSONDecoder().decode(ConfigurationFile.self, from: data)
+        } catch {
+            throw ConfigurationError("\(path): invalid configuration: \(Self.describe(error))")
+        }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        return try resolve(file, relativeTo: folder, environment: environment, time: time)
+    }
+
+    /// Resolves an already-decoded configuration (paths relative to `folder`).
+    public static func resolve(
+        _ file: ConfigurationFile, relativeTo folder: String,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        time: TimeSource = .system
+    ) throws(ConfigurationError) -> ServerConfiguration {
+        let source = Sources(folder: folder, environment: environment)
+        let gateway = file.appleGateway
+        let baseURL = (gateway?.baseURL ?? "https://\(GatewayHosts.production)").trimmingSuffix("/")
+        guard let components = URLComponents(string: baseURL), components.scheme == "https",
+            let gatewayHost = components.host, !gatewayHost.isEmpty, components.user == nil, components.query == nil
+        else {
+            throw ConfigurationError("appleGateway.baseURL: \(baseURL) must be an https URL without credentials or query")
+        }
+        let isApple = GatewayHosts.isAppleHost(gatewayHost) && (components.port ?? 443) == 443
+        if !isApple && gateway?.allowNonAppleHost != true {
+            throw ConfigurationError(
+                "appleGateway.baseURL: \(gatewayHost) is not an Apple Pay gateway host; set appleGateway.allowNonAppleHost to true to use a test gateway")
+        }
+        var trust = TLSTrust.system
+        if let caFile = gateway?.caFile {
+            let bytes = try source.read(caFile, what: "appleGateway.caFile")
+            guard String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
+                throw ConfigurationError("\(source.describe(caFile)): appleGateway.caFile holds no PEM certificate")
+            }
+            trust = .caPEM(bytes)
+        }
+        let timeouts = CurlTimeouts(
+            connect: .milliseconds(gateway?.connectTimeoutMilliseconds ?? 3000),
+            total: .milliseconds(gateway?.timeoutMilliseconds ?? 10_000))
+        guard timeouts.connect > .zero, timeouts.connect <= timeouts.total, timeouts.total <= CurlTimeouts.maximumTotal else {
+            throw ConfigurationError(
+                "appleGateway: timeouts must be positive, connect ≤ total, and total ≤ \(CurlTimeouts.maximumTotal) (Safari gives up at 30 s)")
+        }
+
+        guard !file.merchants.isEmpty else { throw ConfigurationError("merchants: at least one merchant is required") }
+        var seenDomains: [String: String] = [:]
+        var merchants: [MerchantConfiguration] = []
+        for (index, merchant) in file.merchants.enumerated() {
+            let label = "merchants[\(index)] (\(merchant.merchantIdentifier))"
+            do {
+                _ = try MerchantSessionRequest(merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, domain: "x")
+            } catch {
+                throw ConfigurationError("\(label): \(error.message)")
+            }
+            guard !merchant.domains.isEmpty else { throw ConfigurationError("\(label): domains must not be empty") }
+            var domains: [String] = []
+            for domain in merchant.domains {
+                let lowered = domain.lowercased()
+                guard Self.isDomainName(lowered) else {
+                    throw ConfigurationError("\(label): \(domain) is not a valid domain name")
+                }
+                if let other = seenDomains[lowered] {
+                    throw ConfigurationError("\(label): domain \(lowered) is already configured for \(other)")
+                }
+                seenDomains[lowered] = merchant.merchantIdentifier
+                domains.append(lowered)
+            }
+            let certificate = try source.read(merchant.identityCertificate, what: "identityCertificate")
+            let key = try source.read(merchant.identityKey, what: "identityKey")
+            let identity: MerchantIdentity
+            do {
+                identity = try MerchantIdentity(
+                    certificatePEM: certificate, keyPEM: key,
+                    certificateName: source.describe(merchant.identityCertificate),
+                    keyName: source.describe(merchant.identityKey),
+                    at: time.now)
+            } catch {
+                throw ConfigurationError(error.message)
+            }
+            let association = try merchant.domainAssociationFile.map { file throws(ConfigurationError) in
+                try source.read(file, what: "domainAssociationFile")
+            }
+            merchants.append(
+                MerchantConfiguration(
+                    merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName,
+                    domains: domains, identity: identity, identitySource: source.describe(merchant.identityCertificate),
+                    domainAssociation: association))
+        }
+        let maxBody = file.server?.maxBodyBytes ?? 16 * 1024
+        guard (1024...(1 << 20)).contains(maxBody) else {
+            throw ConfigurationError("server.maxBodyBytes must be between 1024 and 1048576")
+        }
+        let port = file.server?.port ?? 8080
+        guard (0...65535).contains(port) else { throw ConfigurationError("server.port \(port) is out of range") }
+        return ServerConfiguration(
+            host: file.server?.host ?? "127.0.0.1",
+            port: port,
+            publicDirectory: file.server?.publicDirectory.map(source.path),
+            maxBodyBytes: maxBody,
+            gatewayBaseURL: baseURL,
+            gatewayTrust: trust,
+            gatewayTimeouts: timeouts,
+            gatewayIsNonApple: !isApple,
+            merchants: merchants)
+    }
+
+    static func isDomainName(_ name: String) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= 253, !name.hasSuffix(".") else { return false }
+        return name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+            !label.isEmpty && label.utf8.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
+                && label.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
+        }
+    }
+
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain,
+            let code = POSIXErrorCode(rawValue: Int32(underlying.code))
+        {
+            return String(cString: strerror(code.rawValue))
+        }
+        switch nsError.code {
+        case NSFileReadNoSuchFileError, NSFileNoSuchFileError: return "no such file"
+        case NSFileReadNoPermissionError: return "permission denied"
+        default: return nsError.localizedDescription
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, let context):
+            return "missing key \(Self.path(context.codingPath + [key]))"
+        case DecodingError.typeMismatch(let type, let context):
+            return "\(Self.path(context.codingPath)) should be \(type)"
+        case DecodingError.valueNotFound(let type, let context):
+            return "\(Self.path(context.codingPath)) should be \(type), not null"
+        case DecodingError.dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not valid JSON" : "\(Self.path(context.codingPath)): \(context.debugDescription)"
+        default:
+            return "\(error)"
+        }
+    }
+
+    private static func path(_ keys: [any CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingPrefix(".").description
+    }
+}
+
+/// Reads configured files, or `env:NAME` values from the environment.
+struct Sources {
+    var folder: String
+    var environment: [String: String]
+
+    func path(_ value: String) -> String {
+        value.hasPrefix("/") ? value : URL(fileURLWithPath: folder).appendingPathComponent(value).standardizedFileURL.path
+    }
+
+    func describe(_ value: String) -> String {
+        value.hasPrefix("env:") ? value : path(value)
+    }
+
+    func read(_ value: String, what: String) throws(ConfigurationError) -> [UInt8] {
+        if value.hasPrefix("env:") {
+            let name = String(value.dropFirst(4))
+            guard let text = environment[name], !text.isEmpty else {
+                throw ConfigurationError("\(value): environment variable \(name) for \(what) is not set")
+            }
+            return Array(text.utf8)
+        }
+        let full = path(value)
+        do {
+            return [UInt8](try Data(contentsOf: URL(fileURLWithPath: full)))
+        } catch {
+            throw ConfigurationError("\(full): cannot read \(what) (\(ServerConfiguration.reason(error)))")
+        }
+    }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        var text = self
+        while text.hasSuffix(suffix) { text.removeLast(suffix.count) }
+        return text
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import Hummingbird
+
+/// An API error: a stable code, a message the caller can act on, and (in one place) its HTTP status.
+public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
+    public enum Code: String, Sendable {
+        case invalidJSON = "invalid_json"
+        case invalidValidationURL = "invalid_validation_url"
+        case invalidRequest = "invalid_request"
+        case unknownHost = "unknown_host"
+        case notFound = "not_found"
+        case payloadTooLarge = "payload_too_large"
+        case gatewayRejected = "gateway_rejected"
+        case gatewayUnavailable = "gateway_unavailable"
+        case gatewayTimeout = "gateway_timeout"
+        case internalError = "internal_error"
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The one mapping from error codes to HTTP statuses.
+    public var status: HTTPResponse.Status {
+        switch code {
+        case .invalidJSON, .invalidValidationURL, .invalidRequest: .badRequest
+        case .unknownHost: .misdirectedRequest
+        case .notFound: .notFound
+        case .payloadTooLarge: .contentTooLarge
+        case .gatewayRejected, .gatewayUnavailable: .badGateway
+        case .gatewayTimeout: .gatewayTimeout
+        case .internalError: .internalServerError
+        }
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = ["error": ["code": code.rawValue, "message": message]]
+        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

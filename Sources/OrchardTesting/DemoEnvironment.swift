@@ -1,0 +1,92 @@
+import Foundation
+import X509
+
+/// Files for running Orchard against the mock gateway with no Apple account: a test PKI,
+/// a domain association file and a ready server configuration, all in one folder.
+///
+/// Used by `orchard demo`, `orchard mock-gateway` and the benchmark.
+public struct DemoEnvironment: Sendable {
+    public static let merchantIdentifier = "merchant.dev.orchard.demo"
+    public static let displayName = "Orchard Demo Shop"
+    public static let domains = ["localhost", "127.0.0.1"]
+
+    public let directory: URL
+    public let material: TestMaterial
+
+    public var caFile: String { file("test-ca.pem") }
+    public var identityCertificateFile: String { file("test-merchant-identity.pem") }
+    public var identityKeyFile: String { file("test-merchant-identity.key") }
+    public var configurationFile: String { file("orchard.json") }
+
+    func file(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    /// Uses the test PKI already in `directory`, or creates one.
+    public static func prepare(directory path: String) throws -> DemoEnvironment {
+        let directory = URL(fileURLWithPath: path).standardizedFileURL
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
+        let names = [
+            "test-ca.pem", "test-ca.key", "test-gateway.pem", "test-gateway.key", "test-merchant-identity.pem",
+            "test-merchant-identity.key",
+        ]
+        func read(_ name: String) throws -> String {
+            try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+        }
+        if let texts = try? names.map(read),
+            let ca = try? TestCertificate(certificatePEM: texts[0], keyPEM: texts[1]),
+            let server = try? TestCertificate(certificatePEM: texts[2], keyPEM: texts[3]),
+            let identity = try? TestCertificate(certificatePEM: texts[4], keyPEM: texts[5]),
+            [ca, server, identity].allSatisfy({ $0.certificate.notValidAfter > Date().addingTimeInterval(86_400) })
+        {
+            return DemoEnvironment(directory: directory, material: TestMaterial(pki: TestPKI(ca: ca), server: server, identity: identity))
+        }
+        let pki = try TestPKI.make()
+        let material = TestMaterial(
+            pki: pki, server: try pki.issueServerCertificate(),
+            identity: try pki.issueMerchantIdentity(merchantIdentifier: merchantIdentifier))
+        let environment = DemoEnvironment(directory: directory, material: material)
+        try pki.ca.write(certificateTo: environment.file("test-ca.pem"), keyTo: environment.file("test-ca.key"))
+        try material.server.write(certificateTo: environment.file("test-gateway.pem"), keyTo: environment.file("test-gateway.key"))
+        try material.identity.write(certificateTo: environment.identityCertificateFile, keyTo: environment.identityKeyFile)
+        let association = "Orchard demo domain association file: Apple's real one is downloaded from the developer portal.\n"
+        try Data(association.utf8).write(to: directory.appendingPathComponent("apple-developer-merchantid-domain-association"))
+        return environment
+    }
+
+    /// A mock gateway using this environment's certificates and merchant.
+    public func makeGateway(host: String = "127.0.0.1", port: Int = 0, faults: MockGatewayFaults = .none) throws -> MockAppleGateway {
+        try MockAppleGateway(
+            configuration: .init(
+                host: host, port: port, serverIdentity: material.server, clientCA: material.pki.ca.certificate,
+                merchants: [MockMerchant(merchantIdentifier: Self.merchantIdentifier, domains: Self.domains)],
+                faults: faults))
+    }
+
+    /// Writes `orchard.json` for `orchard serve`, pointed at a mock gateway on `gatewayPort`.
+    @discardableResult
+    public func writeServerConfiguration(gatewayPort: Int, serverPort: Int, publicDirectory: String?) throws -> String {
+        var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
+        if let publicDirectory { server["publicDirectory"] = publicDirectory }
+        let configuration: [String: Any] = [
+            "server": server,
+            "appleGateway": [
+                "baseURL": "https://127.0.0.1:\(gatewayPort)",
+                "caFile": "test-ca.pem",
+                "allowNonAppleHost": true,
+            ],
+            "merchants": [
+                [
+                    "merchantIdentifier": Self.merchantIdentifier,
+                    "displayName": Self.displayName,
+                    "domains": Self.domains,
+                    "identityCertificate": "test-merchant-identity.pem",
+                    "identityKey": "test-merchant-identity.key",
+                    "domainAssociationFile": "apple-developer-merchantid-domain-association",
+                ]
+            ],
+        ]
+        let data = try JSONSerialization.data(withJSONObject: configuration, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        try data.write(to: URL(fileURLWithPath: configurationFile))
+        return configurationFile
+    }
+}

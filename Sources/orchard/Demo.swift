@@ -1,0 +1,56 @@
+import ArgumentParser
+import Foundation
+import Logging
+import OrchardServer
+import OrchardTesting
+
+struct Demo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run Orchard against a local mock Apple gateway: no Apple account needed.",
+        discussion: """
+            Creates a test PKI in --state-dir, starts the mock gateway (mutual TLS) and the server \
+            on loopback wired to it, and prints a curl command that performs a merchant validation.
+            """)
+
+    @Option(help: "Folder for the test PKI and the generated configuration.")
+    var stateDir: String = ".orchard/demo"
+
+    @Option(help: "Port for the Orchard server (0: any free port).")
+    var port: Int = 8080
+
+    @OptionGroup var faults: FaultOptions
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        let logger = logging.bootstrap(label: "orchard")
+        let environment = try DemoEnvironment.prepare(directory: stateDir)
+        let gateway = try environment.makeGateway(faults: faults.faults)
+        let gatewayPort = try await gateway.start()
+        let publicDirectory = FileManager.default.fileExists(atPath: "Public/index.html")
+            ? URL(fileURLWithPath: "Public").standardizedFileURL.path : nil
+        let path = try environment.writeServerConfiguration(gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory)
+        let configuration: ServerConfiguration
+        do {
+            configuration = try ServerConfiguration.load(path: path)
+        } catch {
+            fail(error.message)
+        }
+        try await runServer(configuration, logger: logger) { port in
+            say(
+                """
+
+                Orchard demo is running (test certificates only; nothing leaves this machine).
+                  checkout page:      http://localhost:\(port)/
+                  health:             http://localhost:\(port)/health
+                  mock Apple gateway: https://127.0.0.1:\(gatewayPort) (mutual TLS, test CA in \(environment.caFile))
+                  configuration:      \(path)
+
+                Perform a merchant validation over mutual TLS:
+                  curl -sS -X POST http://localhost:\(port)/api/apple-pay/session -H 'Content-Type: application/json' -d '{"validationURL":"https://apple-pay-gateway-cert.apple.com/paymentservices/startSession"}'
+
+                Press Ctrl-C to stop.
+                """)
+        }
+        await gateway.stop()
+    }
+}
