@@ -12,6 +12,13 @@ public struct ConfigurationFile: Codable, Sendable {
         public var publicDirectory: String?
         /// Largest request body accepted by the API, in bytes.
         public var maxBodyBytes: Int?
+
+        public init(host: String? = nil, port: Int? = nil, publicDirectory: String? = nil, maxBodyBytes: Int? = nil) {
+            self.host = host
+            self.port = port
+            self.publicDirectory = publicDirectory
+            self.maxBodyBytes = maxBodyBytes
+        }
     }
 
     public struct AppleGateway: Codable, Sendable {
@@ -22,6 +29,17 @@ public struct ConfigurationFile: Codable, Sendable {
         public var allowNonAppleHost: Bool?
         public var connectTimeoutMilliseconds: Int?
         public var timeoutMilliseconds: Int?
+
+        public init(
+            baseURL: String? = nil, caFile: String? = nil, allowNonAppleHost: Bool? = nil,
+            connectTimeoutMilliseconds: Int? = nil, timeoutMilliseconds: Int? = nil
+        ) {
+            self.baseURL = baseURL
+            self.caFile = caFile
+            self.allowNonAppleHost = allowNonAppleHost
+            self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
+            self.timeoutMilliseconds = timeoutMilliseconds
+        }
     }
 
     public struct Merchant: Codable, Sendable {
@@ -33,11 +51,29 @@ public struct ConfigurationFile: Codable, Sendable {
         /// PEM file (unencrypted); or `env:NAME` for PEM text in an environment variable.
         public var identityKey: String
         public var domainAssociationFile: String?
+
+        public init(
+            merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String,
+            identityKey: String, domainAssociationFile: String? = nil
+        ) {
+            self.merchantIdentifier = merchantIdentifier
+            self.displayName = displayName
+            self.domains = domains
+            self.identityCertificate = identityCertificate
+            self.identityKey = identityKey
+            self.domainAssociationFile = domainAssociationFile
+        }
     }
 
     public var server: Server?
     public var appleGateway: AppleGateway?
     public var merchants: [Merchant]
+
+    public init(server: Server? = nil, appleGateway: AppleGateway? = nil, merchants: [Merchant]) {
+        self.server = server
+        self.appleGateway = appleGateway
+        self.merchants = merchants
+    }
 }
 
 /// A merchant, loaded and checked.

@@ -55,6 +55,7 @@ public final class MockAppleGateway: Sendable {
         var faults: MockGatewayFaults
         var merchants: [MockMerchant]
         var received: [ReceivedSessionRequest] = []
+        var issued: [[UInt8]] = []
         var serverChannel: (any Channel)?
         var children: [ObjectIdentifier: any Channel] = [:]
     }
@@ -89,6 +90,11 @@ public final class MockAppleGateway: Sendable {
     /// Every session request received, oldest first.
     public var receivedSessionRequests: [ReceivedSessionRequest] {
         state.withLock { $0.received }
+    }
+
+    /// Every session body sent, oldest first, byte for byte.
+    public var issuedSessions: [[UInt8]] {
+        state.withLock { $0.issued }
     }
 
     /// Binds and starts serving; returns the port.
@@ -180,6 +186,7 @@ public final class MockAppleGateway: Sendable {
         session["signature"] = signature.base64EncodedString()
         let body = (try? JSONSerialization.data(withJSONObject: session, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         stats.sessionsCount.add(1, ordering: .relaxed)
+        state.withLock { $0.issued.append(Array(body)) }
         return Array(body)
     }
 

@@ -1,0 +1,137 @@
+import ApplePay
+import CurlClient
+import Foundation
+import Hummingbird
+import Logging
+import OrchardServer
+import OrchardTesting
+import Synchronization
+
+/// Counts calls that reach the session service: hostile input must never get this far.
+final class CountingSessions: MerchantSessionService {
+    let inner: any MerchantSessionService
+    let calls = Atomic<Int>(0)
+
+    init(inner: any MerchantSessionService) { self.inner = inner }
+
+    var count: Int { calls.load(ordering: .relaxed) }
+
+    func createSession(_ request: MerchantSessionRequest, for merchant: MerchantConfiguration) async throws(OrchardError) -> [UInt8] {
+        calls.add(1, ordering: .relaxed)
+        return try await inner.createSession(request, for: merchant)
+    }
+}
+
+/// A temporary folder removed when the test ends.
+struct TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    func write(_ name: String, _ bytes: [UInt8]) throws {
+        try Data(bytes).write(to: url.appendingPathComponent(name))
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// The real server on a free loopback port, wired to a real mock gateway over mutual TLS.
+struct ServerHarness {
+    static let domain = "shop.example"
+    /// Served by Orchard but not registered at the (mock) Apple gateway.
+    static let unregisteredDomain = "unregistered.example"
+    /// Bytes no text processing would keep intact.
+    static let associationFile: [UInt8] = Array("7B227073704964223A22\r\n".utf8) + [0x00, 0xFF, 0xFE, 0x0A] + Array("end".utf8)
+
+    let fixture: GatewayFixture
+    let sessions: CountingSessions
+    let client: CurlHTTPClient
+    let port: Int
+
+    var gateway: MockAppleGateway { fixture.gateway }
+
+    /// A configuration file for the shared test merchant, written to `directory`.
+    static func configurationFile(gatewayPort: Int, directory: TemporaryDirectory, timeoutMilliseconds: Int = 2000) throws
+        -> ConfigurationFile
+    {
+        let material = TestMaterial.shared
+        try material.identity.write(certificateTo: directory.path("identity.pem"), keyTo: directory.path("identity.key"))
+        try directory.write("ca.pem", material.caPEM)
+        try directory.write("association", associationFile)
+        return ConfigurationFile(
+            server: .init(host: "127.0.0.1", port: 0, publicDirectory: nil, maxBodyBytes: 16 * 1024),
+            appleGateway: .init(
+                baseURL: "https://127.0.0.1:\(gatewayPort)", caFile: "ca.pem", allowNonAppleHost: true,
+                connectTimeoutMilliseconds: min(1000, timeoutMilliseconds), timeoutMilliseconds: timeoutMilliseconds),
+            merchants: [
+                .init(
+                    merchantIdentifier: TestMaterial.merchantIdentifier, displayName: "Orchard Test Shop",
+                    domains: [domain, unregisteredDomain], identityCertificate: "identity.pem", identityKey: "identity.key",
+                    domainAssociationFile: "association")
+            ])
+    }
+
+    /// Runs `body` against a started server and gateway, then stops both.
+    static func with(
+        faults: MockGatewayFaults = .none, timeoutMilliseconds: Int = 2000,
+        _ body: (ServerHarness) async throws -> Void
+    ) async throws {
+        let fixture = try await GatewayFixture.start(domains: [domain], faults: faults)
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try configurationFile(gatewayPort: fixture.port, directory: directory, timeoutMilliseconds: timeoutMilliseconds)
+        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path)
+        let http = try CurlHTTPClient()
+        var logger = Logger(label: "orchard.test")
+        logger.logLevel = .critical
+        let sessions = CountingSessions(inner: AppleGatewayClient(http: http, configuration: configuration, logger: logger))
+        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let app = buildApplication(configuration: configuration, sessions: sessions, logger: logger) { port in
+            portContinuation.yield(port)
+        }
+        let client = try CurlHTTPClient(configuration: .init(allowedSchemes: ["http"]))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService(gracefulShutdownSignals: []) }
+            var iterator = ports.makeAsyncIterator()
+            guard let port = await iterator.next() else { throw CancellationError() }
+            let harness = ServerHarness(fixture: fixture, sessions: sessions, client: client, port: port)
+            do {
+                try await body(harness)
+            } catch {
+                group.cancelAll()
+                await fixture.gateway.stop()
+                throw error
+            }
+            group.cancelAll()
+        }
+        client.shutdown()
+        http.shutdown()
+        await fixture.gateway.stop()
+    }
+
+    /// A request to the server, as a browser on `host` would send it.
+    func send(_ method: String, _ path: String, host: String = domain, body: [UInt8]? = nil) async throws -> CurlResponse {
+        var headers: [(name: String, value: String)] = [(name: "Host", value: host)]
+        if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
+        return try await client.execute(
+            CurlRequest(method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body))
+    }
+
+    func requestSession(validationURL: String? = "https://apple-pay-gateway.apple.com/paymentservices/paymentSession", host: String = domain)
+        async throws -> CurlResponse
+    {
+        let body = try validationURL.map { try JSONSerialization.data(withJSONObject: ["validationURL": $0]) }
+        return try await send("POST", "/api/apple-pay/session", host: host, body: body.map(Array.init) ?? [])
+    }
+}
+
+extension CurlResponse {
+    var json: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] }
+    var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
+    var errorMessage: String? { (json?["error"] as? [String: Any])?["message"] as? String }
+}
