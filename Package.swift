@@ -102,7 +102,13 @@ let package = Package(
         ),
         .testTarget(
             name: "ApplePayTests",
-            dependencies: ["ApplePay"],
+            dependencies: [
+                "ApplePay",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

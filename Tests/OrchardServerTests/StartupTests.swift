@@ -1,0 +1,173 @@
+import Foundation
+import OrchardServer
+import OrchardTesting
+import Testing
+
+@Suite("Startup checks of certificates, keys and configuration")
+struct StartupTests {
+    /// Writes a valid configuration and lets `mutate` break it; returns the config path.
+    func configuration(
+        _ directory: TemporaryDirectory, mutate: (inout ConfigurationFile) throws -> Void = { _ in }
+    ) throws -> String {
+        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        try mutate(&file)
+        let data = try JSONEncoder().encode(file)
+        try data.write(to: directory.url.appendingPathComponent("orchard.json"))
+        return directory.path("orchard.json")
+    }
+
+    func loadError(_ path: String, environment: [String: String] = [:]) -> String? {
+        do {
+            _ = try ServerConfiguration.load(path: path, environment: environment)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    @Test("a valid configuration loads, with paths relative to its folder")
+    func valid() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let configuration = try ServerConfiguration.load(path: try configuration(directory))
+        #expect(configuration.merchants.first?.domains == [ServerHarness.domain, ServerHarness.unregisteredDomain])
+        #expect(configuration.merchants.first?.domainAssociation == ServerHarness.associationFile)
+        #expect(configuration.gatewayIsNonApple)
+    }
+
+    @Test("the identity key may come from an environment variable")
+    func keyFromEnvironment() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = try configuration(directory) { $0.merchants[0].identityKey = "env:ORCHARD_TEST_KEY" }
+        let key = try TestMaterial.shared.identity.keyPEM
+        _ = try ServerConfiguration.load(path: path, environment: ["ORCHARD_TEST_KEY": key])
+        #expect(loadError(path)?.contains("environment variable ORCHARD_TEST_KEY") == true)
+    }
+
+    @Test("missing, unreadable, mismatched, expired and not-yet-valid identities are named")
+    func identityProblems() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let missing = try configuration(directory) { $0.merchants[0].identityCertificate = "nope.pem" }
+        #expect(loadError(missing) == "\(directory.path("nope.pem")): cannot read identityCertificate (no such file)")
+
+        try directory.write("garbage.pem", Array("hello".utf8))
+        let garbage = try configuration(directory) { $0.merchants[0].identityCertificate = "garbage.pem" }
+        #expect(loadError(garbage)?.hasPrefix(directory.path("garbage.pem")) == true)
+
+        let other = try TestMaterial.shared.pki.issueMerchantIdentity(merchantIdentifier: TestMaterial.merchantIdentifier)
+        try other.write(certificateTo: directory.path("other.pem"), keyTo: directory.path("other.key"))
+        let mismatched = try configuration(directory) { $0.merchants[0].identityKey = "other.key" }
+        #expect(loadError(mismatched) == "\(directory.path("other.key")): the private key does not match the certificate \(directory.path("identity.pem"))")
+
+        let expired = try TestMaterial.shared.pki.issueMerchantIdentity(
+            merchantIdentifier: TestMaterial.merchantIdentifier, notValidBefore: Date(timeIntervalSinceNow: -800 * 86_400),
+            notValidAfter: Date(timeIntervalSinceNow: -86_400))
+        try expired.write(certificateTo: directory.path("expired.pem"), keyTo: directory.path("expired.key"))
+        let expiredPath = try configuration(directory) {
+            $0.merchants[0].identityCertificate = "expired.pem"
+            $0.merchants[0].identityKey = "expired.key"
+        }
+        #expect(loadError(expiredPath)?.hasPrefix("\(directory.path("expired.pem")): certificate expired on ") == true)
+
+        let future = try TestMaterial.shared.pki.issueMerchantIdentity(
+            merchantIdentifier: TestMaterial.merchantIdentifier, notValidBefore: Date(timeIntervalSinceNow: 86_400),
+            notValidAfter: Date(timeIntervalSinceNow: 800 * 86_400))
+        try future.write(certificateTo: directory.path("future.pem"), keyTo: directory.path("future.key"))
+        let futurePath = try configuration(directory) {
+            $0.merchants[0].identityCertificate = "future.pem"
+            $0.merchants[0].identityKey = "future.key"
+        }
+        #expect(loadError(futurePath)?.contains("is not valid before") == true)
+    }
+
+    @Test("unsafe or inconsistent settings are refused")
+    func settingsProblems() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let notApple = try configuration(directory) { $0.appleGateway?.allowNonAppleHost = nil }
+        #expect(loadError(notApple)?.contains("is not an Apple Pay gateway host") == true)
+        let lookalike = try configuration(directory) {
+            $0.appleGateway = .init(baseURL: "https://apple-pay-gateway.apple.com.evil.test")
+        }
+        #expect(loadError(lookalike)?.contains("is not an Apple Pay gateway host") == true)
+        let plainHTTP = try configuration(directory) { $0.appleGateway?.baseURL = "http://127.0.0.1:9" }
+        #expect(loadError(plainHTTP)?.contains("must be an https URL") == true)
+        let longName = try configuration(directory) { $0.merchants[0].displayName = String(repeating: "x", count: 65) }
+        #expect(loadError(longName)?.contains("displayName must be 1 to 64 characters") == true)
+        let badDomain = try configuration(directory) { $0.merchants[0].domains = ["shop example"] }
+        #expect(loadError(badDomain)?.contains("is not a valid domain name") == true)
+        let duplicate = try configuration(directory) {
+            $0.merchants.append($0.merchants[0])
+            $0.merchants[1].merchantIdentifier = "merchant.other"
+        }
+        #expect(loadError(duplicate)?.contains("is already configured for") == true)
+        let slow = try configuration(directory) { $0.appleGateway?.timeoutMilliseconds = 30_000 }
+        #expect(loadError(slow)?.contains("Safari gives up") == true)
+        try directory.write("broken.json", Array(#"{"merchants": [}"#.utf8))
+        #expect(loadError(directory.path("broken.json"))?.contains("not valid JSON") == true)
+        try directory.write("incomplete.json", Array(#"{"merchants": [{"merchantIdentifier": "m"}]}"#.utf8))
+        #expect(loadError(directory.path("incomplete.json"))?.contains("missing key merchants[0].displayName") == true)
+    }
+
+    /// The `orchard` executable built beside this test bundle.
+    static var orchardExecutable: URL {
+        let candidates = [
+            Bundle.main.executableURL?.deletingLastPathComponent(),
+            Bundle.main.bundleURL.deletingLastPathComponent(),
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent(".build/debug"),
+        ]
+        for case let folder? in candidates {
+            let url = folder.appendingPathComponent("orchard")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return URL(fileURLWithPath: "orchard")
+    }
+
+    /// Runs `orchard serve --config path`; returns its exit status and standard error.
+    func serve(_ path: String) throws -> (status: Int32, stderr: String) {
+        let process = Process()
+        process.executableURL = Self.orchardExecutable
+        process.arguments = ["serve", "--config", path]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let output = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    @Test("orchard serve exits non-zero with one clear line for a missing, mismatched or expired identity")
+    func processExits() throws {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.orchardExecutable.path), "orchard executable not found")
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+
+        let missing = try serve(try configuration(directory) { $0.merchants[0].identityKey = "missing.key" })
+        #expect(missing.status == 1)
+        #expect(missing.stderr == "orchard: \(directory.path("missing.key")): cannot read identityKey (no such file)\n")
+
+        let other = try TestMaterial.shared.pki.issueMerchantIdentity(merchantIdentifier: TestMaterial.merchantIdentifier)
+        try other.write(certificateTo: directory.path("other.pem"), keyTo: directory.path("other.key"))
+        let mismatched = try serve(try configuration(directory) { $0.merchants[0].identityCertificate = "other.pem" })
+        #expect(mismatched.status == 1)
+        #expect(mismatched.stderr.hasSuffix("does not match the certificate \(directory.path("other.pem"))\n"))
+        #expect(mismatched.stderr.split(separator: "\n").count == 1)
+
+        let expired = try TestMaterial.shared.pki.issueMerchantIdentity(
+            merchantIdentifier: TestMaterial.merchantIdentifier, notValidBefore: Date(timeIntervalSinceNow: -800 * 86_400),
+            notValidAfter: Date(timeIntervalSinceNow: -3600))
+        try expired.write(certificateTo: directory.path("expired.pem"), keyTo: directory.path("expired.key"))
+        let result = try serve(
+            try configuration(directory) {
+                $0.merchants[0].identityCertificate = "expired.pem"
+                $0.merchants[0].identityKey = "expired.key"
+            })
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("orchard: \(directory.path("expired.pem")): certificate expired on "))
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+}
