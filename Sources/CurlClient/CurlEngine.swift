@@ -2,11 +2,11 @@ import CCurlShims
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Owns the libcurl multi handle and the one thread that drives it.
@@ -103,9 +103,13 @@ final class CurlEngine: @unchecked Sendable {
             }
             if stopping {
                 let error = CurlError(kind: .shutdown, message: "the HTTP client was shut down")
-                for transfer in submitted { transfer.finish(.failure(error)) }
+                for transfer in submitted {
+                    transfer.release()
+                    transfer.finish(.failure(error))
+                }
                 for (easy, transfer) in active {
                     curl_multi_remove_handle(multi, easy)
+                    transfer.release()
                     transfer.finish(.failure(error))
                 }
                 active.removeAll()
@@ -115,6 +119,7 @@ final class CurlEngine: @unchecked Sendable {
             }
             for transfer in submitted {
                 if transfer.cancelled.load(ordering: .sequentiallyConsistent) {
+                    transfer.release()
                     transfer.finish(.failure(Self.cancelledError))
                     continue
                 }
@@ -122,6 +127,7 @@ final class CurlEngine: @unchecked Sendable {
                 let code = curl_multi_add_handle(multi, transfer.easy)
                 guard code == CURLM_OK else {
                     let message = String(cString: curl_multi_strerror(code))
+                    transfer.release()
                     transfer.finish(.failure(CurlError(kind: .other, curlCode: Int32(code.rawValue), message: message)))
                     continue
                 }
@@ -129,6 +135,7 @@ final class CurlEngine: @unchecked Sendable {
             }
             for transfer in cancelled where active.removeValue(forKey: transfer.easy) != nil {
                 curl_multi_remove_handle(multi, transfer.easy)
+                transfer.release()
                 transfer.finish(.failure(Self.cancelledError))
             }
 
@@ -140,6 +147,7 @@ final class CurlEngine: @unchecked Sendable {
                 let (result, connects) = transfer.outcome(for: code)
                 opened.add(connects, ordering: .relaxed)
                 curl_multi_remove_handle(multi, easy)  // the connection returns to the multi's pool
+                transfer.release()
                 transfer.finish(result)
             }
             // Sleeps until a socket is ready, libcurl's next timer, a wakeup, or one second.

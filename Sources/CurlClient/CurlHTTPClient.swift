@@ -146,7 +146,8 @@ public final class CurlHTTPClient: Sendable {
         guard timeouts.total <= CurlTimeouts.maximumTotal else {
             throw CurlError(
                 kind: .invalidRequest,
-                message: "total timeout \(timeouts.total) exceeds \(CurlTimeouts.maximumTotal), Safari's Apple Pay sheet would give up first"
+                message:
+                    "total timeout \(timeouts.total) exceeds \(CurlTimeouts.maximumTotal), Safari's Apple Pay sheet would give up first"
             )
         }
     }

@@ -37,7 +37,10 @@ final class Transfer: @unchecked Sendable {
     }
 
     private var released = false
-    private func release() {
+
+    /// Frees the easy handle and buffers. The engine calls it on its own thread once the
+    /// handle has left the multi, because cleanup touches the shared TLS-session cache.
+    func release() {
         guard !released else { return }
         released = true
         curl_easy_cleanup(easy)
@@ -181,7 +184,10 @@ final class Transfer: @unchecked Sendable {
             let detail = String(cString: errorBuffer)
             let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
             if tooLarge || code == CURLE_FILESIZE_EXCEEDED {
-                return (.failure(CurlError(kind: .responseTooLarge, curlCode: curlCode, message: "response exceeds \(maxResponseBytes) bytes")), connects)
+                return (
+                    .failure(CurlError(kind: .responseTooLarge, curlCode: curlCode, message: "response exceeds \(maxResponseBytes) bytes")),
+                    connects
+                )
             }
             return (.failure(CurlError(kind: CurlError.kind(forCurlCode: curlCode), curlCode: curlCode, message: message)), connects)
         }

@@ -69,11 +69,14 @@ public struct AppleGatewayClient: MerchantSessionService {
                 metadata: [
                     "merchant": "\(merchant.merchantIdentifier)", "domain": "\(request.initiativeContext)",
                     "status": "\(response.status)",
-                    "statusMessage": "\(apple["statusMessage"].map { "\($0)" } ?? String(decoding: response.body.prefix(200), as: UTF8.self))",
+                    "statusMessage":
+                        "\(apple["statusMessage"].map { "\($0)" } ?? String(decoding: response.body.prefix(200), as: UTF8.self))",
                 ])
-            throw OrchardError(.gatewayRejected, "Apple Pay refused the merchant validation (HTTP \(response.status)); the merchant's setup needs attention")
+            throw OrchardError(
+                .gatewayRejected,
+                "Apple Pay refused the merchant validation (HTTP \(response.status)); the merchant's setup needs attention")
         }
-        guard (try? JSONSerialization.jsonObject(with: Data(response.body))) is [String: Any] else {
+        guard Self.looksLikeJSONObject(response.body) else {
             Counter(label: "orchard_merchant_sessions_total", dimensions: [("outcome", "malformed")]).increment()
             logger.error("Apple's session answer is not a JSON object", metadata: ["merchant": "\(merchant.merchantIdentifier)"])
             throw OrchardError(.gatewayRejected, "Apple Pay sent an unreadable merchant session")
@@ -87,5 +90,14 @@ public struct AppleGatewayClient: MerchantSessionService {
                 "newConnection": "\(response.newConnections > 0)",
             ])
         return response.body
+    }
+
+    /// A cheap shape check: the session is opaque and passed on unchanged, so it is not parsed.
+    static func looksLikeJSONObject(_ body: [UInt8]) -> Bool {
+        let whitespace: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+        guard let first = body.firstIndex(where: { !whitespace.contains($0) }),
+            let last = body.lastIndex(where: { !whitespace.contains($0) })
+        else { return false }
+        return body[first] == UInt8(ascii: "{") && body[last] == UInt8(ascii: "}")
     }
 }

@@ -177,7 +177,8 @@ extension ServerConfiguration {
         let isApple = GatewayHosts.isAppleHost(gatewayHost) && (components.port ?? 443) == 443
         if !isApple && gateway?.allowNonAppleHost != true {
             throw ConfigurationError(
-                "appleGateway.baseURL: \(gatewayHost) is not an Apple Pay gateway host; set appleGateway.allowNonAppleHost to true to use a test gateway")
+                "appleGateway.baseURL: \(gatewayHost) is not an Apple Pay gateway host; set appleGateway.allowNonAppleHost to true to use a test gateway"
+            )
         }
         var trust = TLSTrust.system
         if let caFile = gateway?.caFile {
@@ -192,7 +193,8 @@ extension ServerConfiguration {
             total: .milliseconds(gateway?.timeoutMilliseconds ?? 10_000))
         guard timeouts.connect > .zero, timeouts.connect <= timeouts.total, timeouts.total <= CurlTimeouts.maximumTotal else {
             throw ConfigurationError(
-                "appleGateway: timeouts must be positive, connect ≤ total, and total ≤ \(CurlTimeouts.maximumTotal) (Safari gives up at 30 s)")
+                "appleGateway: timeouts must be positive, connect ≤ total, and total ≤ \(CurlTimeouts.maximumTotal) (Safari gives up at 30 s)"
+            )
         }
 
         guard !file.merchants.isEmpty else { throw ConfigurationError("merchants: at least one merchant is required") }
@@ -201,7 +203,8 @@ extension ServerConfiguration {
         for (index, merchant) in file.merchants.enumerated() {
             let label = "merchants[\(index)] (\(merchant.merchantIdentifier))"
             do {
-                _ = try MerchantSessionRequest(merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, domain: "x")
+                _ = try MerchantSessionRequest(
+                    merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, domain: "x")
             } catch {
                 throw ConfigurationError("\(label): \(error.message)")
             }

@@ -49,7 +49,10 @@ struct MerchantSessionController {
             do {
                 body = try JSONDecoder().decode(Body.self, from: Data(bytes))
             } catch {
-                throw OrchardError(.invalidJSON, "the body must be a JSON object like {\"validationURL\": \"https://apple-pay-gateway.apple.com/paymentservices/startSession\"}")
+                throw OrchardError(
+                    .invalidJSON,
+                    "the body must be a JSON object like {\"validationURL\": \"https://apple-pay-gateway.apple.com/paymentservices/startSession\"}"
+                )
             }
             if let validationURL = body.validationURL {
                 do {
@@ -86,7 +89,10 @@ struct HealthController {
             let merchants: [[String: Any]] = configuration.merchants.map { merchant in
                 [
                     "merchantIdentifier": merchant.merchantIdentifier,
-                    "identityCertificate": ["notValidAfter": merchant.identity.certificate.notValidAfter.formatted(.iso8601), "daysLeft": merchant.identity.daysLeft(at: now)],
+                    "identityCertificate": [
+                        "notValidAfter": merchant.identity.certificate.notValidAfter.formatted(.iso8601),
+                        "daysLeft": merchant.identity.daysLeft(at: now),
+                    ],
                 ]
             }
             let data = try JSONSerialization.data(withJSONObject: ["status": "ok", "merchants": merchants], options: [.sortedKeys])

@@ -85,7 +85,8 @@ public struct DemoEnvironment: Sendable {
                 ]
             ],
         ]
-        let data = try JSONSerialization.data(withJSONObject: configuration, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        let data = try JSONSerialization.data(
+            withJSONObject: configuration, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         try data.write(to: URL(fileURLWithPath: configurationFile))
         return configurationFile
     }

@@ -48,7 +48,7 @@ public final class MockAppleGateway: Sendable {
     let logger: Logger
     private let configuration: Configuration
     private let sslContext: NIOSSLContext
-    private let sessionSigningKey = P256.Signing.PrivateKey()
+    private let sessionSigningKey = SymmetricKey(size: .bits256)
     private let state: Mutex<State>
 
     private struct State {
@@ -64,7 +64,9 @@ public final class MockAppleGateway: Sendable {
         self.configuration = configuration
         self.logger = logger
         var tls = TLSConfiguration.makeServerConfigurationWithMTLS(
-            certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(configuration.serverIdentity.certificatePEM.utf8), format: .pem))],
+            certificateChain: [
+                .certificate(try NIOSSLCertificate(bytes: Array(configuration.serverIdentity.certificatePEM.utf8), format: .pem))
+            ],
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(configuration.serverIdentity.keyPEM.utf8), format: .pem)),
             trustRoots: .certificates([
                 try NIOSSLCertificate(bytes: Array(configuration.clientCA.serializeAsPEM().pemString.utf8), format: .pem)
@@ -162,38 +164,55 @@ public final class MockAppleGateway: Sendable {
     }
 
     /// An Apple-shaped merchant session: opaque to Orchard, passed on to the page unchanged.
+    ///
+    /// Written by hand rather than with JSONSerialization: the mock sits in the benchmark's
+    /// hot path, and its own cost should not hide Orchard's.
     func makeSession(merchantIdentifier: String, domain: String, displayName: String) -> [UInt8] {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let hash = MerchantIdentifierExtension.hash(of: merchantIdentifier)
-        var nonce = [UInt8](repeating: 0, count: 4)
-        var sessionID = [UInt8](repeating: 0, count: 32)
-        for i in nonce.indices { nonce[i] = .random(in: 0...255) }
-        for i in sessionID.indices { sessionID[i] = .random(in: 0...255) }
-        var session: [String: Any] = [
-            "epochTimestamp": now,
-            "expiresAt": now + 3_600_000,
-            "merchantSessionIdentifier": "SSH" + hex(sessionID),
-            "nonce": hex(nonce),
-            "merchantIdentifier": hash,
-            "domainName": domain,
-            "displayName": displayName,
-            "operationalAnalyticsIdentifier": "\(displayName):\(hash)",
-            "retries": 0,
-            "pspId": hash,
+        var generator = SystemRandomNumberGenerator()
+        let nonce = hex((0..<4).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let sessionID = hex((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let fields: [(String, String)] = [
+            ("displayName", json(displayName)),
+            ("domainName", json(domain)),
+            ("epochTimestamp", String(now)),
+            ("expiresAt", String(now + 3_600_000)),
+            ("merchantIdentifier", json(hash)),
+            ("merchantSessionIdentifier", json("SSH" + sessionID)),
+            ("nonce", json(nonce)),
+            ("operationalAnalyticsIdentifier", json("\(displayName):\(hash)")),
+            ("pspId", json(hash)),
+            ("retries", "0"),
         ]
-        let signed = (try? JSONSerialization.data(withJSONObject: session, options: [.sortedKeys])) ?? Data()
-        let signature = (try? sessionSigningKey.signature(for: signed).derRepresentation) ?? Data()
-        session["signature"] = signature.base64EncodedString()
-        let body = (try? JSONSerialization.data(withJSONObject: session, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        let signed = fields.map { "\(json($0.0)):\($0.1)" }.joined(separator: ",")
+        let signature = Data(HMAC<SHA256>.authenticationCode(for: Array(signed.utf8), using: sessionSigningKey)).base64EncodedString()
+        let body = Array("{\(signed),\"signature\":\(json(signature))}".utf8)
         stats.sessionsCount.add(1, ordering: .relaxed)
-        state.withLock { $0.issued.append(Array(body)) }
-        return Array(body)
+        state.withLock { $0.issued.append(body) }
+        return body
     }
 
     static func appleError(status: Int, message: String) -> [UInt8] {
-        let body: [String: String] = ["statusMessage": message, "statusCode": String(status)]
-        return Array((try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data())
+        Array("{\"statusCode\":\(json(String(status))),\"statusMessage\":\(json(message))}".utf8)
     }
+}
+
+/// A JSON string literal.
+func json(_ text: String) -> String {
+    var out = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out + "\""
 }
 
 private func hex(_ bytes: [UInt8]) -> String {
@@ -254,6 +273,8 @@ final class MockGatewayHandler: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     private var tooLarge = false
+    /// The client certificate's merchant-ID hash, read once per connection.
+    private lazy var clientHash: String? = clientMerchantHash()
 
     init(gateway: MockAppleGateway, ssl: NIOSSLServerHandler, reset: ConnectionResetHandler) {
         self.gateway = gateway
@@ -299,7 +320,6 @@ final class MockGatewayHandler: ChannelInboundHandler {
 
     private func session(path: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
         let (faults, merchants) = gateway.currentFaultsAndMerchants()
-        let clientHash = clientMerchantHash()
         if faults.resetConnection {
             gateway.logger.debug("fault: resetting connection")
             reset.reset()
@@ -318,13 +338,13 @@ final class MockGatewayHandler: ChannelInboundHandler {
                 answer = gateway.makeSession(merchantIdentifier: valid.merchant, domain: valid.domain, displayName: valid.displayName)
             }
         case .failure(let rejection):
-            gateway.logger.debug("rejecting session request", metadata: ["status": "\(rejection.status)", "message": "\(rejection.message)"])
+            gateway.logger.debug(
+                "rejecting session request", metadata: ["status": "\(rejection.status)", "message": "\(rejection.message)"])
             status = rejection.status
             answer = MockAppleGateway.appleError(status: rejection.status, message: rejection.message)
         }
         if faults.latency > .zero {
-            let nanoseconds = faults.latency.components.seconds * 1_000_000_000 + faults.latency.components.attoseconds / 1_000_000_000
-            context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(nanoseconds)) {
+            context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(faults.latency)) {
                 self.respond(status, answer, head, context, slowBody: faults.slowBody)
             }
         } else {
@@ -364,8 +384,7 @@ final class MockGatewayHandler: ChannelInboundHandler {
         if let slowBody, body.count > 1 {
             let half = body.count / 2
             context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body[..<half])))), promise: nil)
-            let nanoseconds = slowBody.components.seconds * 1_000_000_000 + slowBody.components.attoseconds / 1_000_000_000
-            context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(nanoseconds)) {
+            context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(slowBody)) {
                 guard context.channel.isActive else { return }
                 finish(context, body[half...])
             }

@@ -89,15 +89,9 @@ enum MockSessionRules {
     static func validate(
         path: String, body: [UInt8], clientMerchantHash: String?, merchants: [MockMerchant]
     ) -> Result<(merchant: String, domain: String, displayName: String, fields: [String: String]), Rejection> {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        // Apple's fields are all strings: anything else is malformed.
+        guard let fields = try? JSONDecoder().decode([String: String].self, from: Data(body)) else {
             return .failure(Rejection(status: 400, message: "Malformed Json"))
-        }
-        var fields: [String: String] = [:]
-        for (key, value) in object {
-            guard let string = value as? String else {
-                return .failure(Rejection(status: 400, message: "Malformed Json"))
-            }
-            fields[key] = string
         }
         guard let merchantIdentifier = fields["merchantIdentifier"], !merchantIdentifier.isEmpty else {
             return .failure(Rejection(status: 400, message: "Payment Services Exception merchantIdentifier is required"))

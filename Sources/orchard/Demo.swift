@@ -26,7 +26,8 @@ struct Demo: AsyncParsableCommand {
         let environment = try DemoEnvironment.prepare(directory: stateDir)
         let gateway = try environment.makeGateway(faults: faults.faults)
         let gatewayPort = try await gateway.start()
-        let publicDirectory = FileManager.default.fileExists(atPath: "Public/index.html")
+        let publicDirectory =
+            FileManager.default.fileExists(atPath: "Public/index.html")
             ? URL(fileURLWithPath: "Public").standardizedFileURL.path : nil
         let path = try environment.writeServerConfiguration(gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory)
         let configuration: ServerConfiguration

@@ -12,18 +12,20 @@ struct Orchard: AsyncParsableCommand {
 
 /// Options shared by the commands that log.
 struct LoggingOptions: ParsableArguments {
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: Logger.Level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default: LOG_LEVEL or info).")
+    var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
+    }
 
     func bootstrap(label: String) -> Logger {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: label)
-        logger.logLevel = logLevel
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         return logger
     }
 }
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}
 
 /// Prints one line to standard error and exits with status 1.
 func fail(_ message: String) -> Never {

@@ -25,7 +25,10 @@ struct GatewayHostsTests {
             ("https://apple-pay-gateway.apple.com/paymentservices/startSession", "apple-pay-gateway.apple.com"),
             ("https://apple-pay-gateway-cert.apple.com/paymentservices/paymentSession", "apple-pay-gateway-cert.apple.com"),
             ("https://apple-pay-gateway-nc-pod5.apple.com:443/paymentservices/startSession", "apple-pay-gateway-nc-pod5.apple.com"),
-            ("https://cn-apple-pay-gateway-tj-pod1-dr.apple.com/paymentservices/paymentSession", "cn-apple-pay-gateway-tj-pod1-dr.apple.com"),
+            (
+                "https://cn-apple-pay-gateway-tj-pod1-dr.apple.com/paymentservices/paymentSession",
+                "cn-apple-pay-gateway-tj-pod1-dr.apple.com"
+            ),
             ("https://apple-pay-gateway.apple.com", "apple-pay-gateway.apple.com"),
             ("https://apple-pay-gateway.apple.com/", "apple-pay-gateway.apple.com"),
         ])

@@ -55,14 +55,17 @@ struct MerchantIdentityTests {
         let a = try make(start: now.addingTimeInterval(-60), days: 1)
         let b = try make(start: now.addingTimeInterval(-60), days: 1)
         #expect {
-            _ = try MerchantIdentity(certificatePEM: Array(a.cert.utf8), keyPEM: Array(b.key.utf8), certificateName: "a.pem", keyName: "b.key", at: now)
+            _ = try MerchantIdentity(
+                certificatePEM: Array(a.cert.utf8), keyPEM: Array(b.key.utf8), certificateName: "a.pem", keyName: "b.key", at: now)
         } throws: { ($0 as? ApplePayError)?.code == .keyMismatch && ($0 as? ApplePayError)?.message.hasPrefix("b.key:") == true }
         let encrypted = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n"
         #expect {
-            _ = try MerchantIdentity(certificatePEM: Array(a.cert.utf8), keyPEM: Array(encrypted.utf8), certificateName: "a.pem", keyName: "e.key", at: now)
+            _ = try MerchantIdentity(
+                certificatePEM: Array(a.cert.utf8), keyPEM: Array(encrypted.utf8), certificateName: "a.pem", keyName: "e.key", at: now)
         } throws: { ($0 as? ApplePayError)?.code == .invalidPrivateKey }
         #expect {
-            _ = try MerchantIdentity(certificatePEM: Array("junk".utf8), keyPEM: Array(a.key.utf8), certificateName: "j.pem", keyName: "a.key", at: now)
+            _ = try MerchantIdentity(
+                certificatePEM: Array("junk".utf8), keyPEM: Array(a.key.utf8), certificateName: "j.pem", keyName: "a.key", at: now)
         } throws: { ($0 as? ApplePayError)?.code == .invalidCertificate && ($0 as? ApplePayError)?.message.hasPrefix("j.pem:") == true }
     }
 }

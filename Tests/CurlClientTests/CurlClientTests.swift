@@ -152,7 +152,8 @@ struct CurlClientTests {
         let error = await #expect(throws: CurlError.self) {
             _ = try await client.execute(
                 try sessionRequest(
-                    fixture, identity: try pemIdentity(fixture.material), timeouts: CurlTimeouts(connect: .milliseconds(300), total: .milliseconds(300))))
+                    fixture, identity: try pemIdentity(fixture.material),
+                    timeouts: CurlTimeouts(connect: .milliseconds(300), total: .milliseconds(300))))
         }
         #expect(error?.kind == .timedOut)
         #expect(error?.curlCode == 28)
@@ -168,7 +169,8 @@ struct CurlClientTests {
         let error = await #expect(throws: CurlError.self) {
             _ = try await client.execute(
                 try sessionRequest(
-                    fixture, identity: try pemIdentity(fixture.material), timeouts: CurlTimeouts(connect: .milliseconds(400), total: .milliseconds(400))))
+                    fixture, identity: try pemIdentity(fixture.material),
+                    timeouts: CurlTimeouts(connect: .milliseconds(400), total: .milliseconds(400))))
         }
         #expect(error?.kind == .timedOut)
     }
@@ -249,5 +251,15 @@ struct CurlClientTests {
         }
         #expect(statuses == Array(repeating: 200, count: 32))
         #expect(fixture.gateway.stats.requests == 32)
+    }
+
+    @Test("after shutdown, requests fail with a shutdown error instead of hanging")
+    func shutdown() async throws {
+        let client = try CurlHTTPClient()
+        client.shutdown()
+        let error = await #expect(throws: CurlError.self) {
+            _ = try await client.execute(CurlRequest(url: "https://127.0.0.1:9/"))
+        }
+        #expect(error?.kind == .shutdown)
     }
 }

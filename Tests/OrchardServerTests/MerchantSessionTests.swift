@@ -35,7 +35,8 @@ struct MerchantSessionTests {
             #expect(r2.status == 200)
             let r3 = try await server.requestSession(host: "SHOP.example:443")
             #expect(r3.status == 200)
-            #expect(server.gateway.receivedSessionRequests.map { $0.fields["initiativeContext"] } == Array(repeating: "shop.example", count: 3))
+            #expect(
+                server.gateway.receivedSessionRequests.map { $0.fields["initiativeContext"] } == Array(repeating: "shop.example", count: 3))
         }
     }
 

@@ -122,7 +122,9 @@ struct ServerHarness {
             CurlRequest(method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body))
     }
 
-    func requestSession(validationURL: String? = "https://apple-pay-gateway.apple.com/paymentservices/paymentSession", host: String = domain)
+    func requestSession(
+        validationURL: String? = "https://apple-pay-gateway.apple.com/paymentservices/paymentSession", host: String = domain
+    )
         async throws -> CurlResponse
     {
         let body = try validationURL.map { try JSONSerialization.data(withJSONObject: ["validationURL": $0]) }

@@ -59,7 +59,9 @@ struct StartupTests {
         let other = try TestMaterial.shared.pki.issueMerchantIdentity(merchantIdentifier: TestMaterial.merchantIdentifier)
         try other.write(certificateTo: directory.path("other.pem"), keyTo: directory.path("other.key"))
         let mismatched = try configuration(directory) { $0.merchants[0].identityKey = "other.key" }
-        #expect(loadError(mismatched) == "\(directory.path("other.key")): the private key does not match the certificate \(directory.path("identity.pem"))")
+        #expect(
+            loadError(mismatched)
+                == "\(directory.path("other.key")): the private key does not match the certificate \(directory.path("identity.pem"))")
 
         let expired = try TestMaterial.shared.pki.issueMerchantIdentity(
             merchantIdentifier: TestMaterial.merchantIdentifier, notValidBefore: Date(timeIntervalSinceNow: -800 * 86_400),
