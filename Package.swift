@@ -112,6 +112,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "OrchardTestingTests",
+            dependencies: ["OrchardTesting", "CurlClient", "ApplePay"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "OrchardServerTests",
             dependencies: [
                 "OrchardServer",
