@@ -9,6 +9,36 @@ public struct ApplePayError: Error, Sendable, Equatable, CustomStringConvertible
         case keyMismatch
         case certificateExpired
         case certificateNotYetValid
+        /// The token is not the JSON Apple sends, or a field is not valid base64/hex.
+        case malformedToken
+        /// The token's `version` is neither EC_v1 nor RSA_v1.
+        case unsupportedTokenVersion
+        /// The `signature` is not a CMS SignedData structure Orchard can read.
+        case malformedSignature
+        /// The signature carries no leaf (6.29) or no intermediate (6.2.14) certificate.
+        case missingSigningCertificate
+        /// The certificates do not chain to the trusted Apple root.
+        case untrustedCertificateChain
+        /// A certificate of the chain is outside its validity period at the verification time.
+        case signingCertificateExpired
+        /// The CMS signer is not the leaf certificate.
+        case signerMismatch
+        /// The messageDigest attribute does not match the token's header and data.
+        case messageDigestMismatch
+        /// The CMS signature over the signed attributes does not verify.
+        case invalidSignature
+        /// The signing time is older than the allowed age.
+        case signingTimeTooOld
+        /// The signing time is later than the allowed clock skew.
+        case signingTimeInFuture
+        /// No configured processing key matches the token's publicKeyHash.
+        case unknownProcessingKey
+        /// The processing key does not fit the token (wrong kind, bad ephemeral key or wrapped key).
+        case keyAgreementFailed
+        /// AES-GCM authentication failed: wrong key, wrong merchant ID or tampered data.
+        case decryptionFailed
+        /// The decrypted payload is not the JSON Apple documents.
+        case invalidPlaintext
     }
 
     public var code: Code

@@ -1,0 +1,157 @@
+import Crypto
+import Foundation
+import SwiftASN1
+import X509
+import _CryptoExtras
+
+/// A payment processing private key, with what decryption needs to know about it.
+public struct ProcessingKey: Sendable {
+    // The RSA key type is not marked Sendable, but it is immutable once loaded and
+    // BoringSSL's RSA private-key operations are safe to run concurrently.
+    enum Key: @unchecked Sendable {
+        case ec(P256.KeyAgreement.PrivateKey)
+        case rsa(_RSA.Encryption.PrivateKey)
+    }
+
+    let key: Key
+    /// SHA-256 of the public key's SubjectPublicKeyInfo: what tokens name in `publicKeyHash`.
+    public let publicKeyHash: [UInt8]
+    /// SHA-256 of the merchant identifier: the EC_v1 KDF's partyV.
+    public let merchantIdentifierHash: [UInt8]
+
+    /// A key whose merchant ID comes from its processing certificate's 1.2.840.113635.100.6.32 extension.
+    public init(privateKeyPEM: String, certificatePEM: String) throws(ApplePayError) {
+        let certificate: Certificate
+        do {
+            certificate = try Certificate(pemEncoded: certificatePEM)
+        } catch {
+            throw ApplePayError(.invalidCertificate, "the processing certificate is not a readable PEM certificate")
+        }
+        guard let hex = MerchantIdentifierExtension.value(in: certificate), let hash = Hex.decode(hex), hash.count == 32 else {
+            throw ApplePayError(
+                .invalidCertificate,
+                "the processing certificate has no merchant-ID extension (1.2.840.113635.100.6.32); pass the merchant ID instead")
+        }
+        try self.init(privateKeyPEM: privateKeyPEM, merchantIdentifierHash: hash)
+        let certificateKeyHash = Array(SHA256.hash(data: (try? certificate.publicKey.serializeAsPEM().derBytes) ?? []))
+        guard certificateKeyHash == publicKeyHash else {
+            throw ApplePayError(.keyMismatch, "the processing private key does not match the processing certificate")
+        }
+    }
+
+    /// A key for a merchant ID given as a string (`merchant.com.example`).
+    public init(privateKeyPEM: String, merchantIdentifier: String) throws(ApplePayError) {
+        try self.init(privateKeyPEM: privateKeyPEM, merchantIdentifierHash: Array(SHA256.hash(data: Array(merchantIdentifier.utf8))))
+    }
+
+    init(privateKeyPEM: String, merchantIdentifierHash: [UInt8]) throws(ApplePayError) {
+        if let ec = try? P256.KeyAgreement.PrivateKey(pemRepresentation: privateKeyPEM) {
+            key = .ec(ec)
+            publicKeyHash = Array(SHA256.hash(data: ec.publicKey.derRepresentation))
+        } else if let rsa = try? _RSA.Encryption.PrivateKey(pemRepresentation: privateKeyPEM) {
+            key = .rsa(rsa)
+            publicKeyHash = Array(SHA256.hash(data: rsa.publicKey.derRepresentation))
+        } else {
+            throw ApplePayError(.invalidPrivateKey, "the processing key is not a PEM EC P-256 or RSA private key (SEC1 or PKCS#8)")
+        }
+        self.merchantIdentifierHash = merchantIdentifierHash
+    }
+}
+
+/// Decrypts EC_v1 and RSA_v1 tokens with whichever configured key the token names.
+public struct TokenDecryptor: Sendable {
+    public let keys: [ProcessingKey]
+
+    public init(keys: [ProcessingKey]) {
+        self.keys = keys
+    }
+
+    /// The plaintext JSON Apple encrypted, byte for byte, and its parsed form.
+    public func decrypt(_ token: PaymentData.Decoded) throws(ApplePayError) -> DecryptedPayment {
+        guard let key = keys.first(where: { $0.publicKeyHash == token.publicKeyHash }) else {
+            throw ApplePayError(
+                .unknownProcessingKey,
+                "no processing key matches the token's publicKeyHash \(Data(token.publicKeyHash).base64EncodedString())")
+        }
+        let symmetricKey: SymmetricKey
+        switch (token.scheme, key.key) {
+        case (.ecV1, .ec(let privateKey)):
+            let ephemeral: P256.KeyAgreement.PublicKey
+            let secret: SharedSecret
+            do {
+                ephemeral = try P256.KeyAgreement.PublicKey(derRepresentation: token.keyMaterial)
+                secret = try privateKey.sharedSecretFromKeyAgreement(with: ephemeral)
+            } catch {
+                throw ApplePayError(.keyAgreementFailed, "the token's ephemeral public key is not a valid P-256 key")
+            }
+            // The shared secret is always 32 bytes, leading zeros included.
+            let z = secret.withUnsafeBytes { Array($0) }
+            symmetricKey = SymmetricKey(data: Self.deriveKey(sharedSecret: z, partyV: key.merchantIdentifierHash))
+        case (.rsaV1, .rsa(let privateKey)):
+            do {
+                let unwrapped = try privateKey.decrypt(token.keyMaterial, padding: .PKCS1_OAEP_SHA256)
+                guard unwrapped.count == 16 else { throw ApplePayError(.keyAgreementFailed, "") }
+                symmetricKey = SymmetricKey(data: unwrapped)
+            } catch {
+                throw ApplePayError(.keyAgreementFailed, "the wrapped key does not unwrap with this RSA processing key")
+            }
+        default:
+            throw ApplePayError(
+                .keyAgreementFailed, "a \(token.scheme.rawValue) token needs an \(token.scheme == .ecV1 ? "EC" : "RSA") processing key")
+        }
+        let plaintext: Data
+        do {
+            let box = try AES.GCM.SealedBox(
+                nonce: AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 16)),
+                ciphertext: token.data.dropLast(16),
+                tag: token.data.suffix(16))
+            plaintext = try AES.GCM.open(box, using: symmetricKey)
+        } catch {
+            throw ApplePayError(.decryptionFailed, "the payment data does not decrypt: wrong key or merchant ID, or the data was altered")
+        }
+        return try DecryptedPayment(json: Array(plaintext))
+    }
+
+    /// NIST SP 800-56A single-step KDF with SHA-256, as Apple specifies for EC_v1.
+    static func deriveKey(sharedSecret: [UInt8], partyV: [UInt8]) -> [UInt8] {
+        var input: [UInt8] = [0, 0, 0, 1]
+        input += sharedSecret
+        input += [0x0D] + Array("id-aes256-GCM".utf8)
+        input += Array("Apple".utf8)
+        input += partyV
+        return Array(SHA256.hash(data: input))
+    }
+}
+
+/// The decrypted payment. Its description never shows the account number, expiry or cryptogram.
+public struct DecryptedPayment: Sendable, CustomStringConvertible {
+    public struct Fields: Sendable, Decodable {
+        public var applicationPrimaryAccountNumber: String
+        public var applicationExpirationDate: String
+        public var currencyCode: String
+        public var transactionAmount: Int64
+        public var cardholderName: String?
+        public var deviceManufacturerIdentifier: String?
+        public var paymentDataType: String
+    }
+
+    /// The plaintext exactly as decrypted (Apple's own field names).
+    public let json: [UInt8]
+    public let fields: Fields
+
+    init(json: [UInt8]) throws(ApplePayError) {
+        do {
+            fields = try JSONDecoder().decode(Fields.self, from: Data(json))
+        } catch {
+            throw ApplePayError(.invalidPlaintext, "the decrypted payment data is not the JSON Apple documents")
+        }
+        self.json = json
+    }
+
+    /// The last four digits of the device account number.
+    public var lastFour: String { String(fields.applicationPrimaryAccountNumber.suffix(4)) }
+
+    public var description: String {
+        "DecryptedPayment(\(fields.paymentDataType), amount \(fields.transactionAmount) in \(fields.currencyCode), account ••••\(lastFour))"
+    }
+}
