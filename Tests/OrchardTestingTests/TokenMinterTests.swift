@@ -1,0 +1,66 @@
+import ApplePay
+import Crypto
+import Foundation
+import OrchardTesting
+import Testing
+import _CryptoExtras
+
+@Suite("Minted tokens round-trip through the real verifier and decryptor")
+struct TokenMinterTests {
+    static let chain = try! TestAppleChain.make()
+    static let merchant = "merchant.dev.orchard.test"
+    let minter = TokenMinter(chain: Self.chain)
+    var verifier: TokenVerifier { TokenVerifier(root: Self.chain.root.certificate) }
+
+    @Test("EC_v1 with a leading-zero shared secret and applicationData")
+    func ecLeadingZero() throws {
+        let key = P256.KeyAgreement.PrivateKey()
+        let payload = TokenMinter.samplePayload(amount: 1234)
+        let applicationDataHash = Array(SHA256.hash(data: Array("order-42".utf8)))
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let token = try minter.mintEC(
+            payload: payload, to: key.publicKey, merchantIdentifier: Self.merchant, applicationDataHash: applicationDataHash,
+            signingTime: now, leadingZeroSecret: true)
+
+        let ephemeral = try P256.KeyAgreement.PublicKey(derRepresentation: Data(base64Encoded: token.header.ephemeralPublicKey!)!)
+        let secret = try key.sharedSecretFromKeyAgreement(with: ephemeral).withUnsafeBytes { Array($0) }
+        #expect(secret.count == 32)
+        #expect(secret[0] == 0)
+
+        let verified = try verifier.verify(token, at: now.addingTimeInterval(10))
+        #expect(verified.decoded.applicationData == applicationDataHash)
+        let decrypted = try TokenDecryptor(keys: [
+            try ProcessingKey(privateKeyPEM: key.pemRepresentation, merchantIdentifier: Self.merchant)
+        ])
+        .decrypt(verified.decoded)
+        #expect(decrypted.json == payload)
+        #expect(decrypted.fields.transactionAmount == 1234)
+
+        var tampered = token
+        tampered.header.applicationData = Hex.encode(SHA256.hash(data: Array("order-43".utf8)))
+        #expect(throws: ApplePayError.self) { _ = try verifier.verify(tampered, at: now) }
+    }
+
+    @Test("RSA_v1 without applicationData")
+    func rsa() throws {
+        let key = try _RSA.Encryption.PrivateKey(keySize: .bits2048)
+        let payload = TokenMinter.samplePayload(amount: 500, currencyCode: "392")
+        let token = try minter.mintRSA(payload: payload, to: key.publicKey)
+        #expect(token.header.applicationData == nil)
+        let verified = try verifier.verify(token, at: Date())
+        let decrypted = try TokenDecryptor(keys: [
+            try ProcessingKey(privateKeyPEM: key.pemRepresentation, merchantIdentifier: Self.merchant)
+        ])
+        .decrypt(verified.decoded)
+        #expect(decrypted.json == payload)
+    }
+
+    @Test("production verification refuses minted tokens: only Apple's root is trusted by default")
+    func appleRootRefusesTestChain() throws {
+        let key = P256.KeyAgreement.PrivateKey()
+        let token = try minter.mintEC(payload: TokenMinter.samplePayload(amount: 1), to: key.publicKey, merchantIdentifier: Self.merchant)
+        #expect {
+            _ = try TokenVerifier().verify(token, at: Date())
+        } throws: { ($0 as? ApplePayError)?.code == .untrustedCertificateChain }
+    }
+}
