@@ -89,9 +89,14 @@ let package = Package(
         .executableTarget(
             name: "orchard",
             dependencies: [
+                "ApplePay",
                 "OrchardServer",
                 "OrchardTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -10,6 +10,12 @@ public struct PaymentToken: Sendable, Codable, Equatable {
         public var displayName: String?
         public var network: String?
         public var type: String?
+
+        public init(displayName: String? = nil, network: String? = nil, type: String? = nil) {
+            self.displayName = displayName
+            self.network = network
+            self.type = type
+        }
     }
 
     /// Parses a whole token or a bare `paymentData` object.

@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import X509
+import _CryptoExtras
 
 /// Files for running Orchard against the mock gateway with no Apple account: a test PKI,
 /// a domain association file and a ready server configuration, all in one folder.
@@ -17,6 +19,38 @@ public struct DemoEnvironment: Sendable {
     public var identityCertificateFile: String { file("test-merchant-identity.pem") }
     public var identityKeyFile: String { file("test-merchant-identity.key") }
     public var configurationFile: String { file("orchard.json") }
+    /// The test "Apple" root that signs minted tokens (trusted only by test configurations).
+    public var tokenRootFile: String { file("test-apple-root.pem") }
+    public var ecProcessingKeyFile: String { file("test-processing-ec.key") }
+    public var rsaProcessingKeyFile: String { file("test-processing-rsa.key") }
+
+    /// The token-signing chain, created on first use.
+    public func tokenChain() throws -> TestAppleChain {
+        if let chain = try? TestAppleChain.load(from: directory), chain.ecLeaf.certificate.notValidAfter > Date() {
+            return chain
+        }
+        let chain = try TestAppleChain.make()
+        try chain.write(to: directory)
+        return chain
+    }
+
+    /// The merchant's processing keys (EC P-256 and RSA-2048), created on first use.
+    public func processingKeys() throws -> (ec: P256.KeyAgreement.PrivateKey, rsa: _RSA.Encryption.PrivateKey) {
+        if let ecPEM = try? String(contentsOfFile: ecProcessingKeyFile, encoding: .utf8),
+            let rsaPEM = try? String(contentsOfFile: rsaProcessingKeyFile, encoding: .utf8),
+            let ec = try? P256.KeyAgreement.PrivateKey(pemRepresentation: ecPEM),
+            let rsa = try? _RSA.Encryption.PrivateKey(pemRepresentation: rsaPEM)
+        {
+            return (ec, rsa)
+        }
+        let ec = P256.KeyAgreement.PrivateKey()
+        let rsa = try _RSA.Encryption.PrivateKey(keySize: .bits2048)
+        for (path, pem) in [(ecProcessingKeyFile, ec.pemRepresentation), (rsaProcessingKeyFile, rsa.pemRepresentation)] {
+            try Data(pem.utf8).write(to: URL(fileURLWithPath: path))
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        }
+        return (ec, rsa)
+    }
 
     func file(_ name: String) -> String { directory.appendingPathComponent(name).path }
 

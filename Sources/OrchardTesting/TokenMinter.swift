@@ -15,6 +15,29 @@ public struct TestAppleChain: Sendable {
     public let ecLeaf: TestCertificate
     public let rsaLeaf: TestCertificate
 
+    static let fileNames = [
+        "test-apple-root", "test-apple-intermediate", "test-apple-leaf-ec", "test-apple-leaf-rsa",
+    ]
+
+    /// Writes each certificate (`NAME.pem`) and key (`NAME.key`, 0600) into `directory`.
+    public func write(to directory: URL) throws {
+        for (name, pair) in zip(Self.fileNames, [root, intermediate, ecLeaf, rsaLeaf]) {
+            try pair.write(
+                certificateTo: directory.appendingPathComponent(name + ".pem").path,
+                keyTo: directory.appendingPathComponent(name + ".key").path)
+        }
+    }
+
+    /// Loads a chain written by ``write(to:)``.
+    public static func load(from directory: URL) throws -> TestAppleChain {
+        let pairs = try fileNames.map { name in
+            try TestCertificate(
+                certificatePEM: String(contentsOf: directory.appendingPathComponent(name + ".pem"), encoding: .utf8),
+                keyPEM: String(contentsOf: directory.appendingPathComponent(name + ".key"), encoding: .utf8))
+        }
+        return TestAppleChain(root: pairs[0], intermediate: pairs[1], ecLeaf: pairs[2], rsaLeaf: pairs[3])
+    }
+
     public static func make(now: Date = Date()) throws -> TestAppleChain {
         let validFrom = now.addingTimeInterval(-30 * 86_400)
         let validTo = now.addingTimeInterval(2 * 365 * 86_400)

@@ -1,6 +1,7 @@
 import Foundation
 import OrchardServer
 import OrchardTesting
+import Synchronization
 import Testing
 
 @Suite("Startup checks of certificates, keys and configuration")
@@ -130,16 +131,31 @@ struct StartupTests {
 
     /// Runs `orchard serve --config path`; returns its exit status and standard error.
     func serve(_ path: String) throws -> (status: Int32, stderr: String) {
+        let result = try Self.runOrchard(["serve", "--config", path])
+        return (result.status, result.stderr)
+    }
+
+    /// Runs the `orchard` executable to completion.
+    static func runOrchard(_ arguments: [String]) throws -> (status: Int32, stdout: [UInt8], stderr: String) {
         let process = Process()
-        process.executableURL = Self.orchardExecutable
-        process.arguments = ["serve", "--config", path]
+        process.executableURL = orchardExecutable
+        process.arguments = arguments
         let errors = Pipe()
+        let output = Pipe()
         process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = output
         try process.run()
-        let output = errors.fileHandleForReading.readDataToEndOfFile()
+        // Read both pipes concurrently so neither fills up and blocks the child.
+        let errorData = Mutex(Data())
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            errorData.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() }
+            done.signal()
+        }.start()
+        let stdout = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        done.wait()
+        return (process.terminationStatus, [UInt8](stdout), errorData.withLock { String(decoding: $0, as: UTF8.self) })
     }
 
     @Test("orchard serve exits non-zero with one clear line for a missing, mismatched or expired identity")

@@ -1,0 +1,152 @@
+import ApplePay
+import ArgumentParser
+import Crypto
+import Foundation
+import OrchardTesting
+import SwiftASN1
+import X509
+import _CryptoExtras
+
+struct Token: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decrypt and inspect Apple Pay payment tokens; mint test tokens.",
+        subcommands: [Decrypt.self, Mint.self])
+}
+
+extension Token {
+    struct Decrypt: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Verify a payment token's Apple signature, decrypt it and print the payment data as JSON.",
+            discussion: """
+                Keys are PEM EC P-256 or RSA private keys (SEC1 or PKCS#8). Give each --key its --cert \
+                (the processing certificate, for the merchant ID) in the same order, or one --merchant-id \
+                for all keys. The key is chosen by the token's publicKeyHash. The output contains the \
+                device account number and cryptogram: handle it as card data.
+                """)
+
+        @Option(help: "The token: the whole `payment.token` JSON or its `paymentData`.")
+        var token: String
+
+        @Option(help: "A processing private key (PEM); repeat for several.")
+        var key: [String] = []
+
+        @Option(help: "The processing certificate (PEM) of the --key at the same position; repeat.")
+        var cert: [String] = []
+
+        @Option(help: "The merchant identifier, instead of certificates.")
+        var merchantId: String?
+
+        @Option(help: "Verify as of this time (ISO 8601, e.g. 2021-09-01T19:04:00Z) instead of now.")
+        var at: String?
+
+        @Option(help: "Trust this root instead of Apple Root CA - G3 (test tokens only).")
+        var trustRoot: String?
+
+        @Option(help: "Maximum token age in seconds.")
+        var maxAge: Int = 300
+
+        func run() throws {
+            do {
+                try decrypt()
+            } catch let error as ApplePayError {
+                fail(error.message)
+            } catch let error as ValidationError {
+                fail(error.message)
+            }
+        }
+
+        func decrypt() throws {
+            guard !key.isEmpty else { throw ValidationError("at least one --key is required") }
+            guard cert.isEmpty ? merchantId != nil : cert.count == key.count && merchantId == nil else {
+                throw ValidationError("give one --cert per --key, or --merchant-id, not both")
+            }
+            var now = Date()
+            if let at {
+                guard let date = try? Date(at, strategy: .iso8601) else {
+                    throw ValidationError("--at \(at) is not an ISO 8601 time like 2021-09-01T19:04:00Z")
+                }
+                now = date
+            }
+            let keys = try key.enumerated().map { index, path throws -> ProcessingKey in
+                let pem = try read(path, "key")
+                if let merchantId { return try ProcessingKey(privateKeyPEM: pem, merchantIdentifier: merchantId) }
+                return try ProcessingKey(privateKeyPEM: pem, certificatePEM: try read(cert[index], "certificate"))
+            }
+            var root = AppleRootCA.g3
+            if let trustRoot {
+                guard let certificate = try? Certificate(pemEncoded: try read(trustRoot, "root")) else {
+                    throw ValidationError("\(trustRoot): not a PEM certificate")
+                }
+                root = certificate
+            }
+            let parsed = try PaymentToken.parse(Array(try read(token, "token").utf8))
+            let verified = try TokenVerifier(root: root, policy: .init(maximumAge: TimeInterval(maxAge)))
+                .verify(parsed.paymentData, at: now)
+            let payment = try TokenDecryptor(keys: keys).decrypt(verified.decoded)
+            FileHandle.standardOutput.write(Data(payment.json + [0x0A]))
+        }
+
+        func read(_ path: String, _ what: String) throws -> String {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ValidationError("\(path): cannot read the \(what) file")
+            }
+            return text
+        }
+    }
+
+    struct Mint: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Mint a test payment token signed by the demo's test \"Apple\" chain (never trusted in production).",
+            discussion: """
+                Uses (and creates) the test chain and processing keys in --state-dir. Decrypt the result with \
+                `orchard token decrypt --token FILE --key <state-dir>/test-processing-ec.key \
+                --merchant-id merchant.dev.orchard.demo --trust-root <state-dir>/test-apple-root.pem`.
+                """)
+
+        @Option(help: "Folder of the demo's test PKI.")
+        var stateDir: String = ".orchard/demo"
+
+        @Option(help: "Amount in minor units (cents).")
+        var amount: Int
+
+        @Option(help: "ISO 4217 numeric currency code (978 = EUR, 840 = USD).")
+        var currency: String = "978"
+
+        @Flag(help: "Mint an RSA_v1 token instead of EC_v1.")
+        var rsa = false
+
+        @Option(help: "The request's applicationData (its SHA-256 goes into the token).")
+        var applicationData: String?
+
+        @Flag(help: "Force an ECDH shared secret with a leading zero byte (EC_v1).")
+        var leadingZero = false
+
+        func validate() throws {
+            guard amount >= 0 else { throw ValidationError("--amount must not be negative") }
+            guard currency.count == 3, currency.allSatisfy(\.isNumber) else {
+                throw ValidationError("--currency is a 3-digit ISO 4217 numeric code, like 978")
+            }
+        }
+
+        func run() throws {
+            let environment = try DemoEnvironment.prepare(directory: stateDir)
+            let minter = TokenMinter(chain: try environment.tokenChain())
+            let keys = try environment.processingKeys()
+            let payload = TokenMinter.samplePayload(amount: amount, currencyCode: currency)
+            let hash = applicationData.map { Array(SHA256.hash(data: Array($0.utf8))) }
+            let paymentData =
+                rsa
+                ? try minter.mintRSA(payload: payload, to: keys.rsa.publicKey, applicationDataHash: hash)
+                : try minter.mintEC(
+                    payload: payload, to: keys.ec.publicKey, merchantIdentifier: DemoEnvironment.merchantIdentifier,
+                    applicationDataHash: hash, leadingZeroSecret: leadingZero)
+            let token = PaymentToken(
+                paymentData: paymentData,
+                paymentMethod: .init(displayName: "Visa 1111", network: "Visa", type: "debit"),
+                transactionIdentifier: paymentData.header.transactionId.uppercased())
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            FileHandle.standardOutput.write(try encoder.encode(token) + Data([0x0A]))
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+@Suite("orchard token decrypt and mint, as processes")
+struct TokenCommandTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("ApplePayTests/Fixtures")
+
+    func json(_ bytes: [UInt8]) -> NSDictionary? {
+        try? JSONSerialization.jsonObject(with: Data(bytes)) as? NSDictionary
+    }
+
+    @Test("decrypts the real EC_v1 and RSA_v1 vectors at their signing time")
+    func decryptVectors() throws {
+        for (folder, key, cert, at) in [
+            ("gala-2021", "private_key.pem", "certificate.pem", "2021-09-01T19:04:00Z"),
+            ("basis-theory-rsa", "private.key", "apple_pay.pem", "2024-01-08T17:55:00Z"),
+        ] {
+            let dir = Self.fixtures.appendingPathComponent(folder)
+            let result = try StartupTests.runOrchard([
+                "token", "decrypt", "--token", dir.appendingPathComponent("token.json").path,
+                "--key", dir.appendingPathComponent(key).path, "--cert", dir.appendingPathComponent(cert).path, "--at", at,
+            ])
+            #expect(result.status == 0, "\(result.stderr)")
+            let expected =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("expected.json"))) as? [String: Any]
+            #expect(json(result.stdout) == (expected?["plaintext"] as? NSDictionary))
+        }
+    }
+
+    @Test("fails with exit 1 and one line: today (expired leaf), wrong merchant, unreadable key")
+    func failures() throws {
+        let dir = Self.fixtures.appendingPathComponent("gala-2021")
+        let base = ["token", "decrypt", "--token", dir.appendingPathComponent("token.json").path]
+        let today = try StartupTests.runOrchard(
+            base + [
+                "--key", dir.appendingPathComponent("private_key.pem").path, "--cert", dir.appendingPathComponent("certificate.pem").path,
+            ])
+        #expect(today.status == 1)
+        #expect(today.stdout.isEmpty)
+        #expect(today.stderr.hasPrefix("orchard: the signing certificate ") && today.stderr.split(separator: "\n").count == 1)
+
+        let wrongMerchant = try StartupTests.runOrchard(
+            base + [
+                "--key", dir.appendingPathComponent("private_key.pem").path, "--merchant-id", "merchant.wrong", "--at",
+                "2021-09-01T19:04:00Z",
+            ])
+        #expect(wrongMerchant.status == 1)
+        #expect(wrongMerchant.stderr.contains("does not decrypt"))
+
+        let missing = try StartupTests.runOrchard(base + ["--key", "/nonexistent.pem", "--merchant-id", "m"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr == "orchard: /nonexistent.pem: cannot read the key file\n")
+    }
+
+    @Test("mint then decrypt round-trips, and only with the test root")
+    func mintRoundTrip() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let minted = try StartupTests.runOrchard(["token", "mint", "--state-dir", directory.url.path, "--amount", "4321", "--leading-zero"])
+        #expect(minted.status == 0, "\(minted.stderr)")
+        try directory.write("token.json", minted.stdout)
+        let decrypt = [
+            "token", "decrypt", "--token", directory.path("token.json"), "--key", directory.path("test-processing-ec.key"),
+            "--merchant-id", "merchant.dev.orchard.demo",
+        ]
+        let trusted = try StartupTests.runOrchard(decrypt + ["--trust-root", directory.path("test-apple-root.pem")])
+        #expect(trusted.status == 0, "\(trusted.stderr)")
+        #expect(json(trusted.stdout)?["transactionAmount"] as? Int == 4321)
+        let production = try StartupTests.runOrchard(decrypt)
+        #expect(production.status == 1)
+        #expect(production.stderr.contains("do not chain to the trusted root"))
+    }
+}
