@@ -39,6 +39,20 @@ public struct ApplePayError: Error, Sendable, Equatable, CustomStringConvertible
         case decryptionFailed
         /// The decrypted payload is not the JSON Apple documents.
         case invalidPlaintext
+        /// The cart is empty, too large, or names a quantity out of range.
+        case invalidCart
+        /// A cart line names a product the catalogue does not have.
+        case unknownProduct
+        /// The shipping method is not offered (for that country).
+        case unknownShippingMethod
+        /// The shipping address is in a country the shop does not serve.
+        case addressUnserviceable
+        /// The coupon code does not exist.
+        case couponInvalid
+        /// The coupon code has expired.
+        case couponExpired
+        /// The catalogue itself is inconsistent.
+        case invalidCatalogue
     }
 
     public var code: Code

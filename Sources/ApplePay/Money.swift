@@ -1,0 +1,58 @@
+/// An ISO 4217 currency with its minor-unit exponent.
+public struct Currency: Sendable, Hashable, Codable {
+    public var code: String
+    /// The numeric code Apple puts in decrypted tokens (`currencyCode`, e.g. "978").
+    public var numericCode: String
+    /// Digits after the decimal point: JPY 0, EUR 2, BHD 3.
+    public var exponent: Int
+
+    static let known: [String: Currency] = {
+        let table: [(String, String, Int)] = [
+            ("AED", "784", 2), ("AUD", "036", 2), ("BHD", "048", 3), ("BRL", "986", 2), ("CAD", "124", 2), ("CHF", "756", 2),
+            ("CNY", "156", 2), ("CZK", "203", 2), ("DKK", "208", 2), ("EUR", "978", 2), ("GBP", "826", 2), ("HKD", "344", 2),
+            ("HUF", "348", 2), ("ILS", "376", 2), ("INR", "356", 2), ("JOD", "400", 3), ("JPY", "392", 0), ("KRW", "410", 0),
+            ("KWD", "414", 3), ("MXN", "484", 2), ("NOK", "578", 2), ("NZD", "554", 2), ("OMR", "512", 3), ("PLN", "985", 2),
+            ("QAR", "634", 2), ("SAR", "682", 2), ("SEK", "752", 2), ("SGD", "702", 2), ("TWD", "901", 2), ("USD", "840", 2),
+            ("ZAR", "710", 2),
+        ]
+        return Dictionary(uniqueKeysWithValues: table.map { ($0.0, Currency(code: $0.0, numericCode: $0.1, exponent: $0.2)) })
+    }()
+
+    /// A currency by its alphabetic code; nil when Orchard does not know its exponent.
+    public init?(code: String) {
+        guard let currency = Self.known[code.uppercased()] else { return nil }
+        self = currency
+    }
+
+    init(code: String, numericCode: String, exponent: Int) {
+        self.code = code
+        self.numericCode = numericCode
+        self.exponent = exponent
+    }
+}
+
+/// An amount in integer minor units: never a binary float.
+public struct Money: Sendable, Hashable, Codable {
+    public var minorUnits: Int64
+    public var currency: Currency
+
+    public init(minorUnits: Int64, currency: Currency) {
+        self.minorUnits = minorUnits
+        self.currency = currency
+    }
+
+    /// The decimal string Apple Pay JS expects ("12.34", "1200" for JPY, "1.250" for BHD).
+    public var decimalString: String {
+        let negative = minorUnits < 0
+        let digits = String(minorUnits.magnitude)
+        guard currency.exponent > 0 else { return (negative ? "-" : "") + digits }
+        let padded = String(repeating: "0", count: max(0, currency.exponent + 1 - digits.count)) + digits
+        let split = padded.index(padded.endIndex, offsetBy: -currency.exponent)
+        return (negative ? "-" : "") + padded[..<split] + "." + padded[split...]
+    }
+
+    public static func + (a: Money, b: Money) -> Money {
+        precondition(a.currency == b.currency, "adding different currencies")
+        return Money(minorUnits: a.minorUnits + b.minorUnits, currency: a.currency)
+    }
+}
