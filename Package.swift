@@ -35,6 +35,12 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // SQLite, the embedded default store.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         // Typed, prefixed wrappers for libcurl's variadic calls.
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
         // Async HTTPS client on one libcurl multi handle driven by a dedicated thread.
@@ -59,8 +65,10 @@ let package = Package(
             name: "OrchardServer",
             dependencies: [
                 "ApplePay",
+                "CSQLite",
                 "CurlClient",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

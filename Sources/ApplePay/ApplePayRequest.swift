@@ -76,10 +76,12 @@ public struct ApplePayPaymentRequest: Sendable, Codable, Equatable {
     public static func lineItems(_ order: PricedOrder) -> [ApplePayLineItem] {
         var items = order.lines.map { line in
             ApplePayLineItem(
-                label: line.quantity == 1 ? line.label : "\(line.label) × \(line.quantity)", amount: money(line.amount, order), type: "final")
+                label: line.quantity == 1 ? line.label : "\(line.label) × \(line.quantity)", amount: money(line.amount, order),
+                type: "final")
         }
         if order.discount > 0 {
-            items.append(ApplePayLineItem(label: "Discount (\(order.couponCode ?? ""))", amount: money(-order.discount, order), type: "final"))
+            items.append(
+                ApplePayLineItem(label: "Discount (\(order.couponCode ?? ""))", amount: money(-order.discount, order), type: "final"))
         }
         items.append(ApplePayLineItem(label: order.shippingMethod.label, amount: money(order.shippingMethod.amount, order), type: "final"))
         return items
@@ -88,9 +90,11 @@ public struct ApplePayPaymentRequest: Sendable, Codable, Equatable {
     /// The methods for the order's country, the selected one first (Apple Pay preselects the first).
     public static func shippingMethods(_ order: PricedOrder, catalogue: Catalogue) -> [ApplePayShippingMethod] {
         let available = Pricing.availableShippingMethods(catalogue: catalogue, country: order.shippingCountry)
-        let ordered = available.filter { $0.identifier == order.shippingMethod.identifier } + available.filter {
-            $0.identifier != order.shippingMethod.identifier
-        }
+        let ordered =
+            available.filter { $0.identifier == order.shippingMethod.identifier }
+            + available.filter {
+                $0.identifier != order.shippingMethod.identifier
+            }
         return ordered.map {
             ApplePayShippingMethod(label: $0.label, detail: $0.detail, amount: money($0.amount, order), identifier: $0.identifier)
         }

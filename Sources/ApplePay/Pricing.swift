@@ -47,9 +47,11 @@ public struct Catalogue: Sendable, Codable {
         guard Set(products.map(\.id)).count == products.count, Set(shippingMethods.map(\.identifier)).count == shippingMethods.count
         else { throw ApplePayError(.invalidCatalogue, "product ids and shipping method identifiers must be unique") }
         guard products.allSatisfy({ $0.price > 0 }), shippingMethods.allSatisfy({ $0.amount >= 0 }), !shippingMethods.isEmpty else {
-            throw ApplePayError(.invalidCatalogue, "prices must be positive, shipping amounts not negative, and one shipping method must exist")
+            throw ApplePayError(
+                .invalidCatalogue, "prices must be positive, shipping amounts not negative, and one shipping method must exist")
         }
-        for coupon in coupons where (coupon.percentOff == nil) == (coupon.amountOff == nil) || !(1...100).contains(coupon.percentOff ?? 1)
+        for coupon in coupons
+        where (coupon.percentOff == nil) == (coupon.amountOff == nil) || !(1...100).contains(coupon.percentOff ?? 1)
             || (coupon.amountOff ?? 1) <= 0
         {
             throw ApplePayError(.invalidCatalogue, "coupon \(coupon.code) needs exactly one of percentOff (1–100) or a positive amountOff")

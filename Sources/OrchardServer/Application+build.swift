@@ -10,11 +10,15 @@ import Logging
 /// - Parameters:
 ///   - configuration: the loaded, checked configuration.
 ///   - sessions: where merchant sessions come from (Apple's gateway in production).
+///   - store: orders and payments.
+///   - processor: where authorized payments go (recorded only by default).
 ///   - time: the clock used for certificate checks.
 ///   - onServerRunning: called with the bound port once the server listens.
 public func buildApplication(
     configuration: ServerConfiguration,
     sessions: any MerchantSessionService,
+    store: any OrchardStore,
+    processor: any PaymentProcessor = RecordOnlyProcessor(),
     time: TimeSource = .system,
     logger: Logger = Logger(label: "orchard"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -28,6 +32,8 @@ public func buildApplication(
     DomainAssociationController(configuration: configuration).addRoutes(to: router)
     MerchantSessionController(configuration: configuration, sessions: sessions).addRoutes(to: router)
     HealthController(configuration: configuration, time: time).addRoutes(to: router)
+    OrdersController(configuration: configuration, store: store, time: time).addRoutes(to: router)
+    AuthorizeController(configuration: configuration, store: store, processor: processor, time: time).addRoutes(to: router)
 
     return Application(
         router: router,
@@ -38,6 +44,9 @@ public func buildApplication(
 
 /// Logs what an operator should know about a configuration at startup.
 public func logStartup(_ configuration: ServerConfiguration, time: TimeSource, logger: Logger) {
+    if configuration.trustsTestTokenRoot {
+        logger.warning("payments.testTokenRootCertificate is set: payment tokens are verified against a TEST root, not Apple's")
+    }
     if configuration.gatewayIsNonApple {
         logger.warning(
             "appleGateway.baseURL is not an Apple host: merchant sessions go to a test gateway",
@@ -80,5 +89,19 @@ struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
         response.headers[Self.frameOptions] = "DENY"
         response.headers[Self.referrerPolicy] = "strict-origin-when-cross-origin"
         return response
+    }
+}
+
+extension ServerConfiguration {
+    /// Opens (creating if needed) the SQLite store in the state folder.
+    public func openStore() throws(ConfigurationError) -> SQLiteStore {
+        let path = URL(fileURLWithPath: stateDirectory).appendingPathComponent("orchard.sqlite").path
+        do {
+            try FileManager.default.createDirectory(
+                atPath: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            return try SQLiteStore(path: path)
+        } catch {
+            throw ConfigurationError("\(path): cannot open the database (\(error))")
+        }
     }
 }

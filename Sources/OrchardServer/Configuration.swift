@@ -2,6 +2,8 @@ import ApplePay
 import CurlClient
 import Foundation
 import Logging
+import SwiftASN1
+import X509
 
 /// The configuration file's shape (JSON). See the README for every key.
 public struct ConfigurationFile: Codable, Sendable {
@@ -51,11 +53,18 @@ public struct ConfigurationFile: Codable, Sendable {
         /// PEM file (unencrypted); or `env:NAME` for PEM text in an environment variable.
         public var identityKey: String
         public var domainAssociationFile: String?
+        /// The catalogue (JSON) this merchant sells from; orders are off without one.
+        public var catalogue: String?
+        /// Payment processing keys; the token's publicKeyHash picks one (rotation).
+        public var processingKeys: [ProcessingKeyFile]?
 
         public init(
             merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String,
-            identityKey: String, domainAssociationFile: String? = nil
+            identityKey: String, domainAssociationFile: String? = nil, catalogue: String? = nil,
+            processingKeys: [ProcessingKeyFile]? = nil
         ) {
+            self.catalogue = catalogue
+            self.processingKeys = processingKeys
             self.merchantIdentifier = merchantIdentifier
             self.displayName = displayName
             self.domains = domains
@@ -65,13 +74,47 @@ public struct ConfigurationFile: Codable, Sendable {
         }
     }
 
+    /// A processing key: PEM private key (or `env:NAME`) and its processing certificate,
+    /// or, without a certificate, the merchant identifier is used for the KDF.
+    public struct ProcessingKeyFile: Codable, Sendable {
+        public var privateKey: String
+        public var certificate: String?
+
+        public init(privateKey: String, certificate: String? = nil) {
+            self.privateKey = privateKey
+            self.certificate = certificate
+        }
+    }
+
+    public struct Payments: Codable, Sendable {
+        public var tokenMaximumAgeSeconds: Int?
+        public var tokenMaximumFutureSkewSeconds: Int?
+        /// TESTS AND DEMO ONLY: trust this root for payment tokens instead of Apple Root CA - G3.
+        public var testTokenRootCertificate: String?
+
+        public init(tokenMaximumAgeSeconds: Int? = nil, tokenMaximumFutureSkewSeconds: Int? = nil, testTokenRootCertificate: String? = nil)
+        {
+            self.tokenMaximumAgeSeconds = tokenMaximumAgeSeconds
+            self.tokenMaximumFutureSkewSeconds = tokenMaximumFutureSkewSeconds
+            self.testTokenRootCertificate = testTokenRootCertificate
+        }
+    }
+
     public var server: Server?
     public var appleGateway: AppleGateway?
+    public var payments: Payments?
+    /// Where the SQLite database lives; relative to the config file. Default `state`.
+    public var stateDirectory: String?
     public var merchants: [Merchant]
 
-    public init(server: Server? = nil, appleGateway: AppleGateway? = nil, merchants: [Merchant]) {
+    public init(
+        server: Server? = nil, appleGateway: AppleGateway? = nil, payments: Payments? = nil, stateDirectory: String? = nil,
+        merchants: [Merchant]
+    ) {
         self.server = server
         self.appleGateway = appleGateway
+        self.payments = payments
+        self.stateDirectory = stateDirectory
         self.merchants = merchants
     }
 }
@@ -87,6 +130,10 @@ public struct MerchantConfiguration: Sendable {
     public var identitySource: String
     /// The domain association file's bytes, served unchanged.
     public var domainAssociation: [UInt8]?
+    /// What the merchant sells; nil when orders are off.
+    public var catalogue: Catalogue?
+    /// Decrypts this merchant's tokens.
+    public var decryptor: TokenDecryptor
 
     /// The TLS identity presented to Apple.
     public var tlsIdentity: TLSIdentity {
@@ -106,6 +153,12 @@ public struct ServerConfiguration: Sendable {
     /// True when the gateway is not one of Apple's hosts (a mock); logged as a warning.
     public var gatewayIsNonApple: Bool
     public var merchants: [MerchantConfiguration]
+    /// Verifies payment tokens (Apple's root unless a test root is configured).
+    public var tokenVerifier: TokenVerifier
+    /// True when a test token root replaces Apple's; logged as a warning.
+    public var trustsTestTokenRoot: Bool
+    /// The folder holding the SQLite database.
+    public var stateDirectory: String
 
     /// The merchant serving a Host header value (port ignored, case-insensitive), if any.
     public func merchant(forHost host: String?) -> (merchant: MerchantConfiguration, domain: String)? {
@@ -236,11 +289,43 @@ extension ServerConfiguration {
             let association = try merchant.domainAssociationFile.map { file throws(ConfigurationError) in
                 try source.read(file, what: "domainAssociationFile")
             }
+            var catalogue: Catalogue?
+            if let file = merchant.catalogue {
+                let bytes = try source.read(file, what: "catalogue")
+                do {
+                    let decoder = JSONDecoder()
+                    decoder.dateDecodingStrategy = .iso8601
+                    catalogue = try decoder.decode(Catalogue.self, from: Data(bytes)).validated()
+                } catch let error as ApplePayError {
+                    throw ConfigurationError("\(source.describe(file)): \(error.message)")
+                } catch {
+                    throw ConfigurationError("\(source.describe(file)): invalid catalogue: \(Self.describe(error))")
+                }
+            }
+            var keys: [ProcessingKey] = []
+            for (keyIndex, key) in (merchant.processingKeys ?? []).enumerated() {
+                let pem = String(decoding: try source.read(key.privateKey, what: "processingKeys[\(keyIndex)].privateKey"), as: UTF8.self)
+                let certificatePEM = try key.certificate.map { file throws(ConfigurationError) in
+                    String(decoding: try source.read(file, what: "processingKeys[\(keyIndex)].certificate"), as: UTF8.self)
+                }
+                do {
+                    keys.append(
+                        try certificatePEM.map { try ProcessingKey(privateKeyPEM: pem, certificatePEM: $0) }
+                            ?? ProcessingKey(privateKeyPEM: pem, merchantIdentifier: merchant.merchantIdentifier))
+                } catch let error as ApplePayError {
+                    throw ConfigurationError("\(source.describe(key.privateKey)): \(error.message)")
+                } catch {
+                    throw ConfigurationError("\(source.describe(key.privateKey)): \(error)")
+                }
+            }
+            if catalogue != nil && keys.isEmpty {
+                throw ConfigurationError("\(label): a merchant with a catalogue needs processingKeys to decrypt payments")
+            }
             merchants.append(
                 MerchantConfiguration(
                     merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName,
                     domains: domains, identity: identity, identitySource: source.describe(merchant.identityCertificate),
-                    domainAssociation: association))
+                    domainAssociation: association, catalogue: catalogue, decryptor: TokenDecryptor(keys: keys)))
         }
         let maxBody = file.server?.maxBodyBytes ?? 16 * 1024
         guard (1024...(1 << 20)).contains(maxBody) else {
@@ -248,6 +333,21 @@ extension ServerConfiguration {
         }
         let port = file.server?.port ?? 8080
         guard (0...65535).contains(port) else { throw ConfigurationError("server.port \(port) is out of range") }
+        let payments = file.payments
+        let policy = TokenVerifier.Policy(
+            maximumAge: TimeInterval(payments?.tokenMaximumAgeSeconds ?? 300),
+            maximumFutureSkew: TimeInterval(payments?.tokenMaximumFutureSkewSeconds ?? 60))
+        guard policy.maximumAge > 0, policy.maximumAge <= 3600, policy.maximumFutureSkew >= 0, policy.maximumFutureSkew <= 600 else {
+            throw ConfigurationError("payments: tokenMaximumAgeSeconds must be 1–3600 and tokenMaximumFutureSkewSeconds 0–600")
+        }
+        var tokenRoot = AppleRootCA.g3
+        if let rootFile = payments?.testTokenRootCertificate {
+            let text = String(decoding: try source.read(rootFile, what: "payments.testTokenRootCertificate"), as: UTF8.self)
+            guard let root = try? Certificate(pemEncoded: text) else {
+                throw ConfigurationError("\(source.describe(rootFile)): payments.testTokenRootCertificate is not a PEM certificate")
+            }
+            tokenRoot = root
+        }
         return ServerConfiguration(
             host: file.server?.host ?? "127.0.0.1",
             port: port,
@@ -257,7 +357,10 @@ extension ServerConfiguration {
             gatewayTrust: trust,
             gatewayTimeouts: timeouts,
             gatewayIsNonApple: !isApple,
-            merchants: merchants)
+            merchants: merchants,
+            tokenVerifier: TokenVerifier(root: tokenRoot, policy: policy),
+            trustsTestTokenRoot: payments?.testTokenRootCertificate != nil,
+            stateDirectory: source.path(file.stateDirectory ?? "state"))
     }
 
     static func isDomainName(_ name: String) -> Bool {

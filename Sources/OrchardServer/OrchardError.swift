@@ -14,14 +14,24 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case gatewayUnavailable = "gateway_unavailable"
         case gatewayTimeout = "gateway_timeout"
         case internalError = "internal_error"
+        case ordersUnavailable = "orders_unavailable"
+        case invalidCart = "invalid_cart"
+        case orderNotOpen = "order_not_open"
+        case invalidToken = "invalid_token"
+        case paymentMismatch = "payment_mismatch"
+        case replayedPayment = "replayed_payment"
+        case paymentFailed = "payment_failed"
     }
 
     public var code: Code
     public var message: String
+    /// Set for the authorize endpoint: the body is then shaped for `completePayment`.
+    public var isPaymentAnswer = false
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, isPaymentAnswer: Bool = false) {
         self.code = code
         self.message = message
+        self.isPaymentAnswer = isPaymentAnswer
     }
 
     /// The one mapping from error codes to HTTP statuses.
@@ -30,6 +40,11 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .invalidJSON, .invalidValidationURL, .invalidRequest: .badRequest
         case .unknownHost: .misdirectedRequest
         case .notFound: .notFound
+        case .ordersUnavailable: .notFound
+        case .invalidCart, .invalidToken: .badRequest
+        case .orderNotOpen, .replayedPayment: .conflict
+        case .paymentMismatch: .unprocessableContent
+        case .paymentFailed: HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required")
         case .payloadTooLarge: .contentTooLarge
         case .gatewayRejected, .gatewayUnavailable: .badGateway
         case .gatewayTimeout: .gatewayTimeout
@@ -38,7 +53,11 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = ["error": ["code": code.rawValue, "message": message]]
+        var body: [String: Any] = ["error": ["code": code.rawValue, "message": message]]
+        if isPaymentAnswer {
+            body["status"] = "failure"
+            body["errors"] = [["code": "unknown", "message": message]]
+        }
         let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
         return Response(
             status: status,

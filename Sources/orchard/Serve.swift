@@ -34,9 +34,16 @@ func runServer(
     logStartup(configuration, time: .system, logger: logger)
     let http = try CurlHTTPClient()
     defer { http.shutdown() }
+    let store: SQLiteStore
+    do {
+        store = try configuration.openStore()
+    } catch {
+        fail(error.message)
+    }
     let app = buildApplication(
         configuration: configuration,
         sessions: AppleGatewayClient(http: http, configuration: configuration, logger: logger),
+        store: store,
         logger: logger,
         onServerRunning: onServerRunning)
     try await app.runService()

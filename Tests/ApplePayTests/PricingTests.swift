@@ -55,7 +55,8 @@ struct PricingTests {
     @Test("shipping country and method change the total; errors are Apple Pay errors")
     func shipping() throws {
         let items = [CartItem(productId: "apple", quantity: 1)]
-        let express = try Pricing.price(items: items, catalogue: Self.catalogue, shippingMethodId: "express", shippingCountry: "fr", at: Date())
+        let express = try Pricing.price(
+            items: items, catalogue: Self.catalogue, shippingMethodId: "express", shippingCountry: "fr", at: Date())
         #expect(express.total == 199 + 990)
         #expect {
             _ = try Pricing.price(items: items, catalogue: Self.catalogue, shippingMethodId: "express", shippingCountry: "DE", at: Date())
@@ -76,7 +77,10 @@ struct PricingTests {
 
     @Test("bad carts are refused")
     func badCarts() {
-        for items in [[], [CartItem(productId: "apple", quantity: 0)], [CartItem(productId: "apple", quantity: 100)], [CartItem(productId: "kiwi", quantity: 1)]] {
+        for items in [
+            [], [CartItem(productId: "apple", quantity: 0)], [CartItem(productId: "apple", quantity: 100)],
+            [CartItem(productId: "kiwi", quantity: 1)],
+        ] {
             #expect(throws: ApplePayError.self) { _ = try Pricing.price(items: items, catalogue: Self.catalogue, at: Date()) }
         }
     }

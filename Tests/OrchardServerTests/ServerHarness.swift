@@ -1,4 +1,5 @@
 import ApplePay
+import Crypto
 import CurlClient
 import Foundation
 import Hummingbird
@@ -48,10 +49,22 @@ struct ServerHarness {
     /// Bytes no text processing would keep intact.
     static let associationFile: [UInt8] = Array("7B227073704964223A22\r\n".utf8) + [0x00, 0xFF, 0xFE, 0x0A] + Array("end".utf8)
 
+    static let processingKey = P256.KeyAgreement.PrivateKey()
+    static let tokenChain = try! TestAppleChain.make()
+    static let catalogueJSON = """
+        {"countryCode": "FR", "currency": "EUR", "supportedNetworks": ["visa", "masterCard"],
+         "products": [{"id": "apple", "label": "Apple", "price": 250}, {"id": "pear", "label": "Pear", "price": 199}],
+         "shippingMethods": [{"identifier": "standard", "label": "Standard", "detail": "3 days", "amount": 490},
+                             {"identifier": "express", "label": "Express", "detail": "1 day", "amount": 990, "countries": ["FR"]}],
+         "shippingCountries": ["FR", "DE"],
+         "coupons": [{"code": "TEN", "percentOff": 10}, {"code": "OLD", "amountOff": 100, "expiresAt": "2020-01-01T00:00:00Z"}]}
+        """
+
     let fixture: GatewayFixture
     let sessions: CountingSessions
     let client: CurlHTTPClient
     let port: Int
+    let store: any OrchardStore
 
     var gateway: MockAppleGateway { fixture.gateway }
 
@@ -63,16 +76,21 @@ struct ServerHarness {
         try material.identity.write(certificateTo: directory.path("identity.pem"), keyTo: directory.path("identity.key"))
         try directory.write("ca.pem", material.caPEM)
         try directory.write("association", associationFile)
+        try directory.write("catalogue.json", Array(catalogueJSON.utf8))
+        try directory.write("processing.key", Array(processingKey.pemRepresentation.utf8))
+        try directory.write("token-root.pem", Array(try tokenChain.root.certificatePEM.utf8))
         return ConfigurationFile(
             server: .init(host: "127.0.0.1", port: 0, publicDirectory: nil, maxBodyBytes: 16 * 1024),
             appleGateway: .init(
                 baseURL: "https://127.0.0.1:\(gatewayPort)", caFile: "ca.pem", allowNonAppleHost: true,
                 connectTimeoutMilliseconds: min(1000, timeoutMilliseconds), timeoutMilliseconds: timeoutMilliseconds),
+            payments: .init(testTokenRootCertificate: "token-root.pem"),
             merchants: [
                 .init(
                     merchantIdentifier: TestMaterial.merchantIdentifier, displayName: "Orchard Test Shop",
                     domains: [domain, unregisteredDomain], identityCertificate: "identity.pem", identityKey: "identity.key",
-                    domainAssociationFile: "association")
+                    domainAssociationFile: "association", catalogue: "catalogue.json",
+                    processingKeys: [.init(privateKey: "processing.key")])
             ])
     }
 
@@ -91,7 +109,8 @@ struct ServerHarness {
         logger.logLevel = .critical
         let sessions = CountingSessions(inner: AppleGatewayClient(http: http, configuration: configuration, logger: logger))
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let app = buildApplication(configuration: configuration, sessions: sessions, logger: logger) { port in
+        let store = try configuration.openStore()
+        let app = buildApplication(configuration: configuration, sessions: sessions, store: store, logger: logger) { port in
             portContinuation.yield(port)
         }
         let client = try CurlHTTPClient(configuration: .init(allowedSchemes: ["http"]))
@@ -99,7 +118,7 @@ struct ServerHarness {
             group.addTask { try await app.runService(gracefulShutdownSignals: []) }
             var iterator = ports.makeAsyncIterator()
             guard let port = await iterator.next() else { throw CancellationError() }
-            let harness = ServerHarness(fixture: fixture, sessions: sessions, client: client, port: port)
+            let harness = ServerHarness(fixture: fixture, sessions: sessions, client: client, port: port, store: store)
             do {
                 try await body(harness)
             } catch {

@@ -1,0 +1,142 @@
+import ApplePay
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+
+/// `POST /api/orders` and the updates the Apple Pay sheet asks for. Every number comes from
+/// the server's catalogue; an order is visible only on its own merchant's domains.
+struct OrdersController {
+    let configuration: ServerConfiguration
+    let store: any OrchardStore
+    let time: TimeSource
+
+    struct CreateBody: Decodable { var items: [CartItem] }
+    struct ShippingContactBody: Decodable { var countryCode: String? }
+    struct ShippingMethodBody: Decodable { var identifier: String }
+    struct CouponBody: Decodable { var couponCode: String }
+
+    struct Created: Encodable {
+        var orderId: String
+        var paymentRequest: ApplePayPaymentRequest
+    }
+
+    func addRoutes(to router: Router<some RequestContext>) {
+        router.post("/api/orders") { request, _ in try await create(request) }
+        router.post("/api/orders/{id}/shipping-contact") { request, context in
+            let body: ShippingContactBody = try await decode(request)
+            return try await update(request, id: try context.parameters.require("id"), includeShippingMethods: true) { order in
+                (order.items, nil, order.couponCode, body.countryCode ?? "")
+            }
+        }
+        router.post("/api/orders/{id}/shipping-method") { request, context in
+            let body: ShippingMethodBody = try await decode(request)
+            return try await update(request, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
+                (order.items, body.identifier, order.couponCode, order.shippingCountry)
+            }
+        }
+        router.post("/api/orders/{id}/coupon") { request, context in
+            let body: CouponBody = try await decode(request)
+            return try await update(request, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
+                (order.items, order.shippingMethod.identifier, body.couponCode, order.shippingCountry)
+            }
+        }
+    }
+
+    func decode<T: Decodable>(_ request: Request) async throws -> T {
+        let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
+        } catch {
+            throw OrchardError(.invalidJSON, "the body is not the JSON this endpoint expects")
+        }
+    }
+
+    func merchant(for request: Request) throws -> (MerchantConfiguration, Catalogue) {
+        guard let (merchant, _) = configuration.merchant(forHost: request.head.authority) else {
+            throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
+        }
+        guard let catalogue = merchant.catalogue else {
+            throw OrchardError(.ordersUnavailable, "this shop takes no orders (no catalogue configured)")
+        }
+        return (merchant, catalogue)
+    }
+
+    func create(_ request: Request) async throws -> Response {
+        let (merchant, catalogue) = try merchant(for: request)
+        let body: CreateBody = try await decode(request)
+        let priced: PricedOrder
+        do {
+            priced = try Pricing.price(items: body.items, catalogue: catalogue, at: time.now)
+        } catch {
+            throw OrchardError(.invalidCart, error.message)
+        }
+        let id = Self.newIdentifier()
+        let applicationData = Array("orchard-order:\(id)".utf8)
+        try await store.insert(
+            OrderRecord(
+                id: id, merchantIdentifier: merchant.merchantIdentifier, state: .open, priced: priced, applicationData: applicationData,
+                createdAt: time.now))
+        let paymentRequest = ApplePayPaymentRequest(
+            order: priced, catalogue: catalogue, displayName: merchant.displayName, applicationData: applicationData)
+        return try json(Created(orderId: id, paymentRequest: paymentRequest), status: .created)
+    }
+
+    /// Reprices an open order; shopper-fixable problems come back as Apple Pay errors with the previous totals.
+    func update(
+        _ request: Request, id: String, includeShippingMethods: Bool,
+        change: (PricedOrder) -> ([CartItem], String?, String?, String?)
+    ) async throws -> Response {
+        let (merchant, catalogue) = try merchant(for: request)
+        let order = try await openOrder(id: id, merchant: merchant, store: store)
+        let (items, method, coupon, country) = change(order.priced)
+        var updated = order
+        var errors: [ApplePayErrorItem] = []
+        do {
+            updated.priced = try Pricing.price(
+                items: items, catalogue: catalogue, shippingMethodId: method, couponCode: coupon, shippingCountry: country, at: time.now)
+        } catch {
+            guard let item = ApplePayErrorItem(error) else { throw OrchardError(.invalidRequest, error.message) }
+            errors.append(item)
+            if error.code == .couponInvalid || error.code == .couponExpired {
+                // Drop the bad coupon but keep the rest of the change.
+                updated.priced =
+                    (try? Pricing.price(
+                        items: items, catalogue: catalogue, shippingMethodId: method, shippingCountry: country, at: time.now))
+                    ?? order.priced
+            }
+        }
+        if updated.priced != order.priced {
+            do {
+                try await store.updateOpen(updated)
+            } catch let error as StoreError where error.code == .orderNotOpen {
+                throw OrchardError(.orderNotOpen, "this order is already paid")
+            }
+        }
+        let answer = ApplePayUpdate(
+            order: updated.priced, catalogue: catalogue, displayName: merchant.displayName, includeShippingMethods: includeShippingMethods,
+            errors: errors)
+        return try json(answer, status: .ok)
+    }
+
+    static func newIdentifier() -> String {
+        Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
+    }
+}
+
+/// The open order `id` of `merchant`; another merchant's order is "not found", never "forbidden".
+func openOrder(id: String, merchant: MerchantConfiguration, store: any OrchardStore) async throws -> OrderRecord {
+    guard id.utf8.count <= 64, let order = try await store.order(id: id), order.merchantIdentifier == merchant.merchantIdentifier else {
+        throw OrchardError(.notFound, "there is no such order")
+    }
+    guard order.state == .open else { throw OrchardError(.orderNotOpen, "this order is already paid") }
+    return order
+}
+
+func json(_ value: some Encodable, status: HTTPResponse.Status) throws -> Response {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return Response(
+        status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+        body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+}

@@ -1,0 +1,178 @@
+import ApplePay
+import Foundation
+
+/// An order as stored: the server's priced order and what binds a token to it.
+public struct OrderRecord: Sendable, Codable, Equatable {
+    public enum State: String, Sendable, Codable {
+        case open
+        case paid
+    }
+
+    public var id: String
+    public var merchantIdentifier: String
+    public var state: State
+    public var priced: PricedOrder
+    /// The applicationData bytes sent in the payment request; tokens carry their SHA-256.
+    public var applicationData: [UInt8]
+    public var createdAt: Date
+}
+
+/// A payment as stored. Never the device account number, cryptogram or expiry.
+public struct PaymentRecord: Sendable, Codable, Equatable {
+    public var id: String
+    public var orderId: String
+    /// The token's header.transactionId (hex); unique: a replay loses.
+    public var transactionId: String
+    public var state: String
+    public var amount: Int64
+    /// ISO 4217 alphabetic code.
+    public var currency: String
+    public var network: String?
+    public var lastFour: String
+    public var processorReference: String?
+    public var createdAt: Date
+}
+
+/// Why a store refused a write.
+public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: Sendable, Equatable {
+        /// The transaction ID was seen before.
+        case duplicateTransaction
+        /// The order is unknown or no longer open.
+        case orderNotOpen
+        /// The storage itself failed.
+        case storage
+    }
+
+    public var code: Code
+    public var message: String
+
+    public var description: String { message }
+}
+
+/// Durable orders and payments. SQLite is the embedded default; another database can follow.
+public protocol OrchardStore: Sendable {
+    func insert(_ order: OrderRecord) async throws
+    func order(id: String) async throws -> OrderRecord?
+    /// Replaces an open order's pricing; fails with ``StoreError/Code/orderNotOpen`` otherwise.
+    func updateOpen(_ order: OrderRecord) async throws
+    /// In one transaction: claims the transaction ID, marks the open order paid, records the payment.
+    func recordPayment(_ payment: PaymentRecord) async throws
+    /// Sets a claimed payment's outcome; a refused payment reopens its order for another try.
+    func finishPayment(id: String, state: String, processorReference: String?, reopenOrder: Bool) async throws
+    func payments(orderId: String) async throws -> [PaymentRecord]
+}
+
+/// The SQLite store: one file in the state folder, created on first run.
+public final class SQLiteStore: OrchardStore {
+    private let database: SQLiteDatabase
+
+    public init(path: String) throws {
+        database = try SQLiteDatabase(path: path)
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS orders (
+                id TEXT PRIMARY KEY, merchant TEXT NOT NULL, state TEXT NOT NULL, priced TEXT NOT NULL,
+                application_data BLOB NOT NULL, created_at INTEGER NOT NULL)
+            """)
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS payments (
+                id TEXT PRIMARY KEY, order_id TEXT NOT NULL REFERENCES orders(id), transaction_id TEXT NOT NULL UNIQUE,
+                state TEXT NOT NULL, amount INTEGER NOT NULL, currency TEXT NOT NULL, network TEXT, last_four TEXT NOT NULL,
+                processor_reference TEXT, created_at INTEGER NOT NULL)
+            """)
+    }
+
+    public func insert(_ order: OrderRecord) async throws {
+        let priced = try Self.encode(order.priced)
+        try await database.run { db in
+            try db.execute(
+                "INSERT INTO orders (id, merchant, state, priced, application_data, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    .text(order.id), .text(order.merchantIdentifier), .text(order.state.rawValue), .text(priced),
+                    .blob(order.applicationData), .integer(Int64(order.createdAt.timeIntervalSince1970)),
+                ])
+        }
+    }
+
+    public func order(id: String) async throws -> OrderRecord? {
+        let rows = try await database.run { db in
+            try db.query("SELECT id, merchant, state, priced, application_data, created_at FROM orders WHERE id = ?", [.text(id)])
+        }
+        guard let row = rows.first, case .blob(let applicationData) = row[4] else { return nil }
+        return OrderRecord(
+            id: row[0].text ?? "", merchantIdentifier: row[1].text ?? "",
+            state: OrderRecord.State(rawValue: row[2].text ?? "") ?? .open,
+            priced: try JSONDecoder().decode(PricedOrder.self, from: Data((row[3].text ?? "").utf8)),
+            applicationData: applicationData, createdAt: Date(timeIntervalSince1970: TimeInterval(row[5].integer ?? 0)))
+    }
+
+    public func updateOpen(_ order: OrderRecord) async throws {
+        let priced = try Self.encode(order.priced)
+        let changed = try await database.run { db in
+            try db.execute("UPDATE orders SET priced = ? WHERE id = ? AND state = 'open'", [.text(priced), .text(order.id)])
+        }
+        guard changed == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(order.id) is not open") }
+    }
+
+    public func recordPayment(_ payment: PaymentRecord) async throws {
+        try await database.run { db in
+            try db.transaction {
+                let changed = try db.execute("UPDATE orders SET state = 'paid' WHERE id = ? AND state = 'open'", [.text(payment.orderId)])
+                do {
+                    try db.execute(
+                        """
+                        INSERT INTO payments (id, order_id, transaction_id, state, amount, currency, network, last_four,
+                            processor_reference, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                        [
+                            .text(payment.id), .text(payment.orderId), .text(payment.transactionId), .text(payment.state),
+                            .integer(payment.amount), .text(payment.currency), payment.network.map(SQLiteValue.text) ?? .null,
+                            .text(payment.lastFour), payment.processorReference.map(SQLiteValue.text) ?? .null,
+                            .integer(Int64(payment.createdAt.timeIntervalSince1970)),
+                        ])
+                } catch let failure as SQLiteDatabase.Failure where failure.isConstraint {
+                    throw StoreError(
+                        code: .duplicateTransaction, message: "transaction \(payment.transactionId.prefix(16))… was already used")
+                }
+                guard changed == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(payment.orderId) is already paid") }
+            }
+        }
+    }
+
+    public func finishPayment(id: String, state: String, processorReference: String?, reopenOrder: Bool) async throws {
+        try await database.run { db in
+            try db.transaction {
+                try db.execute(
+                    "UPDATE payments SET state = ?, processor_reference = ? WHERE id = ?",
+                    [.text(state), processorReference.map(SQLiteValue.text) ?? .null, .text(id)])
+                if reopenOrder {
+                    try db.execute("UPDATE orders SET state = 'open' WHERE id = (SELECT order_id FROM payments WHERE id = ?)", [.text(id)])
+                }
+            }
+        }
+    }
+
+    public func payments(orderId: String) async throws -> [PaymentRecord] {
+        let rows = try await database.run { db in
+            try db.query(
+                """
+                SELECT id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at
+                FROM payments WHERE order_id = ? ORDER BY created_at
+                """, [.text(orderId)])
+        }
+        return rows.map { row in
+            PaymentRecord(
+                id: row[0].text ?? "", orderId: row[1].text ?? "", transactionId: row[2].text ?? "", state: row[3].text ?? "",
+                amount: row[4].integer ?? 0, currency: row[5].text ?? "", network: row[6].text, lastFour: row[7].text ?? "",
+                processorReference: row[8].text, createdAt: Date(timeIntervalSince1970: TimeInterval(row[9].integer ?? 0)))
+        }
+    }
+
+    static func encode(_ order: PricedOrder) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(order), as: UTF8.self)
+    }
+}
