@@ -108,6 +108,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // libFuzzer harness for token parsing and verification (scripts/fuzz builds it with -sanitize=fuzzer).
+        .executableTarget(
+            name: "TokenFuzzer",
+            dependencies: ["ApplePay"],
+            swiftSettings: swiftSettings
+        ),
+        // Verify+decrypt throughput on the real vectors (scripts/bench-tokens).
+        .executableTarget(
+            name: "TokenBenchmark",
+            dependencies: ["ApplePay"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "CurlClientTests",
             dependencies: ["CurlClient", "OrchardTesting"],

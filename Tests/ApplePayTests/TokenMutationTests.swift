@@ -84,6 +84,31 @@ struct TokenMutationTests {
         #expect(code { _ = try verify(data) } == .unsupportedTokenVersion)
     }
 
+    @Test("truncated and garbage base64 fail with their own errors")
+    func truncatedAndGarbage() throws {
+        let original = try Vector.gala.token.paymentData
+        var data = original
+        let bytes = [UInt8](Data(base64Encoded: data.data)!)
+        data.data = Data(bytes.dropLast(4)).base64EncodedString()
+        #expect(code { _ = try verify(data) } == .messageDigestMismatch)
+
+        data = original
+        let signature = [UInt8](Data(base64Encoded: data.signature)!)
+        data.signature = Data(signature.prefix(signature.count / 2)).base64EncodedString()
+        #expect(code { _ = try verify(data) } == .malformedSignature)
+
+        data = original
+        data.header.ephemeralPublicKey = "!!not base64!!"
+        #expect(code { _ = try verify(data) } == .malformedToken)
+        data = original
+        data.data = String(data.data.dropLast(3))  // no longer valid base64 padding
+        #expect(code { _ = try verify(data) } == .malformedToken)
+        data = original
+        data.header.transactionId = "zz"
+        #expect(code { _ = try verify(data) } == .malformedToken)
+        #expect(code { _ = try PaymentToken.parse(Array("{\"paymentData\": 1}".utf8)) } == .malformedToken)
+    }
+
     @Test("signing time: older than 5 minutes or more than 1 minute ahead is refused")
     func signingTimeWindow() throws {
         let data = try Vector.gala.token.paymentData

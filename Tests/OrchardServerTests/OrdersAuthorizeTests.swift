@@ -156,6 +156,23 @@ struct OrdersAuthorizeTests {
         }
     }
 
+    @Test("an unknown order is 404 and a body over 64 KB is 413, both shaped for completePayment")
+    func unknownOrderAndOversized() async throws {
+        try await ServerHarness.with { server in
+            let (_, request) = try await createOrder(server)
+            let unknown = try await server.send(
+                "POST", "/api/apple-pay/authorize", body: try paymentBody(orderId: "0123456789abcdef", request: request, amount: 990))
+            #expect(unknown.status == 404)
+            #expect(unknown.json?["status"] as? String == "failure")
+            let huge =
+                Array(#"{"orderId": "x", "payment": {"pad": ""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: 70_000)
+                + Array(#""}}"#.utf8)
+            let oversized = try await server.send("POST", "/api/apple-pay/authorize", body: huge)
+            #expect(oversized.status == 413)
+            #expect(oversized.json?["status"] as? String == "failure")
+        }
+    }
+
     @Test("malformed authorize bodies are 400 with a completePayment-shaped answer")
     func malformed() async throws {
         try await ServerHarness.with { server in

@@ -63,4 +63,30 @@ struct TokenMinterTests {
             _ = try TokenVerifier().verify(token, at: Date())
         } throws: { ($0 as? ApplePayError)?.code == .untrustedCertificateChain }
     }
+
+    @Test("unknown fields in the token JSON and in the decrypted payload are tolerated")
+    func unknownFields() throws {
+        let key = P256.KeyAgreement.PrivateKey()
+        let payload = Array(
+            """
+            {"applicationPrimaryAccountNumber":"4111111111111111","applicationExpirationDate":"291231","currencyCode":"978",\
+            "transactionAmount":100,"deviceManufacturerIdentifier":"040010030273","paymentDataType":"3DSecure",\
+            "paymentData":{"onlinePaymentCryptogram":"AA==","eciIndicator":"7"},"merchantTokenIdentifier":"DNITHE123",\
+            "merchantTokenMetadata":{"cardArtImage":"x"},"somethingNew":[1,2,3]}
+            """.utf8)
+        let data = try minter.mintEC(payload: payload, to: key.publicKey, merchantIdentifier: Self.merchant)
+        var object = try JSONSerialization.jsonObject(with: JSONEncoder().encode(PaymentToken(paymentData: data))) as! [String: Any]
+        object["futureField"] = ["x": 1]
+        var paymentData = object["paymentData"] as! [String: Any]
+        paymentData["extra"] = true
+        object["paymentData"] = paymentData
+        let token = try PaymentToken.parse(Array(try JSONSerialization.data(withJSONObject: object)))
+        let verified = try verifier.verify(token.paymentData, at: Date())
+        let decrypted = try TokenDecryptor(keys: [
+            try ProcessingKey(privateKeyPEM: key.pemRepresentation, merchantIdentifier: Self.merchant)
+        ])
+        .decrypt(verified.decoded)
+        #expect(decrypted.json == payload)
+        #expect(decrypted.fields.transactionAmount == 100)
+    }
 }
