@@ -98,27 +98,37 @@ public struct DemoEnvironment: Sendable {
 
     /// Writes `orchard.json` for `orchard serve`, pointed at a mock gateway on `gatewayPort`.
     @discardableResult
-    public func writeServerConfiguration(gatewayPort: Int, serverPort: Int, publicDirectory: String?) throws -> String {
+    public func writeServerConfiguration(
+        gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil
+    ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
-        let configuration: [String: Any] = [
+        var merchant: [String: Any] = [
+            "merchantIdentifier": Self.merchantIdentifier,
+            "displayName": Self.displayName,
+            "domains": Self.domains,
+            "identityCertificate": "test-merchant-identity.pem",
+            "identityKey": "test-merchant-identity.key",
+            "domainAssociationFile": "apple-developer-merchantid-domain-association",
+        ]
+        var configuration: [String: Any] = [
             "server": server,
             "appleGateway": [
                 "baseURL": "https://127.0.0.1:\(gatewayPort)",
                 "caFile": "test-ca.pem",
                 "allowNonAppleHost": true,
             ],
-            "merchants": [
-                [
-                    "merchantIdentifier": Self.merchantIdentifier,
-                    "displayName": Self.displayName,
-                    "domains": Self.domains,
-                    "identityCertificate": "test-merchant-identity.pem",
-                    "identityKey": "test-merchant-identity.key",
-                    "domainAssociationFile": "apple-developer-merchantid-domain-association",
-                ]
-            ],
+            "stateDirectory": "state",
         ]
+        if let catalogue {
+            // Orders and payments: the test token chain and processing keys, never Apple's.
+            _ = try tokenChain()
+            _ = try processingKeys()
+            merchant["catalogue"] = catalogue
+            merchant["processingKeys"] = [["privateKey": "test-processing-ec.key"], ["privateKey": "test-processing-rsa.key"]]
+            configuration["payments"] = ["testTokenRootCertificate": "test-apple-root.pem"]
+        }
+        configuration["merchants"] = [merchant]
         let data = try JSONSerialization.data(
             withJSONObject: configuration, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         try data.write(to: URL(fileURLWithPath: configurationFile))

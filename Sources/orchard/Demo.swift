@@ -29,7 +29,10 @@ struct Demo: AsyncParsableCommand {
         let publicDirectory =
             FileManager.default.fileExists(atPath: "Public/index.html")
             ? URL(fileURLWithPath: "Public").standardizedFileURL.path : nil
-        let path = try environment.writeServerConfiguration(gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory)
+        let catalogue = FileManager.default.fileExists(atPath: "Config/catalogue.json")
+            ? URL(fileURLWithPath: "Config/catalogue.json").standardizedFileURL.path : nil
+        let path = try environment.writeServerConfiguration(
+            gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)
@@ -48,6 +51,10 @@ struct Demo: AsyncParsableCommand {
 
                 Perform a merchant validation over mutual TLS:
                   curl -sS -X POST http://localhost:\(port)/api/apple-pay/session -H 'Content-Type: application/json' -d '{"validationURL":"https://apple-pay-gateway-cert.apple.com/paymentservices/startSession"}'
+
+                Create an order (the payment request comes back priced by the server):
+                  curl -sS -X POST http://localhost:\(port)/api/orders -H 'Content-Type: application/json' -d '{"items":[{"productId":"apple-box","quantity":2}]}'
+                Mint a test token for it: orchard token mint --state-dir \(stateDir) --amount <total in cents> --application-data orchard-order:<orderId>
 
                 Press Ctrl-C to stop.
                 """)
