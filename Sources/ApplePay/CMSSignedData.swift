@@ -18,8 +18,8 @@ struct CMSSignedData {
         var signature: [UInt8]
     }
 
-    /// Each certificate with its DER bytes.
-    var certificates: [(certificate: Certificate, der: ArraySlice<UInt8>)]
+    /// Each certificate's DER bytes, unparsed (the verifier parses through a cache).
+    var certificates: [ArraySlice<UInt8>]
     var signers: [SignerInfo]
 
     static let signedDataOID: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 2]
@@ -56,11 +56,11 @@ struct CMSSignedData {
         // SignedData ::= SEQUENCE { version, digestAlgorithms, encapContentInfo, [0] certificates, [1] crls, signerInfos }
         let fields = try Self.children(of: wrapper[0], tag: .sequence)
         guard fields.count >= 4 else { throw Self.malformed("SignedData has too few fields") }
-        var certificates: [(Certificate, ArraySlice<UInt8>)] = []
+        var certificates: [ArraySlice<UInt8>] = []
         for field in fields[3..<(fields.count - 1)]
         where field.identifier == ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific) {
             for node in try Self.children(of: field, tag: field.identifier) {
-                certificates.append((try Certificate(derEncoded: Array(node.encodedBytes)), node.encodedBytes))
+                certificates.append(node.encodedBytes)
             }
         }
         self.certificates = certificates

@@ -46,8 +46,15 @@ public struct TokenVerifier: Sendable {
     public func verify(_ paymentData: PaymentData, at now: Date) throws(ApplePayError) -> Verified {
         let decoded = try paymentData.decoded()
         let cms = try CMSSignedData(ber: decoded.signature)
-        guard let leaf = cms.certificates.first(where: { $0.certificate.extensions[oid: Self.leafOID] != nil }),
-            let intermediate = cms.certificates.first(where: { $0.certificate.extensions[oid: Self.intermediateOID] != nil })
+        var certificates: [(certificate: Certificate, der: ArraySlice<UInt8>)] = []
+        for der in cms.certificates {
+            guard let certificate = verifiedChains.certificate(der) else {
+                throw ApplePayError(.malformedSignature, "a certificate in the token signature does not parse")
+            }
+            certificates.append((certificate, der))
+        }
+        guard let leaf = certificates.first(where: { $0.certificate.extensions[oid: Self.leafOID] != nil }),
+            let intermediate = certificates.first(where: { $0.certificate.extensions[oid: Self.intermediateOID] != nil })
         else {
             throw ApplePayError(
                 .missingSigningCertificate,
@@ -138,10 +145,24 @@ public struct TokenVerifier: Sendable {
     }
 }
 
-/// Chains whose signatures verified, by the SHA-256 of their certificates' bytes.
+/// Chains whose signatures verified, by the SHA-256 of their certificates' bytes, and
+/// parsed certificates by their bytes: Apple signs with a handful of certificates, so each
+/// token would otherwise re-parse the same two.
 final class ChainCache: Sendable {
     private let chains = Mutex<Set<[UInt8]>>([])
+    private let parsed = Mutex<[[UInt8]: Certificate]>([:])
     private static let limit = 64
+
+    func certificate(_ slice: ArraySlice<UInt8>) -> Certificate? {
+        let der = Array(slice)
+        if let hit = parsed.withLock({ $0[der] }) { return hit }
+        guard let certificate = try? Certificate(derEncoded: der) else { return nil }
+        parsed.withLock { parsed in
+            if parsed.count >= Self.limit { parsed.removeAll() }
+            parsed[der] = certificate
+        }
+        return certificate
+    }
 
     func contains(_ key: [UInt8]) -> Bool { chains.withLock { $0.contains(key) } }
 

@@ -29,7 +29,8 @@ struct Demo: AsyncParsableCommand {
         let publicDirectory =
             FileManager.default.fileExists(atPath: "Public/index.html")
             ? URL(fileURLWithPath: "Public").standardizedFileURL.path : nil
-        let catalogue = FileManager.default.fileExists(atPath: "Config/catalogue.json")
+        let catalogue =
+            FileManager.default.fileExists(atPath: "Config/catalogue.json")
             ? URL(fileURLWithPath: "Config/catalogue.json").standardizedFileURL.path : nil
         let path = try environment.writeServerConfiguration(
             gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue)
