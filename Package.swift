@@ -109,9 +109,10 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // libFuzzer harness for token parsing and verification (scripts/fuzz builds it with -sanitize=fuzzer).
+        .target(name: "CFuzzerDriver"),
         .executableTarget(
             name: "TokenFuzzer",
-            dependencies: ["ApplePay"],
+            dependencies: ["ApplePay", "CFuzzerDriver"],
             swiftSettings: swiftSettings
         ),
         // Verify+decrypt throughput on the real vectors (scripts/bench-tokens).

@@ -1,12 +1,12 @@
 import ApplePay
+import CFuzzerDriver
 import Foundation
 
-/// libFuzzer entry point: any bytes as a token, parsed and verified against Apple's root,
-/// and the signature field alone as BER. Must never crash, only throw.
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzTokenInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    FuzzHarness.run(bytes)
+/// One fuzz input: any bytes as a token, parsed and verified against Apple's root, and the
+/// bytes alone as the CMS signature. Must never crash, only throw.
+func fuzzTokenInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data else { return 0 }
+    FuzzHarness.run(Array(UnsafeBufferPointer(start: data, count: size)))
     return 0
 }
 
@@ -26,16 +26,25 @@ enum FuzzHarness {
     }
 }
 
-#if !FUZZING
-    /// Without libFuzzer: runs each file given on the command line through the harness
-    /// (a regression check for a corpus or a crash reproducer).
-    @main
-    struct TokenFuzzerRegression {
-        static func main() throws {
-            for path in CommandLine.arguments.dropFirst() {
-                FuzzHarness.run([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
-            }
-            print("ran \(CommandLine.arguments.count - 1) inputs without a crash")
+#if FUZZING
+/// With `-sanitize=fuzzer -DFUZZING` (scripts/fuzz) the compiler emits no main of its own;
+/// SwiftPM links this symbol as the entry point, and it hands control to libFuzzer.
+@_cdecl("TokenFuzzer_main")
+func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var count = argc
+    var arguments = argv
+    return LLVMFuzzerRunDriver(&count, &arguments) { data, size in fuzzTokenInput(data, size) }
+}
+#else
+/// Without libFuzzer: runs each file given on the command line once (a corpus regression
+/// check or a crash reproducer).
+@main
+struct TokenFuzzer {
+    static func main() throws {
+        for path in CommandLine.arguments.dropFirst() {
+            FuzzHarness.run([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
         }
+        print("ran \(CommandLine.arguments.count - 1) inputs without a crash")
     }
+}
 #endif

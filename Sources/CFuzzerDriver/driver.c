@@ -1,0 +1,1 @@
+#include "orchard_fuzzer_driver.h"
