@@ -118,7 +118,11 @@ let package = Package(
         // Verify+decrypt throughput on the real vectors (scripts/bench-tokens).
         .executableTarget(
             name: "TokenBenchmark",
-            dependencies: ["ApplePay"],
+            dependencies: [
+                "ApplePay",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

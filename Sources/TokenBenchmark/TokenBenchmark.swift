@@ -1,5 +1,7 @@
 import ApplePay
+import Crypto
 import Foundation
+import _CryptoExtras
 
 /// Full verify+decrypt throughput on one core for the real EC_v1 and RSA_v1 vectors,
 /// printed beside the bound of the primitives each token needs, measured by
@@ -20,6 +22,7 @@ struct TokenBenchmark {
         let ecRate = try ec.measure(seconds: seconds)
         let rsaRate = try rsa.measure(seconds: seconds)
 
+        let inProcess = try primitiveBounds(fixtures: fixtures, seconds: seconds)
         let speed = openSSLSpeed(seconds: max(1, Int(seconds)))
         func bound(_ costs: [Double?]) -> Double? {
             guard costs.allSatisfy({ ($0 ?? 0) > 0 }) else { return nil }
@@ -28,15 +31,16 @@ struct TokenBenchmark {
         // EC_v1: one ECDSA-P256 verify + one ECDH; RSA_v1: one RSA-2048 private operation + one public.
         let ecBound = bound([speed.ecdsaVerify, speed.ecdh])
         let rsaBound = bound([speed.rsaSign, speed.rsaVerify])
-        func row(_ name: String, _ rate: Double, _ bound: Double?) -> String {
-            let boundText = bound.map { String(format: "%8.0f", $0) } ?? "       ?"
-            let ratio = bound.map { String(format: "%5.1f%%", 100 * rate / $0) } ?? "    ?"
-            return "\(name)  \(String(format: "%8.0f", rate))  \(boundText)  \(ratio)"
+        func row(_ name: String, _ rate: Double, _ bound: Double?, _ local: Double) -> String {
+            let boundText = bound.map { String(format: "%14.0f", $0) } ?? "             ?"
+            let ratio = bound.map { String(format: "%6.1f%%", 100 * rate / $0) } ?? "     ?"
+            return
+                "\(name)  \(String(format: "%8.0f", rate))  \(boundText)  \(ratio)  \(String(format: "%17.0f", local))  \(String(format: "%6.1f%%", 100 * rate / local))"
         }
         print("verify+decrypt on one core, \(seconds) s each (chain check cached)")
-        print("scheme  tokens/s  bound/s  of bound")
-        print(row("EC_v1 ", ecRate, ecBound))
-        print(row("RSA_v1", rsaRate, rsaBound))
+        print("scheme  tokens/s  openssl bound/s  of it  swift-crypto bound/s  of it")
+        print(row("EC_v1 ", ecRate, ecBound, inProcess.ec))
+        print(row("RSA_v1", rsaRate, rsaBound, inProcess.rsa))
     }
 
     struct Case {
@@ -67,6 +71,41 @@ struct TokenBenchmark {
             let elapsed = clock.now - start
             return Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         }
+    }
+
+    /// The same primitives through swift-crypto (BoringSSL), the library Orchard runs on.
+    static func primitiveBounds(fixtures: String, seconds: Double) throws -> (ec: Double, rsa: Double) {
+        let ecdhKey = P256.KeyAgreement.PrivateKey()
+        let peer = P256.KeyAgreement.PrivateKey().publicKey
+        let signer = P256.Signing.PrivateKey()
+        let digest = SHA256.hash(data: Array("signed attributes".utf8))
+        let ecSignature = try signer.signature(for: digest)
+        let rsaSigner = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let rsaSignature = try rsaSigner.signature(for: digest, padding: .insecurePKCS1v1_5)
+        let base = URL(fileURLWithPath: fixtures).appendingPathComponent("basis-theory-rsa")
+        let rsaKey = try _RSA.Encryption.PrivateKey(
+            pemRepresentation: String(contentsOf: base.appendingPathComponent("private.key"), encoding: .utf8))
+        let token = try PaymentToken.parse([UInt8](Data(contentsOf: base.appendingPathComponent("token.json"))))
+        let wrapped = try token.paymentData.decoded().keyMaterial
+        let ecdh = try rate(seconds: seconds / 2) { _ = try ecdhKey.sharedSecretFromKeyAgreement(with: peer) }
+        let ecdsa = try rate(seconds: seconds / 2) { _ = signer.publicKey.isValidSignature(ecSignature, for: digest) }
+        let rsaPrivate = try rate(seconds: seconds / 2) { _ = try rsaKey.decrypt(wrapped, padding: .PKCS1_OAEP_SHA256) }
+        let rsaPublic = try rate(seconds: seconds / 2) {
+            _ = rsaSigner.publicKey.isValidSignature(rsaSignature, for: digest, padding: .insecurePKCS1v1_5)
+        }
+        return (1 / (1 / ecdh + 1 / ecdsa), 1 / (1 / rsaPrivate + 1 / rsaPublic))
+    }
+
+    static func rate(seconds: Double, _ body: () throws -> Void) throws -> Double {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var count = 0
+        while clock.now - start < .milliseconds(Int(seconds * 1000)) {
+            for _ in 0..<10 { try body() }
+            count += 10
+        }
+        let elapsed = clock.now - start
+        return Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
     struct Speed {
