@@ -85,8 +85,9 @@ struct CMSSignedData {
         var attributes: [ASN1ObjectIdentifier: ASN1Node] = [:]
         for attribute in try children(of: signedAttributes, tag: signedAttributes.identifier) {
             let parts = try children(of: attribute, tag: .sequence)
+            guard parts.count == 2 else { throw malformed("an attribute must be a type and a set of values") }
             let values = try children(of: parts[1], tag: .set)
-            guard parts.count == 2, values.count == 1 else { throw malformed("an attribute must have exactly one value") }
+            guard values.count == 1 else { throw malformed("an attribute must have exactly one value") }
             let oid = try ASN1ObjectIdentifier(derEncoded: parts[0])
             guard attributes[oid] == nil else { throw malformed("attribute \(oid) appears twice") }
             attributes[oid] = values[0]

@@ -27,24 +27,24 @@ enum FuzzHarness {
 }
 
 #if FUZZING
-/// With `-sanitize=fuzzer -DFUZZING` (scripts/fuzz) the compiler emits no main of its own;
-/// SwiftPM links this symbol as the entry point, and it hands control to libFuzzer.
-@_cdecl("TokenFuzzer_main")
-func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var count = argc
-    var arguments = argv
-    return LLVMFuzzerRunDriver(&count, &arguments) { data, size in fuzzTokenInput(data, size) }
-}
-#else
-/// Without libFuzzer: runs each file given on the command line once (a corpus regression
-/// check or a crash reproducer).
-@main
-struct TokenFuzzer {
-    static func main() throws {
-        for path in CommandLine.arguments.dropFirst() {
-            FuzzHarness.run([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
-        }
-        print("ran \(CommandLine.arguments.count - 1) inputs without a crash")
+    /// With `-sanitize=fuzzer -DFUZZING` (scripts/fuzz) the compiler emits no main of its own;
+    /// SwiftPM links this symbol as the entry point, and it hands control to libFuzzer.
+    @_cdecl("TokenFuzzer_main")
+    func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        var count = argc
+        var arguments = argv
+        return LLVMFuzzerRunDriver(&count, &arguments) { data, size in fuzzTokenInput(data, size) }
     }
-}
+#else
+    /// Without libFuzzer: runs each file given on the command line once (a corpus regression
+    /// check or a crash reproducer).
+    @main
+    struct TokenFuzzer {
+        static func main() throws {
+            for path in CommandLine.arguments.dropFirst() {
+                FuzzHarness.run([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
+            }
+            print("ran \(CommandLine.arguments.count - 1) inputs without a crash")
+        }
+    }
 #endif
