@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import OrchardServer
 import OrchardTesting
@@ -187,5 +188,22 @@ struct StartupTests {
         #expect(result.status == 1)
         #expect(result.stderr.hasPrefix("orchard: \(directory.path("expired.pem")): certificate expired on "))
         #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+}
+
+@Suite("The example configuration in Config/ stays in step with the code")
+struct ExampleConfigurationTests {
+    static let config = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Config")
+
+    @Test("Config/orchard.json and Config/catalogue.json decode")
+    func examplesDecode() throws {
+        let file = try JSONDecoder().decode(
+            ConfigurationFile.self, from: Data(contentsOf: Self.config.appendingPathComponent("orchard.json")))
+        #expect(file.merchants.first?.catalogue == "catalogue.json")
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let catalogue = try decoder.decode(Catalogue.self, from: Data(contentsOf: Self.config.appendingPathComponent("catalogue.json")))
+        _ = try catalogue.validated()
     }
 }
