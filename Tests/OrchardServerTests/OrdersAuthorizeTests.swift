@@ -102,6 +102,12 @@ struct OrdersAuthorizeTests {
             #expect(payments.first?.lastFour == "1111")
             #expect(payments.first?.network == "Visa")
 
+            // Nothing on disk holds the device account number (the sample payload's 4111111111111111).
+            for name in try FileManager.default.contentsOfDirectory(atPath: server.stateDirectory) {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: server.stateDirectory).appendingPathComponent(name))
+                #expect(bytes.range(of: Data("4111111111111111".utf8)) == nil, "\(name)")
+            }
+
             let replay = try await server.send("POST", "/api/apple-pay/authorize", body: body)
             #expect(replay.status == 409)
             #expect(replay.json?["status"] as? String == "failure")

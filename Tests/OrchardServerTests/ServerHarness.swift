@@ -65,6 +65,7 @@ struct ServerHarness {
     let client: CurlHTTPClient
     let port: Int
     let store: any OrchardStore
+    let stateDirectory: String
 
     var gateway: MockAppleGateway { fixture.gateway }
 
@@ -118,7 +119,9 @@ struct ServerHarness {
             group.addTask { try await app.runService(gracefulShutdownSignals: []) }
             var iterator = ports.makeAsyncIterator()
             guard let port = await iterator.next() else { throw CancellationError() }
-            let harness = ServerHarness(fixture: fixture, sessions: sessions, client: client, port: port, store: store)
+            let harness = ServerHarness(
+                fixture: fixture, sessions: sessions, client: client, port: port, store: store,
+                stateDirectory: configuration.stateDirectory)
             do {
                 try await body(harness)
             } catch {
