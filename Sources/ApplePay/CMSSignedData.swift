@@ -2,6 +2,19 @@ import Foundation
 import SwiftASN1
 import X509
 
+/// The object identifiers of CMS (RFC 5652) and its algorithms that payment tokens use.
+public enum CMSObjectIdentifiers {
+    public static let data: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 1]
+    public static let signedData: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 2]
+    public static let contentType: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 9, 3]
+    public static let messageDigest: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 9, 4]
+    public static let signingTime: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 9, 5]
+    public static let sha256: ASN1ObjectIdentifier = [2, 16, 840, 1, 101, 3, 4, 2, 1]
+    public static let ecdsaWithSHA256: ASN1ObjectIdentifier = [1, 2, 840, 10_045, 4, 3, 2]
+    public static let rsaEncryption: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 1, 1]
+    public static let sha256WithRSAEncryption: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 1, 11]
+}
+
 /// The parts of a detached CMS SignedData (RFC 5652) that a payment token signature uses.
 ///
 /// Parsed from BER: Apple's signatures use indefinite lengths, which a DER-only parser
@@ -22,15 +35,6 @@ struct CMSSignedData {
     var certificates: [ArraySlice<UInt8>]
     var signers: [SignerInfo]
 
-    static let signedDataOID: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 2]
-    static let contentTypeOID: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 9, 3]
-    static let messageDigestOID: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 9, 4]
-    static let signingTimeOID: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 9, 5]
-    static let sha256OID: ASN1ObjectIdentifier = [2, 16, 840, 1, 101, 3, 4, 2, 1]
-    static let ecdsaWithSHA256OID: ASN1ObjectIdentifier = [1, 2, 840, 10_045, 4, 3, 2]
-    static let rsaEncryptionOID: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 1, 1]
-    static let sha256WithRSAOID: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 1, 11]
-
     init(ber bytes: [UInt8]) throws(ApplePayError) {
         do {
             try self.init(parsing: try BER.parse(bytes))
@@ -48,7 +52,7 @@ struct CMSSignedData {
     private init(parsing root: ASN1Node) throws {
         // ContentInfo ::= SEQUENCE { contentType, [0] EXPLICIT content }
         let contentInfo = try Self.children(of: root, tag: .sequence)
-        guard contentInfo.count == 2, try ASN1ObjectIdentifier(derEncoded: contentInfo[0]) == Self.signedDataOID else {
+        guard contentInfo.count == 2, try ASN1ObjectIdentifier(derEncoded: contentInfo[0]) == CMSObjectIdentifiers.signedData else {
             throw Self.malformed("content type is not signedData")
         }
         let wrapper = try Self.children(of: contentInfo[1], tag: ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific))

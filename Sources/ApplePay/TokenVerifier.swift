@@ -76,12 +76,12 @@ public struct TokenVerifier: Sendable {
         guard signer.issuer == leaf.certificate.issuer, signer.serialNumber == leaf.certificate.serialNumber.bytes else {
             throw ApplePayError(.signerMismatch, "the CMS signer is not Apple's leaf certificate")
         }
-        guard signer.digestAlgorithm == CMSSignedData.sha256OID else {
+        guard signer.digestAlgorithm == CMSObjectIdentifiers.sha256 else {
             throw ApplePayError(.malformedSignature, "the digest algorithm must be SHA-256")
         }
-        guard let digestNode = signer.attributes[CMSSignedData.messageDigestOID],
-            let timeNode = signer.attributes[CMSSignedData.signingTimeOID],
-            signer.attributes[CMSSignedData.contentTypeOID] != nil
+        guard let digestNode = signer.attributes[CMSObjectIdentifiers.messageDigest],
+            let timeNode = signer.attributes[CMSObjectIdentifiers.signingTime],
+            signer.attributes[CMSObjectIdentifiers.contentType] != nil
         else {
             throw ApplePayError(.malformedSignature, "signed attributes must include contentType, signingTime and messageDigest")
         }
@@ -100,8 +100,8 @@ public struct TokenVerifier: Sendable {
 
         let algorithm: Certificate.SignatureAlgorithm
         switch signer.signatureAlgorithm {
-        case CMSSignedData.ecdsaWithSHA256OID: algorithm = .ecdsaWithSHA256
-        case CMSSignedData.rsaEncryptionOID, CMSSignedData.sha256WithRSAOID: algorithm = .sha256WithRSAEncryption
+        case CMSObjectIdentifiers.ecdsaWithSHA256: algorithm = .ecdsaWithSHA256
+        case CMSObjectIdentifiers.rsaEncryption, CMSObjectIdentifiers.sha256WithRSAEncryption: algorithm = .sha256WithRSAEncryption
         default: throw ApplePayError(.malformedSignature, "unsupported signature algorithm \(signer.signatureAlgorithm)")
         }
         guard leaf.certificate.publicKey.isValidSignature(signer.signature, for: signer.signedAttributesDER, signatureAlgorithm: algorithm)

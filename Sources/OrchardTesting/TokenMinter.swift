@@ -182,22 +182,15 @@ public struct TokenMinter: Sendable {
 
 /// Writes a detached CMS SignedData (DER) the way Apple's token signatures are shaped.
 enum CMSWriter {
-    static let signedData: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 2]
-    static let data: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 7, 1]
-    static let contentType: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 9, 3]
-    static let messageDigest: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 9, 4]
-    static let signingTimeOID: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 9, 5]
-    static let sha256: ASN1ObjectIdentifier = [2, 16, 840, 1, 101, 3, 4, 2, 1]
-    static let ecdsaWithSHA256: ASN1ObjectIdentifier = [1, 2, 840, 10_045, 4, 3, 2]
-    static let rsaEncryption: ASN1ObjectIdentifier = [1, 2, 840, 113_549, 1, 1, 1]
+    typealias OID = CMSObjectIdentifiers
     static let context0 = ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
 
     static func signedData(content: [UInt8], signingTime: Date, leaf: TestCertificate, intermediate: Certificate) throws -> [UInt8] {
         // Signed attributes: a DER SET OF, sorted by encoding.
         let attributes = try [
-            attribute(contentType) { try $0.serialize(data) },
-            attribute(signingTimeOID) { try $0.serialize(try utcTime(signingTime)) },
-            attribute(messageDigest) { try $0.serialize(ASN1OctetString(contentBytes: Array(SHA256.hash(data: content))[...])) },
+            attribute(OID.contentType) { try $0.serialize(OID.data) },
+            attribute(OID.signingTime) { try $0.serialize(try utcTime(signingTime)) },
+            attribute(OID.messageDigest) { try $0.serialize(ASN1OctetString(contentBytes: Array(SHA256.hash(data: content))[...])) },
         ].sorted { $0.lexicographicallyPrecedes($1) }
         let signedAttributes = [0x31] + length(attributes.reduce(0) { $0 + $1.count }) + attributes.flatMap { $0 }
         let keyPEM = try leaf.keyPEM
@@ -213,12 +206,12 @@ enum CMSWriter {
 
         var serializer = DER.Serializer()
         try serializer.appendConstructedNode(identifier: .sequence) { info in
-            try info.serialize(signedData)
+            try info.serialize(OID.signedData)
             try info.appendConstructedNode(identifier: context0) { wrapper in
                 try wrapper.appendConstructedNode(identifier: .sequence) { body in
                     try body.serialize(1)
-                    try body.appendConstructedNode(identifier: .set) { try algorithm(&$0, sha256, null: true) }
-                    try body.appendConstructedNode(identifier: .sequence) { try $0.serialize(data) }
+                    try body.appendConstructedNode(identifier: .set) { try algorithm(&$0, OID.sha256, null: true) }
+                    try body.appendConstructedNode(identifier: .sequence) { try $0.serialize(OID.data) }
                     try body.appendConstructedNode(identifier: context0) { certificates in
                         try certificates.serialize(leaf.certificate)
                         try certificates.serialize(intermediate)
@@ -230,9 +223,9 @@ enum CMSWriter {
                                 try sid.serialize(leaf.certificate.issuer)
                                 sid.appendPrimitiveNode(identifier: .integer) { $0.append(contentsOf: leaf.certificate.serialNumber.bytes) }
                             }
-                            try algorithm(&signer, sha256, null: true)
+                            try algorithm(&signer, OID.sha256, null: true)
                             signer.serializeRawBytes([0xA0] + signedAttributes.dropFirst())
-                            try algorithm(&signer, isEC ? ecdsaWithSHA256 : rsaEncryption, null: !isEC)
+                            try algorithm(&signer, isEC ? OID.ecdsaWithSHA256 : OID.rsaEncryption, null: !isEC)
                             try signer.serialize(ASN1OctetString(contentBytes: signatureBytes[...]))
                         }
                     }
