@@ -13,6 +13,9 @@ struct AuthorizeController {
     let processor: any PaymentProcessor
     let time: TimeSource
 
+    /// A token with full contacts is under 10 KiB; anything over 64 KiB is refused unread.
+    static let maximumBodyBytes = 64 * 1024
+
     /// `{orderId, payment}` where `payment` is Apple Pay JS's `event.payment` (or just its `token`).
     struct Body: Decodable {
         var orderId: String
@@ -56,7 +59,7 @@ struct AuthorizeController {
         guard let (merchant, _) = configuration.merchant(forHost: request.head.authority) else {
             throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
         }
-        let bytes = try await readBody(request, limit: max(configuration.maxBodyBytes, 64 * 1024))
+        let bytes = try await readBody(request, limit: Self.maximumBodyBytes)
         let body: Body
         do {
             body = try JSONDecoder().decode(Body.self, from: Data(bytes))
