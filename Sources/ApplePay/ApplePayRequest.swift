@@ -50,6 +50,10 @@ public struct ApplePayPaymentRequest: Sendable, Codable, Equatable {
     public var lineItems: [ApplePayLineItem]
     public var shippingMethods: [ApplePayShippingMethod]
     public var requiredShippingContactFields: [String]
+    /// Whether the sheet offers a coupon field (Apple Pay JS version 12 and later).
+    public var supportsCouponCode: Bool
+    /// The coupon already applied, shown prefilled on the sheet.
+    public var couponCode: String?
     /// Base64; the token carries SHA-256 of its bytes in `header.applicationData`.
     public var applicationData: String
 
@@ -62,6 +66,8 @@ public struct ApplePayPaymentRequest: Sendable, Codable, Equatable {
         lineItems = Self.lineItems(order)
         shippingMethods = Self.shippingMethods(order, catalogue: catalogue)
         requiredShippingContactFields = ["postalAddress", "name", "email"]
+        supportsCouponCode = !catalogue.coupons.isEmpty
+        couponCode = order.couponCode
         self.applicationData = Data(applicationData).base64EncodedString()
     }
 

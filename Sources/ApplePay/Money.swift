@@ -51,6 +51,19 @@ public struct Money: Sendable, Hashable, Codable {
         return (negative ? "-" : "") + padded[..<split] + "." + padded[split...]
     }
 
+    /// Parses a decimal string with exactly the currency's exponent ("12.34" for EUR,
+    /// "1200" for JPY) into minor units; nil for anything else (no floats, signs or spaces).
+    public static func minorUnits(_ text: String, currency: Currency) -> Int64? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        let whole = parts[0]
+        let fraction = parts.count == 2 ? parts[1] : ""
+        guard parts.count == (currency.exponent > 0 ? 2 : 1), fraction.utf8.count == currency.exponent,
+            (1...15).contains(whole.utf8.count),
+            (whole + fraction).utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+        else { return nil }
+        return Int64(whole + fraction)
+    }
+
     public static func + (a: Money, b: Money) -> Money {
         precondition(a.currency == b.currency, "adding different currencies")
         return Money(minorUnits: a.minorUnits + b.minorUnits, currency: a.currency)

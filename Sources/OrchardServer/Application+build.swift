@@ -13,6 +13,7 @@ import Logging
 ///   - store: orders and payments.
 ///   - processor: where authorized payments go (recorded only by default).
 ///   - time: the clock used for certificate checks.
+///   - simulator: the demo's simulated payment sheet; nil (the default) everywhere else.
 ///   - onServerRunning: called with the bound port once the server listens.
 public func buildApplication(
     configuration: ServerConfiguration,
@@ -20,11 +21,12 @@ public func buildApplication(
     store: any OrchardStore,
     processor: any PaymentProcessor = RecordOnlyProcessor(),
     time: TimeSource = .system,
+    simulator: (any SimulatedApplePay)? = nil,
     logger: Logger = Logger(label: "orchard"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = Router(context: BasicRequestContext.self)
-    router.add(middleware: SecurityHeadersMiddleware())
+    router.add(middleware: SecurityHeadersMiddleware(contentSecurityPolicy: configuration.contentSecurityPolicy))
     router.add(middleware: LogRequestsMiddleware(.debug))
     if let folder = configuration.publicDirectory {
         router.add(middleware: FileMiddleware(folder, searchForIndexHtml: true, logger: logger))
@@ -34,6 +36,10 @@ public func buildApplication(
     HealthController(configuration: configuration, time: time).addRoutes(to: router)
     OrdersController(configuration: configuration, store: store, time: time).addRoutes(to: router)
     AuthorizeController(configuration: configuration, store: store, processor: processor, time: time).addRoutes(to: router)
+    CheckoutController(configuration: configuration, simulator: simulator).addRoutes(to: router)
+    if let simulator {
+        SimulatedSheetController(configuration: configuration, simulator: simulator).addRoutes(to: router)
+    }
 
     return Application(
         router: router,
@@ -77,6 +83,9 @@ public func logStartup(_ configuration: ServerConfiguration, time: TimeSource, l
 struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
     static var frameOptions: HTTPField.Name { HTTPField.Name("X-Frame-Options")! }
     static var referrerPolicy: HTTPField.Name { HTTPField.Name("Referrer-Policy")! }
+    static var permissionsPolicy: HTTPField.Name { HTTPField.Name("Permissions-Policy")! }
+
+    let contentSecurityPolicy: String
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response: Response
@@ -88,11 +97,31 @@ struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
         response.headers[.xContentTypeOptions] = "nosniff"
         response.headers[Self.frameOptions] = "DENY"
         response.headers[Self.referrerPolicy] = "strict-origin-when-cross-origin"
+        response.headers[.contentSecurityPolicy] = contentSecurityPolicy
+        // Apple Pay JS needs the payment feature; only this origin's own pages get it.
+        response.headers[Self.permissionsPolicy] = "payment=(self), camera=(), microphone=(), geolocation=()"
         return response
     }
 }
 
 extension ServerConfiguration {
+    /// The policy every response carries: nothing inline, nothing from elsewhere but Apple's
+    /// SDK when one is configured. The page and the demo's simulated sheet are built for it.
+    public var contentSecurityPolicy: String {
+        let sdk = applePaySDK.flatMap(Self.origin).map { " \($0)" } ?? ""
+        return [
+            "default-src 'none'", "script-src 'self'\(sdk)", "style-src 'self'", "img-src 'self' data:\(sdk)",
+            "connect-src 'self'\(sdk)", "frame-src \(sdk.isEmpty ? "'none'" : String(sdk.dropFirst()))", "font-src 'self'",
+            "manifest-src 'self'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+        ].joined(separator: "; ")
+    }
+
+    static func origin(_ url: URL) -> String? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        return url.port.map { "\(scheme)://\(bracketed):\($0)" } ?? "\(scheme)://\(bracketed)"
+    }
+
     /// Opens (creating if needed) the SQLite store in the state folder.
     public func openStore() throws(ConfigurationError) -> SQLiteStore {
         let path = URL(fileURLWithPath: stateDirectory).appendingPathComponent("orchard.sqlite").path

@@ -100,17 +100,30 @@ public struct ConfigurationFile: Codable, Sendable {
         }
     }
 
+    /// The checkout page's settings.
+    public struct Checkout: Codable, Sendable {
+        /// Apple's Apple Pay JS SDK, which adds `<apple-pay-button>`. Absent: Apple's CDN;
+        /// `"none"`: not loaded (the page draws its own button). Its origin joins the CSP.
+        public var applePaySDK: String?
+
+        public init(applePaySDK: String? = nil) {
+            self.applePaySDK = applePaySDK
+        }
+    }
+
     public var server: Server?
     public var appleGateway: AppleGateway?
     public var payments: Payments?
+    public var checkout: Checkout?
     /// Where the SQLite database lives; relative to the config file. Default `state`.
     public var stateDirectory: String?
     public var merchants: [Merchant]
 
     public init(
-        server: Server? = nil, appleGateway: AppleGateway? = nil, payments: Payments? = nil, stateDirectory: String? = nil,
-        merchants: [Merchant]
+        server: Server? = nil, appleGateway: AppleGateway? = nil, payments: Payments? = nil, checkout: Checkout? = nil,
+        stateDirectory: String? = nil, merchants: [Merchant]
     ) {
+        self.checkout = checkout
         self.server = server
         self.appleGateway = appleGateway
         self.payments = payments
@@ -159,6 +172,8 @@ public struct ServerConfiguration: Sendable {
     public var trustsTestTokenRoot: Bool
     /// The folder holding the SQLite database.
     public var stateDirectory: String
+    /// Where the page loads Apple's JS SDK from; nil: not loaded.
+    public var applePaySDK: URL?
 
     /// The merchant serving a Host header value (port ignored, case-insensitive), if any.
     public func merchant(forHost host: String?) -> (merchant: MerchantConfiguration, domain: String)? {
@@ -360,7 +375,24 @@ extension ServerConfiguration {
             merchants: merchants,
             tokenVerifier: TokenVerifier(root: tokenRoot, policy: policy),
             trustsTestTokenRoot: payments?.testTokenRootCertificate != nil,
-            stateDirectory: source.path(file.stateDirectory ?? "state"))
+            stateDirectory: source.path(file.stateDirectory ?? "state"),
+            applePaySDK: try Self.applePaySDK(file.checkout?.applePaySDK))
+    }
+
+    /// Apple's SDK, the one the docs name.
+    public static let appleApplePaySDK = URL(string: "https://applepay.cdn-apple.com/jsapi/1.latest/apple-pay-sdk.js")!
+
+    /// `checkout.applePaySDK`: https anywhere, or plain http on loopback only (a local copy for tests).
+    static func applePaySDK(_ value: String?) throws(ConfigurationError) -> URL? {
+        guard let value else { return appleApplePaySDK }
+        if value == "none" { return nil }
+        guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), let host = url.host, url.user == nil,
+            scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1"].contains(host.lowercased()))
+        else {
+            throw ConfigurationError(
+                "checkout.applePaySDK must be an https URL (or http on loopback), or \"none\"; got \(value)")
+        }
+        return url
     }
 
     static func isDomainName(_ name: String) -> Bool {

@@ -15,6 +15,7 @@ struct OrdersController {
     struct ShippingContactBody: Decodable { var countryCode: String? }
     struct ShippingMethodBody: Decodable { var identifier: String }
     struct CouponBody: Decodable { var couponCode: String }
+    struct PaymentMethodBody: Decodable { var type: String? }
 
     struct Created: Encodable {
         var orderId: String
@@ -39,6 +40,14 @@ struct OrdersController {
             let body: CouponBody = try await decode(request)
             return try await update(request, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
                 (order.items, order.shippingMethod.identifier, body.couponCode, order.shippingCountry)
+            }
+        }
+        // The sheet's card changed: reprice from the catalogue. No method changes the price today,
+        // but the page always shows what the server says, so a surcharge rule would slot in here.
+        router.post("/api/orders/{id}/payment-method") { request, context in
+            let _: PaymentMethodBody = try await decode(request)
+            return try await update(request, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
+                (order.items, order.shippingMethod.identifier, order.couponCode, order.shippingCountry)
             }
         }
     }

@@ -15,6 +15,19 @@ struct PricingTests {
         #expect(Money(minorUnits: minor, currency: try #require(Currency(code: code))).decimalString == text)
     }
 
+    @Test(
+        "decimal strings parse back to minor units only in the currency's exact exponent",
+        arguments: [
+            ("EUR", "12.34", 1234), ("EUR", "0.05", 5), ("JPY", "1200", 1200), ("BHD", "1.250", 1250), ("EUR", "12.3", nil),
+            ("EUR", "12", nil), ("EUR", "-1.00", nil), ("EUR", "+1.00", nil), ("EUR", "1.000", nil), ("EUR", " 1.00", nil),
+            ("EUR", "1e2", nil), ("EUR", ".50", nil), ("JPY", "12.00", nil), ("EUR", "", nil), ("EUR", "1234567890123456.00", nil),
+        ] as [(String, String, Int64?)])
+    func parsing(code: String, text: String, minor: Int64?) throws {
+        let currency = try #require(Currency(code: code))
+        #expect(Money.minorUnits(text, currency: currency) == minor)
+        if let minor { #expect(Money(minorUnits: minor, currency: currency).decimalString == text) }
+    }
+
     @Test("numeric codes match what decrypted tokens carry")
     func numericCodes() {
         #expect(Currency(code: "EUR")?.numericCode == "978")

@@ -97,13 +97,14 @@ struct ServerHarness {
 
     /// Runs `body` against a started server and gateway, then stops both.
     static func with(
-        faults: MockGatewayFaults = .none, timeoutMilliseconds: Int = 2000,
-        _ body: (ServerHarness) async throws -> Void
+        faults: MockGatewayFaults = .none, timeoutMilliseconds: Int = 2000, simulator: (any SimulatedApplePay)? = nil,
+        checkout: ConfigurationFile.Checkout? = nil, _ body: (ServerHarness) async throws -> Void
     ) async throws {
         let fixture = try await GatewayFixture.start(domains: [domain], faults: faults)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let file = try configurationFile(gatewayPort: fixture.port, directory: directory, timeoutMilliseconds: timeoutMilliseconds)
+        var file = try configurationFile(gatewayPort: fixture.port, directory: directory, timeoutMilliseconds: timeoutMilliseconds)
+        file.checkout = checkout
         let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path)
         let http = try CurlHTTPClient()
         var logger = Logger(label: "orchard.test")
@@ -111,7 +112,9 @@ struct ServerHarness {
         let sessions = CountingSessions(inner: AppleGatewayClient(http: http, configuration: configuration, logger: logger))
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let store = try configuration.openStore()
-        let app = buildApplication(configuration: configuration, sessions: sessions, store: store, logger: logger) { port in
+        let app = buildApplication(
+            configuration: configuration, sessions: sessions, store: store, simulator: simulator, logger: logger
+        ) { port in
             portContinuation.yield(port)
         }
         let client = try CurlHTTPClient(configuration: .init(allowedSchemes: ["http"]))

@@ -1,0 +1,47 @@
+import ApplePay
+import Foundation
+import Hummingbird
+
+/// `GET /api/checkout`: what the page needs before it builds a cart: the products, the
+/// merchant identifier for `applePayCapabilities`, where Apple's SDK is, and, in the demo
+/// only, where the simulated sheet is.
+struct CheckoutController {
+    let configuration: ServerConfiguration
+    let simulator: (any SimulatedApplePay)?
+
+    struct Product: Encodable {
+        var id: String
+        var label: String
+        /// Decimal string in the catalogue's currency.
+        var price: String
+    }
+
+    struct Settings: Encodable {
+        var merchantIdentifier: String
+        var displayName: String
+        var currencyCode: String
+        var products: [Product]
+        var applePaySDK: String?
+        /// The demo's `ApplePaySession` test double (an ES module), absent outside the demo.
+        var simulatedSheet: String?
+    }
+
+    func addRoutes(to router: Router<some RequestContext>) {
+        router.get("/api/checkout") { request, _ in
+            guard let (merchant, _) = configuration.merchant(forHost: request.head.authority) else {
+                throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
+            }
+            guard let catalogue = merchant.catalogue, let currency = Currency(code: catalogue.currency) else {
+                throw OrchardError(.ordersUnavailable, "this shop takes no orders (no catalogue configured)")
+            }
+            let settings = Settings(
+                merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, currencyCode: catalogue.currency,
+                products: catalogue.products.map {
+                    Product(id: $0.id, label: $0.label, price: Money(minorUnits: $0.price, currency: currency).decimalString)
+                },
+                applePaySDK: configuration.applePaySDK?.absoluteString,
+                simulatedSheet: simulator == nil ? nil : SimulatedSheetController.scriptPath)
+            return try json(settings, status: .ok)
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import ApplePay
+import Foundation
+import Hummingbird
+
+/// A stand-in for Safari's payment sheet, for `orchard demo` and tests only: its script
+/// defines `ApplePaySession` in any browser, and it mints real tokens signed by a test chain.
+///
+/// `buildApplication` serves it only when given one, and only the demo passes one; no
+/// configuration file can turn it on.
+public protocol SimulatedApplePay: Sendable {
+    /// The ES module that installs the `ApplePaySession` test double.
+    var script: [UInt8] { get }
+    /// The sheet's stylesheet.
+    var stylesheet: [UInt8] { get }
+    /// A token for `amount` (minor units) encrypted to `merchant`'s processing key and
+    /// carrying SHA-256 of `applicationData`, as Safari would produce for that sheet.
+    func mintToken(
+        amount: Int64, currency: Currency, applicationData: [UInt8]?, paymentMethod: PaymentToken.PaymentMethod,
+        merchant: MerchantConfiguration
+    ) throws -> PaymentToken
+}
+
+/// Routes of the simulated sheet under `/demo/`.
+struct SimulatedSheetController {
+    static let scriptPath = "/demo/simulated-sheet.js"
+    static let stylesheetPath = "/demo/simulated-sheet.css"
+
+    let configuration: ServerConfiguration
+    let simulator: any SimulatedApplePay
+
+    /// What the sheet posts when the shopper pays: the amount it shows, the request's currency and applicationData.
+    struct MintBody: Decodable {
+        var amount: String
+        var currencyCode: String
+        var applicationData: String?
+        var paymentMethod: PaymentToken.PaymentMethod?
+    }
+
+    func addRoutes(to router: Router<some RequestContext>) {
+        router.get(RouterPath(Self.scriptPath)) { _, _ in
+            Self.file(simulator.script, type: "text/javascript; charset=utf-8")
+        }
+        router.get(RouterPath(Self.stylesheetPath)) { _, _ in
+            Self.file(simulator.stylesheet, type: "text/css; charset=utf-8")
+        }
+        router.post("/demo/token") { request, _ in
+            guard let (merchant, _) = configuration.merchant(forHost: request.head.authority) else {
+                throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
+            }
+            let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
+            guard let body = try? JSONDecoder().decode(MintBody.self, from: Data(bytes)) else {
+                throw OrchardError(.invalidJSON, "the body must be {amount, currencyCode, applicationData?, paymentMethod?}")
+            }
+            guard let currency = Currency(code: body.currencyCode), let amount = Money.minorUnits(body.amount, currency: currency)
+            else {
+                throw OrchardError(.invalidRequest, "amount must be a decimal string in the currency's exponent")
+            }
+            var applicationData: [UInt8]?
+            if let base64 = body.applicationData {
+                guard let data = Data(base64Encoded: base64) else {
+                    throw OrchardError(.invalidRequest, "applicationData must be base64")
+                }
+                applicationData = Array(data)
+            }
+            let method = body.paymentMethod ?? PaymentToken.PaymentMethod(displayName: "Visa 1111", network: "Visa", type: "debit")
+            let token = try simulator.mintToken(
+                amount: amount, currency: currency, applicationData: applicationData, paymentMethod: method, merchant: merchant)
+            return try json(token, status: .ok)
+        }
+    }
+
+    static func file(_ bytes: [UInt8], type: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
