@@ -81,6 +81,7 @@ let package = Package(
             name: "OrchardTesting",
             dependencies: [
                 "ApplePay",
+                "OrchardServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -92,6 +93,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
             ],
+            // The demo's simulated Apple Pay sheet (JS + CSS), served only by `orchard demo`.
+            resources: [.copy("SimulatedSheet")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -99,7 +99,7 @@ public struct DemoEnvironment: Sendable {
     /// Writes `orchard.json` for `orchard serve`, pointed at a mock gateway on `gatewayPort`.
     @discardableResult
     public func writeServerConfiguration(
-        gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil
+        gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -120,6 +120,7 @@ public struct DemoEnvironment: Sendable {
             ],
             "stateDirectory": "state",
         ]
+        if let applePaySDK { configuration["checkout"] = ["applePaySDK": applePaySDK] }
         if let catalogue {
             // Orders and payments: the test token chain and processing keys, never Apple's.
             _ = try tokenChain()

@@ -18,6 +18,12 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Port for the Orchard server (0: any free port).")
     var port: Int = 8080
 
+    @Flag(help: "Do not serve the simulated Apple Pay sheet (the page then shows only what the browser itself offers).")
+    var noSimulatedSheet = false
+
+    @Option(help: "Load Apple's JS SDK from this URL (https, or http on loopback); by default the demo loads none.")
+    var applePaySdk: String?
+
     @OptionGroup var faults: FaultOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -33,19 +39,21 @@ struct Demo: AsyncParsableCommand {
             FileManager.default.fileExists(atPath: "Config/catalogue.json")
             ? URL(fileURLWithPath: "Config/catalogue.json").standardizedFileURL.path : nil
         let path = try environment.writeServerConfiguration(
-            gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue)
+            gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue,
+            applePaySDK: applePaySdk ?? "none")
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)
         } catch {
             fail(error.message)
         }
-        try await runServer(configuration, logger: logger) { port in
+        let simulator = noSimulatedSheet ? nil : try SimulatedSheet(environment: environment)
+        try await runServer(configuration, simulator: simulator, logger: logger) { port in
             say(
                 """
 
                 Orchard demo is running (test certificates only; nothing leaves this machine).
-                  checkout page:      http://localhost:\(port)/
+                  checkout page:      http://localhost:\(port)/\(simulator == nil ? "" : "  (simulated Apple Pay sheet: pay with no Apple device)")
                   health:             http://localhost:\(port)/health
                   mock Apple gateway: https://127.0.0.1:\(gatewayPort) (mutual TLS, test CA in \(environment.caFile))
                   configuration:      \(path)

@@ -28,7 +28,7 @@ struct Serve: AsyncParsableCommand {
 
 /// Starts the server for a loaded configuration and runs until interrupted.
 func runServer(
-    _ configuration: ServerConfiguration, logger: Logger,
+    _ configuration: ServerConfiguration, simulator: (any SimulatedApplePay)? = nil, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws {
     logStartup(configuration, time: .system, logger: logger)
@@ -44,6 +44,7 @@ func runServer(
         configuration: configuration,
         sessions: AppleGatewayClient(http: http, configuration: configuration, logger: logger),
         store: store,
+        simulator: simulator,
         logger: logger,
         onServerRunning: onServerRunning)
     try await app.runService()

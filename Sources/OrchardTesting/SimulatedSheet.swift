@@ -1,0 +1,49 @@
+import ApplePay
+import Crypto
+import Foundation
+import OrchardServer
+
+/// The demo's simulated Apple Pay sheet: an `ApplePaySession` test double that runs in any
+/// browser, and a minter that signs real tokens with the demo's test "Apple" chain.
+///
+/// Only `orchard demo` and tests hand it to `buildApplication`; tokens it mints verify only
+/// against the test root that a demo configuration trusts.
+public struct SimulatedSheet: SimulatedApplePay {
+    public let script: [UInt8]
+    public let stylesheet: [UInt8]
+    let minter: TokenMinter
+    let processingKey: P256.KeyAgreement.PublicKey
+
+    /// A sheet whose tokens are signed by `chain` and encrypted to `processingKey` (EC_v1).
+    public init(chain: TestAppleChain, processingKey: P256.KeyAgreement.PublicKey) throws {
+        guard let folder = Bundle.module.url(forResource: "SimulatedSheet", withExtension: nil) else {
+            throw SimulatedSheetError("the simulated sheet's files are missing from the orchard_OrchardTesting resource bundle")
+        }
+        script = Array(try Data(contentsOf: folder.appendingPathComponent("simulated-sheet.js")))
+        stylesheet = Array(try Data(contentsOf: folder.appendingPathComponent("simulated-sheet.css")))
+        minter = TokenMinter(chain: chain)
+        self.processingKey = processingKey
+    }
+
+    /// The demo's sheet: its token chain and EC processing key.
+    public init(environment: DemoEnvironment) throws {
+        try self.init(chain: try environment.tokenChain(), processingKey: try environment.processingKeys().ec.publicKey)
+    }
+
+    public func mintToken(
+        amount: Int64, currency: Currency, applicationData: [UInt8]?, paymentMethod: PaymentToken.PaymentMethod,
+        merchant: MerchantConfiguration
+    ) throws -> PaymentToken {
+        let paymentData = try minter.mintEC(
+            payload: TokenMinter.samplePayload(amount: Int(amount), currencyCode: currency.numericCode), to: processingKey,
+            merchantIdentifier: merchant.merchantIdentifier, applicationDataHash: applicationData.map { Array(SHA256.hash(data: $0)) })
+        return PaymentToken(
+            paymentData: paymentData, paymentMethod: paymentMethod, transactionIdentifier: paymentData.header.transactionId.uppercased())
+    }
+}
+
+/// The simulated sheet could not be set up.
+public struct SimulatedSheetError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
