@@ -1,0 +1,291 @@
+// The checkout page: a basket priced by the server, the Apple Pay button when the device can
+// pay, and the outcome. Automation hooks: [data-testid="apple-pay-button"] and
+// [data-testid="payment-result"] with data-status = success | failure | cancelled | unavailable.
+
+import { getJSON, postJSON } from './api.js';
+import { checkAvailability, startPayment } from './apple-pay.js';
+import { format, t } from './strings.js';
+
+const MAX_QUANTITY = 9;
+const REPRICE_DELAY_MS = 250;
+
+const part = (name) => document.querySelector(`[data-role="${name}"]`);
+const result = document.querySelector('[data-testid="payment-result"]');
+
+const state = {
+  settings: null,
+  quantities: new Map(),
+  order: null,
+  ordering: null,
+  version: null,
+  available: false,
+  paying: false,
+  paid: false,
+  button: null,
+};
+
+function element(tag, attributes = {}, children = []) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (key === 'text') node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  node.append(...children);
+  return node;
+}
+
+/** Amounts stay the server's decimal strings; Intl formats the string itself, never a float of it. */
+function money(amount) {
+  try {
+    return new Intl.NumberFormat(t.locale, { style: 'currency', currency: state.settings.currencyCode }).format(amount);
+  } catch {
+    return `${amount} ${state.settings.currencyCode}`;
+  }
+}
+
+function applyStrings() {
+  document.documentElement.lang = t.locale;
+  for (const node of document.querySelectorAll('[data-i18n]')) node.textContent = t[node.dataset.i18n] ?? '';
+}
+
+// ---- outcome ----
+
+function showResult(status, title, detail = '') {
+  if (status) result.dataset.status = status;
+  else delete result.dataset.status;
+  part('result-title').textContent = title;
+  part('result-detail').textContent = detail;
+  part('restart').hidden = status !== 'success';
+}
+
+function clearResult() {
+  showResult(null, '', '');
+}
+
+// ---- basket ----
+
+function renderProducts() {
+  const list = part('products');
+  list.replaceChildren(
+    ...state.settings.products.map((product) => {
+      const quantity = state.quantities.get(product.id) ?? 0;
+      const minus = element('button', {
+        type: 'button', class: 'stepper', 'aria-label': format(t.decrease, { product: product.label }), text: '−',
+      });
+      const plus = element('button', {
+        type: 'button', class: 'stepper', 'aria-label': format(t.increase, { product: product.label }), text: '+',
+      });
+      minus.disabled = quantity === 0 || state.paying || state.paid;
+      plus.disabled = quantity === MAX_QUANTITY || state.paying || state.paid;
+      minus.addEventListener('click', () => changeQuantity(product.id, -1));
+      plus.addEventListener('click', () => changeQuantity(product.id, +1));
+      const count = element('output', {
+        class: 'quantity', 'aria-label': format(t.quantity, { product: product.label }), text: String(quantity),
+      });
+      return element('li', { class: 'product', 'data-product': product.id }, [
+        element('span', { class: 'product-label', text: product.label }),
+        element('span', { class: 'product-price', text: money(product.price) }),
+        element('span', { class: 'product-quantity' }, [minus, count, plus]),
+      ]);
+    }),
+  );
+}
+
+function renderTotals(lineItems, total) {
+  part('lines').replaceChildren(
+    ...lineItems.map((item) =>
+      element('tr', {}, [element('th', { scope: 'row', text: item.label }), element('td', { text: money(item.amount) })])),
+  );
+  const cell = part('total');
+  cell.textContent = total ? money(total.amount) : '—';
+  if (total) cell.dataset.amount = total.amount;
+  else delete cell.dataset.amount;
+}
+
+function changeQuantity(productId, delta) {
+  const next = Math.min(MAX_QUANTITY, Math.max(0, (state.quantities.get(productId) ?? 0) + delta));
+  state.quantities.set(productId, next);
+  renderProducts();
+  scheduleOrder();
+}
+
+let orderTimer = null;
+function scheduleOrder() {
+  state.order = null;
+  updateButton();
+  clearTimeout(orderTimer);
+  orderTimer = setTimeout(() => createOrder(), REPRICE_DELAY_MS);
+}
+
+/** A fresh order for the basket; the newest call wins if the shopper keeps clicking. */
+async function createOrder() {
+  const items = [...state.quantities].filter(([, quantity]) => quantity > 0).map(([productId, quantity]) => ({ productId, quantity }));
+  state.order = null;
+  if (items.length === 0) {
+    renderTotals([], null);
+    part('lines').replaceChildren(element('tr', {}, [element('td', { colspan: '2', text: t.emptyBasket })]));
+    updateButton();
+    return;
+  }
+  const attempt = postJSON('/api/orders', { items });
+  state.ordering = attempt;
+  updateButton();
+  try {
+    const order = await attempt;
+    if (state.ordering !== attempt) return;
+    state.order = order;
+    renderTotals(order.paymentRequest.lineItems, order.paymentRequest.total);
+  } catch (error) {
+    if (state.ordering !== attempt) return;
+    showResult('failure', t.failureTitle, format(t.loadFailed, { reason: error.message }));
+  } finally {
+    if (state.ordering === attempt) state.ordering = null;
+    updateButton();
+  }
+}
+
+// ---- the button ----
+
+function buttonUsable() {
+  return state.available && state.order !== null && !state.paying && !state.paid;
+}
+
+function updateButton() {
+  const button = state.button;
+  if (!button) return;
+  const usable = buttonUsable();
+  button.setAttribute('aria-disabled', String(!usable));
+  if (button instanceof HTMLButtonElement) button.disabled = !usable;
+  button.hidden = state.paid;
+}
+
+function onPay() {
+  if (!buttonUsable()) return;
+  clearResult();
+  try {
+    startPayment({
+      order: state.order,
+      version: state.version,
+      t,
+      format,
+      on: {
+        totals: (update) => renderTotals(update.newLineItems, update.newTotal),
+        attemptFailed: (message) => showResult('failure', t.failureTitle, message),
+        outcome: finishPayment,
+      },
+    });
+  } catch (error) {
+    showResult('failure', t.failureTitle, format(t.sessionFailed, { reason: error?.message ?? String(error) }));
+    return;
+  }
+  state.paying = true;
+  updateButton();
+  renderProducts();
+}
+
+function finishPayment(status, detail, answer) {
+  state.paying = false;
+  if (status === 'success') {
+    state.paid = true;
+    const total = part('total').dataset.amount;
+    showResult('success', t.successTitle, format(t.successDetail, { order: answer.orderId, amount: money(total) }));
+  } else if (status === 'cancelled') {
+    showResult('cancelled', t.cancelledTitle, detail);
+  } else {
+    showResult('failure', t.failureTitle, detail);
+  }
+  updateButton();
+  renderProducts();
+  result.focus();
+}
+
+/** The page's own button, drawn in CSS (Safari draws Apple's own through -apple-pay-button). */
+function cssButton() {
+  const button = element('button', {
+    type: 'button', class: 'apple-pay-button', 'data-testid': 'apple-pay-button', 'aria-label': t.payButton, lang: t.locale,
+  }, [element('span', { class: 'apple-pay-button-text', text: t.payButton })]);
+  button.addEventListener('click', onPay);
+  return button;
+}
+
+/** Apple's <apple-pay-button>, once Apple's SDK has defined it. */
+function sdkButton() {
+  const button = element('apple-pay-button', {
+    buttonstyle: 'black', type: 'buy', locale: t.locale, 'data-testid': 'apple-pay-button', role: 'button', tabindex: '0',
+    'aria-label': t.payButton,
+  });
+  button.addEventListener('click', onPay);
+  button.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' || event.key === ' ') {
+      event.preventDefault();
+      onPay();
+    }
+  });
+  return button;
+}
+
+function showButton(button) {
+  const hadFocus = state.button && document.activeElement === state.button;
+  state.button = button;
+  part('pay-slot').replaceChildren(button);
+  updateButton();
+  if (hadFocus) button.focus();
+}
+
+/** Loads Apple's SDK without ever waiting for it: the page's own button is already there. */
+function loadAppleSDK(url) {
+  customElements.whenDefined('apple-pay-button').then(() => {
+    if (state.available && !state.paid && !state.paying) showButton(sdkButton());
+  });
+  const script = element('script', { src: url, crossorigin: 'anonymous', async: '' });
+  script.addEventListener('error', () => console.info('Apple Pay JS SDK did not load; the page keeps its own button.'));
+  document.head.append(script);
+}
+
+function restart() {
+  state.paid = false;
+  state.quantities = new Map(state.settings.products.slice(0, 1).map((product) => [product.id, 1]));
+  clearResult();
+  renderProducts();
+  createOrder();
+  const button = customElements.get('apple-pay-button') ? sdkButton() : cssButton();
+  showButton(button);
+  button.focus();
+}
+
+async function main() {
+  applyStrings();
+  part('restart').addEventListener('click', restart);
+  part('lines').replaceChildren(element('tr', {}, [element('td', { colspan: '2', text: t.loading })]));
+  try {
+    state.settings = await getJSON('/api/checkout');
+  } catch (error) {
+    showResult('failure', t.failureTitle, format(t.loadFailed, { reason: error.message }));
+    return;
+  }
+  const { settings } = state;
+  part('shop-name').textContent = settings.displayName;
+  document.title = `${t.title} · ${settings.displayName}`;
+  if (settings.simulatedSheet && !('ApplePaySession' in window)) {
+    try {
+      await import(settings.simulatedSheet);
+    } catch (error) {
+      console.warn('The demo sheet did not load', error);
+    }
+  }
+  state.quantities = new Map(settings.products.slice(0, 1).map((product) => [product.id, 1]));
+  renderProducts();
+  const ordered = createOrder();
+  const availability = await checkAvailability(settings.merchantIdentifier);
+  state.available = availability.available;
+  state.version = availability.version ?? null;
+  if (!state.available) {
+    showResult('unavailable', t.unavailableTitle, t.unavailableDetail);
+  } else {
+    showButton(cssButton());
+    if (settings.applePaySDK) loadAppleSDK(settings.applePaySDK);
+  }
+  await ordered;
+}
+
+main();
