@@ -1,0 +1,234 @@
+"""Runs `orchard demo` processes and headless Chromium (Debian's chromium + chromium-driver,
+driven through Selenium's WebDriver) for the checkout page's browser tests. Loopback only."""
+
+import base64
+import contextlib
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import tempfile
+import threading
+import time
+import http.server
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = Path(__file__).resolve().parents[2]
+ORCHARD = Path(os.environ.get("ORCHARD_BINARY", ROOT / ".build" / "debug" / "orchard"))
+SCREENSHOTS = Path(os.environ.get("ORCHARD_SCREENSHOTS", ROOT / ".ci" / "artifacts" / "screenshots"))
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+
+DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
+
+BUTTON = '[data-testid="apple-pay-button"]'
+RESULT = '[data-testid="payment-result"]'
+SHEET = '[data-testid="simulated-sheet"]'
+
+# Collects CSP violations from the first byte of every document, before the page's own scripts.
+CSP_PROBE = """
+window.__cspViolations = [];
+document.addEventListener('securitypolicyviolation', (event) => {
+  window.__cspViolations.push(`${event.violatedDirective} blocked ${event.blockedURI}`);
+});
+"""
+
+
+class Demo:
+    """One `orchard demo` on a free loopback port with its own state folder."""
+
+    def __init__(self, *flags):
+        self.folder = tempfile.TemporaryDirectory(prefix="orchard-browser-")
+        self.state_dir = Path(self.folder.name)
+        self.process = subprocess.Popen(
+            [str(ORCHARD), "demo", "--port", "0", "--state-dir", str(self.state_dir), *flags],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.output = []
+        found = threading.Event()
+        self.port = None
+
+        def read():
+            for line in self.process.stdout:
+                self.output.append(line)
+                match = re.search(r"checkout page:\s+http://localhost:(\d+)/", line)
+                if match:
+                    self.port = int(match.group(1))
+                    found.set()
+            found.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not found.wait(60) or self.port is None:
+            self.stop()
+            raise RuntimeError("orchard demo did not start:\n" + "".join(self.output))
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process.stdout.close()
+        self.folder.cleanup()
+
+    def database(self):
+        connection = sqlite3.connect(self.state_dir / "state" / "orchard.sqlite")
+        connection.row_factory = sqlite3.Row
+        return connection
+
+    def order(self, order_id):
+        with contextlib.closing(self.database()) as db:
+            return db.execute("SELECT * FROM orders WHERE id = ?", (order_id,)).fetchone()
+
+    def payments(self, order_id):
+        with contextlib.closing(self.database()) as db:
+            return db.execute("SELECT * FROM payments WHERE order_id = ?", (order_id,)).fetchall()
+
+    def mint_token(self, amount, application_data_base64):
+        """A token from `orchard token mint`, as a shopper's device would sign it for this order."""
+        application_data = base64.b64decode(application_data_base64).decode()
+        output = subprocess.run(
+            [str(ORCHARD), "token", "mint", "--state-dir", str(self.state_dir), "--amount", str(amount),
+             "--application-data", application_data],
+            check=True, capture_output=True, text=True, timeout=60).stdout
+        return json.loads(output)
+
+
+class Browser:
+    """Headless Chromium with a CSP probe, console capture and device emulation."""
+
+    def __init__(self, viewport=DESKTOP, init_script=None):
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                         "--no-first-run", "--disable-extensions", "--disable-background-networking",
+                         "--disable-component-update", "--disable-sync", "--metrics-recording-only",
+                         "--window-size=1280,900"]:
+            options.add_argument(argument)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", viewport)
+        self.viewport = viewport
+        self.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": CSP_PROBE})
+        if init_script:
+            self.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": init_script})
+        self.console = []
+
+    def quit(self):
+        self.driver.quit()
+
+    def open(self, url):
+        self.driver.get(url)
+
+    def find(self, selector):
+        return self.driver.find_element(By.CSS_SELECTOR, selector)
+
+    def find_all(self, selector):
+        return self.driver.find_elements(By.CSS_SELECTOR, selector)
+
+    def wait(self, condition, timeout=20, message=""):
+        try:
+            return WebDriverWait(self.driver, timeout, poll_frequency=0.05).until(lambda _: condition())
+        except TimeoutException:
+            raise AssertionError(f"timed out after {timeout} s waiting for {message or condition}") from None
+
+    def wait_for(self, selector, timeout=20):
+        return self.wait(lambda: (self.find_all(selector) or [None])[0], timeout, selector)
+
+    def wait_status(self, status, timeout=20):
+        self.wait(lambda: self.find(RESULT).get_attribute("data-status") == status, timeout,
+                  f'payment-result data-status="{status}" (now {self.find(RESULT).get_attribute("data-status")!r}, '
+                  f'text {self.find(RESULT).text!r})')
+        return self.find(RESULT)
+
+    def wait_button_enabled(self, timeout=20):
+        return self.wait(
+            lambda: next((b for b in self.find_all(BUTTON) if b.is_displayed()
+                          and b.get_attribute("aria-disabled") == "false"), None),
+            timeout, "an enabled Apple Pay button")
+
+    def sheet_state(self):
+        sheets = self.find_all(SHEET)
+        return sheets[0].get_attribute("data-state") if sheets else None
+
+    def wait_sheet(self, state="ready", timeout=20):
+        self.wait(lambda: self.sheet_state() == state, timeout, f"simulated sheet in state {state} (now {self.sheet_state()})")
+        return self.find(SHEET)
+
+    def page_total(self):
+        return self.find('[data-testid="order-total"]').get_attribute("data-amount")
+
+    def sheet_total(self):
+        return self.find('[data-testid="sheet-total"]').get_attribute("data-amount")
+
+    def screenshot(self, name):
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        suffix = "phone" if self.viewport["mobile"] else "desktop"
+        path = SCREENSHOTS / f"{name}-{suffix}.png"
+        self.driver.save_screenshot(str(path))
+        return path
+
+    def problems(self, allowed=()):
+        """Console errors and CSP violations, less the `allowed` regular expressions."""
+        self.console.extend(self.driver.get_log("browser"))
+        errors = [entry["message"] for entry in self.console if entry["level"] == "SEVERE"]
+        errors += [entry["message"] for entry in self.console if "Content Security Policy" in entry["message"]]
+        errors += [f"CSP violation: {v}" for v in (self.driver.execute_script("return window.__cspViolations || []") or [])]
+        return [e for e in errors if not any(re.search(pattern, e) for pattern in allowed)]
+
+
+class FakeAppleSDK:
+    """Serves a stand-in for Apple's SDK on loopback after `delay` seconds: it defines
+    <apple-pay-button>, which is all the page takes from the real one."""
+
+    SOURCE = b"""
+customElements.define('apple-pay-button', class extends HTMLElement {
+  connectedCallback() { this.textContent = 'Apple Pay (stand-in SDK)'; }
+});
+"""
+
+    def __init__(self, delay=0.0):
+        sdk = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                sdk.requests += 1
+                time.sleep(sdk.delay)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/javascript")
+                self.send_header("Access-Control-Allow-Origin", "*")
+                self.send_header("Content-Length", str(len(FakeAppleSDK.SOURCE)))
+                self.end_headers()
+                self.wfile.write(FakeAppleSDK.SOURCE)
+
+            def log_message(self, *args):
+                pass
+
+        self.delay = delay
+        self.requests = 0
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/jsapi/apple-pay-sdk.js"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def closed_loopback_port():
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
