@@ -9,7 +9,8 @@ struct Demo: AsyncParsableCommand {
         abstract: "Run Orchard against a local mock Apple gateway: no Apple account needed.",
         discussion: """
             Creates a test PKI in --state-dir, starts the mock gateway (mutual TLS) and the server \
-            on loopback wired to it, and prints a curl command that performs a merchant validation.
+            on loopback wired to it, and serves the checkout page with a simulated Apple Pay sheet \
+            (a clearly labelled ApplePaySession test double) so any browser can pay end to end.
             """)
 
     @Option(help: "Folder for the test PKI and the generated configuration.")
@@ -58,12 +59,15 @@ struct Demo: AsyncParsableCommand {
                   mock Apple gateway: https://127.0.0.1:\(gatewayPort) (mutual TLS, test CA in \(environment.caFile))
                   configuration:      \(path)
 
-                Perform a merchant validation over mutual TLS:
-                  curl -sS -X POST http://localhost:\(port)/api/apple-pay/session -H 'Content-Type: application/json' -d '{"validationURL":"https://apple-pay-gateway-cert.apple.com/paymentservices/startSession"}'
+                Open the checkout page in Chromium, Chrome or Firefox and pay: the simulated sheet \
+                validates the merchant through the mock gateway, and the server mints a real test \
+                token for the total shown. (Safari uses its own Apple Pay, which cannot talk to the mock.)
 
-                Create an order (the payment request comes back priced by the server):
+                Or by hand, a merchant validation over mutual TLS:
+                  curl -sS -X POST http://localhost:\(port)/api/apple-pay/session -H 'Content-Type: application/json' -d '{"validationURL":"https://apple-pay-gateway-cert.apple.com/paymentservices/startSession"}'
+                an order (priced by the server):
                   curl -sS -X POST http://localhost:\(port)/api/orders -H 'Content-Type: application/json' -d '{"items":[{"productId":"apple-box","quantity":2}]}'
-                Mint a test token for it: orchard token mint --state-dir \(stateDir) --amount <total in cents> --application-data orchard-order:<orderId>
+                and a test token for it: orchard token mint --state-dir \(stateDir) --amount <total in cents> --application-data orchard-order:<orderId>
 
                 Press Ctrl-C to stop.
                 """)
