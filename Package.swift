@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // libcurl, linked through pkg-config.
@@ -41,6 +42,8 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // PKCS#12 reading through the system OpenSSL (legacy RC2/3DES files included).
+        .target(name: "COpenSSLShims", linkerSettings: [.linkedLibrary("crypto")]),
         // Typed, prefixed wrappers for libcurl's variadic calls.
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
         // Async HTTPS client on one libcurl multi handle driven by a dedicated thread.
@@ -60,6 +63,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Certificate tooling for `orchard certs`: CSRs, Apple .cer import, inspection of PEM, DER and PKCS#12.
+        .target(
+            name: "CertificateTools",
+            dependencies: [
+                "ApplePay",
+                "COpenSSLShims",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The Hummingbird application.
         .target(
             name: "OrchardServer",
@@ -72,6 +88,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
@@ -101,6 +118,8 @@ let package = Package(
             name: "orchard",
             dependencies: [
                 "ApplePay",
+                "CertificateTools",
+                "CurlClient",
                 "OrchardServer",
                 "OrchardTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

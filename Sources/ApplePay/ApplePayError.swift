@@ -53,6 +53,8 @@ public struct ApplePayError: Error, Sendable, Equatable, CustomStringConvertible
         case couponExpired
         /// The catalogue itself is inconsistent.
         case invalidCatalogue
+        /// A Web Merchant Registration request Apple would refuse.
+        case invalidRegistration
     }
 
     public var code: Code

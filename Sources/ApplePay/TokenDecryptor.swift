@@ -18,6 +18,8 @@ public struct ProcessingKey: Sendable {
     public let publicKeyHash: [UInt8]
     /// SHA-256 of the merchant identifier: the EC_v1 KDF's partyV.
     public let merchantIdentifierHash: [UInt8]
+    /// The Payment Processing certificate, when the key was loaded with one (for expiry checks).
+    public private(set) var certificate: Certificate?
 
     /// A key whose merchant ID comes from its processing certificate's 1.2.840.113635.100.6.32 extension.
     public init(privateKeyPEM: String, certificatePEM: String) throws(ApplePayError) {
@@ -37,6 +39,7 @@ public struct ProcessingKey: Sendable {
         guard certificateKeyHash == publicKeyHash else {
             throw ApplePayError(.keyMismatch, "the processing private key does not match the processing certificate")
         }
+        self.certificate = certificate
     }
 
     /// A key for a merchant ID given as a string (`merchant.com.example`).

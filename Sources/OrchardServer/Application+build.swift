@@ -14,6 +14,9 @@ import Logging
 ///   - processor: where authorized payments go (recorded only by default).
 ///   - time: the clock used for certificate checks.
 ///   - simulator: the demo's simulated payment sheet; nil (the default) everywhere else.
+///   - directory: configured and registered merchants (default: the configured ones only).
+///   - registration: Apple's Web Merchant Registration API, for the admin API.
+///   - expiryCheckInterval: how often certificate expiry is checked and logged.
 ///   - onServerRunning: called with the bound port once the server listens.
 public func buildApplication(
     configuration: ServerConfiguration,
@@ -22,6 +25,9 @@ public func buildApplication(
     processor: any PaymentProcessor = RecordOnlyProcessor(),
     time: TimeSource = .system,
     simulator: (any SimulatedApplePay)? = nil,
+    directory: MerchantDirectory? = nil,
+    registration: (any MerchantRegistrationService)? = nil,
+    expiryCheckInterval: Duration = .seconds(86_400),
     logger: Logger = Logger(label: "orchard"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
@@ -31,21 +37,31 @@ public func buildApplication(
     if let folder = configuration.publicDirectory {
         router.add(middleware: FileMiddleware(folder, searchForIndexHtml: true, logger: logger))
     }
-    DomainAssociationController(configuration: configuration).addRoutes(to: router)
-    MerchantSessionController(configuration: configuration, sessions: sessions).addRoutes(to: router)
-    HealthController(configuration: configuration, time: time).addRoutes(to: router)
-    OrdersController(configuration: configuration, store: store, time: time).addRoutes(to: router)
-    AuthorizeController(configuration: configuration, store: store, processor: processor, time: time).addRoutes(to: router)
-    CheckoutController(configuration: configuration, simulator: simulator).addRoutes(to: router)
+    let directory = directory ?? MerchantDirectory(configuration: configuration)
+    DomainAssociationController(configuration: configuration, directory: directory).addRoutes(to: router)
+    MerchantSessionController(configuration: configuration, directory: directory, sessions: sessions).addRoutes(to: router)
+    HealthController(configuration: configuration, directory: directory, time: time).addRoutes(to: router)
+    OrdersController(configuration: configuration, directory: directory, store: store, time: time).addRoutes(to: router)
+    AuthorizeController(configuration: configuration, directory: directory, store: store, processor: processor, time: time)
+        .addRoutes(to: router)
+    CheckoutController(configuration: configuration, directory: directory, simulator: simulator).addRoutes(to: router)
     if let simulator {
-        SimulatedSheetController(configuration: configuration, simulator: simulator).addRoutes(to: router)
+        SimulatedSheetController(configuration: configuration, directory: directory, simulator: simulator).addRoutes(to: router)
+    }
+    if let token = configuration.adminToken {
+        AdminController(configuration: configuration, directory: directory, store: store, registration: registration, time: time)
+            .addRoutes(to: router, token: token)
     }
 
-    return Application(
+    var app = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Orchard"),
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
         logger: logger)
+    app.addServices(
+        CertificateExpiryMonitor(
+            certificates: configuration.certificates, time: time, interval: expiryCheckInterval, logger: logger))
+    return app
 }
 
 /// Logs what an operator should know about a configuration at startup.
@@ -64,11 +80,7 @@ public func logStartup(_ configuration: ServerConfiguration, time: TimeSource, l
             "merchant": "\(merchant.merchantIdentifier)", "domains": "\(merchant.domains.joined(separator: ","))",
             "identityDaysLeft": "\(days)",
         ]
-        if days < 30 {
-            logger.warning("merchant identity certificate expires soon", metadata: metadata)
-        } else {
-            logger.info("merchant configured", metadata: metadata)
-        }
+        logger.info("merchant configured", metadata: metadata)
         if let hash = merchant.identity.merchantIdentifierHash,
             hash.uppercased() != MerchantIdentifierExtension.hash(of: merchant.merchantIdentifier)
         {

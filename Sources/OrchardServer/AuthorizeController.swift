@@ -9,6 +9,7 @@ import Metrics
 /// transaction, hand to the processor, answer in the shape `completePayment` takes.
 struct AuthorizeController {
     let configuration: ServerConfiguration
+    let directory: MerchantDirectory
     let store: any OrchardStore
     let processor: any PaymentProcessor
     let time: TimeSource
@@ -56,7 +57,7 @@ struct AuthorizeController {
     }
 
     func authorize(_ request: Request, logger: Logger) async throws -> Response {
-        guard let (merchant, _) = configuration.merchant(forHost: request.head.authority) else {
+        guard let (merchant, _) = directory.merchant(forHost: request.head.authority) else {
             throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
         }
         let bytes = try await readBody(request, limit: Self.maximumBodyBytes)
@@ -108,7 +109,7 @@ struct AuthorizeController {
             switch error.code {
             case .duplicateTransaction: throw OrchardError(.replayedPayment, "this payment was already submitted")
             case .orderNotOpen: throw OrchardError(.orderNotOpen, "this order is already paid")
-            case .storage: throw OrchardError(.internalError, "the payment could not be recorded")
+            case .storage, .domainTaken: throw OrchardError(.internalError, "the payment could not be recorded")
             }
         }
 

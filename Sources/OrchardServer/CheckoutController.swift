@@ -7,6 +7,7 @@ import Hummingbird
 /// only, where the simulated sheet is.
 struct CheckoutController {
     let configuration: ServerConfiguration
+    let directory: MerchantDirectory
     let simulator: (any SimulatedApplePay)?
 
     struct Product: Encodable {
@@ -28,7 +29,7 @@ struct CheckoutController {
 
     func addRoutes(to router: Router<some RequestContext>) {
         router.get("/api/checkout") { request, _ in
-            guard let (merchant, _) = configuration.merchant(forHost: request.head.authority) else {
+            guard let (merchant, _) = directory.merchant(forHost: request.head.authority) else {
                 throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
             }
             guard let catalogue = merchant.catalogue, let currency = Currency(code: catalogue.currency) else {

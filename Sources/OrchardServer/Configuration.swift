@@ -1,4 +1,5 @@
 import ApplePay
+import Crypto
 import CurlClient
 import Foundation
 import Logging
@@ -111,8 +112,44 @@ public struct ConfigurationFile: Codable, Sendable {
         }
     }
 
+    /// A payment platform integrator's own identity, for the Web Merchant Registration API
+    /// and for the sessions of the merchants it registers.
+    public struct PlatformIntegrator: Codable, Sendable {
+        /// The platform's merchant ID: its certificates carry it, and registered merchants' tokens are encrypted to it.
+        public var merchantIdentifier: String
+        public var identityCertificate: String
+        public var identityKey: String
+        /// Apple's association file for the platform, served on every registered domain.
+        public var domainAssociationFile: String?
+        /// Decrypt the tokens of registered merchants (they encrypt to the platform).
+        public var processingKeys: [ProcessingKeyFile]?
+
+        public init(
+            merchantIdentifier: String, identityCertificate: String, identityKey: String, domainAssociationFile: String? = nil,
+            processingKeys: [ProcessingKeyFile]? = nil
+        ) {
+            self.merchantIdentifier = merchantIdentifier
+            self.identityCertificate = identityCertificate
+            self.identityKey = identityKey
+            self.domainAssociationFile = domainAssociationFile
+            self.processingKeys = processingKeys
+        }
+    }
+
+    /// The admin API (`/admin/`), off unless a token is set.
+    public struct Admin: Codable, Sendable {
+        /// `env:NAME` or a file holding the bearer token (never the token itself): at least 32 characters.
+        public var token: String?
+
+        public init(token: String? = nil) {
+            self.token = token
+        }
+    }
+
     public var server: Server?
     public var appleGateway: AppleGateway?
+    public var platformIntegrator: PlatformIntegrator?
+    public var admin: Admin?
     public var payments: Payments?
     public var checkout: Checkout?
     /// Where the SQLite database lives; relative to the config file. Default `state`.
@@ -121,9 +158,11 @@ public struct ConfigurationFile: Codable, Sendable {
 
     public init(
         server: Server? = nil, appleGateway: AppleGateway? = nil, payments: Payments? = nil, checkout: Checkout? = nil,
-        stateDirectory: String? = nil, merchants: [Merchant]
+        stateDirectory: String? = nil, platformIntegrator: PlatformIntegrator? = nil, admin: Admin? = nil, merchants: [Merchant]
     ) {
         self.checkout = checkout
+        self.platformIntegrator = platformIntegrator
+        self.admin = admin
         self.server = server
         self.appleGateway = appleGateway
         self.payments = payments
@@ -174,6 +213,27 @@ public struct ServerConfiguration: Sendable {
     public var stateDirectory: String
     /// Where the page loads Apple's JS SDK from; nil: not loaded.
     public var applePaySDK: URL?
+    /// The platform integrator, as a merchant without domains: the template for registered merchants.
+    public var platform: MerchantConfiguration?
+    /// The admin API's bearer token; nil turns the admin API off.
+    public var adminToken: AdminToken?
+
+    /// Every certificate Orchard holds, for `/health` and expiry warnings.
+    public var certificates: [ConfiguredCertificate] {
+        var list: [ConfiguredCertificate] = []
+        for merchant in merchants + (platform.map { [$0] } ?? []) {
+            let owner = merchant.domains.isEmpty ? "platform \(merchant.merchantIdentifier)" : merchant.merchantIdentifier
+            list.append(
+                ConfiguredCertificate(
+                    owner: owner, kind: "identity", source: merchant.identitySource, certificate: merchant.identity.certificate))
+            for key in merchant.decryptor.keys {
+                if let certificate = key.certificate {
+                    list.append(ConfiguredCertificate(owner: owner, kind: "processing", source: nil, certificate: certificate))
+                }
+            }
+        }
+        return list
+    }
 
     /// The merchant serving a Host header value (port ignored, case-insensitive), if any.
     public func merchant(forHost host: String?) -> (merchant: MerchantConfiguration, domain: String)? {
@@ -194,6 +254,41 @@ public struct ServerConfiguration: Sendable {
         }
         guard !name.isEmpty, name.utf8.count <= 253 else { return nil }
         return name.lowercased()
+    }
+}
+
+/// The admin API's bearer token. Compared in constant time; never printed.
+public struct AdminToken: Sendable, CustomStringConvertible {
+    public static let minimumLength = 32
+    let digest: [UInt8]
+
+    public init(_ token: String) { digest = Array(SHA256.hash(data: Array(token.utf8))) }
+
+    /// Compares SHA-256 digests byte by byte without an early exit, so neither the length
+    /// nor the first differing byte of the presented token shows in the timing.
+    public func matches(_ presented: [UInt8]) -> Bool {
+        let other = Array(SHA256.hash(data: presented))
+        var difference: UInt8 = 0
+        for index in 0..<digest.count { difference |= other[index] ^ digest[index] }
+        return difference == 0
+    }
+
+    public var description: String { "AdminToken(redacted)" }
+}
+
+/// A certificate Orchard holds: whose it is and what it does.
+public struct ConfiguredCertificate: Sendable {
+    /// A merchant ID, or "platform <ID>".
+    public var owner: String
+    /// "identity" or "processing".
+    public var kind: String
+    /// Where it was loaded from, when known.
+    public var source: String?
+    public var certificate: Certificate
+
+    /// Whole days until it expires, counted from `now` (negative once expired).
+    public func daysLeft(at now: Date) -> Int {
+        Int((certificate.notValidAfter.timeIntervalSince(now) / 86_400).rounded(.down))
     }
 }
 
@@ -280,7 +375,7 @@ extension ServerConfiguration {
             var domains: [String] = []
             for domain in merchant.domains {
                 let lowered = domain.lowercased()
-                guard Self.isDomainName(lowered) else {
+                guard DomainName.isValid(lowered) else {
                     throw ConfigurationError("\(label): \(domain) is not a valid domain name")
                 }
                 if let other = seenDomains[lowered] {
@@ -317,22 +412,8 @@ extension ServerConfiguration {
                     throw ConfigurationError("\(source.describe(file)): invalid catalogue: \(Self.describe(error))")
                 }
             }
-            var keys: [ProcessingKey] = []
-            for (keyIndex, key) in (merchant.processingKeys ?? []).enumerated() {
-                let pem = String(decoding: try source.read(key.privateKey, what: "processingKeys[\(keyIndex)].privateKey"), as: UTF8.self)
-                let certificatePEM = try key.certificate.map { file throws(ConfigurationError) in
-                    String(decoding: try source.read(file, what: "processingKeys[\(keyIndex)].certificate"), as: UTF8.self)
-                }
-                do {
-                    keys.append(
-                        try certificatePEM.map { try ProcessingKey(privateKeyPEM: pem, certificatePEM: $0) }
-                            ?? ProcessingKey(privateKeyPEM: pem, merchantIdentifier: merchant.merchantIdentifier))
-                } catch let error as ApplePayError {
-                    throw ConfigurationError("\(source.describe(key.privateKey)): \(error.message)")
-                } catch {
-                    throw ConfigurationError("\(source.describe(key.privateKey)): \(error)")
-                }
-            }
+            let keys = try loadProcessingKeys(
+                merchant.processingKeys ?? [], merchantIdentifier: merchant.merchantIdentifier, source: source, time: time)
             if catalogue != nil && keys.isEmpty {
                 throw ConfigurationError("\(label): a merchant with a catalogue needs processingKeys to decrypt payments")
             }
@@ -341,6 +422,21 @@ extension ServerConfiguration {
                     merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName,
                     domains: domains, identity: identity, identitySource: source.describe(merchant.identityCertificate),
                     domainAssociation: association, catalogue: catalogue, decryptor: TokenDecryptor(keys: keys)))
+        }
+        var platform: MerchantConfiguration?
+        if let integrator = file.platformIntegrator {
+            platform = try loadPlatform(integrator, source: source, time: time)
+        }
+        var adminToken: AdminToken?
+        if let value = file.admin?.token {
+            let text = String(decoding: try source.read(value, what: "admin.token"), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            guard text.utf8.count >= AdminToken.minimumLength else {
+                throw ConfigurationError(
+                    "\(source.describe(value)): admin.token must be at least \(AdminToken.minimumLength) characters (try `openssl rand -hex 32`)"
+                )
+            }
+            adminToken = AdminToken(text)
         }
         let maxBody = file.server?.maxBodyBytes ?? 16 * 1024
         guard (1024...(1 << 20)).contains(maxBody) else {
@@ -376,7 +472,66 @@ extension ServerConfiguration {
             tokenVerifier: TokenVerifier(root: tokenRoot, policy: policy),
             trustsTestTokenRoot: payments?.testTokenRootCertificate != nil,
             stateDirectory: source.path(file.stateDirectory ?? "state"),
-            applePaySDK: try Self.applePaySDK(file.checkout?.applePaySDK))
+            applePaySDK: try Self.applePaySDK(file.checkout?.applePaySDK),
+            platform: platform,
+            adminToken: adminToken)
+    }
+
+    static func loadProcessingKeys(
+        _ files: [ConfigurationFile.ProcessingKeyFile], merchantIdentifier: String, source: Sources, time: TimeSource
+    ) throws(ConfigurationError) -> [ProcessingKey] {
+        var keys: [ProcessingKey] = []
+        for (index, key) in files.enumerated() {
+            let pem = String(decoding: try source.read(key.privateKey, what: "processingKeys[\(index)].privateKey"), as: UTF8.self)
+            let certificatePEM = try key.certificate.map { file throws(ConfigurationError) in
+                String(decoding: try source.read(file, what: "processingKeys[\(index)].certificate"), as: UTF8.self)
+            }
+            let loaded: ProcessingKey
+            do {
+                loaded =
+                    try certificatePEM.map { try ProcessingKey(privateKeyPEM: pem, certificatePEM: $0) }
+                    ?? ProcessingKey(privateKeyPEM: pem, merchantIdentifier: merchantIdentifier)
+            } catch let error as ApplePayError {
+                throw ConfigurationError("\(source.describe(key.privateKey)): \(error.message)")
+            } catch {
+                throw ConfigurationError("\(source.describe(key.privateKey)): \(error)")
+            }
+            if let certificate = loaded.certificate, let file = key.certificate, certificate.notValidAfter < time.now {
+                throw ConfigurationError(
+                    "\(source.describe(file)): the processing certificate expired on \(certificate.notValidAfter.formatted(.iso8601)); create a new one in the Apple Developer portal"
+                )
+            }
+            keys.append(loaded)
+        }
+        return keys
+    }
+
+    static func loadPlatform(
+        _ integrator: ConfigurationFile.PlatformIntegrator, source: Sources, time: TimeSource
+    ) throws(ConfigurationError) -> MerchantConfiguration {
+        let certificate = try source.read(integrator.identityCertificate, what: "platformIntegrator.identityCertificate")
+        let key = try source.read(integrator.identityKey, what: "platformIntegrator.identityKey")
+        let identity: MerchantIdentity
+        do {
+            identity = try MerchantIdentity(
+                certificatePEM: certificate, keyPEM: key, certificateName: source.describe(integrator.identityCertificate),
+                keyName: source.describe(integrator.identityKey), at: time.now)
+        } catch {
+            throw ConfigurationError(error.message)
+        }
+        guard MerchantRegistrationRules.isValidPartnerIdentifier(integrator.merchantIdentifier) else {
+            throw ConfigurationError(
+                "platformIntegrator.merchantIdentifier \(integrator.merchantIdentifier.debugDescription) is not a merchant ID")
+        }
+        let association = try integrator.domainAssociationFile.map { file throws(ConfigurationError) in
+            try source.read(file, what: "platformIntegrator.domainAssociationFile")
+        }
+        let keys = try loadProcessingKeys(
+            integrator.processingKeys ?? [], merchantIdentifier: integrator.merchantIdentifier, source: source, time: time)
+        return MerchantConfiguration(
+            merchantIdentifier: integrator.merchantIdentifier, displayName: integrator.merchantIdentifier, domains: [],
+            identity: identity, identitySource: source.describe(integrator.identityCertificate), domainAssociation: association,
+            catalogue: nil, decryptor: TokenDecryptor(keys: keys))
     }
 
     /// Apple's SDK, the one the docs name.
@@ -393,14 +548,6 @@ extension ServerConfiguration {
                 "checkout.applePaySDK must be an https URL (or http on loopback), or \"none\"; got \(value)")
         }
         return url
-    }
-
-    static func isDomainName(_ name: String) -> Bool {
-        guard !name.isEmpty, name.utf8.count <= 253, !name.hasSuffix(".") else { return false }
-        return name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
-            !label.isEmpty && label.utf8.count <= 63 && !label.hasPrefix("-") && !label.hasSuffix("-")
-                && label.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
-        }
     }
 
     static func reason(_ error: any Error) -> String {

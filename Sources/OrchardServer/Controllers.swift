@@ -7,10 +7,11 @@ import X509
 /// `GET /.well-known/apple-developer-merchantid-domain-association`, chosen by Host.
 struct DomainAssociationController {
     let configuration: ServerConfiguration
+    let directory: MerchantDirectory
 
     func addRoutes(to router: Router<some RequestContext>) {
         router.get("/.well-known/apple-developer-merchantid-domain-association") { request, _ in
-            guard let (merchant, _) = configuration.merchant(forHost: request.head.authority),
+            guard let (merchant, _) = directory.merchant(forHost: request.head.authority),
                 let file = merchant.domainAssociation
             else {
                 throw OrchardError(.notFound, "no domain association file is configured for this host")
@@ -26,6 +27,7 @@ struct DomainAssociationController {
 /// `POST /api/apple-pay/session`: merchant validation for the page's `onvalidatemerchant`.
 struct MerchantSessionController {
     let configuration: ServerConfiguration
+    let directory: MerchantDirectory
     let sessions: any MerchantSessionService
 
     struct Body: Decodable {
@@ -40,7 +42,7 @@ struct MerchantSessionController {
 
     func createSession(_ request: Request, context: some RequestContext) async throws -> Response {
         // Host first: an unknown host gets nothing, not even a parse of its body.
-        guard let (merchant, domain) = configuration.merchant(forHost: request.head.authority) else {
+        guard let (merchant, domain) = directory.merchant(forHost: request.head.authority) else {
             throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
         }
         let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
@@ -78,9 +80,10 @@ struct MerchantSessionController {
     }
 }
 
-/// `GET /health`: liveness and each identity certificate's days left.
+/// `GET /health`: liveness, and every certificate's days left.
 struct HealthController {
     let configuration: ServerConfiguration
+    let directory: MerchantDirectory
     let time: TimeSource
 
     func addRoutes(to router: Router<some RequestContext>) {
@@ -95,7 +98,18 @@ struct HealthController {
                     ],
                 ]
             }
-            let data = try JSONSerialization.data(withJSONObject: ["status": "ok", "merchants": merchants], options: [.sortedKeys])
+            let certificates: [[String: Any]] = configuration.certificates.map { entry in
+                [
+                    "owner": entry.owner, "kind": entry.kind, "subject": entry.certificate.subject.description,
+                    "notValidAfter": entry.certificate.notValidAfter.formatted(.iso8601), "daysLeft": entry.daysLeft(at: now),
+                ]
+            }
+            let expiring = configuration.certificates.contains { $0.daysLeft(at: now) < CertificateExpiryMonitor.warningDays }
+            let body: [String: Any] = [
+                "status": expiring ? "certificates_expiring" : "ok", "merchants": merchants, "certificates": certificates,
+                "registeredMerchants": directory.registrations.count,
+            ]
+            let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
             return Response(
                 status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))

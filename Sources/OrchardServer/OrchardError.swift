@@ -21,23 +21,35 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case paymentMismatch = "payment_mismatch"
         case replayedPayment = "replayed_payment"
         case paymentFailed = "payment_failed"
+        case unauthorized = "unauthorized"
+        case invalidRegistration = "invalid_registration"
+        case domainTaken = "domain_taken"
+        case registrationRejected = "registration_rejected"
+        case platformNotConfigured = "platform_not_configured"
     }
 
     public var code: Code
     public var message: String
     /// Set for the authorize endpoint: the body is then shaped for `completePayment`.
     public var isPaymentAnswer = false
+    /// Apple's HTTP status, for registration calls Apple refused (shown to admins only).
+    public var upstreamStatus: Int?
 
-    public init(_ code: Code, _ message: String, isPaymentAnswer: Bool = false) {
+    public init(_ code: Code, _ message: String, isPaymentAnswer: Bool = false, upstreamStatus: Int? = nil) {
         self.code = code
         self.message = message
         self.isPaymentAnswer = isPaymentAnswer
+        self.upstreamStatus = upstreamStatus
     }
 
     /// The one mapping from error codes to HTTP statuses.
     public var status: HTTPResponse.Status {
         switch code {
-        case .invalidJSON, .invalidValidationURL, .invalidRequest: .badRequest
+        case .invalidJSON, .invalidValidationURL, .invalidRequest, .invalidRegistration: .badRequest
+        case .unauthorized: .unauthorized
+        case .domainTaken: .conflict
+        case .registrationRejected: .badGateway
+        case .platformNotConfigured: .notImplemented
         case .unknownHost: .misdirectedRequest
         case .notFound: .notFound
         case .ordersUnavailable: .notFound
@@ -53,7 +65,9 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var body: [String: Any] = ["error": ["code": code.rawValue, "message": message]]
+        var error: [String: Any] = ["code": code.rawValue, "message": message]
+        if let upstreamStatus { error["appleStatus"] = upstreamStatus }
+        var body: [String: Any] = ["error": error]
         if isPaymentAnswer {
             body["status"] = "failure"
             body["errors"] = [["code": "unknown", "message": message]]
@@ -61,7 +75,9 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
         return Response(
             status: status,
-            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            headers: code == .unauthorized
+                ? [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store", .wwwAuthenticate: "Bearer"]
+                : [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -8,6 +8,7 @@ import Logging
 /// the server's catalogue; an order is visible only on its own merchant's domains.
 struct OrdersController {
     let configuration: ServerConfiguration
+    let directory: MerchantDirectory
     let store: any OrchardStore
     let time: TimeSource
 
@@ -62,7 +63,7 @@ struct OrdersController {
     }
 
     func merchant(for request: Request) throws -> (MerchantConfiguration, Catalogue) {
-        guard let (merchant, _) = configuration.merchant(forHost: request.head.authority) else {
+        guard let (merchant, _) = directory.merchant(forHost: request.head.authority) else {
             throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
         }
         guard let catalogue = merchant.catalogue else {

@@ -26,6 +26,7 @@ struct SimulatedSheetController {
     static let stylesheetPath = "/demo/simulated-sheet.css"
 
     let configuration: ServerConfiguration
+    let directory: MerchantDirectory
     let simulator: any SimulatedApplePay
 
     /// What the sheet posts when the shopper pays: the amount it shows, the request's currency and applicationData.
@@ -44,7 +45,7 @@ struct SimulatedSheetController {
             Self.file(simulator.stylesheet, type: "text/css; charset=utf-8")
         }
         router.post("/demo/token") { request, _ in
-            guard let (merchant, _) = configuration.merchant(forHost: request.head.authority) else {
+            guard let (merchant, _) = directory.merchant(forHost: request.head.authority) else {
                 throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
             }
             let bytes = try await readBody(request, limit: configuration.maxBodyBytes)

@@ -54,6 +54,8 @@ public final class MockAppleGateway: Sendable {
     private struct State {
         var faults: MockGatewayFaults
         var merchants: [MockMerchant]
+        var partners: [String: MockPartnerMerchant] = [:]
+        var registrationCalls: [ReceivedRegistrationCall] = []
         var received: [ReceivedSessionRequest] = []
         var issued: [[UInt8]] = []
         var serverChannel: (any Channel)?
@@ -87,6 +89,16 @@ public final class MockAppleGateway: Sendable {
     public var merchants: [MockMerchant] {
         get { state.withLock { $0.merchants } }
         set { state.withLock { $0.merchants = newValue } }
+    }
+
+    /// Merchants registered through the Web Merchant Registration API, by partner identifier.
+    public var partnerMerchants: [String: MockPartnerMerchant] {
+        state.withLock { $0.partners }
+    }
+
+    /// Every registration API call received, oldest first.
+    public var receivedRegistrationCalls: [ReceivedRegistrationCall] {
+        state.withLock { $0.registrationCalls }
     }
 
     /// Every session request received, oldest first.
@@ -159,8 +171,35 @@ public final class MockAppleGateway: Sendable {
         state.withLock { $0.received.append(request) }
     }
 
-    func currentFaultsAndMerchants() -> (MockGatewayFaults, [MockMerchant]) {
-        state.withLock { ($0.faults, $0.merchants) }
+    func currentFaultsAndMerchants() -> (MockGatewayFaults, [MockMerchant], [String: MockPartnerMerchant]) {
+        state.withLock { ($0.faults, $0.merchants, $0.partners) }
+    }
+
+    /// Runs one registration API call against the partner registry: Apple's status and body.
+    func registration(_ call: ReceivedRegistrationCall) -> (status: Int, body: [UInt8]) {
+        state.withLock { state in
+            state.registrationCalls.append(call)
+            let rejection: MockSessionRules.Rejection?
+            switch (call.method, call.path) {
+            case ("POST", "/paymentservices/registerMerchant"):
+                rejection = MockRegistrationRules.register(
+                    body: call.body, clientMerchantHash: call.clientMerchantHash, merchants: state.merchants, partners: &state.partners)
+            case ("POST", "/paymentservices/unregisterMerchant"):
+                rejection = MockRegistrationRules.unregister(
+                    body: call.body, clientMerchantHash: call.clientMerchantHash, merchants: state.merchants, partners: &state.partners)
+            default:
+                let encoded = String(call.path.dropFirst("/paymentservices/merchant/".count))
+                switch MockRegistrationRules.details(
+                    identifier: encoded.removingPercentEncoding ?? encoded, clientMerchantHash: call.clientMerchantHash,
+                    merchants: state.merchants, partners: state.partners)
+                {
+                case .success(let body): return (200, body)
+                case .failure(let failure): rejection = failure
+                }
+            }
+            guard let rejection else { return (200, []) }
+            return (rejection.status, Self.appleError(status: rejection.status, message: rejection.message))
+        }
     }
 
     /// An Apple-shaped merchant session: opaque to Orchard, passed on to the page unchanged.
@@ -313,13 +352,21 @@ final class MockGatewayHandler: ChannelInboundHandler {
             respond(200, Array(json), head, context)
         case (.POST, "/paymentservices/paymentSession"), (.POST, "/paymentservices/startSession"):
             session(path: path, head: head, context: context)
+        case (.POST, "/paymentservices/registerMerchant"), (.POST, "/paymentservices/unregisterMerchant"):
+            let answer = gateway.registration(
+                ReceivedRegistrationCall(method: "POST", path: path, body: body, clientMerchantHash: clientHash))
+            respond(answer.status, answer.body, head, context)
+        case (.GET, _) where path.hasPrefix("/paymentservices/merchant/") && path.count > "/paymentservices/merchant/".count:
+            let answer = gateway.registration(
+                ReceivedRegistrationCall(method: "GET", path: path, body: [], clientMerchantHash: clientHash))
+            respond(answer.status, answer.body, head, context)
         default:
             respond(404, MockAppleGateway.appleError(status: 404, message: "Not Found"), head, context)
         }
     }
 
     private func session(path: String, head: HTTPRequestHead, context: ChannelHandlerContext) {
-        let (faults, merchants) = gateway.currentFaultsAndMerchants()
+        let (faults, merchants, partners) = gateway.currentFaultsAndMerchants()
         if faults.resetConnection {
             gateway.logger.debug("fault: resetting connection")
             reset.reset()
@@ -327,7 +374,9 @@ final class MockGatewayHandler: ChannelInboundHandler {
         }
         let status: Int
         let answer: [UInt8]
-        switch MockSessionRules.validate(path: path, body: body, clientMerchantHash: clientHash, merchants: merchants) {
+        switch MockSessionRules.validate(
+            path: path, body: body, clientMerchantHash: clientHash, merchants: merchants, partners: partners)
+        {
         case .success(let valid):
             gateway.record(ReceivedSessionRequest(path: path, fields: valid.fields, clientMerchantHash: clientHash))
             if let forced = faults.status {

@@ -87,7 +87,8 @@ enum MockSessionRules {
 
     /// Validates a session request body; returns the fields of the session to issue.
     static func validate(
-        path: String, body: [UInt8], clientMerchantHash: String?, merchants: [MockMerchant]
+        path: String, body: [UInt8], clientMerchantHash: String?, merchants: [MockMerchant],
+        partners: [String: MockPartnerMerchant] = [:]
     ) -> Result<(merchant: String, domain: String, displayName: String, fields: [String: String]), Rejection> {
         // Apple's fields are all strings: anything else is malformed.
         guard let fields = try? JSONDecoder().decode([String: String].self, from: Data(body)) else {
@@ -118,6 +119,16 @@ enum MockSessionRules {
             }
             domain = context
         }
+        // A platform integrator asks with its own certificate for a merchant it registered.
+        if let partner = partners[merchantIdentifier], partner.platformMerchantHash == clientMerchantHash?.uppercased() {
+            guard partner.domainNames.contains(domain) else {
+                return .failure(
+                    Rejection(
+                        status: 400,
+                        message: "Payment Services Exception merchantId=\(merchantIdentifier) not registered for domain=\(domain)"))
+            }
+            return .success((merchantIdentifier, domain, displayName, fields))
+        }
         guard clientMerchantHash?.uppercased() == MerchantIdentifierExtension.hash(of: merchantIdentifier) else {
             return .failure(
                 Rejection(
@@ -134,5 +145,148 @@ enum MockSessionRules {
                     message: "Payment Services Exception merchantId=\(merchantIdentifier) not registered for domain=\(domain)"))
         }
         return .success((merchantIdentifier, domain, displayName, fields))
+    }
+}
+
+/// A merchant a platform integrator registered through the Web Merchant Registration API.
+public struct MockPartnerMerchant: Sendable, Codable, Equatable {
+    public var partnerInternalMerchantIdentifier: String
+    public var partnerMerchantName: String
+    public var encryptTo: String
+    public var merchantUrl: String?
+    public var domainNames: [String]
+    /// The merchant-ID hash of the platform integrator certificate that registered it.
+    public var platformMerchantHash: String
+}
+
+/// A registration API call as the mock received it.
+public struct ReceivedRegistrationCall: Sendable, Equatable {
+    public var method: String
+    public var path: String
+    public var body: [UInt8]
+    public var clientMerchantHash: String?
+}
+
+/// The mock's rules for the Web Merchant Registration API, modelled on Apple's documented
+/// fields and the errors Apple is known to send.
+enum MockRegistrationRules {
+    typealias Rejection = MockSessionRules.Rejection
+
+    static let unauthorized = Rejection(status: 401, message: "Payment Services Exception Unauthorized")
+    static let malformed = Rejection(status: 400, message: "Malformed Json")
+
+    /// The platform integrator calling: a known merchant whose ID hash is in the client certificate.
+    static func platform(clientMerchantHash: String?, merchants: [MockMerchant]) -> MockMerchant? {
+        guard let hash = clientMerchantHash?.uppercased() else { return nil }
+        return merchants.first { MerchantIdentifierExtension.hash(of: $0.merchantIdentifier) == hash }
+    }
+
+    struct Fields {
+        var object: [String: Any]
+
+        func string(_ key: String) -> String? { object[key] as? String }
+
+        /// `domainNames` must be an array of strings: a bare string is "Malformed Json", as at Apple.
+        func domains() -> [String]? {
+            guard let array = object["domainNames"] as? [Any] else { return nil }
+            let strings = array.compactMap { $0 as? String }
+            return strings.count == array.count ? strings : nil
+        }
+    }
+
+    static func parse(_ body: [UInt8]) -> Fields? {
+        (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]).map(Fields.init)
+    }
+
+    static func checkDomains(_ domains: [String]) -> Rejection? {
+        guard !domains.isEmpty else { return Rejection(status: 400, message: "Payment Services Exception domainNames is required") }
+        guard domains.count <= MerchantRegistrationRules.maximumDomains else {
+            return Rejection(status: 400, message: "Payment Services Exception domainNames exceeds 99 entries")
+        }
+        if let bad = domains.first(where: { !DomainName.isValid($0) }) {
+            return Rejection(status: 400, message: "Payment Services Exception invalid domain name \(bad)")
+        }
+        return nil
+    }
+
+    static func register(
+        body: [UInt8], clientMerchantHash: String?, merchants: [MockMerchant], partners: inout [String: MockPartnerMerchant]
+    ) -> Rejection? {
+        guard let platform = platform(clientMerchantHash: clientMerchantHash, merchants: merchants) else { return unauthorized }
+        guard let fields = parse(body), let domains = fields.domains() else { return malformed }
+        guard let identifier = fields.string("partnerInternalMerchantIdentifier"),
+            MerchantRegistrationRules.isValidPartnerIdentifier(identifier)
+        else {
+            return Rejection(status: 400, message: "Payment Services Exception partnerInternalMerchantIdentifier is invalid")
+        }
+        guard let name = fields.string("partnerMerchantName"), !name.isEmpty else {
+            return Rejection(status: 400, message: "Payment Services Exception partnerMerchantName is required")
+        }
+        guard let encryptTo = fields.string("encryptTo"), encryptTo == platform.merchantIdentifier else {
+            return Rejection(status: 400, message: "Payment Services Exception encryptTo must be the platform integrator's merchant ID")
+        }
+        if let rejection = checkDomains(domains) { return rejection }
+        let platformHash = MerchantIdentifierExtension.hash(of: platform.merchantIdentifier)
+        if let existing = partners[identifier], existing.platformMerchantHash != platformHash { return unauthorized }
+        for domain in domains {
+            if let owner = partners.values.first(where: {
+                $0.partnerInternalMerchantIdentifier != identifier && $0.domainNames.contains(domain)
+            }) {
+                return Rejection(
+                    status: 400,
+                    message:
+                        "Payment Services Exception domain \(domain) is already registered to \(owner.partnerInternalMerchantIdentifier)")
+            }
+        }
+        var merchant =
+            partners[identifier]
+            ?? MockPartnerMerchant(
+                partnerInternalMerchantIdentifier: identifier, partnerMerchantName: name, encryptTo: encryptTo, merchantUrl: nil,
+                domainNames: [], platformMerchantHash: platformHash)
+        merchant.partnerMerchantName = name
+        merchant.merchantUrl = fields.string("merchantUrl")
+        merchant.domainNames += domains.filter { !merchant.domainNames.contains($0) }
+        partners[identifier] = merchant
+        return nil
+    }
+
+    static func unregister(
+        body: [UInt8], clientMerchantHash: String?, merchants: [MockMerchant], partners: inout [String: MockPartnerMerchant]
+    ) -> Rejection? {
+        guard let platform = platform(clientMerchantHash: clientMerchantHash, merchants: merchants) else { return unauthorized }
+        guard let fields = parse(body), let domains = fields.domains() else { return malformed }
+        guard let identifier = fields.string("partnerInternalMerchantIdentifier"), let reason = fields.string("reason"), !reason.isEmpty
+        else {
+            return Rejection(status: 400, message: "Payment Services Exception partnerInternalMerchantIdentifier and reason are required")
+        }
+        if let rejection = checkDomains(domains) { return rejection }
+        guard var merchant = partners[identifier],
+            merchant.platformMerchantHash == MerchantIdentifierExtension.hash(of: platform.merchantIdentifier)
+        else {
+            return Rejection(status: 404, message: "Payment Services Exception merchant \(identifier) not found")
+        }
+        if let missing = domains.first(where: { !merchant.domainNames.contains($0) }) {
+            return Rejection(status: 400, message: "Payment Services Exception domain \(missing) is not registered to \(identifier)")
+        }
+        merchant.domainNames.removeAll { domains.contains($0) }
+        partners[identifier] = merchant.domainNames.isEmpty ? nil : merchant
+        return nil
+    }
+
+    static func details(
+        identifier: String, clientMerchantHash: String?, merchants: [MockMerchant], partners: [String: MockPartnerMerchant]
+    ) -> Result<[UInt8], Rejection> {
+        guard let platform = platform(clientMerchantHash: clientMerchantHash, merchants: merchants) else { return .failure(unauthorized) }
+        guard let merchant = partners[identifier],
+            merchant.platformMerchantHash == MerchantIdentifierExtension.hash(of: platform.merchantIdentifier)
+        else {
+            return .failure(Rejection(status: 404, message: "Payment Services Exception merchant \(identifier) not found"))
+        }
+        let details = RegisteredMerchantDetails(
+            domainNames: merchant.domainNames, partnerMerchantName: merchant.partnerMerchantName,
+            partnerInternalMerchantIdentifier: merchant.partnerInternalMerchantIdentifier,
+            partnerMerchantValidationURI: "https://apple-pay-gateway.apple.com/paymentservices/paymentSession",
+            encryptTo: merchant.encryptTo)
+        return .success(Array((try? JSONEncoder().encode(details)) ?? Data()))
     }
 }

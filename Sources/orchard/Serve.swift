@@ -40,11 +40,17 @@ func runServer(
     } catch {
         fail(error.message)
     }
+    let registered = try await store.registeredMerchants()
+    if !registered.isEmpty && configuration.platform == nil {
+        logger.warning("the registry holds registered merchants but no platformIntegrator is configured: they are not served")
+    }
     let app = buildApplication(
         configuration: configuration,
         sessions: AppleGatewayClient(http: http, configuration: configuration, logger: logger),
         store: store,
         simulator: simulator,
+        directory: MerchantDirectory(configuration: configuration, registered: registered),
+        registration: AppleRegistrationClient(http: http, configuration: configuration, logger: logger),
         logger: logger,
         onServerRunning: onServerRunning)
     try await app.runService()

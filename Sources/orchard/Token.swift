@@ -60,13 +60,7 @@ extension Token {
             guard cert.isEmpty ? merchantId != nil : cert.count == key.count && merchantId == nil else {
                 throw ValidationError("give one --cert per --key, or --merchant-id, not both")
             }
-            var now = Date()
-            if let at {
-                guard let date = try? Date(at, strategy: .iso8601) else {
-                    throw ValidationError("--at \(at) is not an ISO 8601 time like 2021-09-01T19:04:00Z")
-                }
-                now = date
-            }
+            let now = try at.map(parseDate) ?? Date()
             let keys = try key.enumerated().map { index, path throws -> ProcessingKey in
                 let pem = try read(path, "key")
                 if let merchantId { return try ProcessingKey(privateKeyPEM: pem, merchantIdentifier: merchantId) }

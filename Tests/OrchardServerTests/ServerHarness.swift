@@ -98,22 +98,30 @@ struct ServerHarness {
     /// Runs `body` against a started server and gateway, then stops both.
     static func with(
         faults: MockGatewayFaults = .none, timeoutMilliseconds: Int = 2000, simulator: (any SimulatedApplePay)? = nil,
-        checkout: ConfigurationFile.Checkout? = nil, _ body: (ServerHarness) async throws -> Void
+        checkout: ConfigurationFile.Checkout? = nil, otherMockMerchants: [MockMerchant] = [],
+        environment: [String: String] = [:], expiryCheckInterval: Duration = .seconds(86_400), time: TimeSource = .system,
+        logHandler: (any LogHandler)? = nil,
+        configure: (inout ConfigurationFile, TemporaryDirectory) throws -> Void = { _, _ in },
+        _ body: (ServerHarness) async throws -> Void
     ) async throws {
-        let fixture = try await GatewayFixture.start(domains: [domain], faults: faults)
+        let fixture = try await GatewayFixture.start(domains: [domain], otherMerchants: otherMockMerchants, faults: faults)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         var file = try configurationFile(gatewayPort: fixture.port, directory: directory, timeoutMilliseconds: timeoutMilliseconds)
         file.checkout = checkout
-        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path)
+        try configure(&file, directory)
+        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: environment, time: time)
         let http = try CurlHTTPClient()
-        var logger = Logger(label: "orchard.test")
-        logger.logLevel = .critical
+        var logger = logHandler.map { handler in Logger(label: "orchard.test") { _ in handler } } ?? Logger(label: "orchard.test")
+        logger.logLevel = logHandler == nil ? .critical : .info
         let sessions = CountingSessions(inner: AppleGatewayClient(http: http, configuration: configuration, logger: logger))
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let store = try configuration.openStore()
         let app = buildApplication(
-            configuration: configuration, sessions: sessions, store: store, simulator: simulator, logger: logger
+            configuration: configuration, sessions: sessions, store: store, time: time, simulator: simulator,
+            directory: MerchantDirectory(configuration: configuration, registered: try await store.registeredMerchants()),
+            registration: AppleRegistrationClient(http: http, configuration: configuration, logger: logger),
+            expiryCheckInterval: expiryCheckInterval, logger: logger
         ) { port in
             portContinuation.yield(port)
         }
@@ -140,8 +148,11 @@ struct ServerHarness {
     }
 
     /// A request to the server, as a browser on `host` would send it.
-    func send(_ method: String, _ path: String, host: String = domain, body: [UInt8]? = nil) async throws -> CurlResponse {
-        var headers: [(name: String, value: String)] = [(name: "Host", value: host)]
+    func send(
+        _ method: String, _ path: String, host: String = domain, body: [UInt8]? = nil,
+        extraHeaders: [(name: String, value: String)] = []
+    ) async throws -> CurlResponse {
+        var headers: [(name: String, value: String)] = [(name: "Host", value: host)] + extraHeaders
         if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
         return try await client.execute(
             CurlRequest(method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body))

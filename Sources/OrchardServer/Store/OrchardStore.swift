@@ -40,6 +40,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case duplicateTransaction
         /// The order is unknown or no longer open.
         case orderNotOpen
+        /// The domain is already registered to another merchant.
+        case domainTaken
         /// The storage itself failed.
         case storage
     }
@@ -61,6 +63,39 @@ public protocol OrchardStore: Sendable {
     /// Sets a claimed payment's outcome; a refused payment reopens its order for another try.
     func finishPayment(id: String, state: String, processorReference: String?, reopenOrder: Bool) async throws
     func payments(orderId: String) async throws -> [PaymentRecord]
+
+    /// Merchants registered through the Web Merchant Registration API, with their domains.
+    func registeredMerchants() async throws -> [RegisteredMerchant]
+    /// Creates or replaces a registered merchant and its domain set; a domain another
+    /// merchant holds fails with ``StoreError/Code/domainTaken`` and changes nothing.
+    func saveRegistration(_ merchant: RegisteredMerchant) async throws
+    /// Forgets a registered merchant and its domains.
+    func deleteRegistration(partnerIdentifier: String) async throws
+}
+
+/// A merchant a platform integrator registered with Apple, as the registry keeps it.
+public struct RegisteredMerchant: Sendable, Codable, Equatable {
+    public var partnerIdentifier: String
+    public var name: String
+    public var encryptTo: String
+    public var merchantUrl: String?
+    /// Lowercased, in registration order.
+    public var domains: [String]
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(
+        partnerIdentifier: String, name: String, encryptTo: String, merchantUrl: String?, domains: [String], createdAt: Date,
+        updatedAt: Date
+    ) {
+        self.partnerIdentifier = partnerIdentifier
+        self.name = name
+        self.encryptTo = encryptTo
+        self.merchantUrl = merchantUrl
+        self.domains = domains
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
 }
 
 /// The SQLite store: one file in the state folder, created on first run.
@@ -81,6 +116,17 @@ public final class SQLiteStore: OrchardStore {
                 id TEXT PRIMARY KEY, order_id TEXT NOT NULL REFERENCES orders(id), transaction_id TEXT NOT NULL UNIQUE,
                 state TEXT NOT NULL, amount INTEGER NOT NULL, currency TEXT NOT NULL, network TEXT, last_four TEXT NOT NULL,
                 processor_reference TEXT, created_at INTEGER NOT NULL)
+            """)
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS registered_merchants (
+                partner_id TEXT PRIMARY KEY, name TEXT NOT NULL, encrypt_to TEXT NOT NULL, merchant_url TEXT,
+                created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)
+            """)
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS registered_domains (
+                domain TEXT PRIMARY KEY, partner_id TEXT NOT NULL REFERENCES registered_merchants(partner_id), position INTEGER NOT NULL)
             """)
     }
 
@@ -167,6 +213,64 @@ public final class SQLiteStore: OrchardStore {
                 id: row[0].text ?? "", orderId: row[1].text ?? "", transactionId: row[2].text ?? "", state: row[3].text ?? "",
                 amount: row[4].integer ?? 0, currency: row[5].text ?? "", network: row[6].text, lastFour: row[7].text ?? "",
                 processorReference: row[8].text, createdAt: Date(timeIntervalSince1970: TimeInterval(row[9].integer ?? 0)))
+        }
+    }
+
+    public func registeredMerchants() async throws -> [RegisteredMerchant] {
+        let (merchants, domains) = try await database.run { db in
+            (
+                try db.query(
+                    "SELECT partner_id, name, encrypt_to, merchant_url, created_at, updated_at FROM registered_merchants ORDER BY partner_id"
+                ),
+                try db.query("SELECT partner_id, domain FROM registered_domains ORDER BY partner_id, position")
+            )
+        }
+        var byPartner: [String: [String]] = [:]
+        for row in domains { byPartner[row[0].text ?? "", default: []].append(row[1].text ?? "") }
+        return merchants.map { row in
+            let id = row[0].text ?? ""
+            return RegisteredMerchant(
+                partnerIdentifier: id, name: row[1].text ?? "", encryptTo: row[2].text ?? "", merchantUrl: row[3].text,
+                domains: byPartner[id] ?? [], createdAt: Date(timeIntervalSince1970: TimeInterval(row[4].integer ?? 0)),
+                updatedAt: Date(timeIntervalSince1970: TimeInterval(row[5].integer ?? 0)))
+        }
+    }
+
+    public func saveRegistration(_ merchant: RegisteredMerchant) async throws {
+        try await database.run { db in
+            try db.transaction {
+                try db.execute(
+                    """
+                    INSERT INTO registered_merchants (partner_id, name, encrypt_to, merchant_url, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(partner_id) DO UPDATE SET
+                    name = excluded.name, encrypt_to = excluded.encrypt_to, merchant_url = excluded.merchant_url,
+                    updated_at = excluded.updated_at
+                    """,
+                    [
+                        .text(merchant.partnerIdentifier), .text(merchant.name), .text(merchant.encryptTo),
+                        merchant.merchantUrl.map(SQLiteValue.text) ?? .null, .integer(Int64(merchant.createdAt.timeIntervalSince1970)),
+                        .integer(Int64(merchant.updatedAt.timeIntervalSince1970)),
+                    ])
+                try db.execute("DELETE FROM registered_domains WHERE partner_id = ?", [.text(merchant.partnerIdentifier)])
+                for (position, domain) in merchant.domains.enumerated() {
+                    do {
+                        try db.execute(
+                            "INSERT INTO registered_domains (domain, partner_id, position) VALUES (?, ?, ?)",
+                            [.text(domain), .text(merchant.partnerIdentifier), .integer(Int64(position))])
+                    } catch let failure as SQLiteDatabase.Failure where failure.isConstraint {
+                        throw StoreError(code: .domainTaken, message: "\(domain) is already registered to another merchant")
+                    }
+                }
+            }
+        }
+    }
+
+    public func deleteRegistration(partnerIdentifier: String) async throws {
+        try await database.run { db in
+            try db.transaction {
+                try db.execute("DELETE FROM registered_domains WHERE partner_id = ?", [.text(partnerIdentifier)])
+                try db.execute("DELETE FROM registered_merchants WHERE partner_id = ?", [.text(partnerIdentifier)])
+            }
         }
     }
 

@@ -1,0 +1,107 @@
+#include "orchard_openssl.h"
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pkcs12.h>
+#include <openssl/provider.h>
+#include <openssl/x509.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t providers_once = PTHREAD_ONCE_INIT;
+
+static void load_providers(void) {
+    /* Loading "legacy" turns off the implicit default provider, so load both. */
+    OSSL_PROVIDER_load(NULL, "legacy");
+    OSSL_PROVIDER_load(NULL, "default");
+}
+
+static void last_error(char *message, size_t length, const char *fallback) {
+    unsigned long code = ERR_peek_last_error();
+    if (code != 0 && length > 0) {
+        ERR_error_string_n(code, message, length);
+    } else if (length > 0) {
+        snprintf(message, length, "%s", fallback);
+    }
+    ERR_clear_error();
+}
+
+static int append_der(X509 *certificate, unsigned char **buffer, size_t *length) {
+    int size = i2d_X509(certificate, NULL);
+    if (size <= 0) return 0;
+    unsigned char *grown = realloc(*buffer, *length + (size_t)size);
+    if (grown == NULL) return 0;
+    *buffer = grown;
+    unsigned char *cursor = grown + *length;
+    if (i2d_X509(certificate, &cursor) != size) return 0;
+    *length += (size_t)size;
+    return 1;
+}
+
+int orchard_pkcs12_parse(const unsigned char *data, size_t length, const char *password,
+                         orchard_pkcs12_contents *out, char *message, size_t message_length) {
+    memset(out, 0, sizeof(*out));
+    if (message_length > 0) message[0] = '\0';
+    pthread_once(&providers_once, load_providers);
+    ERR_clear_error();
+
+    const unsigned char *cursor = data;
+    PKCS12 *p12 = d2i_PKCS12(NULL, &cursor, (long)length);
+    if (p12 == NULL) {
+        last_error(message, message_length, "not a PKCS#12 file");
+        return ORCHARD_PKCS12_NOT_PKCS12;
+    }
+    /* An empty password and no password are different MACs; try what was given, then the other. */
+    const char *pass = password;
+    if (!PKCS12_verify_mac(p12, pass, pass ? -1 : 0)) {
+        if (pass == NULL && PKCS12_verify_mac(p12, "", 0)) {
+            pass = "";
+        } else if (pass != NULL && pass[0] == '\0' && PKCS12_verify_mac(p12, NULL, 0)) {
+            pass = NULL;
+        } else {
+            PKCS12_free(p12);
+            last_error(message, message_length, "MAC verification failed");
+            return ORCHARD_PKCS12_BAD_PASSWORD;
+        }
+    }
+    EVP_PKEY *key = NULL;
+    X509 *leaf = NULL;
+    STACK_OF(X509) *chain = NULL;
+    int parsed = PKCS12_parse(p12, pass, &key, &leaf, &chain);
+    PKCS12_free(p12);
+    if (!parsed) {
+        last_error(message, message_length, "cannot decrypt the PKCS#12 contents");
+        return ORCHARD_PKCS12_FAILED;
+    }
+    int result = ORCHARD_PKCS12_OK;
+    if (leaf != NULL && !append_der(leaf, &out->certificate, &out->certificate_length)) result = ORCHARD_PKCS12_FAILED;
+    for (int index = 0; chain != NULL && index < sk_X509_num(chain); index++) {
+        if (!append_der(sk_X509_value(chain, index), &out->chain, &out->chain_length)) result = ORCHARD_PKCS12_FAILED;
+    }
+    if (key != NULL) {
+        int id = EVP_PKEY_get_base_id(key);
+        snprintf(out->key_type, sizeof(out->key_type), "%s", id == EVP_PKEY_RSA ? "RSA" : id == EVP_PKEY_EC ? "EC" : "other");
+        out->key_bits = EVP_PKEY_get_bits(key);
+        out->key_matches_certificate = leaf != NULL && X509_check_private_key(leaf, key) == 1;
+    }
+    EVP_PKEY_free(key);
+    X509_free(leaf);
+    sk_X509_pop_free(chain, X509_free);
+    if (result != ORCHARD_PKCS12_OK) {
+        orchard_pkcs12_free(out);
+        if (message_length > 0) snprintf(message, message_length, "out of memory");
+    }
+    ERR_clear_error();
+    return result;
+}
+
+void orchard_pkcs12_free(orchard_pkcs12_contents *contents) {
+    free(contents->certificate);
+    free(contents->chain);
+    contents->certificate = NULL;
+    contents->chain = NULL;
+    contents->certificate_length = 0;
+    contents->chain_length = 0;
+}

@@ -1,0 +1,298 @@
+import ApplePay
+import COpenSSLShims
+import Crypto
+import Foundation
+import SwiftASN1
+import X509
+import _CryptoExtras
+
+/// A certificate tooling problem, with a message to act on.
+public struct CertificateToolError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Which of Apple's two merchant certificates a certificate is.
+public enum MerchantCertificateKind: String, Sendable, Codable {
+    /// Merchant Identity: the TLS client certificate for merchant sessions and registration.
+    case identity
+    /// Payment Processing: the key tokens are encrypted to.
+    case processing
+    case other
+}
+
+/// What `orchard certs inspect` reports about one certificate.
+public struct CertificateReport: Sendable, Codable, Equatable {
+    public var subject: String
+    public var issuer: String
+    public var serialNumber: String
+    public var sha256Fingerprint: String
+    public var kind: MerchantCertificateKind
+    /// The merchant ID in the subject's UID, as Apple writes it.
+    public var merchantIdentifier: String?
+    /// The hex SHA-256 in extension 1.2.840.113635.100.6.32.
+    public var merchantIdentifierHash: String?
+    /// Whether the extension's hash is the hash of `merchantIdentifier` (nil when either is missing).
+    public var merchantIdentifierMatches: Bool?
+    public var keyType: String
+    public var keyBits: Int?
+    public var notValidBefore: Date
+    public var notValidAfter: Date
+    public var daysLeft: Int
+    public var expired: Bool
+}
+
+/// What a file's private key is.
+public struct PrivateKeyReport: Sendable, Codable, Equatable {
+    public var type: String
+    public var bits: Int?
+    /// Whether it is the first certificate's key (nil when there is no certificate).
+    public var matchesCertificate: Bool?
+}
+
+/// What a certificate file holds.
+public struct CertificateFileReport: Sendable, Codable, Equatable {
+    /// "pem", "der" or "pkcs12".
+    public var format: String
+    public var certificates: [CertificateReport]
+    public var privateKey: PrivateKeyReport?
+    /// Things worth knowing: an encrypted key left unread, say.
+    public var notes: [String]
+}
+
+/// Reads PEM, DER and PKCS#12 files and reports what Apple Pay cares about.
+public enum CertificateInspector {
+    static let userIDOID: ASN1ObjectIdentifier = [0, 9, 2342, 19_200_300, 100, 1, 1]
+
+    /// Inspects `bytes`; `password` opens a PKCS#12 file; `now` counts the days left.
+    public static func inspect(_ bytes: [UInt8], password: String?, at now: Date) throws(CertificateToolError)
+        -> CertificateFileReport
+    {
+        let text = String(decoding: bytes, as: UTF8.self)
+        if text.contains("-----BEGIN ") { return try inspectPEM(text, at: now) }
+        if let certificate = try? Certificate(derEncoded: bytes) {
+            return CertificateFileReport(format: "der", certificates: [report(certificate, at: now)], privateKey: nil, notes: [])
+        }
+        return try inspectPKCS12(bytes, password: password, at: now)
+    }
+
+    static func inspectPEM(_ text: String, at now: Date) throws(CertificateToolError) -> CertificateFileReport {
+        let documents: [PEMDocument]
+        do {
+            documents = try PEMDocument.parseMultiple(pemString: text)
+        } catch {
+            throw CertificateToolError("the PEM data cannot be read (\(error))")
+        }
+        var certificates: [Certificate] = []
+        var key: PrivateKeyReport?
+        var notes: [String] = []
+        for document in documents {
+            switch document.discriminator {
+            case "CERTIFICATE":
+                do {
+                    certificates.append(try Certificate(pemDocument: document))
+                } catch {
+                    throw CertificateToolError("a CERTIFICATE block is not a valid X.509 certificate")
+                }
+            case "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY":
+                key = privateKeyReport(pem: document.pemString)
+            case "ENCRYPTED PRIVATE KEY":
+                notes.append("the private key is encrypted: Orchard needs it unencrypted (openssl pkey -in KEY -out KEY.pem)")
+            case "CERTIFICATE REQUEST":
+                notes.append("a certificate signing request: upload it to Apple, then import the certificate Apple returns")
+            default:
+                notes.append("a \(document.discriminator) block was skipped")
+            }
+        }
+        guard !certificates.isEmpty || key != nil || !notes.isEmpty else { throw CertificateToolError("the file holds no PEM block") }
+        if var found = key, let leaf = certificates.first {
+            found.matchesCertificate = matches(pem: text, certificate: leaf)
+            key = found
+        }
+        return CertificateFileReport(format: "pem", certificates: certificates.map { report($0, at: now) }, privateKey: key, notes: notes)
+    }
+
+    static func inspectPKCS12(_ bytes: [UInt8], password: String?, at now: Date) throws(CertificateToolError) -> CertificateFileReport {
+        var contents = orchard_pkcs12_contents()
+        var message = [CChar](repeating: 0, count: 256)
+        let result = bytes.withUnsafeBufferPointer { buffer in
+            orchard_pkcs12_parse(buffer.baseAddress, buffer.count, password, &contents, &message, message.count)
+        }
+        defer { orchard_pkcs12_free(&contents) }
+        let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        switch Int(result) {
+        case Int(ORCHARD_PKCS12_OK): break
+        case Int(ORCHARD_PKCS12_NOT_PKCS12):
+            throw CertificateToolError("not a PEM file, a DER certificate or a PKCS#12 file")
+        case Int(ORCHARD_PKCS12_BAD_PASSWORD):
+            throw CertificateToolError(
+                password == nil ? "the PKCS#12 file needs a password (--password)" : "wrong password for the PKCS#12 file")
+        default:
+            throw CertificateToolError("the PKCS#12 file cannot be read: \(reason)")
+        }
+        var certificates: [Certificate] = []
+        if let leaf = contents.certificate {
+            certificates.append(try certificate(Array(UnsafeBufferPointer(start: leaf, count: contents.certificate_length))))
+        }
+        if let chain = contents.chain {
+            var rest = ArraySlice(UnsafeBufferPointer(start: chain, count: contents.chain_length))
+            while !rest.isEmpty {
+                guard let length = derElementLength(rest), length <= rest.count else {
+                    throw CertificateToolError("the PKCS#12 chain cannot be read")
+                }
+                certificates.append(try certificate(Array(rest.prefix(length))))
+                rest = rest.dropFirst(length)
+            }
+        }
+        let keyType = withUnsafeBytes(of: contents.key_type) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let key =
+            keyType.isEmpty
+            ? nil
+            : PrivateKeyReport(
+                type: keyType == "EC" ? "EC P-\(contents.key_bits)" : keyType, bits: Int(contents.key_bits),
+                matchesCertificate: contents.certificate == nil ? nil : contents.key_matches_certificate == 1)
+        return CertificateFileReport(
+            format: "pkcs12", certificates: certificates.map { report($0, at: now) }, privateKey: key, notes: [])
+    }
+
+    /// The length of the DER element at the start of `bytes` (tag, length and contents).
+    static func derElementLength(_ bytes: ArraySlice<UInt8>) -> Int? {
+        guard bytes.count >= 2 else { return nil }
+        let first = bytes[bytes.startIndex + 1]
+        if first < 0x80 { return 2 + Int(first) }
+        let count = Int(first & 0x7F)
+        guard (1...4).contains(count), bytes.count >= 2 + count else { return nil }
+        let length = bytes[(bytes.startIndex + 2)..<(bytes.startIndex + 2 + count)].reduce(0) { $0 << 8 | Int($1) }
+        return 2 + count + length
+    }
+
+    static func certificate(_ der: [UInt8]) throws(CertificateToolError) -> Certificate {
+        do {
+            return try Certificate(derEncoded: der)
+        } catch {
+            throw CertificateToolError("a certificate in the PKCS#12 file is not valid X.509")
+        }
+    }
+
+    /// The report for one certificate.
+    public static func report(_ certificate: Certificate, at now: Date) -> CertificateReport {
+        let uid = attribute(userIDOID, in: certificate.subject)
+        let hash = MerchantIdentifierExtension.value(in: certificate)?.uppercased()
+        var serializer = DER.Serializer()
+        let der = (try? serializer.serialize(certificate)).map { serializer.serializedBytes } ?? []
+        let (keyType, bits) = describe(certificate.publicKey)
+        return CertificateReport(
+            subject: certificate.subject.description, issuer: certificate.issuer.description,
+            serialNumber: certificate.serialNumber.description, sha256Fingerprint: Hex.encode(Array(SHA256.hash(data: der))).uppercased(),
+            kind: kind(of: certificate), merchantIdentifier: uid, merchantIdentifierHash: hash,
+            merchantIdentifierMatches: uid.flatMap { id in hash.map { $0 == MerchantIdentifierExtension.hash(of: id) } }, keyType: keyType,
+            keyBits: bits, notValidBefore: certificate.notValidBefore, notValidAfter: certificate.notValidAfter,
+            daysLeft: Int((certificate.notValidAfter.timeIntervalSince(now) / 86_400).rounded(.down)),
+            expired: certificate.notValidAfter < now)
+    }
+
+    /// Apple names its certificates in the common name; the key usage tells the rest.
+    public static func kind(of certificate: Certificate) -> MerchantCertificateKind {
+        let commonName = attribute(.RDNAttributeType.commonName, in: certificate.subject) ?? ""
+        if commonName.hasPrefix("Apple Pay Payment Processing") { return .processing }
+        if commonName.hasPrefix("Merchant ID:") { return .identity }
+        if let usage = try? certificate.extensions.extendedKeyUsage, usage.contains(.clientAuth) { return .identity }
+        if let usage = try? certificate.extensions.keyUsage, usage.keyAgreement { return .processing }
+        return .other
+    }
+
+    static func attribute(_ oid: ASN1ObjectIdentifier, in name: DistinguishedName) -> String? {
+        for rdn in name {
+            for attribute in rdn where attribute.type == oid {
+                return String(describing: attribute.value)
+            }
+        }
+        return nil
+    }
+
+    static func describe(_ key: Certificate.PublicKey) -> (String, Int?) {
+        if P256.Signing.PublicKey(key) != nil { return ("EC P-256", 256) }
+        if P384.Signing.PublicKey(key) != nil { return ("EC P-384", 384) }
+        if let rsa = _RSA.Signing.PublicKey(key) { return ("RSA", rsa.keySizeInBits) }
+        return ("other", nil)
+    }
+
+    static func privateKeyReport(pem: String) -> PrivateKeyReport {
+        if (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil { return PrivateKeyReport(type: "EC P-256", bits: 256) }
+        if let rsa = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) {
+            return PrivateKeyReport(type: "RSA", bits: rsa.keySizeInBits)
+        }
+        return PrivateKeyReport(type: "other", bits: nil)
+    }
+
+    static func matches(pem: String, certificate: Certificate) -> Bool? {
+        guard let key = try? Certificate.PrivateKey(pemEncoded: pem) else { return nil }
+        return key.publicKey == certificate.publicKey
+    }
+}
+
+/// Keys and certificate signing requests for Apple's two merchant certificates.
+public enum CertificateRequests {
+    /// A new private key (PEM, PKCS#8) and CSR (PEM): RSA-2048 for identity, EC P-256 for processing.
+    public static func make(kind: MerchantCertificateKind, merchantIdentifier: String) throws(CertificateToolError) -> (
+        keyPEM: String, csrPEM: String
+    ) {
+        do {
+            let key: Certificate.PrivateKey
+            let keyPEM: String
+            let algorithm: Certificate.SignatureAlgorithm
+            switch kind {
+            case .identity:
+                let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+                key = Certificate.PrivateKey(rsa)
+                keyPEM = rsa.pkcs8PEMRepresentation
+                algorithm = .sha256WithRSAEncryption
+            case .processing:
+                let ec = P256.Signing.PrivateKey()
+                key = Certificate.PrivateKey(ec)
+                keyPEM = ec.pemRepresentation
+                algorithm = .ecdsaWithSHA256
+            case .other:
+                throw CertificateToolError("the kind must be identity or processing")
+            }
+            let subject = try DistinguishedName {
+                CommonName(merchantIdentifier)
+            }
+            let csr = try CertificateSigningRequest(
+                version: .v1, subject: subject, privateKey: key, attributes: CertificateSigningRequest.Attributes(),
+                signatureAlgorithm: algorithm)
+            return (keyPEM, try csr.serializeAsPEM().pemString)
+        } catch let error as CertificateToolError {
+            throw error
+        } catch {
+            throw CertificateToolError("cannot create the key and CSR (\(error))")
+        }
+    }
+
+    /// Apple's `.cer` (DER, or PEM) as PEM, after checking it belongs to `keyPEM`.
+    public static func importCertificate(_ cer: [UInt8], keyPEM: String) throws(CertificateToolError) -> (
+        pem: String, certificate: Certificate
+    ) {
+        let certificate: Certificate
+        if let der = try? Certificate(derEncoded: cer) {
+            certificate = der
+        } else if let pem = try? Certificate(pemEncoded: String(decoding: cer, as: UTF8.self)) {
+            certificate = pem
+        } else {
+            throw CertificateToolError("the .cer file is not a DER or PEM certificate")
+        }
+        guard let key = try? Certificate.PrivateKey(pemEncoded: keyPEM) else {
+            throw CertificateToolError("the key file is not an unencrypted PEM private key")
+        }
+        guard key.publicKey == certificate.publicKey else {
+            throw CertificateToolError(
+                "the key does not match the certificate: use the key whose CSR you uploaded for this certificate")
+        }
+        do {
+            return (try certificate.serializeAsPEM().pemString + "\n", certificate)
+        } catch {
+            throw CertificateToolError("cannot write the certificate as PEM")
+        }
+    }
+}

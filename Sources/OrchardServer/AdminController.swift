@@ -1,0 +1,193 @@
+import ApplePay
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+/// `/admin/`: the merchant registry and domain registration, behind a bearer token.
+/// Not routed at all when no `admin.token` is configured.
+struct AdminController {
+    let configuration: ServerConfiguration
+    let directory: MerchantDirectory
+    let store: any OrchardStore
+    let registration: (any MerchantRegistrationService)?
+    let time: TimeSource
+
+    struct RegisterBody: Decodable {
+        var partnerInternalMerchantIdentifier: String
+        var partnerMerchantName: String
+        var domainNames: [String]
+        var merchantUrl: String?
+        var encryptTo: String?
+    }
+
+    struct UnregisterBody: Decodable {
+        var domainNames: [String]
+        var reason: String
+    }
+
+    struct ConfiguredMerchant: Encodable {
+        var merchantIdentifier: String
+        var displayName: String
+        var domains: [String]
+        var takesOrders: Bool
+    }
+
+    struct Listing: Encodable {
+        var platformIntegrator: String?
+        var configured: [ConfiguredMerchant]
+        var registered: [RegisteredMerchant]
+    }
+
+    struct Details: Encodable {
+        var registered: RegisteredMerchant?
+        var apple: RegisteredMerchantDetails?
+    }
+
+    func addRoutes(to router: Router<some RequestContext>, token: AdminToken) {
+        let admin = router.group("admin").add(middleware: AdminAuthMiddleware(token: token))
+        admin.get("merchants") { _, _ in
+            try json(
+                Listing(
+                    platformIntegrator: configuration.platform?.merchantIdentifier,
+                    configured: configuration.merchants.map {
+                        ConfiguredMerchant(
+                            merchantIdentifier: $0.merchantIdentifier, displayName: $0.displayName, domains: $0.domains,
+                            takesOrders: $0.catalogue != nil)
+                    },
+                    registered: directory.registrations), status: .ok)
+        }
+        admin.post("merchants") { request, context in
+            try await register(request, logger: context.logger)
+        }
+        admin.get("merchants/{id}") { _, context in
+            let id = try context.parameters.require("id")
+            let local = directory.registrations.first { $0.partnerIdentifier == id }
+            var apple: RegisteredMerchantDetails?
+            do {
+                apple = try await service().details(partnerIdentifier: id)
+            } catch let error as OrchardError where error.upstreamStatus == 404 {
+                apple = nil
+            }
+            guard local != nil || apple != nil else { throw OrchardError(.notFound, "no merchant \(id) is registered") }
+            return try json(Details(registered: local, apple: apple), status: .ok)
+        }
+        admin.post("merchants/{id}/unregister") { request, context in
+            try await unregister(request, id: try context.parameters.require("id"), logger: context.logger)
+        }
+    }
+
+    func service() throws(OrchardError) -> any MerchantRegistrationService {
+        guard let registration else {
+            throw OrchardError(
+                .platformNotConfigured, "domain registration needs a platformIntegrator (identity certificate and key) in the configuration"
+            )
+        }
+        return registration
+    }
+
+    func decode<T: Decodable>(_ request: Request) async throws -> T {
+        let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
+        } catch {
+            throw OrchardError(.invalidJSON, "the body is not the JSON this endpoint expects (\(ServerConfiguration.describe(error)))")
+        }
+    }
+
+    func register(_ request: Request, logger: Logger) async throws -> Response {
+        let service = try service()
+        let body: RegisterBody = try await decode(request)
+        let registration: MerchantRegistration
+        do {
+            registration = try MerchantRegistration(
+                domainNames: body.domainNames, encryptTo: body.encryptTo ?? configuration.platform?.merchantIdentifier ?? "",
+                partnerInternalMerchantIdentifier: body.partnerInternalMerchantIdentifier, partnerMerchantName: body.partnerMerchantName,
+                merchantUrl: body.merchantUrl
+            ).validated()
+        } catch {
+            throw OrchardError(.invalidRegistration, error.message)
+        }
+        let id = registration.partnerInternalMerchantIdentifier
+        for domain in registration.domainNames {
+            if let owner = directory.owner(of: domain), owner != id {
+                throw OrchardError(.domainTaken, "\(domain) already belongs to \(owner) on this server")
+            }
+        }
+        try await service.register(registration)
+        let existing = directory.registrations.first { $0.partnerIdentifier == id }
+        let now = time.now
+        let merchant = RegisteredMerchant(
+            partnerIdentifier: id, name: registration.partnerMerchantName, encryptTo: registration.encryptTo,
+            merchantUrl: registration.merchantUrl,
+            domains: (existing?.domains ?? []) + registration.domainNames.filter { !(existing?.domains ?? []).contains($0) },
+            createdAt: existing?.createdAt ?? now, updatedAt: now)
+        try await save(merchant, after: "registered")
+        logger.info("merchant registered", metadata: ["partner": "\(id)", "domains": "\(registration.domainNames.joined(separator: ","))"])
+        return try json(merchant, status: existing == nil ? .created : .ok)
+    }
+
+    func unregister(_ request: Request, id: String, logger: Logger) async throws -> Response {
+        let service = try service()
+        let body: UnregisterBody = try await decode(request)
+        let unregistration: MerchantUnregistration
+        do {
+            unregistration = try MerchantUnregistration(
+                domainNames: body.domainNames, partnerInternalMerchantIdentifier: id, reason: body.reason
+            ).validated()
+        } catch {
+            throw OrchardError(.invalidRegistration, error.message)
+        }
+        guard var merchant = directory.registrations.first(where: { $0.partnerIdentifier == id }) else {
+            throw OrchardError(.notFound, "no merchant \(id) is registered on this server")
+        }
+        if let missing = unregistration.domainNames.first(where: { !merchant.domains.contains($0) }) {
+            throw OrchardError(.notFound, "\(missing) is not registered to \(id)")
+        }
+        try await service.unregister(unregistration)
+        merchant.domains.removeAll { unregistration.domainNames.contains($0) }
+        merchant.updatedAt = time.now
+        do {
+            // Apple deletes a merchant with its last domain; so does the registry.
+            if merchant.domains.isEmpty {
+                try await store.deleteRegistration(partnerIdentifier: id)
+            } else {
+                try await store.saveRegistration(merchant)
+            }
+            directory.replaceRegistrations(try await store.registeredMerchants())
+        } catch {
+            throw OrchardError(.internalError, "Apple unregistered the domains but the registry could not record it; repeat the call")
+        }
+        logger.info(
+            "merchant domains unregistered",
+            metadata: ["partner": "\(id)", "domains": "\(unregistration.domainNames.joined(separator: ","))", "reason": "\(body.reason)"])
+        return try json(["remainingDomains": merchant.domains], status: .ok)
+    }
+
+    /// Records a change Apple already accepted; Apple's calls are idempotent, so a failure here is fixed by repeating.
+    func save(_ merchant: RegisteredMerchant, after what: String) async throws {
+        do {
+            try await store.saveRegistration(merchant)
+            directory.replaceRegistrations(try await store.registeredMerchants())
+        } catch let error as StoreError where error.code == .domainTaken {
+            throw OrchardError(.domainTaken, error.message)
+        } catch {
+            throw OrchardError(.internalError, "Apple \(what) the merchant but the registry could not record it; repeat the call")
+        }
+    }
+}
+
+/// Lets a request through only with `Authorization: Bearer <admin token>`.
+struct AdminAuthMiddleware<Context: RequestContext>: RouterMiddleware {
+    let token: AdminToken
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let header = request.headers[.authorization], header.count > 7, header.prefix(7).lowercased() == "bearer ",
+            token.matches(Array(header.dropFirst(7).utf8))
+        else {
+            context.logger.warning("admin request refused", metadata: ["path": "\(request.uri.path)"])
+            throw OrchardError(.unauthorized, "the admin API needs the header Authorization: Bearer <admin token>")
+        }
+        return try await next(request, context)
+    }
+}

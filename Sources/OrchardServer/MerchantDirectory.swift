@@ -1,0 +1,67 @@
+import ApplePay
+import Foundation
+import Synchronization
+
+/// Which merchant serves a host: the configured merchants, then the merchants a platform
+/// integrator registered (from the registry in the store). Every controller asks here, so
+/// a request on one merchant's domain only ever sees that merchant.
+public final class MerchantDirectory: Sendable {
+    public let configuration: ServerConfiguration
+    private let registered: Mutex<Registered>
+
+    struct Registered {
+        var merchants: [RegisteredMerchant] = []
+        var byDomain: [String: MerchantConfiguration] = [:]
+    }
+
+    /// A directory of the configured merchants and `registered` ones.
+    public init(configuration: ServerConfiguration, registered: [RegisteredMerchant] = []) {
+        self.configuration = configuration
+        self.registered = Mutex(Registered())
+        replaceRegistrations(registered)
+    }
+
+    /// The merchant serving a Host header value (port ignored, case-insensitive), if any.
+    public func merchant(forHost host: String?) -> (merchant: MerchantConfiguration, domain: String)? {
+        if let found = configuration.merchant(forHost: host) { return found }
+        guard let domain = host.flatMap(ServerConfiguration.domain(fromHost:)) else { return nil }
+        return registered.withLock { $0.byDomain[domain] }.map { ($0, domain) }
+    }
+
+    /// Registered merchants, by partner identifier.
+    public var registrations: [RegisteredMerchant] {
+        registered.withLock { $0.merchants }
+    }
+
+    /// Who holds `domain` (a configured merchant ID or a registered partner ID), if anyone.
+    public func owner(of domain: String) -> String? {
+        if let merchant = configuration.merchants.first(where: { $0.domains.contains(domain) }) {
+            return merchant.merchantIdentifier
+        }
+        return registered.withLock { $0.byDomain[domain]?.merchantIdentifier }
+    }
+
+    /// Swaps in the registry's current contents (after a registration change).
+    public func replaceRegistrations(_ merchants: [RegisteredMerchant]) {
+        var byDomain: [String: MerchantConfiguration] = [:]
+        if let platform = configuration.platform {
+            for merchant in merchants {
+                let serving = Self.configuration(for: merchant, platform: platform)
+                for domain in merchant.domains where configuration.merchant(forHost: domain) == nil {
+                    byDomain[domain] = serving
+                }
+            }
+        }
+        registered.withLock { $0 = Registered(merchants: merchants, byDomain: byDomain) }
+    }
+
+    /// A registered merchant served through the platform: the platform's certificate and
+    /// keys, the partner's identifier as `merchantIdentifier` and its name on the sheet.
+    static func configuration(for merchant: RegisteredMerchant, platform: MerchantConfiguration) -> MerchantConfiguration {
+        var serving = platform
+        serving.merchantIdentifier = merchant.partnerIdentifier
+        serving.displayName = merchant.name
+        serving.domains = merchant.domains
+        return serving
+    }
+}

@@ -1,0 +1,172 @@
+import ApplePay
+import ArgumentParser
+import CertificateTools
+import Foundation
+import X509
+
+/// `orchard certs …`: the keys and certificates Apple asks for.
+struct Certs: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create keys and CSRs for Apple, import Apple's certificates, and inspect certificate files.",
+        subcommands: [CSR.self, Import.self, Inspect.self])
+
+    struct CSR: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a private key and a certificate signing request to upload to Apple.",
+            discussion: """
+                identity: RSA-2048 key + CSR for the Merchant Identity certificate (merchant sessions, \
+                domain registration). processing: EC P-256 key + CSR for the Payment Processing \
+                certificate (tokens are encrypted to it). The key is written with mode 0600.
+                """)
+
+        enum Kind: String, ExpressibleByArgument, CaseIterable {
+            case identity, processing
+        }
+
+        @Option(help: "identity or processing.") var type: Kind
+        @Option(help: "The merchant ID (merchant.com.example.shop).") var merchantId: String
+        @Option(help: "The folder to write <type>.key and <type>.csr into.") var out: String
+        @Flag(help: "Replace an existing key and CSR.") var force = false
+
+        func run() throws {
+            let kind: MerchantCertificateKind = type == .identity ? .identity : .processing
+            let made: (keyPEM: String, csrPEM: String)
+            do {
+                made = try CertificateRequests.make(kind: kind, merchantIdentifier: merchantId)
+            } catch {
+                fail(error.message)
+            }
+            let folder = URL(fileURLWithPath: out)
+            try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let keyPath = folder.appendingPathComponent("\(type.rawValue).key").path
+            let csrPath = folder.appendingPathComponent("\(type.rawValue).csr").path
+            for path in [keyPath, csrPath] where FileManager.default.fileExists(atPath: path) && !force {
+                fail("\(path) exists; pass --force to replace it (an old key may still be in use)")
+            }
+            writeSecret(made.keyPEM, to: keyPath)
+            do {
+                try Data(made.csrPEM.utf8).write(to: URL(fileURLWithPath: csrPath))
+            } catch {
+                fail("cannot write \(csrPath): \(error.localizedDescription)")
+            }
+            let portal =
+                type == .identity
+                ? "Merchant IDs → \(merchantId) → Apple Pay Merchant Identity Certificate → Create Certificate"
+                : "Merchant IDs → \(merchantId) → Apple Pay Payment Processing Certificate → Create Certificate"
+            say(
+                """
+                wrote \(keyPath) (mode 0600: keep it secret) and \(csrPath)
+                next: in the Apple Developer portal, \(portal), upload \(csrPath), download the .cer and run
+                  orchard certs import --cer <downloaded>.cer --key \(keyPath) --out \(type.rawValue).pem
+                """)
+        }
+    }
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Convert Apple's .cer (DER) to PEM, refusing a key that does not match it.")
+
+        @Option(help: "The certificate downloaded from Apple.") var cer: String
+        @Option(help: "The private key whose CSR was uploaded.") var key: String
+        @Option(help: "Where to write the PEM certificate.") var out: String
+        @Flag(help: "Replace an existing output file.") var force = false
+        @Option(help: "Check validity at this ISO-8601 time instead of now.") var at: String?
+
+        func run() throws {
+            guard let cerBytes = FileManager.default.contents(atPath: cer) else { fail("cannot read \(cer)") }
+            guard let keyText = try? String(contentsOfFile: key, encoding: .utf8) else { fail("cannot read \(key)") }
+            if FileManager.default.fileExists(atPath: out) && !force { fail("\(out) exists; pass --force to replace it") }
+            let imported: (pem: String, certificate: Certificate)
+            do {
+                let result = try CertificateRequests.importCertificate(Array(cerBytes), keyPEM: keyText)
+                imported = (result.pem, result.certificate)
+            } catch {
+                fail(error.message)
+            }
+            let now = try at.map(parseDate) ?? Date()
+            let report = CertificateInspector.report(imported.certificate, at: now)
+            if report.expired { fail("the certificate expired on \(report.notValidAfter.formatted(.iso8601))") }
+            do {
+                try Data(imported.pem.utf8).write(to: URL(fileURLWithPath: out))
+            } catch {
+                fail("cannot write \(out): \(error.localizedDescription)")
+            }
+            say(
+                "wrote \(out): \(report.kind.rawValue) certificate, \(report.merchantIdentifier ?? "merchant ID unknown"), "
+                    + "\(report.daysLeft) days left")
+        }
+    }
+
+    struct Inspect: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show what a PEM, DER or PKCS#12 (.p12, legacy Keychain exports too) file holds.")
+
+        @Argument(help: "The file.") var file: String
+        @Option(help: "The PKCS#12 password (prefer --password-env: arguments show in ps).") var password: String?
+        @Option(help: "An environment variable holding the PKCS#12 password.") var passwordEnv: String?
+        @Flag(help: "JSON output.") var json = false
+        @Option(help: "Count days left from this ISO-8601 time instead of now.") var at: String?
+
+        func run() throws {
+            guard let bytes = FileManager.default.contents(atPath: file) else { fail("cannot read \(file)") }
+            var secret = password
+            if let passwordEnv {
+                guard let value = ProcessInfo.processInfo.environment[passwordEnv] else { fail("\(passwordEnv) is not set") }
+                secret = value
+            }
+            let now = try at.map(parseDate) ?? Date()
+            let report: CertificateFileReport
+            do {
+                report = try CertificateInspector.inspect(Array(bytes), password: secret, at: now)
+            } catch {
+                fail("\(file): \(error.message)")
+            }
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                encoder.dateEncodingStrategy = .iso8601
+                FileHandle.standardOutput.write(try encoder.encode(report) + Data([0x0A]))
+                return
+            }
+            say("\(file): \(report.format.uppercased())")
+            for (index, certificate) in report.certificates.enumerated() {
+                say(
+                    """
+                    certificate \(index + 1)\(index == 0 ? " (leaf)" : "")
+                      subject      \(certificate.subject)
+                      issuer       \(certificate.issuer)
+                      kind         \(certificate.kind.rawValue)
+                      merchant ID  \(certificate.merchantIdentifier ?? "-")\(certificate.merchantIdentifierMatches == false ? "  (does NOT match the extension)" : "")
+                      6.32 hash    \(certificate.merchantIdentifierHash ?? "-")
+                      key          \(certificate.keyType)\(certificate.keyBits.map { " (\($0) bits)" } ?? "")
+                      valid        \(certificate.notValidBefore.formatted(.iso8601)) → \(certificate.notValidAfter.formatted(.iso8601))
+                      days left    \(certificate.daysLeft)\(certificate.expired ? " (EXPIRED)" : "")
+                      SHA-256      \(certificate.sha256Fingerprint)
+                    """)
+            }
+            if let key = report.privateKey {
+                let match = key.matchesCertificate.map { $0 ? ", matches certificate 1" : ", does NOT match certificate 1" } ?? ""
+                say("private key    \(key.type)\(match)")
+            }
+            for note in report.notes { say("note: \(note)") }
+        }
+    }
+}
+
+/// Parses `--at`.
+func parseDate(_ text: String) throws -> Date {
+    guard let date = try? Date(text, strategy: .iso8601) else {
+        throw ValidationError("--at \(text) is not an ISO 8601 time like 2021-09-01T19:04:00Z")
+    }
+    return date
+}
+
+/// Creates `path` with mode 0600 before writing, so the secret is never readable by others.
+func writeSecret(_ text: String, to path: String) {
+    unlink(path)
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    guard descriptor >= 0 else { fail("cannot create \(path): \(String(cString: strerror(errno)))") }
+    defer { close(descriptor) }
+    let bytes = Array(text.utf8)
+    guard write(descriptor, bytes, bytes.count) == bytes.count else { fail("cannot write \(path)") }
+}
