@@ -148,3 +148,9 @@ public struct RegisteredMerchantDetails: Sendable, Codable, Equatable {
         self.encryptTo = encryptTo
     }
 }
+
+extension CharacterSet {
+    /// RFC 3986 unreserved characters: what a path segment may carry unescaped.
+    public static let urlPathSegmentUnreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}

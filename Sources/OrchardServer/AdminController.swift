@@ -61,7 +61,7 @@ struct AdminController {
             try await register(request, logger: context.logger)
         }
         admin.get("merchants/{id}") { _, context in
-            let id = try context.parameters.require("id")
+            let id = try Self.partnerIdentifier(context)
             let local = directory.registrations.first { $0.partnerIdentifier == id }
             var apple: RegisteredMerchantDetails?
             do {
@@ -73,8 +73,14 @@ struct AdminController {
             return try json(Details(registered: local, apple: apple), status: .ok)
         }
         admin.post("merchants/{id}/unregister") { request, context in
-            try await unregister(request, id: try context.parameters.require("id"), logger: context.logger)
+            try await unregister(request, id: try Self.partnerIdentifier(context), logger: context.logger)
         }
+    }
+
+    /// The `{id}` path segment, percent-decoded (partner IDs may hold `|`, `&`, `$`…).
+    static func partnerIdentifier(_ context: some RequestContext) throws -> String {
+        let raw = try context.parameters.require("id")
+        return raw.removingPercentEncoding ?? raw
     }
 
     func service() throws(OrchardError) -> any MerchantRegistrationService {

@@ -40,7 +40,7 @@ public struct AppleRegistrationClient: MerchantRegistrationService {
     }
 
     public func details(partnerIdentifier: String) async throws(OrchardError) -> RegisteredMerchantDetails {
-        let path = "/merchant/" + (partnerIdentifier.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let path = "/merchant/" + (partnerIdentifier.addingPercentEncoding(withAllowedCharacters: .urlPathSegmentUnreserved) ?? "")
         let body = try await call("GET", path, body: nil as MerchantRegistration?, what: "details")
         do {
             return try JSONDecoder().decode(RegisteredMerchantDetails.self, from: Data(body))

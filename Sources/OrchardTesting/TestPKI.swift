@@ -119,6 +119,28 @@ public struct TestPKI: Sendable {
         )
     }
 
+    /// A payment processing certificate like Apple's for `publicKey`: key agreement, with the merchant-ID extension.
+    public func issueProcessingCertificate(
+        merchantIdentifier: String,
+        publicKey: Certificate.PublicKey,
+        notValidBefore: Date = Date().addingTimeInterval(-3600),
+        notValidAfter: Date = Date().addingTimeInterval(365 * 86_400)
+    ) throws -> Certificate {
+        let subject = try DistinguishedName {
+            OrganizationName("Orchard test PKI")
+            CommonName("Apple Pay Payment Processing:\(merchantIdentifier)")
+        }
+        return try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: publicKey, notValidBefore: notValidBefore,
+            notValidAfter: notValidAfter, issuer: ca.certificate.subject, subject: subject, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(keyEncipherment: true, keyAgreement: true))
+                try MerchantIdentifierExtension.make(merchantIdentifier: merchantIdentifier)
+            },
+            issuerPrivateKey: ca.privateKey)
+    }
+
     private func issue(
         commonName: String,
         key: Certificate.PrivateKey,

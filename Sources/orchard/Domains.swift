@@ -1,3 +1,4 @@
+import ApplePay
 import ArgumentParser
 import CurlClient
 import Foundation
@@ -74,7 +75,7 @@ struct Domains: AsyncParsableCommand {
     }
 
     static func escape(_ identifier: String) -> String {
-        identifier.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? identifier
+        identifier.addingPercentEncoding(withAllowedCharacters: .urlPathSegmentUnreserved) ?? identifier
     }
 
     struct Register: AsyncParsableCommand {

@@ -6,7 +6,9 @@ import Hummingbird
 import Logging
 import OrchardServer
 import OrchardTesting
+import SwiftASN1
 import Synchronization
+import X509
 
 /// Counts calls that reach the session service: hostile input must never get this far.
 final class CountingSessions: MerchantSessionService {
@@ -172,4 +174,66 @@ extension CurlResponse {
     var json: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] }
     var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
     var errorMessage: String? { (json?["error"] as? [String: Any])?["message"] as? String }
+}
+
+/// A second merchant, a platform integrator and an admin token, added to the harness configuration.
+enum MoreMerchants {
+    static let secondDomain = "second.example"
+    static let secondAssociation: [UInt8] = Array("second merchant's association file\n".utf8)
+    static let platformAssociation: [UInt8] = Array("platform integrator's association file\n".utf8)
+    static let secondProcessingKey = P256.KeyAgreement.PrivateKey()
+    static let platformProcessingKey = P256.KeyAgreement.PrivateKey()
+    static let adminToken = "orchard-admin-" + String(repeating: "0123456789abcdef", count: 3)
+    static let environment = ["ORCHARD_ADMIN_TOKEN": adminToken]
+    static var authorization: [(name: String, value: String)] { [(name: "Authorization", value: "Bearer \(adminToken)")] }
+
+    /// The mock gateway's view: the second merchant with its domain, and the platform.
+    static let mockMerchants = [
+        MockMerchant(merchantIdentifier: TestMaterial.secondMerchantIdentifier, domains: [secondDomain]),
+        MockMerchant(merchantIdentifier: TestMaterial.platformMerchantIdentifier, domains: []),
+    ]
+
+    static func addSecondMerchant(_ file: inout ConfigurationFile, _ directory: TemporaryDirectory) throws {
+        try TestMaterial.secondIdentity.write(certificateTo: directory.path("second.pem"), keyTo: directory.path("second.key"))
+        try directory.write("second-association", secondAssociation)
+        try directory.write("second-processing.key", Array(secondProcessingKey.pemRepresentation.utf8))
+        file.merchants.append(
+            .init(
+                merchantIdentifier: TestMaterial.secondMerchantIdentifier, displayName: "Second Shop", domains: [secondDomain],
+                identityCertificate: "second.pem", identityKey: "second.key", domainAssociationFile: "second-association",
+                catalogue: "catalogue.json", processingKeys: [.init(privateKey: "second-processing.key")]))
+    }
+
+    static func addPlatform(
+        _ file: inout ConfigurationFile, _ directory: TemporaryDirectory, processingCertificateValidUntil: Date? = nil
+    ) throws {
+        try TestMaterial.platformIdentity.write(certificateTo: directory.path("platform.pem"), keyTo: directory.path("platform.key"))
+        try directory.write("platform-association", platformAssociation)
+        try directory.write("platform-processing.key", Array(platformProcessingKey.pemRepresentation.utf8))
+        var key = ConfigurationFile.ProcessingKeyFile(privateKey: "platform-processing.key")
+        if let processingCertificateValidUntil {
+            let certificate = try TestMaterial.shared.pki.issueProcessingCertificate(
+                merchantIdentifier: TestMaterial.platformMerchantIdentifier,
+                publicKey: Certificate.PublicKey(
+                    try P256.Signing.PublicKey(rawRepresentation: platformProcessingKey.publicKey.rawRepresentation)),
+                notValidBefore: Date(timeIntervalSince1970: 0),
+                notValidAfter: processingCertificateValidUntil)
+            try directory.write("platform-processing.pem", Array(try certificate.serializeAsPEM().pemString.utf8))
+            key.certificate = "platform-processing.pem"
+        }
+        file.platformIntegrator = .init(
+            merchantIdentifier: TestMaterial.platformMerchantIdentifier, identityCertificate: "platform.pem",
+            identityKey: "platform.key", domainAssociationFile: "platform-association", processingKeys: [key])
+    }
+
+    static func addAdmin(_ file: inout ConfigurationFile) {
+        file.admin = .init(token: "env:ORCHARD_ADMIN_TOKEN")
+    }
+
+    /// Second merchant, platform and admin API, all on.
+    static func all(_ file: inout ConfigurationFile, _ directory: TemporaryDirectory) throws {
+        try addSecondMerchant(&file, directory)
+        try addPlatform(&file, directory)
+        addAdmin(&file)
+    }
 }

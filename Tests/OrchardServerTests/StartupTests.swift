@@ -137,10 +137,22 @@ struct StartupTests {
     }
 
     /// Runs the `orchard` executable to completion.
-    static func runOrchard(_ arguments: [String]) throws -> (status: Int32, stdout: [UInt8], stderr: String) {
+    /// Runs the binary on its own thread, so a server in this process keeps the cooperative pool.
+    static func runOrchardAsync(_ arguments: [String], environment: [String: String]? = nil) async throws -> (
+        status: Int32, stdout: [UInt8], stderr: String
+    ) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try runOrchard(arguments, environment: environment) }) }.start()
+        }
+    }
+
+    static func runOrchard(_ arguments: [String], environment: [String: String]? = nil) throws -> (
+        status: Int32, stdout: [UInt8], stderr: String
+    ) {
         let process = Process()
         process.executableURL = orchardExecutable
         process.arguments = arguments
+        if let environment { process.environment = environment }
         let errors = Pipe()
         let output = Pipe()
         process.standardError = errors
