@@ -165,6 +165,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "CertificateToolsTests",
+            dependencies: [
+                "CertificateTools",
+                "OrchardTesting",
+                "ApplePay",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "OrchardTestingTests",
             dependencies: ["OrchardTesting", "CurlClient", "ApplePay"],
             swiftSettings: swiftSettings

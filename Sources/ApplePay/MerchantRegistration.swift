@@ -1,8 +1,14 @@
 import Foundation
 
-/// Fully qualified domain names as Apple Pay registers them: lowercase LDH labels, no
-/// trailing dot, no IP literals, at most 253 characters.
+/// Domain names: lowercase LDH labels, no trailing dot, at most 253 characters.
 public enum DomainName {
+    /// What Apple registers: a valid name with at least two labels whose last label is not
+    /// all digits (so no IPv4 literal and no bare `localhost`).
+    public static func isRegistrable(_ name: String) -> Bool {
+        guard isValid(name), let last = name.split(separator: ".").last, name.contains(".") else { return false }
+        return !last.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+
     public static func isValid(_ name: String) -> Bool {
         guard !name.isEmpty, name.utf8.count <= 253, !name.hasSuffix(".") else { return false }
         return name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
@@ -37,7 +43,7 @@ public enum MerchantRegistrationRules {
         var domains: [String] = []
         for name in names {
             let lowered = name.lowercased()
-            guard DomainName.isValid(lowered) else {
+            guard DomainName.isRegistrable(lowered) else {
                 throw ApplePayError(.invalidRegistration, "\(name.debugDescription) is not a valid domain name")
             }
             guard seen.insert(lowered).inserted else {
@@ -96,7 +102,7 @@ public struct MerchantRegistration: Sendable, Codable, Equatable {
             )
         }
         if let merchantUrl {
-            guard let url = URL(string: merchantUrl), url.scheme?.lowercased() == "https", url.host.map(DomainName.isValid) == true
+            guard let url = URL(string: merchantUrl), url.scheme?.lowercased() == "https", url.host.map(DomainName.isRegistrable) == true
             else {
                 throw ApplePayError(.invalidRegistration, "merchantUrl must be an https URL on a domain name")
             }

@@ -49,6 +49,12 @@ public struct PrivateKeyReport: Sendable, Codable, Equatable {
     public var bits: Int?
     /// Whether it is the first certificate's key (nil when there is no certificate).
     public var matchesCertificate: Bool?
+
+    public init(type: String, bits: Int?, matchesCertificate: Bool? = nil) {
+        self.type = type
+        self.bits = bits
+        self.matchesCertificate = matchesCertificate
+    }
 }
 
 /// What a certificate file holds.
@@ -86,6 +92,7 @@ public enum CertificateInspector {
         }
         var certificates: [Certificate] = []
         var key: PrivateKeyReport?
+        var keyPEM: String?
         var notes: [String] = []
         for document in documents {
             switch document.discriminator {
@@ -97,6 +104,7 @@ public enum CertificateInspector {
                 }
             case "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY":
                 key = privateKeyReport(pem: document.pemString)
+                keyPEM = document.pemString
             case "ENCRYPTED PRIVATE KEY":
                 notes.append("the private key is encrypted: Orchard needs it unencrypted (openssl pkey -in KEY -out KEY.pem)")
             case "CERTIFICATE REQUEST":
@@ -106,8 +114,8 @@ public enum CertificateInspector {
             }
         }
         guard !certificates.isEmpty || key != nil || !notes.isEmpty else { throw CertificateToolError("the file holds no PEM block") }
-        if var found = key, let leaf = certificates.first {
-            found.matchesCertificate = matches(pem: text, certificate: leaf)
+        if var found = key, let pem = keyPEM, let leaf = certificates.first {
+            found.matchesCertificate = matches(pem: pem, certificate: leaf)
             key = found
         }
         return CertificateFileReport(format: "pem", certificates: certificates.map { report($0, at: now) }, privateKey: key, notes: notes)

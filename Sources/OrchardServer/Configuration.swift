@@ -286,6 +286,13 @@ public struct ConfiguredCertificate: Sendable {
     public var source: String?
     public var certificate: Certificate
 
+    public init(owner: String, kind: String, source: String?, certificate: Certificate) {
+        self.owner = owner
+        self.kind = kind
+        self.source = source
+        self.certificate = certificate
+    }
+
     /// Whole days until it expires, counted from `now` (negative once expired).
     public func daysLeft(at now: Date) -> Int {
         Int((certificate.notValidAfter.timeIntervalSince(now) / 86_400).rounded(.down))

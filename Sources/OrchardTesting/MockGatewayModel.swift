@@ -203,7 +203,7 @@ enum MockRegistrationRules {
         guard domains.count <= MerchantRegistrationRules.maximumDomains else {
             return Rejection(status: 400, message: "Payment Services Exception domainNames exceeds 99 entries")
         }
-        if let bad = domains.first(where: { !DomainName.isValid($0) }) {
+        if let bad = domains.first(where: { !DomainName.isRegistrable($0) }) {
             return Rejection(status: 400, message: "Payment Services Exception invalid domain name \(bad)")
         }
         return nil

@@ -1,0 +1,151 @@
+import ApplePay
+import CertificateTools
+import Crypto
+import Foundation
+import OrchardTesting
+import SwiftASN1
+import Testing
+import X509
+import _CryptoExtras
+
+/// Apple's real processing certificate and key from the published vectors (see Tests/ApplePayTests/Fixtures/README.md).
+enum AppleFixture {
+    static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("ApplePayTests/Fixtures/basis-theory-rsa")
+    static var certificatePath: String { folder.appendingPathComponent("apple_pay.pem").path }
+    static var keyPath: String { folder.appendingPathComponent("private.key").path }
+    static let signedAt = Date(timeIntervalSince1970: 1_735_689_600)  // 2025-01-01, inside its validity
+}
+
+func temporaryFolder() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-certs-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// Runs the system `openssl` (CI installs it) to build PKCS#12 files the way other tools do.
+func openssl(_ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["openssl"] + arguments
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw CertificateToolError("openssl \(arguments.first ?? "") failed") }
+}
+
+@Suite("orchard certs: CSRs, Apple .cer import, and inspection of PEM, DER and PKCS#12")
+struct CertificateToolsTests {
+    @Test("identity CSR: RSA-2048, signed, subject CN = merchant ID; processing CSR: EC P-256 usable as a processing key")
+    func csrs() throws {
+        let identity = try CertificateRequests.make(kind: .identity, merchantIdentifier: "merchant.com.example.shop")
+        let identityCSR = try CertificateSigningRequest(pemEncoded: identity.csrPEM)
+        #expect(_RSA.Signing.PublicKey(identityCSR.publicKey)?.keySizeInBits == 2048)
+        #expect(identityCSR.subject.description == "CN=merchant.com.example.shop")
+        #expect(identityCSR.publicKey.isValidSignature(identityCSR.signature, for: identityCSR))
+        #expect(try Certificate.PrivateKey(pemEncoded: identity.keyPEM).publicKey == identityCSR.publicKey)
+
+        let processing = try CertificateRequests.make(kind: .processing, merchantIdentifier: "merchant.com.example.shop")
+        let processingCSR = try CertificateSigningRequest(pemEncoded: processing.csrPEM)
+        #expect(P256.Signing.PublicKey(processingCSR.publicKey) != nil)
+        #expect(processingCSR.publicKey.isValidSignature(processingCSR.signature, for: processingCSR))
+        let key = try ProcessingKey(privateKeyPEM: processing.keyPEM, merchantIdentifier: "merchant.com.example.shop")
+        #expect(key.publicKeyHash.count == 32)
+    }
+
+    @Test("import: Apple's DER .cer becomes PEM with its own key, and is refused with another key")
+    func importCertificate() throws {
+        let made = try CertificateRequests.make(kind: .processing, merchantIdentifier: "merchant.com.example.shop")
+        let csr = try CertificateSigningRequest(pemEncoded: made.csrPEM)
+        // The test CA plays Apple: it signs the CSR's key.
+        let issued = try TestMaterial.shared.pki.issueProcessingCertificate(
+            merchantIdentifier: "merchant.com.example.shop", publicKey: csr.publicKey)
+        var serializer = DER.Serializer()
+        try serializer.serialize(issued)
+        let imported = try CertificateRequests.importCertificate(serializer.serializedBytes, keyPEM: made.keyPEM)
+        #expect(try Certificate(pemEncoded: imported.pem) == issued)
+        _ = try ProcessingKey(privateKeyPEM: made.keyPEM, certificatePEM: imported.pem)
+
+        let other = try CertificateRequests.make(kind: .processing, merchantIdentifier: "merchant.com.example.shop")
+        #expect {
+            try CertificateRequests.importCertificate(serializer.serializedBytes, keyPEM: other.keyPEM)
+        } throws: { error in
+            (error as? CertificateToolError)?.message.contains("does not match") == true
+        }
+        #expect(throws: CertificateToolError.self) { try CertificateRequests.importCertificate(Array("junk".utf8), keyPEM: made.keyPEM) }
+    }
+
+    @Test("Apple's real processing certificate: kind, merchant ID from UID and extension, RSA-2048, expiry on the given clock")
+    func realAppleCertificate() throws {
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: AppleFixture.certificatePath)))
+        let report = try CertificateInspector.inspect(bytes, password: nil, at: AppleFixture.signedAt)
+        #expect(report.format == "pem")
+        let certificate = try #require(report.certificates.first)
+        #expect(certificate.kind == .processing)
+        #expect(certificate.merchantIdentifier == "merchant.basistheory.sales")
+        #expect(certificate.merchantIdentifierHash == MerchantIdentifierExtension.hash(of: "merchant.basistheory.sales"))
+        #expect(certificate.merchantIdentifierMatches == true)
+        #expect(certificate.keyType == "RSA" && certificate.keyBits == 2048)
+        #expect(certificate.issuer.contains("Apple Worldwide Developer Relations CA - G2"))
+        #expect(!certificate.expired && certificate.daysLeft > 300)
+        let today = try CertificateInspector.inspect(bytes, password: nil, at: Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(today.certificates.first?.expired == true)
+        #expect((today.certificates.first?.daysLeft ?? 0) < 0)
+    }
+
+    @Test("PEM with a key reports whether it matches; DER works; encrypted keys and CSRs get a note; junk is refused")
+    func pemVariants() throws {
+        let identity = TestMaterial.shared.identity
+        let pem = Array((try identity.certificatePEM + "\n" + identity.keyPEM).utf8)
+        let report = try CertificateInspector.inspect(pem, password: nil, at: Date())
+        #expect(report.certificates.first?.kind == .identity)
+        #expect(report.certificates.first?.merchantIdentifierHash == MerchantIdentifierExtension.hash(of: TestMaterial.merchantIdentifier))
+        #expect(report.privateKey == PrivateKeyReport(type: "RSA", bits: 2048, matchesCertificate: true))
+
+        let mismatched = Array((try identity.certificatePEM + "\n" + P256.Signing.PrivateKey().pemRepresentation).utf8)
+        #expect(try CertificateInspector.inspect(mismatched, password: nil, at: Date()).privateKey?.matchesCertificate == false)
+
+        var serializer = DER.Serializer()
+        try serializer.serialize(identity.certificate)
+        let der = try CertificateInspector.inspect(serializer.serializedBytes, password: nil, at: Date())
+        #expect(der.format == "der")
+        #expect(der.certificates.count == 1)
+
+        let encrypted = Array("-----BEGIN ENCRYPTED PRIVATE KEY-----\nMAA=\n-----END ENCRYPTED PRIVATE KEY-----\n".utf8)
+        #expect(try CertificateInspector.inspect(encrypted, password: nil, at: Date()).notes.first?.contains("encrypted") == true)
+        let csr = try CertificateRequests.make(kind: .processing, merchantIdentifier: "merchant.x").csrPEM
+        #expect(
+            try CertificateInspector.inspect(Array(csr.utf8), password: nil, at: Date()).notes.first?.contains("signing request") == true)
+        #expect(throws: CertificateToolError.self) { try CertificateInspector.inspect(Array("hello".utf8), password: nil, at: Date()) }
+    }
+
+    @Test(
+        "PKCS#12, modern (AES) and legacy (RC2-40 + 3DES, as Keychain exports): certificate, chain and matching key",
+        arguments: [false, true])
+    func pkcs12(legacy: Bool) throws {
+        let folder = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let caPath = folder.appendingPathComponent("ca.pem").path
+        try Data(TestMaterial.shared.caPEM).write(to: URL(fileURLWithPath: caPath))
+        let p12 = folder.appendingPathComponent("apple_pay.p12").path
+        try openssl(
+            [
+                "pkcs12", "-export", "-in", AppleFixture.certificatePath, "-inkey", AppleFixture.keyPath, "-certfile", caPath, "-out", p12,
+                "-passout", "pass:s3cret",
+            ] + (legacy ? ["-legacy"] : []))
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: p12)))
+        let report = try CertificateInspector.inspect(bytes, password: "s3cret", at: AppleFixture.signedAt)
+        #expect(report.format == "pkcs12")
+        #expect(report.certificates.count == 2)
+        #expect(report.certificates.first?.merchantIdentifier == "merchant.basistheory.sales")
+        #expect(report.certificates.last?.subject.contains("Orchard Test CA") == true)
+        #expect(report.privateKey == PrivateKeyReport(type: "RSA", bits: 2048, matchesCertificate: true))
+
+        #expect {
+            try CertificateInspector.inspect(bytes, password: "wrong", at: Date())
+        } throws: { ($0 as? CertificateToolError)?.message == "wrong password for the PKCS#12 file" }
+        #expect {
+            try CertificateInspector.inspect(bytes, password: nil, at: Date())
+        } throws: { ($0 as? CertificateToolError)?.message.contains("needs a password") == true }
+    }
+}
