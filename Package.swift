@@ -93,6 +93,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Payment processor adapters: Worldpay Access and Worldline Direct over the libcurl client.
+        .target(
+            name: "ProcessorClients",
+            dependencies: [
+                "ApplePay",
+                "CurlClient",
+                "OrchardServer",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Test PKI and the mock Apple gateway (mutual TLS on loopback).
         .target(
             name: "OrchardTesting",
@@ -120,6 +131,7 @@ let package = Package(
                 "ApplePay",
                 "CertificateTools",
                 "CurlClient",
+                "ProcessorClients",
                 "OrchardServer",
                 "OrchardTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -136,6 +136,14 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
         public var cardholderName: String?
         public var deviceManufacturerIdentifier: String?
         public var paymentDataType: String
+        /// The 3-D Secure credentials: the cryptogram and, for some networks, the ECI.
+        public var paymentData: Credentials?
+    }
+
+    /// `paymentData` of a `3DSecure` payment.
+    public struct Credentials: Sendable, Decodable {
+        public var onlinePaymentCryptogram: String?
+        public var eciIndicator: String?
     }
 
     /// The plaintext exactly as decrypted (Apple's own field names).
@@ -153,6 +161,13 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
 
     /// The last four digits of the device account number.
     public var lastFour: String { String(fields.applicationPrimaryAccountNumber.suffix(4)) }
+
+    /// The expiry as processors want it: Apple's `YYMMDD` → `MMYY`.
+    public var expiryMMYY: String? {
+        let date = Array(fields.applicationExpirationDate.utf8)
+        guard date.count == 6, date.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return String(decoding: date[2..<4] + date[0..<2], as: UTF8.self)
+    }
 
     public var description: String {
         "DecryptedPayment(\(fields.paymentDataType), amount \(fields.transactionAmount) in \(fields.currencyCode), account ••••\(lastFour))"

@@ -11,6 +11,7 @@ struct AdminController {
     let directory: MerchantDirectory
     let store: any OrchardStore
     let registration: (any MerchantRegistrationService)?
+    let processors: PaymentProcessors
     let time: TimeSource
 
     struct RegisterBody: Decodable {
@@ -75,6 +76,7 @@ struct AdminController {
         admin.post("merchants/{id}/unregister") { request, context in
             try await unregister(request, id: try Self.partnerIdentifier(context), logger: context.logger)
         }
+        addPaymentRoutes(to: admin)
     }
 
     /// The `{id}` path segment, percent-decoded (partner IDs may hold `|`, `&`, `$`…).

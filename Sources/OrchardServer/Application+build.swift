@@ -11,7 +11,7 @@ import Logging
 ///   - configuration: the loaded, checked configuration.
 ///   - sessions: where merchant sessions come from (Apple's gateway in production).
 ///   - store: orders and payments.
-///   - processor: where authorized payments go (recorded only by default).
+///   - processors: where each merchant's authorized payments go (recorded only by default).
 ///   - time: the clock used for certificate checks.
 ///   - simulator: the demo's simulated payment sheet; nil (the default) everywhere else.
 ///   - directory: configured and registered merchants (default: the configured ones only).
@@ -22,7 +22,7 @@ public func buildApplication(
     configuration: ServerConfiguration,
     sessions: any MerchantSessionService,
     store: any OrchardStore,
-    processor: any PaymentProcessor = RecordOnlyProcessor(),
+    processors: PaymentProcessors = .recordOnly,
     time: TimeSource = .system,
     simulator: (any SimulatedApplePay)? = nil,
     directory: MerchantDirectory? = nil,
@@ -42,15 +42,18 @@ public func buildApplication(
     MerchantSessionController(configuration: configuration, directory: directory, sessions: sessions).addRoutes(to: router)
     HealthController(configuration: configuration, directory: directory, time: time).addRoutes(to: router)
     OrdersController(configuration: configuration, directory: directory, store: store, time: time).addRoutes(to: router)
-    AuthorizeController(configuration: configuration, directory: directory, store: store, processor: processor, time: time)
+    AuthorizeController(configuration: configuration, directory: directory, store: store, processors: processors, time: time)
         .addRoutes(to: router)
     CheckoutController(configuration: configuration, directory: directory, simulator: simulator).addRoutes(to: router)
     if let simulator {
         SimulatedSheetController(configuration: configuration, directory: directory, simulator: simulator).addRoutes(to: router)
     }
     if let token = configuration.adminToken {
-        AdminController(configuration: configuration, directory: directory, store: store, registration: registration, time: time)
-            .addRoutes(to: router, token: token)
+        AdminController(
+            configuration: configuration, directory: directory, store: store, registration: registration, processors: processors,
+            time: time
+        )
+        .addRoutes(to: router, token: token)
     }
 
     var app = Application(
@@ -80,7 +83,12 @@ public func logStartup(_ configuration: ServerConfiguration, time: TimeSource, l
             "merchant": "\(merchant.merchantIdentifier)", "domains": "\(merchant.domains.joined(separator: ","))",
             "identityDaysLeft": "\(days)",
         ]
-        logger.info("merchant configured", metadata: metadata)
+        logger.info("merchant configured", metadata: metadata.merging(["processor": "\(merchant.processor.name)"]) { $1 })
+        if let connection = merchant.processor.connection, !connection.isProductionHost {
+            logger.warning(
+                "the merchant's processor is a test host, not the processor's own",
+                metadata: ["merchant": "\(merchant.merchantIdentifier)", "baseURL": "\(connection.baseURL)"])
+        }
         if let hash = merchant.identity.merchantIdentifierHash,
             hash.uppercased() != MerchantIdentifierExtension.hash(of: merchant.merchantIdentifier)
         {

@@ -11,7 +11,7 @@ struct AuthorizeController {
     let configuration: ServerConfiguration
     let directory: MerchantDirectory
     let store: any OrchardStore
-    let processor: any PaymentProcessor
+    let processors: PaymentProcessors
     let time: TimeSource
 
     /// A token with full contacts is under 10 KiB; anything over 64 KiB is refused unread.
@@ -27,6 +27,19 @@ struct AuthorizeController {
             var paymentData: PaymentData?
             var paymentMethod: PaymentToken.PaymentMethod?
             var transactionIdentifier: String?
+            var billingContact: Contact?
+
+            struct Contact: Decodable {
+                var givenName: String?
+                var familyName: String?
+            }
+
+            /// "Given Family" from the billing contact, at most 50 characters (Worldline's limit).
+            var cardholderName: String? {
+                let name = [billingContact?.givenName, billingContact?.familyName].compactMap { $0 }.joined(separator: " ")
+                    .trimmingCharacters(in: .whitespaces)
+                return name.isEmpty ? nil : String(name.prefix(50))
+            }
 
             var resolved: PaymentToken? {
                 token
@@ -70,7 +83,7 @@ struct AuthorizeController {
         guard let token = body.payment.resolved else {
             throw OrchardError(.invalidJSON, "payment must hold Apple Pay's token (paymentData)")
         }
-        let order = try await openOrder(id: body.orderId, merchant: merchant, store: store)
+        let order = try await openOrder(id: body.orderId, merchant: merchant, store: store, allowUnknown: true)
 
         let verified: TokenVerifier.Verified
         let payment: DecryptedPayment
@@ -97,14 +110,20 @@ struct AuthorizeController {
             throw OrchardError(.paymentMismatch, "the payment was not made for this order (applicationData differs)")
         }
 
-        let paymentId = OrdersController.newIdentifier()
-        let transactionId = Hex.encode(verified.decoded.transactionId)
+        let processor = processors.processor(forMerchant: merchant.merchantIdentifier)
+        let earlier = try await store.payments(orderId: order.id)
+        // After an unknown outcome the retry reuses that attempt's reference: the processor
+        // answers it from its idempotency record instead of charging again.
+        let reference =
+            order.state == .unknown
+            ? earlier.last(where: { $0.state == .unknown })?.reference ?? "\(order.id)-\(earlier.count + 1)"
+            : "\(order.id)-\(earlier.count + 1)"
+        var record = PaymentRecord(
+            id: OrdersController.newIdentifier(), orderId: order.id, transactionId: Hex.encode(verified.decoded.transactionId),
+            state: .pending, amount: order.priced.total, currency: order.priced.currency, network: token.paymentMethod?.network,
+            lastFour: payment.lastFour, processor: processor.name, reference: reference, createdAt: time.now)
         do {
-            try await store.recordPayment(
-                PaymentRecord(
-                    id: paymentId, orderId: order.id, transactionId: transactionId, state: "pending", amount: order.priced.total,
-                    currency: order.priced.currency, network: token.paymentMethod?.network, lastFour: payment.lastFour,
-                    processorReference: nil, createdAt: time.now))
+            try await store.recordPayment(record)
         } catch let error as StoreError {
             switch error.code {
             case .duplicateTransaction: throw OrchardError(.replayedPayment, "this payment was already submitted")
@@ -113,26 +132,60 @@ struct AuthorizeController {
             }
         }
 
+        let started = ContinuousClock.now
         let outcome: AuthorizationOutcome
         do {
-            outcome = try await processor.authorize(AuthorizationRequest(order: order, token: token, payment: payment))
+            outcome = try await processor.authorize(
+                AuthorizationRequest(
+                    order: order, token: token, payment: payment, reference: reference, cardholderName: body.payment.cardholderName))
         } catch {
-            try await store.finishPayment(id: paymentId, state: "unknown", processorReference: nil, reopenOrder: false)
-            logger.error("processor failed", metadata: ["order": "\(order.id)", "payment": "\(paymentId)", "error": "\(error)"])
+            record.state = .unknown
+            record.updatedAt = time.now
+            try await store.finishPayment(record, orderState: .unknown)
+            Counter(label: "orchard_authorizations_total", dimensions: [("outcome", "unknown")]).increment()
+            logger.error(
+                "processor gave no answer: payment outcome unknown",
+                metadata: [
+                    "order": "\(order.id)", "payment": "\(record.id)", "processor": "\(processor.name)", "reference": "\(reference)",
+                    "error": "\(error)",
+                ])
             throw OrchardError(
-                .paymentFailed, "the payment could not be completed; you have not been charged twice, please contact the shop")
+                .paymentUnknown,
+                "We could not confirm your payment with the bank. Please try again: you will not be charged twice.")
         }
+        record.processorReference = outcome.processorReference
+        record.processorCode = outcome.code
+        record.processorMessage = outcome.message
+        record.links = outcome.links
+        record.updatedAt = time.now
+        let metadata: Logger.Metadata = [
+            "order": "\(order.id)", "payment": "\(record.id)", "processor": "\(processor.name)", "reference": "\(reference)",
+            "ms":
+                "\((ContinuousClock.now - started).components.seconds * 1000 + (ContinuousClock.now - started).components.attoseconds / 1_000_000_000_000_000)",
+        ]
+        Counter(label: "orchard_authorizations_total", dimensions: [("outcome", outcome.status.rawValue)]).increment()
         switch outcome.status {
         case .authorized:
-            try await store.finishPayment(id: paymentId, state: "authorized", processorReference: outcome.reference, reopenOrder: false)
-            Counter(label: "orchard_authorizations_total", dimensions: [("outcome", "authorized")]).increment()
+            record.state = .authorized
+            try await store.finishPayment(record, orderState: .paid)
             logger.info(
-                "payment authorized",
-                metadata: ["order": "\(order.id)", "payment": "\(paymentId)", "amount": "\(order.priced.total) \(order.priced.currency)"])
-            return try json(Answer(status: "success", errors: [], orderId: order.id, paymentId: paymentId), status: .ok)
+                "payment authorized", metadata: metadata.merging(["amount": "\(order.priced.total) \(order.priced.currency)"]) { $1 })
+            return try json(Answer(status: "success", errors: [], orderId: order.id, paymentId: record.id), status: .ok)
         case .refused:
-            try await store.finishPayment(id: paymentId, state: "refused", processorReference: outcome.reference, reopenOrder: true)
-            throw OrchardError(.paymentFailed, outcome.shopperMessage ?? "the payment was declined")
+            record.state = .refused
+            try await store.finishPayment(record, orderState: .open)
+            logger.notice(
+                "payment refused",
+                metadata: metadata.merging(["code": "\(outcome.code ?? "-")", "reason": "\(outcome.message ?? "-")"]) { $1 })
+            throw OrchardError(.paymentFailed, "Your card was declined. Please try another card; nothing was charged.")
+        case .failed:
+            record.state = .failed
+            try await store.finishPayment(record, orderState: .open)
+            logger.error(
+                "processor rejected the request",
+                metadata: metadata.merging(["code": "\(outcome.code ?? "-")", "reason": "\(outcome.message ?? "-")"]) { $1 })
+            throw OrchardError(
+                .processorRejected, "The payment could not be processed right now; nothing was charged. Please try again later.")
         }
     }
 }

@@ -58,12 +58,15 @@ public struct ConfigurationFile: Codable, Sendable {
         public var catalogue: String?
         /// Payment processing keys; the token's publicKeyHash picks one (rotation).
         public var processingKeys: [ProcessingKeyFile]?
+        /// Where authorized payments go (record only when absent).
+        public var processor: Processor?
 
         public init(
             merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String,
             identityKey: String, domainAssociationFile: String? = nil, catalogue: String? = nil,
-            processingKeys: [ProcessingKeyFile]? = nil
+            processingKeys: [ProcessingKeyFile]? = nil, processor: Processor? = nil
         ) {
+            self.processor = processor
             self.catalogue = catalogue
             self.processingKeys = processingKeys
             self.merchantIdentifier = merchantIdentifier
@@ -186,6 +189,8 @@ public struct MerchantConfiguration: Sendable {
     public var catalogue: Catalogue?
     /// Decrypts this merchant's tokens.
     public var decryptor: TokenDecryptor
+    /// Where authorized payments go.
+    public var processor: ProcessorSettings = .record
 
     /// The TLS identity presented to Apple.
     public var tlsIdentity: TLSIdentity {
@@ -421,6 +426,7 @@ extension ServerConfiguration {
             }
             let keys = try loadProcessingKeys(
                 merchant.processingKeys ?? [], merchantIdentifier: merchant.merchantIdentifier, source: source, time: time)
+            let processor = try loadProcessor(merchant.processor, label: label, source: source)
             if catalogue != nil && keys.isEmpty {
                 throw ConfigurationError("\(label): a merchant with a catalogue needs processingKeys to decrypt payments")
             }
@@ -428,7 +434,7 @@ extension ServerConfiguration {
                 MerchantConfiguration(
                     merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName,
                     domains: domains, identity: identity, identitySource: source.describe(merchant.identityCertificate),
-                    domainAssociation: association, catalogue: catalogue, decryptor: TokenDecryptor(keys: keys)))
+                    domainAssociation: association, catalogue: catalogue, decryptor: TokenDecryptor(keys: keys), processor: processor))
         }
         var platform: MerchantConfiguration?
         if let integrator = file.platformIntegrator {

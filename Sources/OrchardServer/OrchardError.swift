@@ -21,6 +21,9 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case paymentMismatch = "payment_mismatch"
         case replayedPayment = "replayed_payment"
         case paymentFailed = "payment_failed"
+        case paymentUnknown = "payment_unknown"
+        case processorRejected = "processor_rejected"
+        case invalidState = "invalid_state"
         case unauthorized = "unauthorized"
         case invalidRegistration = "invalid_registration"
         case domainTaken = "domain_taken"
@@ -57,6 +60,9 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .orderNotOpen, .replayedPayment: .conflict
         case .paymentMismatch: .unprocessableContent
         case .paymentFailed: HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required")
+        case .paymentUnknown: .gatewayTimeout
+        case .processorRejected: .badGateway
+        case .invalidState: .conflict
         case .payloadTooLarge: .contentTooLarge
         case .gatewayRejected, .gatewayUnavailable: .badGateway
         case .gatewayTimeout: .gatewayTimeout

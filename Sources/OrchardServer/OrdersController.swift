@@ -135,12 +135,21 @@ struct OrdersController {
 }
 
 /// The open order `id` of `merchant`; another merchant's order is "not found", never "forbidden".
-func openOrder(id: String, merchant: MerchantConfiguration, store: any OrchardStore) async throws -> OrderRecord {
+///
+/// An order whose last payment attempt has an unknown outcome is payable (`allowUnknown`) but
+/// not repriceable: the retry must charge the same amount under the same reference.
+func openOrder(id: String, merchant: MerchantConfiguration, store: any OrchardStore, allowUnknown: Bool = false) async throws
+    -> OrderRecord
+{
     guard id.utf8.count <= 64, let order = try await store.order(id: id), order.merchantIdentifier == merchant.merchantIdentifier else {
         throw OrchardError(.notFound, "there is no such order")
     }
-    guard order.state == .open else { throw OrchardError(.orderNotOpen, "this order is already paid") }
-    return order
+    switch order.state {
+    case .open: return order
+    case .unknown where allowUnknown: return order
+    case .unknown: throw OrchardError(.orderNotOpen, "this order's last payment is being confirmed; it cannot change now")
+    case .paid: throw OrchardError(.orderNotOpen, "this order is already paid")
+    }
 }
 
 func json(_ value: some Encodable, status: HTTPResponse.Status) throws -> Response {

@@ -1,41 +1,107 @@
 import ApplePay
+import Foundation
 
 /// What a processor is handed: the verified, decrypted payment for an order.
 public struct AuthorizationRequest: Sendable {
     public var order: OrderRecord
     public var token: PaymentToken
     public var payment: DecryptedPayment
+    /// The idempotency reference of this attempt: the same after an unknown outcome, so a retry
+    /// can never charge twice.
+    public var reference: String
+    /// The billing contact's name, when the page sent one.
+    public var cardholderName: String?
+
+    public init(order: OrderRecord, token: PaymentToken, payment: DecryptedPayment, reference: String, cardholderName: String? = nil) {
+        self.order = order
+        self.token = token
+        self.payment = payment
+        self.reference = reference
+        self.cardholderName = cardholderName
+    }
 }
 
 /// What a processor answered.
 public struct AuthorizationOutcome: Sendable, Equatable {
     public enum Status: String, Sendable {
         case authorized
+        /// Declined by the issuer or the processor's risk checks: nothing was charged.
         case refused
+        /// The processor refused the request itself (credentials, validation): nothing was charged.
+        case failed
     }
 
     public var status: Status
-    public var reference: String?
-    /// A message safe to show the shopper when refused.
-    public var shopperMessage: String?
+    /// The processor's own ID for the payment.
+    public var processorReference: String?
+    /// The processor's refusal or error code and description (for the back office, not the shopper).
+    public var code: String?
+    public var message: String?
+    /// Follow-up actions (`settle`, `cancel`) and their URLs.
+    public var links: [String: String]
 
-    public init(status: Status, reference: String? = nil, shopperMessage: String? = nil) {
+    public init(
+        status: Status, processorReference: String? = nil, code: String? = nil, message: String? = nil, links: [String: String] = [:]
+    ) {
         self.status = status
-        self.reference = reference
-        self.shopperMessage = shopperMessage
+        self.processorReference = processorReference
+        self.code = code
+        self.message = message
+        self.links = links
     }
 }
 
-/// Hands a payment to a payment service provider.
+/// The processor gave no answer (5xx, timeout, dropped connection): it may or may not have charged.
+public struct ProcessorNoAnswer: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A settle or cancel the processor did not accept.
+public struct ProcessorActionError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Hands payments to a payment service provider, and settles or cancels them later.
 public protocol PaymentProcessor: Sendable {
+    /// `record`, `worldpay` or `worldline`.
+    var name: String { get }
+    /// Throws ``ProcessorNoAnswer`` when the outcome is unknown.
     func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome
+    func settle(_ payment: PaymentRecord) async throws(ProcessorActionError)
+    func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError)
 }
 
 /// Records the authorization for a back office to process: Orchard's default.
 public struct RecordOnlyProcessor: PaymentProcessor {
     public init() {}
 
+    public var name: String { "record" }
+
     public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {
-        AuthorizationOutcome(status: .authorized, reference: "recorded:\(request.order.id)")
+        AuthorizationOutcome(status: .authorized, processorReference: "recorded:\(request.reference)")
+    }
+
+    /// Nothing to call: the back office settles with its own processor; Orchard records the state.
+    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
+    public func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
+}
+
+/// The processor of each merchant.
+public struct PaymentProcessors: Sendable {
+    let byMerchant: [String: any PaymentProcessor]
+    let fallback: any PaymentProcessor
+
+    /// `fallback` serves every merchant without its own entry (registered merchants among them).
+    public init(byMerchant: [String: any PaymentProcessor] = [:], fallback: any PaymentProcessor = RecordOnlyProcessor()) {
+        self.byMerchant = byMerchant
+        self.fallback = fallback
+    }
+
+    public static let recordOnly = PaymentProcessors()
+
+    public func processor(forMerchant merchantIdentifier: String) -> any PaymentProcessor {
+        byMerchant[merchantIdentifier] ?? fallback
     }
 }

@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OrchardServer
+import ProcessorClients
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the Orchard server.")
@@ -48,6 +49,7 @@ func runServer(
         configuration: configuration,
         sessions: AppleGatewayClient(http: http, configuration: configuration, logger: logger),
         store: store,
+        processors: ProcessorFactory.make(configuration: configuration, http: http),
         simulator: simulator,
         directory: MerchantDirectory(configuration: configuration, registered: registered),
         registration: AppleRegistrationClient(http: http, configuration: configuration, logger: logger),

@@ -5,7 +5,10 @@ import Foundation
 public struct OrderRecord: Sendable, Codable, Equatable {
     public enum State: String, Sendable, Codable {
         case open
+        /// Claimed by a payment that is authorized, or being authorized right now.
         case paid
+        /// The processor did not say whether it charged: a retry reuses the same idempotency reference.
+        case unknown
     }
 
     public var id: String
@@ -17,20 +20,69 @@ public struct OrderRecord: Sendable, Codable, Equatable {
     public var createdAt: Date
 }
 
+/// Where a payment stands.
+public enum PaymentState: String, Sendable, Codable, CaseIterable {
+    /// Handed to the processor, no answer yet.
+    case pending
+    case authorized
+    /// The issuer or processor declined: nothing was charged.
+    case refused
+    /// The processor refused the request itself (credentials, validation): nothing was charged.
+    case failed
+    /// No answer (5xx, timeout, dropped connection): reconcile with the processor.
+    case unknown
+    case settled
+    case cancelled
+}
+
 /// A payment as stored. Never the device account number, cryptogram or expiry.
 public struct PaymentRecord: Sendable, Codable, Equatable {
     public var id: String
     public var orderId: String
     /// The token's header.transactionId (hex); unique: a replay loses.
     public var transactionId: String
-    public var state: String
+    public var state: PaymentState
     public var amount: Int64
     /// ISO 4217 alphabetic code.
     public var currency: String
     public var network: String?
     public var lastFour: String
+    /// `record`, `worldpay` or `worldline`.
+    public var processor: String
+    /// The idempotency reference sent to the processor; reused by a retry after an unknown outcome.
+    public var reference: String
+    /// The processor's own ID for the payment.
     public var processorReference: String?
+    /// The processor's refusal or error code and description.
+    public var processorCode: String?
+    public var processorMessage: String?
+    /// Follow-up actions the processor offered (`settle`, `cancel`) and their URLs.
+    public var links: [String: String]
     public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(
+        id: String, orderId: String, transactionId: String, state: PaymentState, amount: Int64, currency: String, network: String?,
+        lastFour: String, processor: String, reference: String, processorReference: String? = nil, processorCode: String? = nil,
+        processorMessage: String? = nil, links: [String: String] = [:], createdAt: Date, updatedAt: Date? = nil
+    ) {
+        self.id = id
+        self.orderId = orderId
+        self.transactionId = transactionId
+        self.state = state
+        self.amount = amount
+        self.currency = currency
+        self.network = network
+        self.lastFour = lastFour
+        self.processor = processor
+        self.reference = reference
+        self.processorReference = processorReference
+        self.processorCode = processorCode
+        self.processorMessage = processorMessage
+        self.links = links
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt ?? createdAt
+    }
 }
 
 /// Why a store refused a write.
@@ -58,11 +110,17 @@ public protocol OrchardStore: Sendable {
     func order(id: String) async throws -> OrderRecord?
     /// Replaces an open order's pricing; fails with ``StoreError/Code/orderNotOpen`` otherwise.
     func updateOpen(_ order: OrderRecord) async throws
-    /// In one transaction: claims the transaction ID, marks the open order paid, records the payment.
+    /// In one transaction: claims the transaction ID, marks the open (or unknown) order paid, records the payment.
     func recordPayment(_ payment: PaymentRecord) async throws
-    /// Sets a claimed payment's outcome; a refused payment reopens its order for another try.
-    func finishPayment(id: String, state: String, processorReference: String?, reopenOrder: Bool) async throws
+    /// Stores a payment's outcome and moves its order to `orderState` (open again after a refusal,
+    /// unknown when the processor did not answer), in one transaction.
+    func finishPayment(_ payment: PaymentRecord, orderState: OrderRecord.State) async throws
     func payments(orderId: String) async throws -> [PaymentRecord]
+    func payment(id: String) async throws -> PaymentRecord?
+    /// Newest first; every state when `state` is nil.
+    func payments(state: PaymentState?, limit: Int) async throws -> [PaymentRecord]
+    /// Moves a payment from one of `from` to `to`; false when it was in another state.
+    func transitionPayment(id: String, from: Set<PaymentState>, to: PaymentState, at: Date) async throws -> Bool
 
     /// Merchants registered through the Web Merchant Registration API, with their domains.
     func registeredMerchants() async throws -> [RegisteredMerchant]
@@ -100,7 +158,7 @@ public struct RegisteredMerchant: Sendable, Codable, Equatable {
 
 /// The SQLite store: one file in the state folder, created on first run.
 public final class SQLiteStore: OrchardStore {
-    private let database: SQLiteDatabase
+    let database: SQLiteDatabase
 
     public init(path: String) throws {
         database = try SQLiteDatabase(path: path)
@@ -117,6 +175,7 @@ public final class SQLiteStore: OrchardStore {
                 state TEXT NOT NULL, amount INTEGER NOT NULL, currency TEXT NOT NULL, network TEXT, last_four TEXT NOT NULL,
                 processor_reference TEXT, created_at INTEGER NOT NULL)
             """)
+        try Self.migratePayments(database)
         try database.execute(
             """
             CREATE TABLE IF NOT EXISTS registered_merchants (
@@ -160,60 +219,6 @@ public final class SQLiteStore: OrchardStore {
             try db.execute("UPDATE orders SET priced = ? WHERE id = ? AND state = 'open'", [.text(priced), .text(order.id)])
         }
         guard changed == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(order.id) is not open") }
-    }
-
-    public func recordPayment(_ payment: PaymentRecord) async throws {
-        try await database.run { db in
-            try db.transaction {
-                let changed = try db.execute("UPDATE orders SET state = 'paid' WHERE id = ? AND state = 'open'", [.text(payment.orderId)])
-                do {
-                    try db.execute(
-                        """
-                        INSERT INTO payments (id, order_id, transaction_id, state, amount, currency, network, last_four,
-                            processor_reference, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                        [
-                            .text(payment.id), .text(payment.orderId), .text(payment.transactionId), .text(payment.state),
-                            .integer(payment.amount), .text(payment.currency), payment.network.map(SQLiteValue.text) ?? .null,
-                            .text(payment.lastFour), payment.processorReference.map(SQLiteValue.text) ?? .null,
-                            .integer(Int64(payment.createdAt.timeIntervalSince1970)),
-                        ])
-                } catch let failure as SQLiteDatabase.Failure where failure.isConstraint {
-                    throw StoreError(
-                        code: .duplicateTransaction, message: "transaction \(payment.transactionId.prefix(16))… was already used")
-                }
-                guard changed == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(payment.orderId) is already paid") }
-            }
-        }
-    }
-
-    public func finishPayment(id: String, state: String, processorReference: String?, reopenOrder: Bool) async throws {
-        try await database.run { db in
-            try db.transaction {
-                try db.execute(
-                    "UPDATE payments SET state = ?, processor_reference = ? WHERE id = ?",
-                    [.text(state), processorReference.map(SQLiteValue.text) ?? .null, .text(id)])
-                if reopenOrder {
-                    try db.execute("UPDATE orders SET state = 'open' WHERE id = (SELECT order_id FROM payments WHERE id = ?)", [.text(id)])
-                }
-            }
-        }
-    }
-
-    public func payments(orderId: String) async throws -> [PaymentRecord] {
-        let rows = try await database.run { db in
-            try db.query(
-                """
-                SELECT id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at
-                FROM payments WHERE order_id = ? ORDER BY created_at
-                """, [.text(orderId)])
-        }
-        return rows.map { row in
-            PaymentRecord(
-                id: row[0].text ?? "", orderId: row[1].text ?? "", transactionId: row[2].text ?? "", state: row[3].text ?? "",
-                amount: row[4].integer ?? 0, currency: row[5].text ?? "", network: row[6].text, lastFour: row[7].text ?? "",
-                processorReference: row[8].text, createdAt: Date(timeIntervalSince1970: TimeInterval(row[9].integer ?? 0)))
-        }
     }
 
     public func registeredMerchants() async throws -> [RegisteredMerchant] {

@@ -1,0 +1,32 @@
+import CurlClient
+import Foundation
+import OrchardServer
+
+/// One JSON call to a processor through the shared libcurl client.
+struct ProcessorHTTP: Sendable {
+    let http: CurlHTTPClient
+    let connection: ProcessorConnection
+
+    struct Answer {
+        var status: Int
+        var json: [String: Any]
+    }
+
+    /// Sends `body`; a transport failure (timeout, reset, refused) is ``ProcessorNoAnswer``.
+    func send(_ method: String, url: String, headers: [(name: String, value: String)], body: [UInt8]?) async throws -> Answer {
+        guard connection.owns(url) else { throw ProcessorActionError("refusing to call \(url): not on \(connection.baseURL)") }
+        let response: CurlResponse
+        do {
+            response = try await http.execute(
+                CurlRequest(method: method, url: url, headers: headers, body: body, trust: connection.trust, timeouts: connection.timeouts))
+        } catch {
+            throw ProcessorNoAnswer("\(error.kind.rawValue): \(error.message)")
+        }
+        let json = (try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
+        return Answer(status: response.status, json: json)
+    }
+
+    static func encode(_ object: [String: Any]) throws -> [UInt8] {
+        Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+    }
+}

@@ -1,0 +1,188 @@
+import ApplePay
+import Crypto
+import CurlClient
+import Foundation
+import OrchardServer
+
+/// Worldline Direct: `CreatePayment` with `mobilePaymentMethodSpecificInput` (product 302), either
+/// the encrypted token for Worldline to decrypt or the DPAN and cryptogram Orchard decrypted.
+/// Every request is signed with the v1HMAC scheme and carries an idempotence key.
+public struct WorldlineProcessor: PaymentProcessor {
+    public static let applePayProductId = 302
+    static let contentType = "application/json; charset=utf-8"
+
+    let settings: WorldlineSettings
+    let client: ProcessorHTTP
+    let now: @Sendable () -> Date
+
+    public init(settings: WorldlineSettings, http: CurlHTTPClient, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.settings = settings
+        self.client = ProcessorHTTP(http: http, connection: settings.connection)
+        self.now = now
+    }
+
+    public var name: String { "worldline" }
+
+    var paymentsPath: String { "/v2/\(settings.merchantId)/payments" }
+
+    /// `Authorization: GCS v1HMAC:<key id>:<signature>`, the signature being HMAC-SHA256 with the
+    /// secret over method, content type, date, the lowercased `X-GCS-*` headers and the path,
+    /// each followed by a line feed.
+    public static func authorization(
+        method: String, contentType: String, date: String, gcsHeaders: [(name: String, value: String)], path: String, keyId: String,
+        secret: String
+    ) -> String {
+        var subject = "\(method)\n\(contentType)\n\(date)\n"
+        for header in gcsHeaders.sorted(by: { $0.name.lowercased() < $1.name.lowercased() }) {
+            subject += "\(header.name.lowercased()):\(header.value.trimmingCharacters(in: .whitespaces))\n"
+        }
+        subject += "\(path)\n"
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(subject.utf8), using: SymmetricKey(data: Array(secret.utf8)))
+        return "GCS v1HMAC:\(keyId):\(Data(mac).base64EncodedString())"
+    }
+
+    /// RFC 1123, as the Date header carries it.
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+
+    func signedHeaders(method: String, path: String, idempotenceKey: String?) -> [(name: String, value: String)] {
+        let date = Self.httpDate(now())
+        let gcs = idempotenceKey.map { [(name: "X-GCS-Idempotence-Key", value: $0)] } ?? []
+        let authorization = Self.authorization(
+            method: method, contentType: Self.contentType, date: date, gcsHeaders: gcs, path: path, keyId: settings.apiKeyId,
+            secret: settings.secretApiKey.value)
+        return [
+            (name: "Content-Type", value: Self.contentType), (name: "Date", value: date), (name: "Authorization", value: authorization),
+        ]
+            + gcs
+    }
+
+    /// The CreatePayment body for the configured decryption mode.
+    func body(_ request: AuthorizationRequest) throws -> [UInt8] {
+        let paymentData = request.token.paymentData
+        var input: [String: Any] = [
+            "paymentProductId": Self.applePayProductId, "authorizationMode": settings.authorizationMode,
+        ]
+        input["publicKeyHash"] = paymentData.header.publicKeyHash
+        if let ephemeralKey = paymentData.header.ephemeralPublicKey { input["ephemeralKey"] = ephemeralKey }
+        switch settings.decryption {
+        case .processor:
+            guard paymentData.version == "EC_v1" else {
+                throw UnsupportedToken("Worldline decrypts EC_v1 tokens only; set decryption to orchard for \(paymentData.version)")
+            }
+            input["encryptedPaymentData"] = paymentData.data
+        case .orchard:
+            var decrypted: [String: Any] = ["dpan": request.payment.fields.applicationPrimaryAccountNumber]
+            decrypted["cryptogram"] = request.payment.fields.paymentData?.onlinePaymentCryptogram
+            decrypted["expiryDate"] = request.payment.expiryMMYY
+            decrypted["eci"] = request.payment.fields.paymentData?.eciIndicator
+            decrypted["cardholderName"] = request.cardholderName ?? request.payment.fields.cardholderName
+            input["decryptedPaymentData"] = decrypted
+        }
+        return try ProcessorHTTP.encode([
+            "order": [
+                "amountOfMoney": ["amount": request.order.priced.total, "currencyCode": request.order.priced.currency],
+                "references": ["merchantReference": request.reference],
+            ],
+            "mobilePaymentMethodSpecificInput": input,
+        ])
+    }
+
+    struct UnsupportedToken: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {
+        let bytes: [UInt8]
+        do {
+            bytes = try body(request)
+        } catch let error as UnsupportedToken {
+            return AuthorizationOutcome(status: .failed, code: "unsupported_token", message: error.description)
+        }
+        let answer = try await client.send(
+            "POST", url: settings.connection.baseURL + paymentsPath,
+            headers: signedHeaders(method: "POST", path: paymentsPath, idempotenceKey: request.reference), body: bytes)
+        let payment =
+            (answer.json["payment"] as? [String: Any]) ?? ((answer.json["paymentResult"] as? [String: Any])?["payment"] as? [String: Any])
+        let status = payment?["status"] as? String
+        let id = payment?["id"] as? String
+        let firstError = (answer.json["errors"] as? [[String: Any]])?.first
+        switch (answer.status, status) {
+        case (200..<300, "REJECTED"), (402, _):
+            return AuthorizationOutcome(
+                status: .refused, processorReference: id, code: firstError.flatMap { Self.string($0["errorCode"] ?? $0["code"]) },
+                message: firstError?["message"] as? String)
+        case (200..<300, .some):
+            var links: [String: String] = [:]
+            if let id {
+                links["settle"] = settings.connection.baseURL + "\(paymentsPath)/\(id)/capture"
+                links["cancel"] = settings.connection.baseURL + "\(paymentsPath)/\(id)/cancel"
+            }
+            return AuthorizationOutcome(status: .authorized, processorReference: id, code: status, links: links)
+        case (500..., _), (200..<300, nil):
+            throw ProcessorNoAnswer("Worldline answered HTTP \(answer.status)\(status == nil ? " without a payment status" : "")")
+        default:
+            return AuthorizationOutcome(
+                status: .failed, code: firstError.flatMap { Self.string($0["errorCode"] ?? $0["code"]) } ?? "http_\(answer.status)",
+                message: firstError?["message"] as? String)
+        }
+    }
+
+    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {
+        try await act(payment, "capture", body: ["amount": payment.amount, "isFinal": true])
+    }
+
+    public func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {
+        try await act(payment, "cancel", body: [:])
+    }
+
+    func act(_ payment: PaymentRecord, _ action: String, body: [String: Any]) async throws(ProcessorActionError) {
+        guard let id = payment.processorReference, !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
+        else { throw ProcessorActionError("this payment has no Worldline payment ID") }
+        let path = "\(paymentsPath)/\(id)/\(action)"
+        let answer: ProcessorHTTP.Answer
+        do {
+            answer = try await client.send(
+                "POST", url: settings.connection.baseURL + path,
+                headers: signedHeaders(method: "POST", path: path, idempotenceKey: "\(payment.reference)-\(action)"),
+                body: try ProcessorHTTP.encode(body))
+        } catch let error as ProcessorActionError {
+            throw error
+        } catch {
+            throw ProcessorActionError("Worldline did not answer (\(error)); check the payment in Worldline before retrying")
+        }
+        guard (200..<300).contains(answer.status) else {
+            let message = ((answer.json["errors"] as? [[String: Any]])?.first?["message"] as? String) ?? ""
+            throw ProcessorActionError("Worldline answered HTTP \(answer.status): \(message)")
+        }
+    }
+
+    static func string(_ value: Any?) -> String? {
+        switch value {
+        case let text as String: text
+        case let number as NSNumber: number.stringValue
+        default: nil
+        }
+    }
+}
+
+/// Builds each merchant's processor from configuration, all on one libcurl client.
+public enum ProcessorFactory {
+    public static func make(configuration: ServerConfiguration, http: CurlHTTPClient) -> PaymentProcessors {
+        var byMerchant: [String: any PaymentProcessor] = [:]
+        for merchant in configuration.merchants {
+            switch merchant.processor {
+            case .record: break
+            case .worldpay(let settings): byMerchant[merchant.merchantIdentifier] = WorldpayProcessor(settings: settings, http: http)
+            case .worldline(let settings): byMerchant[merchant.merchantIdentifier] = WorldlineProcessor(settings: settings, http: http)
+            }
+        }
+        return PaymentProcessors(byMerchant: byMerchant)
+    }
+}

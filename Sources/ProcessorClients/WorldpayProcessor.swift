@@ -1,0 +1,104 @@
+import ApplePay
+import CurlClient
+import Foundation
+import OrchardServer
+
+/// Worldpay Access: `POST /payments/authorizations` with the Apple Pay token as `walletToken`;
+/// Worldpay decrypts it. Settle and cancel follow the `_links` Worldpay returned.
+public struct WorldpayProcessor: PaymentProcessor {
+    public static let mediaType = "application/vnd.worldpay.payments-v7+json"
+
+    let settings: WorldpaySettings
+    let client: ProcessorHTTP
+
+    public init(settings: WorldpaySettings, http: CurlHTTPClient) {
+        self.settings = settings
+        self.client = ProcessorHTTP(http: http, connection: settings.connection)
+    }
+
+    public var name: String { "worldpay" }
+
+    var headers: [(name: String, value: String)] {
+        let credentials = Data("\(settings.username.value):\(settings.password.value)".utf8).base64EncodedString()
+        return [
+            (name: "Authorization", value: "Basic \(credentials)"), (name: "Content-Type", value: Self.mediaType),
+            (name: "Accept", value: Self.mediaType),
+        ]
+    }
+
+    /// The request body: amounts in minor units, the token's `paymentData` as a JSON string.
+    func body(_ request: AuthorizationRequest) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let walletToken = String(decoding: try encoder.encode(request.token.paymentData), as: UTF8.self)
+        return try ProcessorHTTP.encode([
+            "transactionReference": request.reference,
+            "merchant": ["entity": settings.entity],
+            "instruction": [
+                "narrative": ["line1": settings.narrative],
+                "value": ["currency": request.order.priced.currency, "amount": request.order.priced.total],
+                "paymentInstrument": ["type": "card/wallet+applepay", "walletToken": walletToken],
+            ],
+        ])
+    }
+
+    public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {
+        let answer = try await client.send(
+            "POST", url: settings.connection.baseURL + "/payments/authorizations", headers: headers, body: try body(request))
+        switch answer.status {
+        case 200..<300:
+            let links = answer.json["_links"] as? [String: Any] ?? [:]
+            func href(_ relation: String) -> String? { (links[relation] as? [String: Any])?["href"] as? String }
+            switch answer.json["outcome"] as? String {
+            case "authorized":
+                var actions: [String: String] = [:]
+                actions["settle"] = href("payments:settle")
+                actions["cancel"] = href("payments:cancel")
+                // Worldpay knows the payment by our transactionReference.
+                return AuthorizationOutcome(status: .authorized, processorReference: request.reference, links: actions)
+            case "refused":
+                return AuthorizationOutcome(
+                    status: .refused, code: Self.string(answer.json["code"]), message: answer.json["description"] as? String)
+            default:
+                throw ProcessorNoAnswer("Worldpay answered HTTP \(answer.status) without a known outcome")
+            }
+        case 500...:
+            throw ProcessorNoAnswer("Worldpay answered HTTP \(answer.status)")
+        default:
+            return AuthorizationOutcome(
+                status: .failed, code: (answer.json["errorName"] as? String) ?? "http_\(answer.status)",
+                message: answer.json["message"] as? String)
+        }
+    }
+
+    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {
+        try await follow(payment, "settle")
+    }
+
+    public func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {
+        try await follow(payment, "cancel")
+    }
+
+    func follow(_ payment: PaymentRecord, _ action: String) async throws(ProcessorActionError) {
+        guard let url = payment.links[action] else { throw ProcessorActionError("Worldpay gave no \(action) link for this payment") }
+        let answer: ProcessorHTTP.Answer
+        do {
+            answer = try await client.send("POST", url: url, headers: headers, body: nil)
+        } catch let error as ProcessorActionError {
+            throw error
+        } catch {
+            throw ProcessorActionError("Worldpay did not answer (\(error)); check the payment in Worldpay before retrying")
+        }
+        guard (200..<300).contains(answer.status) else {
+            throw ProcessorActionError("Worldpay answered HTTP \(answer.status): \(answer.json["message"] as? String ?? "")")
+        }
+    }
+
+    static func string(_ value: Any?) -> String? {
+        switch value {
+        case let text as String: text
+        case let number as NSNumber: number.stringValue
+        default: nil
+        }
+    }
+}
