@@ -198,6 +198,7 @@ let package = Package(
             name: "OrchardServerTests",
             dependencies: [
                 "OrchardServer",
+                "ProcessorClients",
                 "OrchardTesting",
                 "CurlClient",
                 "orchard",

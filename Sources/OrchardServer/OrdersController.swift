@@ -155,6 +155,7 @@ func openOrder(id: String, merchant: MerchantConfiguration, store: any OrchardSt
 func json(_ value: some Encodable, status: HTTPResponse.Status) throws -> Response {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
     return Response(
         status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
         body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))

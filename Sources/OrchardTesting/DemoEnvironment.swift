@@ -96,10 +96,41 @@ public struct DemoEnvironment: Sendable {
                 faults: faults))
     }
 
-    /// Writes `orchard.json` for `orchard serve`, pointed at a mock gateway on `gatewayPort`.
+    /// The demo's Worldpay and Worldline test accounts (their secrets go to 0600 files, never into orchard.json).
+    public static let worldpayAccount = MockWorldpayAccount(
+        entity: "OrchardDemo", username: "orchard-demo", password: "demo-worldpay-password")
+    public static let worldlineAccount = MockWorldlineAccount(
+        merchantId: "OrchardDemo", apiKeyId: "DEMOKEY", secretApiKey: "demo-worldline-secret")
+
+    /// Mock Worldpay and Worldline on loopback HTTPS with the demo's test server certificate.
+    public func makeProcessors(host: String = "127.0.0.1", port: Int = 0) throws -> MockProcessors {
+        try MockProcessors(
+            serverIdentity: material.server, worldpay: Self.worldpayAccount, worldline: Self.worldlineAccount, host: host, port: port)
+    }
+
+    /// Writes a secret into the state folder with mode 0600 and returns its file name.
+    func writeSecret(_ name: String, _ value: String) throws -> String {
+        let path = file(name)
+        FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        try Data(value.utf8).write(to: URL(fileURLWithPath: path))
+        return name
+    }
+
+    /// The demo's admin token (created on first use, mode 0600): `orchard payments … --token-file` reads it.
+    public func adminTokenFile() throws -> String {
+        let path = file("admin-token")
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = try writeSecret("admin-token", (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined())
+        }
+        return path
+    }
+
+    /// Writes `orchard.json` for `orchard serve`, pointed at a mock gateway on `gatewayPort` and,
+    /// when `processor` is `worldpay` or `worldline`, at mock processors on `processorPort`.
     @discardableResult
     public func writeServerConfiguration(
-        gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil
+        gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
+        processor: String = "record", processorPort: Int = 0
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -128,6 +159,24 @@ public struct DemoEnvironment: Sendable {
             merchant["catalogue"] = catalogue
             merchant["processingKeys"] = [["privateKey": "test-processing-ec.key"], ["privateKey": "test-processing-rsa.key"]]
             configuration["payments"] = ["testTokenRootCertificate": "test-apple-root.pem"]
+            configuration["admin"] = ["token": try adminTokenFile()]
+            let base = "https://127.0.0.1:\(processorPort)"
+            switch processor {
+            case "worldpay":
+                merchant["processor"] = [
+                    "type": "worldpay", "baseURL": base, "caFile": "test-ca.pem", "allowNonProductionHost": true,
+                    "entity": Self.worldpayAccount.entity, "username": try writeSecret("worldpay-username", Self.worldpayAccount.username),
+                    "password": try writeSecret("worldpay-password", Self.worldpayAccount.password), "narrative": "Orchard Demo",
+                ]
+            case "worldline":
+                merchant["processor"] = [
+                    "type": "worldline", "baseURL": base, "caFile": "test-ca.pem", "allowNonProductionHost": true,
+                    "merchantId": Self.worldlineAccount.merchantId, "apiKeyId": Self.worldlineAccount.apiKeyId,
+                    "secretApiKey": try writeSecret("worldline-secret", Self.worldlineAccount.secretApiKey),
+                ]
+            default:
+                break
+            }
         }
         configuration["merchants"] = [merchant]
         let data = try JSONSerialization.data(

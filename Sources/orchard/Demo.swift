@@ -25,6 +25,9 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Load Apple's JS SDK from this URL (https, or http on loopback); by default the demo loads none.")
     var applePaySdk: String?
 
+    @Option(help: "Where payments go: record (stored only), or worldpay / worldline (mock processors started beside the gateway).")
+    var processor: String = "record"
+
     @OptionGroup var faults: FaultOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -33,6 +36,9 @@ struct Demo: AsyncParsableCommand {
         let environment = try DemoEnvironment.prepare(directory: stateDir)
         let gateway = try environment.makeGateway(faults: faults.faults)
         let gatewayPort = try await gateway.start()
+        guard ["record", "worldpay", "worldline"].contains(processor) else { fail("--processor must be record, worldpay or worldline") }
+        let processors = processor == "record" ? nil : try environment.makeProcessors()
+        let processorPort = try await processors?.start() ?? 0
         let publicDirectory =
             FileManager.default.fileExists(atPath: "Public/index.html")
             ? URL(fileURLWithPath: "Public").standardizedFileURL.path : nil
@@ -41,7 +47,7 @@ struct Demo: AsyncParsableCommand {
             ? URL(fileURLWithPath: "Config/catalogue.json").standardizedFileURL.path : nil
         let path = try environment.writeServerConfiguration(
             gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue,
-            applePaySDK: applePaySdk ?? "none")
+            applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)
@@ -49,6 +55,7 @@ struct Demo: AsyncParsableCommand {
             fail(error.message)
         }
         let simulator = noSimulatedSheet ? nil : try SimulatedSheet(environment: environment)
+        let tokenFile = try environment.adminTokenFile()
         try await runServer(configuration, simulator: simulator, logger: logger) { port in
             say(
                 """
@@ -69,9 +76,13 @@ struct Demo: AsyncParsableCommand {
                   curl -sS -X POST http://localhost:\(port)/api/orders -H 'Content-Type: application/json' -d '{"items":[{"productId":"apple-box","quantity":2}]}'
                 and a test token for it: orchard token mint --state-dir \(stateDir) --amount <total in cents> --application-data orchard-order:<orderId>
 
+                Payments go to: \(processor == "record" ? "the database only (record)" : "a mock \(processor) at \(processors?.baseURL ?? "")")
+                Back office: orchard payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)
+
                 Press Ctrl-C to stop.
                 """)
         }
         await gateway.stop()
+        await processors?.stop()
     }
 }

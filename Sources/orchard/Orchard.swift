@@ -6,7 +6,7 @@ import Logging
 struct Orchard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Orchard: a self-hosted Apple Pay on the Web backend.",
-        subcommands: [Serve.self, Demo.self, MockGateway.self, Token.self, Domains.self, Certs.self]
+        subcommands: [Serve.self, Demo.self, MockGateway.self, Token.self, Domains.self, Certs.self, Payments.self]
     )
 }
 

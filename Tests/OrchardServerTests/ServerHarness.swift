@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import OrchardServer
 import OrchardTesting
+import ProcessorClients
 import SwiftASN1
 import Synchronization
 import X509
@@ -120,7 +121,8 @@ struct ServerHarness {
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let store = try configuration.openStore()
         let app = buildApplication(
-            configuration: configuration, sessions: sessions, store: store, time: time, simulator: simulator,
+            configuration: configuration, sessions: sessions, store: store,
+            processors: ProcessorFactory.make(configuration: configuration, http: http), time: time, simulator: simulator,
             directory: MerchantDirectory(configuration: configuration, registered: try await store.registeredMerchants()),
             registration: AppleRegistrationClient(http: http, configuration: configuration, logger: logger),
             expiryCheckInterval: expiryCheckInterval, logger: logger

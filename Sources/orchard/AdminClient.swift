@@ -1,0 +1,66 @@
+import ArgumentParser
+import CurlClient
+import Foundation
+
+/// Options and the call shared by the commands that use a running server's admin API.
+struct AdminAPIOptions: ParsableArguments {
+    @Option(help: "The Orchard server (http only on loopback).")
+    var server: String = "http://127.0.0.1:8080"
+
+    @Option(help: "A file holding the admin token (default: the ORCHARD_ADMIN_TOKEN environment variable).")
+    var tokenFile: String?
+
+    func validate() throws {
+        guard let url = URLComponents(string: server), let scheme = url.scheme, let host = url.host, !host.isEmpty else {
+            throw ValidationError("--server must be a URL like http://127.0.0.1:8080")
+        }
+        let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased())
+        guard scheme == "https" || (scheme == "http" && loopback) else {
+            throw ValidationError("--server must use https unless it is on loopback: the admin token must not cross a network in clear")
+        }
+    }
+
+    func token() throws -> String {
+        let text: String?
+        if let tokenFile {
+            text = try? String(contentsOfFile: tokenFile, encoding: .utf8)
+            guard text != nil else { throw ValidationError("cannot read --token-file \(tokenFile)") }
+        } else {
+            text = ProcessInfo.processInfo.environment["ORCHARD_ADMIN_TOKEN"]
+        }
+        guard let token = text?.trimmingCharacters(in: .whitespacesAndNewlines), !token.isEmpty else {
+            throw ValidationError("set ORCHARD_ADMIN_TOKEN or pass --token-file")
+        }
+        return token
+    }
+
+    /// Sends one admin call and prints the JSON answer; a refusal prints one line and exits 1.
+    func call(_ method: String, _ path: String, body: [String: Any]? = nil) async throws {
+        let token = try token()
+        let client = try CurlHTTPClient(configuration: .init(allowedSchemes: ["http", "https"]))
+        defer { client.shutdown() }
+        var headers: [(name: String, value: String)] = [(name: "Authorization", value: "Bearer \(token)")]
+        var bytes: [UInt8]?
+        if let body {
+            headers.append((name: "Content-Type", value: "application/json"))
+            bytes = Array(try JSONSerialization.data(withJSONObject: body))
+        }
+        let base = server.hasSuffix("/") ? String(server.dropLast()) : server
+        let response: CurlResponse
+        do {
+            response = try await client.execute(CurlRequest(method: method, url: base + path, headers: headers, body: bytes))
+        } catch {
+            fail("cannot reach \(server): \(error.message)")
+        }
+        let json = try? JSONSerialization.jsonObject(with: Data(response.body))
+        guard (200..<300).contains(response.status) else {
+            let error = (json as? [String: Any])?["error"] as? [String: Any]
+            fail("\(error?["message"] as? String ?? "HTTP \(response.status)") (HTTP \(response.status))")
+        }
+        if let json,
+            let pretty = try? JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        {
+            FileHandle.standardOutput.write(pretty + Data([0x0A]))
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import Foundation
+
+/// `orchard payments …`: the back office, through a running Orchard's admin API.
+struct Payments: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List payments, and settle or cancel authorized ones through their processor.",
+        discussion: "The admin token comes from ORCHARD_ADMIN_TOKEN or --token-file.",
+        subcommands: [List.self, Settle.self, Cancel.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List payments, newest first (unknown ones need reconciling with the processor).")
+
+        @OptionGroup var admin: AdminAPIOptions
+        @Option(help: "pending, authorized, refused, failed, unknown, settled or cancelled.") var state: String?
+        @Option(help: "Only this order's payments.") var order: String?
+        @Option(help: "At most this many (1–1000).") var limit: Int = 100
+
+        func run() async throws {
+            var query = ["limit=\(limit)"]
+            if let state { query.append("state=\(Domains.escape(state))") }
+            if let order { query.append("order=\(Domains.escape(order))") }
+            try await admin.call("GET", "/admin/payments?" + query.joined(separator: "&"))
+        }
+    }
+
+    struct Settle: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Settle (capture) an authorized payment.")
+        @OptionGroup var admin: AdminAPIOptions
+        @Argument(help: "The payment ID.") var payment: String
+
+        func run() async throws {
+            try await admin.call("POST", "/admin/payments/\(Domains.escape(payment))/settle")
+        }
+    }
+
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Cancel (void) an authorized payment.")
+        @OptionGroup var admin: AdminAPIOptions
+        @Argument(help: "The payment ID.") var payment: String
+
+        func run() async throws {
+            try await admin.call("POST", "/admin/payments/\(Domains.escape(payment))/cancel")
+        }
+    }
+}

@@ -1,0 +1,341 @@
+import ApplePay
+import Crypto
+import CurlClient
+import Foundation
+import Logging
+import OrchardServer
+import OrchardTesting
+import Synchronization
+import Testing
+
+/// A real server whose merchant charges through mock Worldpay or Worldline over loopback HTTPS.
+struct ProcessorFixture {
+    enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case worldpay, worldlineEncrypted, worldlineDecrypted
+        var testDescription: String { rawValue }
+        var processorName: String { self == .worldpay ? "worldpay" : "worldline" }
+    }
+
+    static let worldpay = MockWorldpayAccount(entity: "OrchardTest", username: "orchard-user", password: "wp-secret-password-1")
+    static let worldline = MockWorldlineAccount(merchantId: "OrchardPSPID", apiKeyId: "KEY123", secretApiKey: "wl-secret-api-key-1")
+    static let environment = [
+        "WP_USERNAME": worldpay.username, "WP_PASSWORD": worldpay.password, "WL_SECRET": worldline.secretApiKey,
+    ]
+
+    let server: ServerHarness
+    let mock: MockProcessors
+    let minter = TokenMinter(chain: ServerHarness.tokenChain)
+
+    static func processor(_ kind: Kind, baseURL: String, password: String = "env:WP_PASSWORD", timeout: Int? = nil)
+        -> ConfigurationFile.Processor
+    {
+        switch kind {
+        case .worldpay:
+            return .init(
+                type: "worldpay", baseURL: baseURL, caFile: "ca.pem", allowNonProductionHost: true, timeoutMilliseconds: timeout,
+                entity: worldpay.entity, username: "env:WP_USERNAME", password: password, narrative: "Orchard Test")
+        case .worldlineEncrypted, .worldlineDecrypted:
+            return .init(
+                type: "worldline", baseURL: baseURL, caFile: "ca.pem", allowNonProductionHost: true, timeoutMilliseconds: timeout,
+                merchantId: worldline.merchantId, apiKeyId: worldline.apiKeyId, secretApiKey: "env:WL_SECRET",
+                decryption: kind == .worldlineDecrypted ? "orchard" : "processor")
+        }
+    }
+
+    static func with(
+        _ kind: Kind, password: String = "env:WP_PASSWORD", timeout: Int? = nil, admin: Bool = false, logHandler: (any LogHandler)? = nil,
+        _ body: (ProcessorFixture) async throws -> Void
+    ) async throws {
+        let mock = try MockProcessors(serverIdentity: TestMaterial.shared.server, worldpay: worldpay, worldline: worldline)
+        try await mock.start()
+        defer { Task { await mock.stop() } }
+        let environment = environment.merging(admin ? MoreMerchants.environment : [:]) { $1 }
+        try await ServerHarness.with(
+            environment: environment, logHandler: logHandler,
+            configure: { file, _ in
+                file.merchants[0].processor = processor(kind, baseURL: mock.baseURL, password: password, timeout: timeout)
+                if admin { MoreMerchants.addAdmin(&file) }
+            }
+        ) { server in
+            try await body(ProcessorFixture(server: server, mock: mock))
+        }
+    }
+
+    func order() async throws -> (id: String, request: [String: Any]) {
+        let response = try await server.send(
+            "POST", "/api/orders", body: Array(#"{"items": [{"productId": "apple", "quantity": 2}]}"#.utf8))
+        #expect(response.status == 201)
+        let json = try #require(response.json)
+        return (try #require(json["orderId"] as? String), try #require(json["paymentRequest"] as? [String: Any]))
+    }
+
+    /// A fresh token for the order's 9.90 EUR, as a shopper's device signs it (new transaction ID each time).
+    func pay(_ id: String, _ request: [String: Any]) async throws -> (response: CurlResponse, token: PaymentData) {
+        let appData = try #require(Data(base64Encoded: request["applicationData"] as? String ?? ""))
+        let token = try minter.mintEC(
+            payload: TokenMinter.samplePayload(amount: 990), to: ServerHarness.processingKey.publicKey,
+            merchantIdentifier: TestMaterial.merchantIdentifier, applicationDataHash: Array(SHA256.hash(data: appData)))
+        let tokenJSON = String(decoding: try JSONEncoder().encode(PaymentToken(paymentData: token)), as: UTF8.self)
+        let body =
+            #"{"orderId": "\#(id)", "payment": {"token": \#(tokenJSON), "billingContact": {"givenName": "Camille", "familyName": "Martin"}}}"#
+        return (try await server.send("POST", "/api/apple-pay/authorize", body: Array(body.utf8)), token)
+    }
+}
+
+@Suite("Payments through Worldpay Access and Worldline Direct (mock processors over loopback HTTPS)")
+struct ProcessorTests {
+    @Test(
+        "authorized: success, the processor got the right request, the payment keeps its reference and links",
+        arguments: ProcessorFixture.Kind.allCases)
+    func authorized(kind: ProcessorFixture.Kind) async throws {
+        try await ProcessorFixture.with(kind) { fixture in
+            let (id, request) = try await fixture.order()
+            let (response, token) = try await fixture.pay(id, request)
+            #expect(response.status == 200)
+            #expect(response.json?["status"] as? String == "success")
+            let charge = try #require(fixture.mock.charges.first)
+            #expect(fixture.mock.charges.count == 1)
+            #expect(charge.amount == 990 && charge.currency == "EUR")
+            #expect(charge.reference == "\(id)-1")
+            let sent = try #require(fixture.mock.received.last)
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(sent.body)) as? [String: Any])
+            switch kind {
+            case .worldpay:
+                #expect(sent.header("Content-Type") == "application/vnd.worldpay.payments-v7+json")
+                #expect(sent.header("Authorization")?.hasPrefix("Basic ") == true)
+                let wallet = ((body["instruction"] as? [String: Any])?["paymentInstrument"] as? [String: Any])?["walletToken"] as? String
+                let decoded = try JSONDecoder().decode(PaymentData.self, from: Data((wallet ?? "").utf8))
+                #expect(decoded == token)
+            case .worldlineEncrypted:
+                #expect(charge.mode == "encrypted")
+                let input = try #require(body["mobilePaymentMethodSpecificInput"] as? [String: Any])
+                #expect(input["encryptedPaymentData"] as? String == token.data)
+                #expect(input["ephemeralKey"] as? String == token.header.ephemeralPublicKey)
+                #expect(input["publicKeyHash"] as? String == token.header.publicKeyHash)
+                #expect(input["authorizationMode"] as? String == "FINAL_AUTHORIZATION")
+                #expect(sent.header("X-GCS-Idempotence-Key") == "\(id)-1")
+            case .worldlineDecrypted:
+                #expect(charge.mode == "decrypted")
+                let decrypted = try #require(
+                    (body["mobilePaymentMethodSpecificInput"] as? [String: Any])?["decryptedPaymentData"] as? [String: Any])
+                #expect(decrypted["dpan"] as? String == "4111111111111111")
+                #expect(decrypted["expiryDate"] as? String == "1229")
+                #expect(decrypted["eci"] as? String == "7")
+                #expect(decrypted["cardholderName"] as? String == "Camille Martin")
+                #expect((decrypted["cryptogram"] as? String)?.isEmpty == false)
+            }
+            let payment = try #require(try await fixture.server.store.payments(orderId: id).first)
+            #expect(payment.state == .authorized)
+            #expect(payment.processor == kind.processorName)
+            #expect(payment.reference == "\(id)-1")
+            #expect(payment.links["settle"] != nil && payment.links["cancel"] != nil)
+            #expect(try await fixture.server.store.order(id: id)?.state == .paid)
+            // Orchard decrypted the card in one mode: nothing on disk holds the device account number.
+            for file in try FileManager.default.contentsOfDirectory(atPath: fixture.server.stateDirectory) {
+                let data = try Data(contentsOf: URL(fileURLWithPath: fixture.server.stateDirectory).appendingPathComponent(file))
+                #expect(data.range(of: Data("4111111111111111".utf8)) == nil, "\(file)")
+            }
+        }
+    }
+
+    @Test(
+        "refused: failure with a shopper-safe message, the code kept, the order open; another card then pays",
+        arguments: ProcessorFixture.Kind.allCases)
+    func refused(kind: ProcessorFixture.Kind) async throws {
+        try await ProcessorFixture.with(kind) { fixture in
+            fixture.mock.behaviour = .refuse(code: "5", description: "Do not honour")
+            let (id, request) = try await fixture.order()
+            let (response, _) = try await fixture.pay(id, request)
+            #expect(response.status == 402)
+            #expect(response.json?["status"] as? String == "failure")
+            let message = (response.json?["errors"] as? [[String: Any]])?.first?["message"] as? String ?? ""
+            #expect(message.contains("declined"))
+            #expect(!message.contains("honour"), "the processor's reason stays in the back office")
+            let refused = try #require(try await fixture.server.store.payments(orderId: id).first)
+            #expect(refused.state == .refused)
+            #expect(refused.processorCode == "5")
+            #expect(refused.processorMessage == "Do not honour")
+            #expect(try await fixture.server.store.order(id: id)?.state == .open)
+
+            fixture.mock.behaviour = .authorize
+            let (retry, _) = try await fixture.pay(id, request)
+            #expect(retry.status == 200)
+            let payments = try await fixture.server.store.payments(orderId: id)
+            #expect(payments.map(\.reference) == ["\(id)-1", "\(id)-2"], "a new attempt after a refusal gets a new reference")
+            #expect(fixture.mock.charges.map(\.state) == [.refused, .authorized])
+        }
+    }
+
+    @Test(
+        "no answer (5xx, dropped connection, timeout): failure, payment unknown, order frozen; the retry reuses the reference and charges once",
+        arguments: ProcessorFixture.Kind.allCases, [MockProcessorBehaviour.status(503), .dropAfterCharge, .delay(.milliseconds(2500))])
+    func unknownThenRetry(kind: ProcessorFixture.Kind, fault: MockProcessorBehaviour) async throws {
+        try await ProcessorFixture.with(kind, timeout: 1000) { fixture in
+            fixture.mock.behaviour = fault
+            let (id, request) = try await fixture.order()
+            let (response, _) = try await fixture.pay(id, request)
+            #expect(response.status == 504)
+            #expect(response.json?["status"] as? String == "failure")
+            #expect(response.errorCode == "payment_unknown")
+            let unknown = try #require(try await fixture.server.store.payments(orderId: id).first)
+            #expect(unknown.state == .unknown)
+            #expect(try await fixture.server.store.order(id: id)?.state == .unknown)
+            let coupon = try await fixture.server.send("POST", "/api/orders/\(id)/coupon", body: Array(#"{"couponCode": "TEN"}"#.utf8))
+            #expect(coupon.status == 409, "the amount cannot change while a charge may exist")
+
+            fixture.mock.behaviour = .authorize
+            let (retry, _) = try await fixture.pay(id, request)
+            #expect(retry.status == 200)
+            let payments = try await fixture.server.store.payments(orderId: id)
+            #expect(payments.map(\.reference) == ["\(id)-1", "\(id)-1"])
+            #expect(payments.map(\.state) == [.unknown, .authorized])
+            #expect(fixture.mock.charges.count == 1, "the shopper is charged once")
+            #expect(fixture.mock.charges.first?.state == .authorized)
+        }
+    }
+
+    @Test("the processor refusing our credentials is a failure that charges nothing and keeps the order open")
+    func badCredentials() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("wrong-password", Array("not-the-password\n".utf8))
+        try await ProcessorFixture.with(.worldpay, password: directory.path("wrong-password")) { fixture in
+            let (id, request) = try await fixture.order()
+            let (response, _) = try await fixture.pay(id, request)
+            #expect(response.status == 502)
+            #expect(response.errorCode == "processor_rejected")
+            let payment = try #require(try await fixture.server.store.payments(orderId: id).first)
+            #expect(payment.state == .failed)
+            #expect(payment.processorCode == "accessDenied")
+            #expect(try await fixture.server.store.order(id: id)?.state == .open)
+            #expect(fixture.mock.charges.isEmpty)
+        }
+    }
+
+    @Test("secrets and card data never reach the logs", arguments: [ProcessorFixture.Kind.worldpay, .worldlineDecrypted])
+    func noSecretsInLogs(kind: ProcessorFixture.Kind) async throws {
+        let handler = CapturingLogHandler()
+        try await ProcessorFixture.with(kind, logHandler: handler) { fixture in
+            let (id, request) = try await fixture.order()
+            _ = try await fixture.pay(id, request)
+            fixture.mock.behaviour = .status(500)
+            let (second, secondRequest) = try await fixture.order()
+            _ = try await fixture.pay(second, secondRequest)
+        }
+        let text = handler.records.withLock { records in
+            records.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
+        }
+        #expect(text.contains("payment authorized"))
+        for secret in [
+            ProcessorFixture.worldpay.password, ProcessorFixture.worldline.secretApiKey, "4111111111111111",
+            Data("\(ProcessorFixture.worldpay.username):\(ProcessorFixture.worldpay.password)".utf8).base64EncodedString(),
+        ] {
+            #expect(!text.contains(secret))
+        }
+    }
+
+    @Test(
+        "back office: settle and cancel follow the processor, once, and only for authorized payments",
+        arguments: ProcessorFixture.Kind.allCases)
+    func settleAndCancel(kind: ProcessorFixture.Kind) async throws {
+        try await ProcessorFixture.with(kind, admin: true) { fixture in
+            func admin(_ method: String, _ path: String) async throws -> CurlResponse {
+                try await fixture.server.send(method, path, extraHeaders: MoreMerchants.authorization)
+            }
+            var paymentIds: [String] = []
+            for _ in 0..<2 {
+                let (id, request) = try await fixture.order()
+                let (response, _) = try await fixture.pay(id, request)
+                paymentIds.append(try #require(response.json?["paymentId"] as? String))
+            }
+            let settled = try await admin("POST", "/admin/payments/\(paymentIds[0])/settle")
+            #expect(settled.status == 200)
+            #expect(settled.json?["state"] as? String == "settled")
+            let cancelled = try await admin("POST", "/admin/payments/\(paymentIds[1])/cancel")
+            #expect(cancelled.status == 200)
+            #expect(fixture.mock.charges.map(\.state) == [.settled, .cancelled])
+            let again = try await admin("POST", "/admin/payments/\(paymentIds[0])/settle")
+            #expect(again.status == 409)
+            #expect(again.errorCode == "invalid_state")
+
+            let listed = try #require(try await admin("GET", "/admin/payments?state=settled").json?["payments"] as? [[String: Any]])
+            #expect(listed.map { $0["id"] as? String } == [paymentIds[0]])
+            #expect(try await admin("GET", "/admin/payments?state=nonsense").status == 400)
+            #expect(try await fixture.server.send("GET", "/admin/payments").status == 401)
+            #expect(try await admin("POST", "/admin/payments/nope/settle").status == 404)
+        }
+    }
+
+    @Test("orchard payments list|settle|cancel drive the back office as a process")
+    func cli() async throws {
+        try await ProcessorFixture.with(.worldpay, admin: true) { fixture in
+            let (id, request) = try await fixture.order()
+            let (response, _) = try await fixture.pay(id, request)
+            let paymentId = try #require(response.json?["paymentId"] as? String)
+            var environment = ProcessInfo.processInfo.environment
+            environment["ORCHARD_ADMIN_TOKEN"] = MoreMerchants.adminToken
+            let server = ["--server", "http://127.0.0.1:\(fixture.server.port)"]
+            let listed = try await StartupTests.runOrchardAsync(
+                ["payments", "list", "--state", "authorized"] + server, environment: environment)
+            #expect(listed.status == 0, "\(listed.stderr)")
+            let payments = (try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [String: Any])?["payments"] as? [[String: Any]]
+            #expect(payments?.first?["id"] as? String == paymentId)
+            #expect(payments?.first?["createdAt"] as? String != nil, "dates are ISO 8601")
+            let cancelled = try await StartupTests.runOrchardAsync(["payments", "cancel", paymentId] + server, environment: environment)
+            #expect(cancelled.status == 0, "\(cancelled.stderr)")
+            #expect(fixture.mock.charges.first?.state == .cancelled)
+            let again = try await StartupTests.runOrchardAsync(["payments", "settle", paymentId] + server, environment: environment)
+            #expect(again.status == 1)
+            #expect(again.stderr.contains("HTTP 409"))
+        }
+    }
+
+    @Test("processor configuration: secrets only from env or files, https, known hosts unless allowed")
+    func configuration() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var file = try ServerHarness.configurationFile(gatewayPort: 1, directory: directory)
+        func refused(_ processor: ConfigurationFile.Processor, _ expected: String) {
+            file.merchants[0].processor = processor
+            #expect {
+                try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: ProcessorFixture.environment)
+            } throws: { error in
+                (error as? ConfigurationError)?.message.contains(expected) == true
+            }
+        }
+        let good = ProcessorFixture.processor(.worldpay, baseURL: "https://127.0.0.1:1")
+        var literal = good
+        literal.password = "wp-secret-password-1"
+        refused(literal, "never the secret itself")
+        var http = good
+        http.baseURL = "http://127.0.0.1:1"
+        refused(http, "https origin")
+        var strange = good
+        strange.allowNonProductionHost = nil
+        refused(strange, "allowNonProductionHost")
+        var noEntity = good
+        noEntity.entity = nil
+        refused(noEntity, "entity is required")
+        refused(.init(type: "stripe"), "record, worldpay or worldline")
+        var mode = ProcessorFixture.processor(.worldlineEncrypted, baseURL: "https://127.0.0.1:1")
+        mode.authorizationMode = "PRE_AUTH"
+        refused(mode, "FINAL_AUTHORIZATION or SALE")
+        var timeout = good
+        timeout.timeoutMilliseconds = 30_000
+        refused(timeout, "1000–24000")
+
+        file.merchants[0].processor = .init(type: "worldpay", entity: "E", username: "env:WP_USERNAME", password: "env:WP_PASSWORD")
+        let production = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: ProcessorFixture.environment)
+        guard case .worldpay(let settings) = production.merchants[0].processor else {
+            Issue.record("not worldpay")
+            return
+        }
+        #expect(settings.connection.baseURL == "https://access.worldpay.com")
+        #expect(settings.connection.isProductionHost)
+        #expect(settings.connection.owns("https://access.worldpay.com/payments/settlements/full/x"))
+        #expect(!settings.connection.owns("https://evil.example/payments/settlements/full/x"))
+        #expect(!settings.connection.owns("http://access.worldpay.com/x"))
+        #expect(!settings.connection.owns("https://access.worldpay.com:8443/x"))
+        #expect("\(settings.password)" == "Secret(redacted)")
+    }
+}
