@@ -194,6 +194,21 @@ class HappyPathTests(CheckoutTestCase):
         self.assertClean(browser)
 
 
+class ProcessorTests(CheckoutTestCase):
+    demo_flags = ("--processor", "worldpay")
+
+    def test_payment_through_the_mock_worldpay(self):
+        browser = self.browser(DESKTOP)
+        self.pay_flow_to_sheet(browser)
+        browser.find('[data-testid="sheet-pay"]').click()
+        browser.wait_status("success")
+        payment = self.demo.payments(self.last_order_id(browser))[0]
+        self.assertEqual(payment["processor"], "worldpay")
+        self.assertEqual(payment["state"], "authorized")
+        self.assertIn("settle", json.loads(payment["links"]))
+        self.assertClean(browser)
+
+
 class GatewayFailureTests(CheckoutTestCase):
     demo_flags = ("--fail-status", "500")
 
