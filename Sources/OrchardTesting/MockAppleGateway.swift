@@ -58,9 +58,8 @@ public final class MockAppleGateway: Sendable {
         var registrationCalls: [ReceivedRegistrationCall] = []
         var received: [ReceivedSessionRequest] = []
         var issued: [[UInt8]] = []
-        var serverChannel: (any Channel)?
-        var children: [ObjectIdentifier: any Channel] = [:]
     }
+    private let channels = ChannelTracker()
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "orchard.mock-gateway")) throws {
         self.configuration = configuration
@@ -124,37 +123,23 @@ public final class MockAppleGateway: Sendable {
                 }
             }
         let channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
-        state.withLock { $0.serverChannel = channel }
+        channels.listening(on: channel)
         let port = channel.localAddress?.port ?? 0
         logger.info("mock Apple gateway listening", metadata: ["url": "https://\(configuration.host):\(port)"])
         return port
     }
 
     /// The bound port (0 before ``start()``).
-    public var port: Int {
-        state.withLock { $0.serverChannel?.localAddress?.port ?? 0 }
-    }
+    public var port: Int { channels.port }
 
     /// Stops listening and closes every open connection.
     public func stop() async {
-        let (server, children) = state.withLock { state in
-            defer {
-                state.serverChannel = nil
-                state.children = [:]
-            }
-            return (state.serverChannel, Array(state.children.values))
-        }
-        try? await server?.close()
-        for child in children { try? await child.close() }
+        await channels.closeAll()
     }
 
     private func configure(_ channel: any Channel) throws {
         stats.connectionsCount.add(1, ordering: .relaxed)
-        let id = ObjectIdentifier(channel)
-        state.withLock { $0.children[id] = channel }
-        channel.closeFuture.whenComplete { [self] _ in
-            _ = state.withLock { $0.children.removeValue(forKey: id) }
-        }
+        channels.track(channel)
         let reset = ConnectionResetHandler()
         let ssl = NIOSSLServerHandler(context: sslContext)
         let sync = channel.pipeline.syncOperations

@@ -88,9 +88,8 @@ public final class MockProcessors: Sendable {
         var charges: [MockCharge] = []
         var answers: [String: (status: Int, body: [UInt8])] = [:]
         var received: [MockProcessorRequest] = []
-        var serverChannel: (any Channel)?
-        var children: [ObjectIdentifier: any Channel] = [:]
     }
+    private let channels = ChannelTracker()
 
     public init(
         serverIdentity: TestCertificate, worldpay: MockWorldpayAccount, worldline: MockWorldlineAccount, host: String = "127.0.0.1",
@@ -121,7 +120,7 @@ public final class MockProcessors: Sendable {
     /// Every request received, oldest first.
     public var received: [MockProcessorRequest] { state.withLock { $0.received } }
 
-    public var port: Int { state.withLock { $0.serverChannel?.localAddress?.port ?? 0 } }
+    public var port: Int { channels.port }
     public var baseURL: String { "https://\(host):\(port)" }
 
     @discardableResult
@@ -130,9 +129,7 @@ public final class MockProcessors: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let id = ObjectIdentifier(channel)
-                    state.withLock { $0.children[id] = channel }
-                    channel.closeFuture.whenComplete { [self] _ in _ = state.withLock { $0.children.removeValue(forKey: id) } }
+                    channels.track(channel)
                     let reset = ConnectionResetHandler()
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(reset)
@@ -142,21 +139,13 @@ public final class MockProcessors: Sendable {
                 }
             }
         let channel = try await bootstrap.bind(host: host, port: requestedPort).get()
-        state.withLock { $0.serverChannel = channel }
+        channels.listening(on: channel)
         logger.info("mock processors listening", metadata: ["url": "https://\(host):\(channel.localAddress?.port ?? 0)"])
         return channel.localAddress?.port ?? 0
     }
 
     public func stop() async {
-        let (server, children) = state.withLock { state in
-            defer {
-                state.serverChannel = nil
-                state.children = [:]
-            }
-            return (state.serverChannel, Array(state.children.values))
-        }
-        try? await server?.close()
-        for child in children { try? await child.close() }
+        await channels.closeAll()
     }
 
     // MARK: Answers

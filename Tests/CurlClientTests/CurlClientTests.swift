@@ -201,7 +201,8 @@ struct CurlClientTests {
 
     @Test("cancelling the task aborts the transfer promptly")
     func cancellation() async throws {
-        let fixture = try await GatewayFixture.start(faults: MockGatewayFaults(latency: .seconds(5)))
+        // The gateway would answer after 60 s; a cancelled call must return long before (the bound is loose for loaded CI machines).
+        let fixture = try await GatewayFixture.start(faults: MockGatewayFaults(latency: .seconds(60)))
         defer { Task { await fixture.gateway.stop() } }
         let client = try CurlHTTPClient()
         defer { client.shutdown() }
@@ -211,7 +212,7 @@ struct CurlClientTests {
         try await Task.sleep(for: .milliseconds(200))
         task.cancel()
         let result = await task.result
-        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(ContinuousClock.now - started < .seconds(20))
         guard case .failure(let error as CurlError) = result else {
             Issue.record("expected a CurlError, got \(result)")
             return
