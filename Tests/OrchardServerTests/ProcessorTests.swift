@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import OrchardServer
 import OrchardTesting
+import ProcessorClients
 import Synchronization
 import Testing
 
@@ -288,6 +289,32 @@ struct ProcessorTests {
             #expect(again.status == 1)
             #expect(again.stderr.contains("HTTP 409"))
         }
+    }
+
+    @Test("Worldline v1HMAC: the Date header is RFC 1123 and the signature equals openssl's HMAC-SHA256 of the documented subject")
+    func worldlineSignature() throws {
+        #expect(WorldlineProcessor.httpDate(Date(timeIntervalSince1970: 0)) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(WorldlineProcessor.httpDate(Date(timeIntervalSince1970: 1_795_309_323)) == "Sun, 22 Nov 2026 01:02:03 GMT")
+        let authorization = WorldlineProcessor.authorization(
+            method: "POST", contentType: "application/json; charset=utf-8", date: "Sun, 22 Nov 2026 01:02:03 GMT",
+            gcsHeaders: [(name: "X-GCS-Idempotence-Key", value: " order-1 "), (name: "X-GCS-ClientMetaInfo", value: "abc")],
+            path: "/v2/PSPID/payments", keyId: "KEY1", secret: "s3cr3t")
+        let subject =
+            "POST\napplication/json; charset=utf-8\nSun, 22 Nov 2026 01:02:03 GMT\nx-gcs-clientmetainfo:abc\nx-gcs-idempotence-key:order-1\n/v2/PSPID/payments\n"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl", "dgst", "-sha256", "-hmac", "s3cr3t", "-binary"]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data(subject.utf8))
+        try input.fileHandleForWriting.close()
+        let mac = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(mac.count == 32)
+        #expect(authorization == "GCS v1HMAC:KEY1:\(mac.base64EncodedString())")
     }
 
     @Test("processor configuration: secrets only from env or files, https, known hosts unless allowed")
