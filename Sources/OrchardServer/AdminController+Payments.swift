@@ -46,6 +46,32 @@ extension AdminController {
         admin.post("payments/{id}/cancel") { _, context in
             try await act(.cancelled, on: try context.parameters.require("id"), logger: context.logger)
         }
+        admin.post("payments/{id}/resolve") { request, context in
+            try await resolve(request, id: try context.parameters.require("id"), logger: context.logger)
+        }
+    }
+
+    struct ResolveBody: Decodable {
+        /// What the processor's own records say: `authorized` or `refused`.
+        var state: PaymentState
+    }
+
+    /// Records the outcome of an `unknown` payment after checking it with the processor:
+    /// authorized marks the order paid, refused reopens it.
+    func resolve(_ request: Request, id: String, logger: Logger) async throws -> Response {
+        let body: ResolveBody = try await decode(request)
+        guard body.state == .authorized || body.state == .refused else {
+            throw OrchardError(.invalidRequest, "state must be authorized or refused, as the processor's records say")
+        }
+        var payment = try await requirePayment(id)
+        guard payment.state == .unknown else {
+            throw OrchardError(.invalidState, "only an unknown payment can be resolved; this one is \(payment.state.rawValue)")
+        }
+        payment.state = body.state
+        payment.updatedAt = time.now
+        try await store.finishPayment(payment, orderState: body.state == .authorized ? .paid : .open)
+        logger.notice("unknown payment resolved by an operator", metadata: ["payment": "\(id)", "state": "\(body.state.rawValue)"])
+        return try json(try await requirePayment(id), status: .ok)
     }
 
     func requirePayment(_ id: String) async throws -> PaymentRecord {

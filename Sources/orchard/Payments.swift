@@ -6,14 +6,14 @@ struct Payments: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List payments, and settle or cancel authorized ones through their processor.",
         discussion: "The admin token comes from ORCHARD_ADMIN_TOKEN or --token-file.",
-        subcommands: [List.self, Settle.self, Cancel.self])
+        subcommands: [List.self, Settle.self, Cancel.self, Resolve.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List payments, newest first (unknown ones need reconciling with the processor).")
 
         @OptionGroup var admin: AdminAPIOptions
-        @Option(help: "pending, authorized, refused, failed, unknown, settled or cancelled.") var state: String?
+        @Option(help: "pending, authorized, refused, failed, unknown, superseded, settled or cancelled.") var state: String?
         @Option(help: "Only this order's payments.") var order: String?
         @Option(help: "At most this many (1–1000).") var limit: Int = 100
 
@@ -42,6 +42,18 @@ struct Payments: AsyncParsableCommand {
 
         func run() async throws {
             try await admin.call("POST", "/admin/payments/\(Domains.escape(payment))/cancel")
+        }
+    }
+
+    struct Resolve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Record what the processor says about an unknown payment: authorized (order paid) or refused (order reopened).")
+        @OptionGroup var admin: AdminAPIOptions
+        @Argument(help: "The payment ID.") var payment: String
+        @Option(help: "authorized or refused.") var state: String
+
+        func run() async throws {
+            try await admin.call("POST", "/admin/payments/\(Domains.escape(payment))/resolve", body: ["state": state])
         }
     }
 }

@@ -189,7 +189,7 @@ struct ProcessorTests {
             #expect(retry.status == 200)
             let payments = try await fixture.server.store.payments(orderId: id)
             #expect(payments.map(\.reference) == ["\(id)-1", "\(id)-1"])
-            #expect(payments.map(\.state) == [.unknown, .authorized])
+            #expect(payments.map(\.state) == [.superseded, .authorized], "the retry's answer settles the unknown attempt")
             #expect(fixture.mock.charges.count == 1, "the shopper is charged once")
             #expect(fixture.mock.charges.first?.state == .authorized)
         }
@@ -264,6 +264,28 @@ struct ProcessorTests {
             #expect(try await admin("GET", "/admin/payments?state=nonsense").status == 400)
             #expect(try await fixture.server.send("GET", "/admin/payments").status == 401)
             #expect(try await admin("POST", "/admin/payments/nope/settle").status == 404)
+        }
+    }
+
+    @Test("an operator resolves an unknown payment from the processor's records; only unknown ones")
+    func resolveUnknown() async throws {
+        try await ProcessorFixture.with(.worldpay, admin: true) { fixture in
+            fixture.mock.behaviour = .status(502)
+            let (id, request) = try await fixture.order()
+            _ = try await fixture.pay(id, request)
+            let unknown = try #require(try await fixture.server.store.payments(orderId: id).first)
+            #expect(unknown.state == .unknown)
+            func resolve(_ state: String) async throws -> CurlResponse {
+                try await fixture.server.send(
+                    "POST", "/admin/payments/\(unknown.id)/resolve", body: Array(#"{"state": "\#(state)"}"#.utf8),
+                    extraHeaders: MoreMerchants.authorization)
+            }
+            #expect(try await resolve("settled").status == 400)
+            let resolved = try await resolve("refused")
+            #expect(resolved.status == 200)
+            #expect(resolved.json?["state"] as? String == "refused")
+            #expect(try await fixture.server.store.order(id: id)?.state == .open)
+            #expect(try await resolve("authorized").status == 409)
         }
     }
 

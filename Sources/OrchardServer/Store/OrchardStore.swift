@@ -31,6 +31,8 @@ public enum PaymentState: String, Sendable, Codable, CaseIterable {
     case failed
     /// No answer (5xx, timeout, dropped connection): reconcile with the processor.
     case unknown
+    /// Was unknown; a later attempt under the same reference got the processor's answer.
+    case superseded
     case settled
     case cancelled
 }
@@ -113,7 +115,8 @@ public protocol OrchardStore: Sendable {
     /// In one transaction: claims the transaction ID, marks the open (or unknown) order paid, records the payment.
     func recordPayment(_ payment: PaymentRecord) async throws
     /// Stores a payment's outcome and moves its order to `orderState` (open again after a refusal,
-    /// unknown when the processor did not answer), in one transaction.
+    /// unknown when the processor did not answer), in one transaction. A definitive outcome marks
+    /// earlier unknown attempts under the same reference `superseded`.
     func finishPayment(_ payment: PaymentRecord, orderState: OrderRecord.State) async throws
     func payments(orderId: String) async throws -> [PaymentRecord]
     func payment(id: String) async throws -> PaymentRecord?

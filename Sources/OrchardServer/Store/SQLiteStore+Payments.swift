@@ -58,6 +58,14 @@ extension SQLiteStore {
                         .text(links), .integer(Int64(payment.updatedAt.timeIntervalSince1970)), .text(payment.id),
                     ])
                 try db.execute("UPDATE orders SET state = ? WHERE id = ?", [.text(orderState.rawValue), .text(payment.orderId)])
+                if payment.state != .unknown && payment.state != .pending {
+                    try db.execute(
+                        "UPDATE payments SET state = 'superseded', updated_at = ? WHERE order_id = ? AND reference = ? AND state = 'unknown' AND id != ?",
+                        [
+                            .integer(Int64(payment.updatedAt.timeIntervalSince1970)), .text(payment.orderId), .text(payment.reference),
+                            .text(payment.id),
+                        ])
+                }
             }
         }
     }
