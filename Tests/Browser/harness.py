@@ -16,7 +16,7 @@ import http.server
 from pathlib import Path
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -139,7 +139,10 @@ class Browser:
 
     def wait(self, condition, timeout=20, message=""):
         try:
-            return WebDriverWait(self.driver, timeout, poll_frequency=0.05).until(lambda _: condition())
+            # The page swaps elements (the SDK's button replaces its own): a vanished one means "not yet".
+            return WebDriverWait(
+                self.driver, timeout, poll_frequency=0.05,
+                ignored_exceptions=(StaleElementReferenceException, NoSuchElementException)).until(lambda _: condition())
         except TimeoutException:
             raise AssertionError(f"timed out after {timeout} s waiting for {message or condition}") from None
 
