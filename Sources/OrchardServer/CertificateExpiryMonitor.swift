@@ -21,11 +21,12 @@ public struct CertificateExpiryMonitor: Service {
         self.logger = logger
     }
 
+    /// Checks until the server shuts down; shutdown is a normal end, not an error.
     public func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 check()
-                try await Task.sleep(for: interval)
+                try? await Task.sleep(for: interval)
             }
         }
     }

@@ -111,8 +111,9 @@ public struct DemoEnvironment: Sendable {
     /// Writes a secret into the state folder with mode 0600 and returns its file name.
     func writeSecret(_ name: String, _ value: String) throws -> String {
         let path = file(name)
-        FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
-        try Data(value.utf8).write(to: URL(fileURLWithPath: path))
+        guard FileManager.default.createFile(atPath: path, contents: Data(value.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
         return name
     }
 
