@@ -1,4 +1,5 @@
 import NIOCore
+import NIOHTTP1
 import Synchronization
 
 /// The listening channel and open connections of a mock server, so ``closeAll()`` can stop it.
@@ -27,5 +28,36 @@ final class ChannelTracker: Sendable {
         }
         try? await server?.close()
         for child in children { try? await child.close() }
+    }
+}
+
+/// Gathers one HTTP request's parts: the head, then the body up to `limit` bytes.
+struct RequestCollector {
+    let limit: Int
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    private var tooLarge = false
+
+    init(limit: Int) { self.limit = limit }
+
+    /// The whole request once its end arrives; `tooLarge` when the body passed the limit.
+    mutating func consume(_ part: HTTPServerRequestPart) -> (head: HTTPRequestHead, body: [UInt8], tooLarge: Bool)? {
+        switch part {
+        case .head(let head):
+            self.head = head
+            body.removeAll(keepingCapacity: true)
+            tooLarge = false
+        case .body(var chunk):
+            if body.count + chunk.readableBytes > limit {
+                tooLarge = true
+            } else if let bytes = chunk.readBytes(length: chunk.readableBytes) {
+                body.append(contentsOf: bytes)
+            }
+        case .end:
+            guard let head else { return nil }
+            self.head = nil
+            return (head, body, tooLarge)
+        }
+        return nil
     }
 }

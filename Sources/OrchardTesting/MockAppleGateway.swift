@@ -294,7 +294,7 @@ final class MockGatewayHandler: ChannelInboundHandler {
     private let gateway: MockAppleGateway
     private let ssl: NIOSSLServerHandler
     private let reset: ConnectionResetHandler
-    private var head: HTTPRequestHead?
+    private var collector = RequestCollector(limit: MockAppleGateway.maximumBodyBytes)
     private var body: [UInt8] = []
     private var tooLarge = false
     /// The client certificate's merchant-ID hash, read once per connection.
@@ -307,23 +307,11 @@ final class MockGatewayHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
-            body.removeAll(keepingCapacity: true)
-            tooLarge = false
-        case .body(var chunk):
-            if body.count + chunk.readableBytes > MockAppleGateway.maximumBodyBytes {
-                tooLarge = true
-            } else if let bytes = chunk.readBytes(length: chunk.readableBytes) {
-                body.append(contentsOf: bytes)
-            }
-        case .end:
-            guard let head else { return }
-            self.head = nil
-            gateway.stats.requestsCount.add(1, ordering: .relaxed)
-            handle(head, context: context)
-        }
+        guard let request = collector.consume(unwrapInboundIn(data)) else { return }
+        body = request.body
+        tooLarge = request.tooLarge
+        gateway.stats.requestsCount.add(1, ordering: .relaxed)
+        handle(request.head, context: context)
     }
 
     private func handle(_ head: HTTPRequestHead, context: ChannelHandlerContext) {

@@ -468,8 +468,7 @@ final class MockProcessorHandler: ChannelInboundHandler {
 
     let mock: MockProcessors
     let reset: ConnectionResetHandler
-    private var head: HTTPRequestHead?
-    private var body: [UInt8] = []
+    private var collector = RequestCollector(limit: 256 * 1024)
 
     init(mock: MockProcessors, reset: ConnectionResetHandler) {
         self.mock = mock
@@ -477,27 +476,19 @@ final class MockProcessorHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
-            body.removeAll(keepingCapacity: true)
-        case .body(var chunk):
-            if body.count < 256 * 1024, let bytes = chunk.readBytes(length: chunk.readableBytes) { body.append(contentsOf: bytes) }
-        case .end:
-            guard let head else { return }
-            self.head = nil
-            let request = MockProcessorRequest(
-                method: head.method.rawValue, path: String(head.uri.split(separator: "?").first ?? ""),
-                headers: head.headers.map { (name: $0.name, value: $0.value) }, body: body)
-            switch mock.handle(request) {
-            case .answer(let status, let body, let headers):
-                respond(status, body, headers, head, context)
-            case .drop:
-                reset.reset()
-            case .delayed(let duration, let status, let body):
-                context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(duration)) {
-                    self.respond(status, body, [], head, context)
-                }
+        guard let (head, body, tooLarge) = collector.consume(unwrapInboundIn(data)) else { return }
+        guard !tooLarge else { return respond(413, MockProcessors.body(["message": "the body is too large"]), [], head, context) }
+        let request = MockProcessorRequest(
+            method: head.method.rawValue, path: String(head.uri.split(separator: "?").first ?? ""),
+            headers: head.headers.map { (name: $0.name, value: $0.value) }, body: body)
+        switch mock.handle(request) {
+        case .answer(let status, let body, let headers):
+            respond(status, body, headers, head, context)
+        case .drop:
+            reset.reset()
+        case .delayed(let duration, let status, let body):
+            context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(duration)) {
+                self.respond(status, body, [], head, context)
             }
         }
     }

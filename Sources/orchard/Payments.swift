@@ -25,24 +25,25 @@ struct Payments: AsyncParsableCommand {
         }
     }
 
-    struct Settle: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Settle (capture) an authorized payment.")
-        @OptionGroup var admin: AdminAPIOptions
-        @Argument(help: "The payment ID.") var payment: String
-
-        func run() async throws {
-            try await admin.call("POST", "/admin/payments/\(Domains.escape(payment))/settle")
-        }
+    /// Settle and cancel differ only in the action they name.
+    protocol PaymentAction: AsyncParsableCommand {
+        static var action: String { get }
+        var admin: AdminAPIOptions { get }
+        var payment: String { get }
     }
 
-    struct Cancel: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Cancel (void) an authorized payment.")
+    struct Settle: PaymentAction {
+        static let configuration = CommandConfiguration(abstract: "Settle (capture) an authorized payment.")
+        static let action = "settle"
         @OptionGroup var admin: AdminAPIOptions
         @Argument(help: "The payment ID.") var payment: String
+    }
 
-        func run() async throws {
-            try await admin.call("POST", "/admin/payments/\(Domains.escape(payment))/cancel")
-        }
+    struct Cancel: PaymentAction {
+        static let configuration = CommandConfiguration(abstract: "Cancel (void) an authorized payment.")
+        static let action = "cancel"
+        @OptionGroup var admin: AdminAPIOptions
+        @Argument(help: "The payment ID.") var payment: String
     }
 
     struct Resolve: AsyncParsableCommand {
@@ -55,5 +56,11 @@ struct Payments: AsyncParsableCommand {
         func run() async throws {
             try await admin.call("POST", "/admin/payments/\(Domains.escape(payment))/resolve", body: ["state": state])
         }
+    }
+}
+
+extension Payments.PaymentAction {
+    func run() async throws {
+        try await admin.call("POST", "/admin/payments/\(Domains.escape(payment))/\(Self.action)")
     }
 }
