@@ -1,7 +1,6 @@
 import ApplePay
 import Foundation
 import Hummingbird
-import Logging
 
 /// The back office: `/admin/payments`, to list payments (the unknown ones to reconcile first)
 /// and to settle or cancel authorized ones through the processor that authorized them.
@@ -41,37 +40,33 @@ extension AdminController {
                 PaymentView(payment: payment, merchantIdentifier: order?.merchantIdentifier, orderState: order?.state), status: .ok)
         }
         admin.post("payments/{id}/settle") { _, context in
-            try await act(.settled, on: try context.parameters.require("id"), logger: context.logger)
+            try json(try await engineCall { try await engine.settle(paymentId: try context.parameters.require("id")) }, status: .ok)
         }
         admin.post("payments/{id}/cancel") { _, context in
-            try await act(.cancelled, on: try context.parameters.require("id"), logger: context.logger)
+            try json(try await engineCall { try await engine.cancel(paymentId: try context.parameters.require("id")) }, status: .ok)
         }
         admin.post("payments/{id}/resolve") { request, context in
-            try await resolve(request, id: try context.parameters.require("id"), logger: context.logger)
+            let body: ResolveBody = try await decode(request)
+            guard let resolution = PaymentsEngine.Resolution(rawValue: body.state) else {
+                throw OrchardError(.invalidRequest, "state must be authorized or refused, as the processor's records say")
+            }
+            let id = try context.parameters.require("id")
+            return try json(try await engineCall { try await engine.resolve(paymentId: id, as: resolution) }, status: .ok)
         }
     }
 
     struct ResolveBody: Decodable {
         /// What the processor's own records say: `authorized` or `refused`.
-        var state: PaymentState
+        var state: String
     }
 
-    /// Records the outcome of an `unknown` payment after checking it with the processor:
-    /// authorized marks the order paid, refused reopens it.
-    func resolve(_ request: Request, id: String, logger: Logger) async throws -> Response {
-        let body: ResolveBody = try await decode(request)
-        guard body.state == .authorized || body.state == .refused else {
-            throw OrchardError(.invalidRequest, "state must be authorized or refused, as the processor's records say")
+    /// Runs an engine call, mapping its refusal to the API's error.
+    func engineCall(_ body: () async throws -> PaymentRecord) async throws -> PaymentRecord {
+        do {
+            return try await body()
+        } catch let error as PaymentEngineError {
+            throw OrchardError(error)
         }
-        var payment = try await requirePayment(id)
-        guard payment.state == .unknown else {
-            throw OrchardError(.invalidState, "only an unknown payment can be resolved; this one is \(payment.state.rawValue)")
-        }
-        payment.state = body.state
-        payment.updatedAt = time.now
-        try await store.finishPayment(payment, orderState: body.state == .authorized ? .paid : .open)
-        logger.notice("unknown payment resolved by an operator", metadata: ["payment": "\(id)", "state": "\(body.state.rawValue)"])
-        return try json(try await requirePayment(id), status: .ok)
     }
 
     func requirePayment(_ id: String) async throws -> PaymentRecord {
@@ -79,38 +74,5 @@ extension AdminController {
             throw OrchardError(.notFound, "there is no payment \(id)")
         }
         return payment
-    }
-
-    /// Settles or cancels an authorized payment: the processor first, then the record.
-    func act(_ target: PaymentState, on id: String, logger: Logger) async throws -> Response {
-        let payment = try await requirePayment(id)
-        guard payment.state == .authorized else {
-            throw OrchardError(.invalidState, "only an authorized payment can be \(target.rawValue); this one is \(payment.state.rawValue)")
-        }
-        guard let order = try await store.order(id: payment.orderId) else {
-            throw OrchardError(.notFound, "the payment's order is missing")
-        }
-        let processor = processors.processor(forMerchant: order.merchantIdentifier)
-        guard processor.name == payment.processor else {
-            throw OrchardError(
-                .invalidState,
-                "this payment went through \(payment.processor), which is no longer the merchant's processor; act on it there")
-        }
-        do {
-            if target == .settled {
-                try await processor.settle(payment)
-            } else {
-                try await processor.cancel(payment)
-            }
-        } catch {
-            logger.error(
-                "processor refused a back-office action", metadata: ["payment": "\(id)", "action": "\(target)", "error": "\(error)"])
-            throw OrchardError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
-        }
-        guard try await store.transitionPayment(id: id, from: [.authorized], to: target, at: time.now) else {
-            throw OrchardError(.invalidState, "the payment changed meanwhile; reload it")
-        }
-        logger.info("payment \(target.rawValue)", metadata: ["payment": "\(id)", "processor": "\(payment.processor)"])
-        return try json(try await requirePayment(id), status: .ok)
     }
 }

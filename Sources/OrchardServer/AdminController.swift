@@ -11,7 +11,7 @@ struct AdminController {
     let directory: MerchantDirectory
     let store: any OrchardStore
     let registration: (any MerchantRegistrationService)?
-    let processors: PaymentProcessors
+    let engine: PaymentsEngine
     let time: TimeSource
 
     struct RegisterBody: Decodable {

@@ -12,7 +12,9 @@ import Logging
 ///   - sessions: where merchant sessions come from (Apple's gateway in production).
 ///   - store: orders and payments.
 ///   - processors: where each merchant's authorized payments go (recorded only by default).
-///   - time: the clock used for certificate checks.
+///   - vault: seals the requests kept for re-sending unknown payments (a random key by default:
+///     a restarted process then cannot re-send them; `orchard serve` keeps the key in the state folder).
+///   - time: the clock used for certificate checks and payment records.
 ///   - simulator: the demo's simulated payment sheet; nil (the default) everywhere else.
 ///   - directory: configured and registered merchants (default: the configured ones only).
 ///   - registration: Apple's Web Merchant Registration API, for the admin API.
@@ -23,6 +25,7 @@ public func buildApplication(
     sessions: any MerchantSessionService,
     store: any OrchardStore,
     processors: PaymentProcessors = .recordOnly,
+    vault: PaymentVault = .ephemeral(),
     time: TimeSource = .system,
     simulator: (any SimulatedApplePay)? = nil,
     directory: MerchantDirectory? = nil,
@@ -42,15 +45,16 @@ public func buildApplication(
     MerchantSessionController(configuration: configuration, directory: directory, sessions: sessions).addRoutes(to: router)
     HealthController(configuration: configuration, directory: directory, time: time).addRoutes(to: router)
     OrdersController(configuration: configuration, directory: directory, store: store, time: time).addRoutes(to: router)
-    AuthorizeController(configuration: configuration, directory: directory, store: store, processors: processors, time: time)
-        .addRoutes(to: router)
+    let engine = configuration.makePaymentsEngine(
+        store: store, processors: processors, vault: vault, time: time, logger: logger)
+    AuthorizeController(directory: directory, engine: engine).addRoutes(to: router)
     CheckoutController(configuration: configuration, directory: directory, simulator: simulator).addRoutes(to: router)
     if let simulator {
         SimulatedSheetController(configuration: configuration, directory: directory, simulator: simulator).addRoutes(to: router)
     }
     if let token = configuration.adminToken {
         AdminController(
-            configuration: configuration, directory: directory, store: store, registration: registration, processors: processors,
+            configuration: configuration, directory: directory, store: store, registration: registration, engine: engine,
             time: time
         )
         .addRoutes(to: router, token: token)
@@ -63,7 +67,8 @@ public func buildApplication(
         logger: logger)
     app.addServices(
         CertificateExpiryMonitor(
-            certificates: configuration.certificates, time: time, interval: expiryCheckInterval, logger: logger))
+            certificates: configuration.certificates, time: time, interval: expiryCheckInterval, logger: logger),
+        PaymentReconciler(engine: engine, interval: configuration.reconciliation.interval, logger: logger))
     return app
 }
 

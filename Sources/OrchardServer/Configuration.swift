@@ -95,12 +95,23 @@ public struct ConfigurationFile: Codable, Sendable {
         public var tokenMaximumFutureSkewSeconds: Int?
         /// TESTS AND DEMO ONLY: trust this root for payment tokens instead of Apple Root CA - G3.
         public var testTokenRootCertificate: String?
+        /// How often the reconciler looks for unknown payments to re-send (default 30 s).
+        public var reconcileIntervalSeconds: Int?
+        /// The wait before an unknown payment's first re-send, doubling after each (default 30 s, at most 1 h).
+        public var reconcileFirstDelaySeconds: Int?
+        /// Re-sends before an unknown payment is left to an operator (default 8).
+        public var reconcileMaximumAttempts: Int?
 
-        public init(tokenMaximumAgeSeconds: Int? = nil, tokenMaximumFutureSkewSeconds: Int? = nil, testTokenRootCertificate: String? = nil)
-        {
+        public init(
+            tokenMaximumAgeSeconds: Int? = nil, tokenMaximumFutureSkewSeconds: Int? = nil, testTokenRootCertificate: String? = nil,
+            reconcileIntervalSeconds: Int? = nil, reconcileFirstDelaySeconds: Int? = nil, reconcileMaximumAttempts: Int? = nil
+        ) {
             self.tokenMaximumAgeSeconds = tokenMaximumAgeSeconds
             self.tokenMaximumFutureSkewSeconds = tokenMaximumFutureSkewSeconds
             self.testTokenRootCertificate = testTokenRootCertificate
+            self.reconcileIntervalSeconds = reconcileIntervalSeconds
+            self.reconcileFirstDelaySeconds = reconcileFirstDelaySeconds
+            self.reconcileMaximumAttempts = reconcileMaximumAttempts
         }
     }
 
@@ -187,8 +198,8 @@ public struct MerchantConfiguration: Sendable {
     public var domainAssociation: [UInt8]?
     /// What the merchant sells; nil when orders are off.
     public var catalogue: Catalogue?
-    /// Decrypts this merchant's tokens.
-    public var decryptor: TokenDecryptor
+    /// The keys this merchant's tokens are encrypted to (handed to the payments engine).
+    public var processingKeys: [ProcessingKey]
     /// Where authorized payments go.
     public var processor: ProcessorSettings = .record
 
@@ -210,8 +221,11 @@ public struct ServerConfiguration: Sendable {
     /// True when the gateway is not one of Apple's hosts (a mock); logged as a warning.
     public var gatewayIsNonApple: Bool
     public var merchants: [MerchantConfiguration]
-    /// Verifies payment tokens (Apple's root unless a test root is configured).
-    public var tokenVerifier: TokenVerifier
+    /// The root payment tokens chain to (Apple's unless a test root is configured), and their age window.
+    public var tokenRoot: Certificate
+    public var tokenPolicy: TokenVerifier.Policy
+    /// How unknown payments are re-sent in the background.
+    public var reconciliation: ReconciliationSettings
     /// True when a test token root replaces Apple's; logged as a warning.
     public var trustsTestTokenRoot: Bool
     /// The folder holding the SQLite database.
@@ -231,7 +245,7 @@ public struct ServerConfiguration: Sendable {
             list.append(
                 ConfiguredCertificate(
                     owner: owner, kind: "identity", source: merchant.identitySource, certificate: merchant.identity.certificate))
-            for key in merchant.decryptor.keys {
+            for key in merchant.processingKeys {
                 if let certificate = key.certificate {
                     list.append(ConfiguredCertificate(owner: owner, kind: "processing", source: nil, certificate: certificate))
                 }
@@ -434,7 +448,7 @@ extension ServerConfiguration {
                 MerchantConfiguration(
                     merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName,
                     domains: domains, identity: identity, identitySource: source.describe(merchant.identityCertificate),
-                    domainAssociation: association, catalogue: catalogue, decryptor: TokenDecryptor(keys: keys), processor: processor))
+                    domainAssociation: association, catalogue: catalogue, processingKeys: keys, processor: processor))
         }
         var platform: MerchantConfiguration?
         if let integrator = file.platformIntegrator {
@@ -482,7 +496,9 @@ extension ServerConfiguration {
             gatewayTimeouts: timeouts,
             gatewayIsNonApple: !isApple,
             merchants: merchants,
-            tokenVerifier: TokenVerifier(root: tokenRoot, policy: policy),
+            tokenRoot: tokenRoot,
+            tokenPolicy: policy,
+            reconciliation: try ReconciliationSettings(payments),
             trustsTestTokenRoot: payments?.testTokenRootCertificate != nil,
             stateDirectory: source.path(file.stateDirectory ?? "state"),
             applePaySDK: try Self.applePaySDK(file.checkout?.applePaySDK),
@@ -544,7 +560,7 @@ extension ServerConfiguration {
         return MerchantConfiguration(
             merchantIdentifier: integrator.merchantIdentifier, displayName: integrator.merchantIdentifier, domains: [],
             identity: identity, identitySource: source.describe(integrator.identityCertificate), domainAssociation: association,
-            catalogue: nil, decryptor: TokenDecryptor(keys: keys))
+            catalogue: nil, processingKeys: keys)
     }
 
     /// Apple's SDK, the one the docs name.

@@ -70,6 +70,24 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         }
     }
 
+    /// The engine's refusals, mapped once.
+    public init(_ error: PaymentEngineError) {
+        let code: Code =
+            switch error.code {
+            case .notFound: .notFound
+            case .orderNotOpen: .orderNotOpen
+            case .invalidToken: .invalidToken
+            case .paymentMismatch: .paymentMismatch
+            case .replayedPayment: .replayedPayment
+            case .declined: .paymentFailed
+            case .processorRejected: .processorRejected
+            case .paymentUnknown: .paymentUnknown
+            case .invalidState: .invalidState
+            case .storage: .internalError
+            }
+        self.init(code, error.message)
+    }
+
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var error: [String: Any] = ["code": code.rawValue, "message": message]
         if let upstreamStatus { error["appleStatus"] = upstreamStatus }

@@ -138,17 +138,16 @@ struct OrdersController {
 ///
 /// An order whose last payment attempt has an unknown outcome is payable (`allowUnknown`) but
 /// not repriceable: the retry must charge the same amount under the same reference.
-func openOrder(id: String, merchant: MerchantConfiguration, store: any OrchardStore, allowUnknown: Bool = false) async throws
-    -> OrderRecord
-{
+func openOrder(id: String, merchant: MerchantConfiguration, store: any OrchardStore) async throws -> OrderRecord {
     guard id.utf8.count <= 64, let order = try await store.order(id: id), order.merchantIdentifier == merchant.merchantIdentifier else {
         throw OrchardError(.notFound, "there is no such order")
     }
     switch order.state {
     case .open: return order
-    case .unknown where allowUnknown: return order
-    case .unknown: throw OrchardError(.orderNotOpen, "this order's last payment is being confirmed; it cannot change now")
+    case .pending, .unknown:
+        throw OrchardError(.orderNotOpen, "this order's payment is being confirmed; it cannot change now")
     case .paid: throw OrchardError(.orderNotOpen, "this order is already paid")
+    case .cancelled: throw OrchardError(.orderNotOpen, "this order was cancelled")
     }
 }
 

@@ -27,7 +27,8 @@ public struct AuthorizationOutcome: Sendable, Equatable {
         case authorized
         /// Declined by the issuer or the processor's risk checks: nothing was charged.
         case refused
-        /// The processor refused the request itself (credentials, validation): nothing was charged.
+        /// The processor refused the request itself (credentials, validation) in a way that proves
+        /// nothing was charged by this request. Only a reference's first send makes that final.
         case failed
     }
 
@@ -51,7 +52,8 @@ public struct AuthorizationOutcome: Sendable, Equatable {
     }
 }
 
-/// The processor gave no answer (5xx, timeout, dropped connection): it may or may not have charged.
+/// The processor gave no definite answer (5xx, 409 in progress, timeout, dropped connection, an
+/// unreadable body): it may or may not have charged.
 public struct ProcessorNoAnswer: Error, Sendable, CustomStringConvertible {
     public var description: String
     public init(_ description: String) { self.description = description }
@@ -67,7 +69,8 @@ public struct ProcessorActionError: Error, Sendable, CustomStringConvertible {
 public protocol PaymentProcessor: Sendable {
     /// `record`, `worldpay` or `worldline`.
     var name: String { get }
-    /// Throws ``ProcessorNoAnswer`` when the outcome is unknown.
+    /// Throws (``ProcessorNoAnswer`` or any error) when the outcome is not definite; the engine
+    /// then keeps the payment unknown and re-sends the same reference later.
     func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome
     func settle(_ payment: PaymentRecord) async throws(ProcessorActionError)
     func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError)

@@ -81,12 +81,14 @@ public final class MockProcessors: Sendable {
     private let sslContext: NIOSSLContext
     private let host: String
     private let requestedPort: Int
-    private let state: Mutex<State>
+    let state: Mutex<State>
 
-    private struct State {
+    struct State {
         var behaviour: MockProcessorBehaviour = .authorize
         var charges: [MockCharge] = []
         var answers: [String: (status: Int, body: [UInt8])] = [:]
+        /// References whose (slow) charge is still being processed, until when.
+        var inProgress: [String: ContinuousClock.Instant] = [:]
         var received: [MockProcessorRequest] = []
     }
     private let channels = ChannelTracker()
@@ -195,15 +197,26 @@ public final class MockProcessors: Sendable {
         return code.utf8.count == 3 && code.utf8.allSatisfy { $0 >= 0x41 && $0 <= 0x5A }
     }
 
-    /// Runs one authorization under the current behaviour: a known reference gets its first answer again.
-    private func authorization(
+    /// How a processor answers a reference whose first request is still being processed.
+    struct InProgressAnswer {
+        var status: Int
+        var body: [UInt8]
+    }
+
+    /// Runs one authorization under the current behaviour, as the processors keep idempotency: a
+    /// reference still being processed gets `inProgress`; a known one gets its first answer again.
+    func authorization(
         reference: String, charge: MockCharge, authorized: [UInt8], authorizedStatus: Int, refused: (String, String) -> (Int, [UInt8]),
-        errorBody: (Int) -> [UInt8], replayHeaders: [(String, String)]
+        errorBody: (Int) -> [UInt8], inProgress: InProgressAnswer, replayHeaders: [(String, String)]
     ) -> Reply {
         let behaviour = state.withLock { $0.behaviour }
         if case .status(let status) = behaviour { return .answer(status: status, body: errorBody(status), headers: []) }
+        if state.withLock({ $0.inProgress[reference].map { $0 > .now } ?? false }) {
+            return .answer(status: inProgress.status, body: inProgress.body, headers: [])
+        }
         let outcome: (status: Int, body: [UInt8], replayed: Bool) = state.withLock { state in
             if let previous = state.answers[reference] { return (previous.status, previous.body, true) }
+            if case .delay(let duration) = behaviour { state.inProgress[reference] = .now + duration }
             var taken = charge
             let answer: (Int, [UInt8])
             if case .refuse(let code, let description) = behaviour {
@@ -295,6 +308,12 @@ public final class MockProcessors: Sendable {
             authorized: authorized, authorizedStatus: 201,
             refused: { code, description in (201, Self.body(["outcome": "refused", "code": code, "description": description])) },
             errorBody: { status in Self.body(["errorName": "internalErrorOccurred", "message": "Injected fault \(status)"]) },
+            inProgress: InProgressAnswer(
+                status: 400,
+                body: Self.body([
+                    "errorName": "duplicateTransactionReference",
+                    "message": "A request with this transactionReference is still being processed",
+                ])),
             replayHeaders: [])
     }
 
@@ -312,151 +331,6 @@ public final class MockProcessors: Sendable {
             }
             state.charges[index].state = settle ? .settled : .cancelled
             return Self.reply(202, ["_links": [:]])
-        }
-    }
-
-    // MARK: Worldline Direct
-
-    private func worldlineError(_ status: Int, _ id: String, _ message: String, property: String? = nil) -> Reply {
-        var error: [String: Any] = ["errorCode": "50001111", "id": id, "message": message, "httpStatusCode": status]
-        if let property { error["propertyName"] = property }
-        return Self.reply(status, ["errorId": UUID().uuidString, "errors": [error]])
-    }
-
-    /// Recomputes the v1HMAC signature from the request as received.
-    private func worldlineSignatureValid(_ request: MockProcessorRequest) -> Bool {
-        guard let authorization = request.header("Authorization"), authorization.hasPrefix("GCS v1HMAC:") else { return false }
-        let parts = authorization.dropFirst("GCS v1HMAC:".count).split(separator: ":", maxSplits: 1)
-        guard parts.count == 2, parts[0] == worldline.apiKeyId else { return false }
-        let gcs = request.headers.filter { $0.name.lowercased().hasPrefix("x-gcs") }
-            .map { "\($0.name.lowercased()):\($0.value.trimmingCharacters(in: .whitespaces))" }.sorted()
-        let lines = [request.method, request.header("Content-Type") ?? "", request.header("Date") ?? ""] + gcs + [request.path]
-        let subject = lines.map { $0 + "\n" }.joined()
-        let expected = HMAC<SHA256>.authenticationCode(
-            for: Array(subject.utf8), using: SymmetricKey(data: Array(worldline.secretApiKey.utf8)))
-        guard let presented = Data(base64Encoded: String(parts[1])) else { return false }
-        return presented == Data(expected)
-    }
-
-    private func worldlineDateFresh(_ request: MockProcessorRequest) -> Bool {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        guard let date = request.header("Date").flatMap(formatter.date(from:)) else { return false }
-        return abs(date.timeIntervalSinceNow) <= 15 * 60
-    }
-
-    private func worldlineCreate(_ request: MockProcessorRequest) -> Reply {
-        guard worldlineSignatureValid(request), worldlineDateFresh(request) else {
-            return worldlineError(401, "AUTHORIZATION_FAILED", "the request signature or its Date header is invalid")
-        }
-        guard request.header("Content-Type")?.hasPrefix("application/json") == true else {
-            return worldlineError(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json")
-        }
-        guard let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] else {
-            return worldlineError(400, "INVALID_JSON", "the body is not JSON")
-        }
-        let money = (body["order"] as? [String: Any])?["amountOfMoney"] as? [String: Any] ?? [:]
-        guard let amount = Self.integer(money["amount"]) else {
-            return worldlineError(
-                400, "PARAMETER_NOT_FOUND_IN_REQUEST", "amount must be an integer", property: "order.amountOfMoney.amount")
-        }
-        guard Self.isCurrency(money["currencyCode"]) else {
-            return worldlineError(400, "INVALID_VALUE", "currencyCode must be ISO 4217", property: "order.amountOfMoney.currencyCode")
-        }
-        let input = body["mobilePaymentMethodSpecificInput"] as? [String: Any] ?? [:]
-        guard Self.integer(input["paymentProductId"]) == 302 else {
-            return worldlineError(400, "INVALID_VALUE", "paymentProductId must be 302 (Apple Pay)", property: "paymentProductId")
-        }
-        let mode = input["authorizationMode"] as? String ?? ""
-        guard ["FINAL_AUTHORIZATION", "SALE", "PRE_AUTHORIZATION"].contains(mode) else {
-            return worldlineError(400, "INVALID_VALUE", "authorizationMode is invalid", property: "authorizationMode")
-        }
-        let encrypted = input["encryptedPaymentData"] as? String
-        let decrypted = input["decryptedPaymentData"] as? [String: Any]
-        guard (encrypted == nil) != (decrypted == nil) else {
-            return worldlineError(400, "INVALID_VALUE", "send encryptedPaymentData or decryptedPaymentData, not both or neither")
-        }
-        if encrypted != nil && (input["ephemeralKey"] as? String == nil || input["publicKeyHash"] as? String == nil) {
-            return worldlineError(
-                400, "PARAMETER_NOT_FOUND_IN_REQUEST", "ephemeralKey and publicKeyHash are required", property: "ephemeralKey")
-        }
-        if let decrypted {
-            let dpan = decrypted["dpan"] as? String ?? ""
-            let expiry = Array((decrypted["expiryDate"] as? String ?? "").utf8)
-            let month = expiry.count == 4 ? Int(String(decoding: expiry[0..<2], as: UTF8.self)) ?? 0 : 0
-            guard (12...19).contains(dpan.count), dpan.allSatisfy(\.isNumber), (1...12).contains(month),
-                expiry.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), !(decrypted["cryptogram"] as? String ?? "").isEmpty
-            else {
-                return worldlineError(400, "INVALID_VALUE", "decryptedPaymentData needs dpan, cryptogram and expiryDate MMYY")
-            }
-        }
-        guard let key = request.header("X-GCS-Idempotence-Key"), !key.isEmpty else {
-            return worldlineError(400, "PARAMETER_NOT_FOUND_IN_REQUEST", "this mock requires X-GCS-Idempotence-Key")
-        }
-        let id = "\(3_000_000_000 + Int64(state.withLock { $0.charges.count }))_0"
-        let status = mode == "SALE" ? "CAPTURED" : "PENDING_CAPTURE"
-        let authorized = Self.body([
-            "creationOutput": ["isNewToken": false],
-            "payment": [
-                "id": id, "status": status,
-                "statusOutput": [
-                    "statusCategory": mode == "SALE" ? "COMPLETED" : "PENDING_MERCHANT", "statusCode": mode == "SALE" ? 9 : 5,
-                ],
-            ],
-        ])
-        return authorization(
-            reference: "worldline:" + key,
-            charge: MockCharge(
-                processor: "worldline", reference: key, id: id, amount: amount, currency: money["currencyCode"] as? String ?? "",
-                state: .authorized, mode: encrypted != nil ? "encrypted" : "decrypted"),
-            authorized: authorized, authorizedStatus: 201,
-            refused: { code, description in
-                (
-                    402,
-                    Self.body([
-                        "errorId": UUID().uuidString, "errors": [["errorCode": code, "id": "PAYMENT_REJECTED", "message": description]],
-                        "paymentResult": [
-                            "payment": [
-                                "id": id, "status": "REJECTED", "statusOutput": ["statusCategory": "UNSUCCESSFUL", "statusCode": 2],
-                            ]
-                        ],
-                    ])
-                )
-            },
-            errorBody: { status in
-                Self.body([
-                    "errorId": UUID().uuidString,
-                    "errors": [["errorCode": "9999", "id": "SERVER_ERROR", "message": "Injected fault \(status)"]],
-                ])
-            },
-            replayHeaders: [("X-GCS-Idempotence-Request-Timestamp", String(Int(Date().timeIntervalSince1970 * 1000)))])
-    }
-
-    private func worldlineAction(_ request: MockProcessorRequest, prefix: String) -> Reply {
-        guard worldlineSignatureValid(request), worldlineDateFresh(request) else {
-            return worldlineError(401, "AUTHORIZATION_FAILED", "the request signature or its Date header is invalid")
-        }
-        let rest = request.path.dropFirst(prefix.count + 1).split(separator: "/")
-        guard rest.count == 2, ["capture", "cancel"].contains(rest[1]) else { return worldlineError(404, "NOT_FOUND", "no such action") }
-        let id = String(rest[0])
-        let capture = rest[1] == "capture"
-        return state.withLock { state in
-            guard let index = state.charges.firstIndex(where: { $0.processor == "worldline" && $0.id == id }) else {
-                return Self.reply(
-                    404, ["errorId": UUID().uuidString, "errors": [["id": "UNKNOWN_PAYMENT_ID", "message": "no such payment"]]])
-            }
-            guard state.charges[index].state == .authorized else {
-                return Self.reply(
-                    409,
-                    [
-                        "errorId": UUID().uuidString,
-                        "errors": [["id": "INVALID_STATUS", "message": "the payment is \(state.charges[index].state)"]],
-                    ])
-            }
-            state.charges[index].state = capture ? .settled : .cancelled
-            return Self.reply(200, capture ? ["id": id, "status": "CAPTURE_REQUESTED"] : ["payment": ["id": id, "status": "CANCELLED"]])
         }
     }
 }

@@ -117,8 +117,14 @@ public struct WorldlineProcessor: PaymentProcessor {
         let status = payment?["status"] as? String
         let id = payment?["id"] as? String
         let firstError = (answer.json["errors"] as? [[String: Any]])?.first
+        let echoed = ((payment?["paymentOutput"] as? [String: Any])?["references"] as? [String: Any])?["merchantReference"] as? String
+        if let echoed, echoed != request.reference {
+            throw ProcessorNoAnswer("Worldline answered for reference \(echoed), not \(request.reference)")
+        }
+        // A 402 is a refusal only with Worldline's body: a bare 402 from anything in between says nothing.
+        let rejected = status == "REJECTED" || (answer.status == 402 && status == nil && firstError != nil)
         switch (answer.status, status) {
-        case (200..<300, "REJECTED"), (402, _):
+        case (200..<300, _) where rejected, (402, _) where rejected:
             return AuthorizationOutcome(
                 status: .refused, processorReference: id, code: firstError.flatMap { Self.string($0["errorCode"] ?? $0["code"]) },
                 message: firstError?["message"] as? String)
@@ -129,12 +135,15 @@ public struct WorldlineProcessor: PaymentProcessor {
                 links["cancel"] = settings.connection.baseURL + "\(paymentsPath)/\(id)/cancel"
             }
             return AuthorizationOutcome(status: .authorized, processorReference: id, code: status, links: links)
-        case (500..., _), (200..<300, nil):
-            throw ProcessorNoAnswer("Worldline answered HTTP \(answer.status)\(status == nil ? " without a payment status" : "")")
-        default:
+        case (400, _), (401, _), (403, _), (404, _), (415, _):
+            // The request itself was refused (schema, signature, merchant, media type).
             return AuthorizationOutcome(
                 status: .failed, code: firstError.flatMap { Self.string($0["errorCode"] ?? $0["code"]) } ?? "http_\(answer.status)",
                 message: firstError?["message"] as? String)
+        default:
+            // 5xx, 409 (the idempotence key is still in progress), a 2xx or 402 without a
+            // readable payment, and every other status say nothing about the charge.
+            throw ProcessorNoAnswer("Worldline answered HTTP \(answer.status), not a definite outcome")
         }
     }
 

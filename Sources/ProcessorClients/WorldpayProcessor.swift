@@ -62,12 +62,14 @@ public struct WorldpayProcessor: PaymentProcessor {
             default:
                 throw ProcessorNoAnswer("Worldpay answered HTTP \(answer.status) without a known outcome")
             }
-        case 500...:
-            throw ProcessorNoAnswer("Worldpay answered HTTP \(answer.status)")
-        default:
+        case 400, 401, 403, 404, 415:
+            // The request itself was refused (schema, credentials, route, media type).
             return AuthorizationOutcome(
                 status: .failed, code: (answer.json["errorName"] as? String) ?? "http_\(answer.status)",
                 message: answer.json["message"] as? String)
+        default:
+            // 5xx, 409 and every other status say nothing about whether the card was charged.
+            throw ProcessorNoAnswer("Worldpay answered HTTP \(answer.status), not a definite outcome")
         }
     }
 

@@ -36,8 +36,10 @@ func runServer(
     let http = try CurlHTTPClient()
     defer { http.shutdown() }
     let store: SQLiteStore
+    let vault: PaymentVault
     do {
         store = try configuration.openStore()
+        vault = try configuration.openPaymentVault()
     } catch {
         fail(error.message)
     }
@@ -50,6 +52,7 @@ func runServer(
         sessions: AppleGatewayClient(http: http, configuration: configuration, logger: logger),
         store: store,
         processors: ProcessorFactory.make(configuration: configuration, http: http),
+        vault: vault,
         simulator: simulator,
         directory: MerchantDirectory(configuration: configuration, registered: registered),
         registration: AppleRegistrationClient(http: http, configuration: configuration, logger: logger),

@@ -3,12 +3,17 @@ import Foundation
 
 /// An order as stored: the server's priced order and what binds a token to it.
 public struct OrderRecord: Sendable, Codable, Equatable {
-    public enum State: String, Sendable, Codable {
+    public enum State: String, Sendable, Codable, CaseIterable {
+        /// Can be repriced and paid.
         case open
-        /// Claimed by a payment that is authorized, or being authorized right now.
+        /// A payment attempt is with the processor right now; the order cannot change.
+        case pending
+        /// Exactly one payment is authorized (or settled).
         case paid
         /// The processor did not say whether it charged: a retry reuses the same idempotency reference.
         case unknown
+        /// Its payment was cancelled (voided) after authorization: closed for good.
+        case cancelled
     }
 
     public var id: String
@@ -18,20 +23,32 @@ public struct OrderRecord: Sendable, Codable, Equatable {
     /// The applicationData bytes sent in the payment request; tokens carry their SHA-256.
     public var applicationData: [UInt8]
     public var createdAt: Date
+
+    public init(
+        id: String, merchantIdentifier: String, state: State, priced: PricedOrder, applicationData: [UInt8], createdAt: Date
+    ) {
+        self.id = id
+        self.merchantIdentifier = merchantIdentifier
+        self.state = state
+        self.priced = priced
+        self.applicationData = applicationData
+        self.createdAt = createdAt
+    }
 }
 
-/// Where a payment stands.
+/// Where a payment stands. ``PaymentLifecycle`` lists the moves between these states.
 public enum PaymentState: String, Sendable, Codable, CaseIterable {
-    /// Handed to the processor, no answer yet.
+    /// Being sent to the processor under its reference right now.
     case pending
     case authorized
     /// The issuer or processor declined: nothing was charged.
     case refused
-    /// The processor refused the request itself (credentials, validation): nothing was charged.
+    /// The processor refused the request itself (credentials, validation) on its first send: nothing was charged.
     case failed
-    /// No answer (5xx, timeout, dropped connection): reconcile with the processor.
+    /// No definite answer (5xx, 409 in progress, timeout, dropped connection, unreadable body): the
+    /// reference is re-sent until the processor's answer for it arrives, or an operator resolves it.
     case unknown
-    /// Was unknown; a later attempt under the same reference got the processor's answer.
+    /// Written by Orchard before 0.4 (an unknown attempt answered by a later row); no longer produced.
     case superseded
     case settled
     case cancelled
@@ -60,13 +77,19 @@ public struct PaymentRecord: Sendable, Codable, Equatable {
     public var processorMessage: String?
     /// Follow-up actions the processor offered (`settle`, `cancel`) and their URLs.
     public var links: [String: String]
+    /// How often the reference was sent: by the shopper's first tap, their retries and the reconciler.
+    public var sends: Int = 1
+    /// Background re-sends so far, and when the next one is due (while unknown).
+    public var reconcileAttempts: Int = 0
+    public var nextReconcileAt: Date?
     public var createdAt: Date
     public var updatedAt: Date
 
     public init(
         id: String, orderId: String, transactionId: String, state: PaymentState, amount: Int64, currency: String, network: String?,
         lastFour: String, processor: String, reference: String, processorReference: String? = nil, processorCode: String? = nil,
-        processorMessage: String? = nil, links: [String: String] = [:], createdAt: Date, updatedAt: Date? = nil
+        processorMessage: String? = nil, links: [String: String] = [:], sends: Int = 1, reconcileAttempts: Int = 0,
+        nextReconcileAt: Date? = nil, createdAt: Date, updatedAt: Date? = nil
     ) {
         self.id = id
         self.orderId = orderId
@@ -82,6 +105,9 @@ public struct PaymentRecord: Sendable, Codable, Equatable {
         self.processorCode = processorCode
         self.processorMessage = processorMessage
         self.links = links
+        self.sends = sends
+        self.reconcileAttempts = reconcileAttempts
+        self.nextReconcileAt = nextReconcileAt
         self.createdAt = createdAt
         self.updatedAt = updatedAt ?? createdAt
     }
@@ -94,6 +120,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case duplicateTransaction
         /// The order is unknown or no longer open.
         case orderNotOpen
+        /// An attempt of the order is with the processor right now.
+        case paymentInProgress
         /// The domain is already registered to another merchant.
         case domainTaken
         /// The storage itself failed.
@@ -112,18 +140,27 @@ public protocol OrchardStore: Sendable {
     func order(id: String) async throws -> OrderRecord?
     /// Replaces an open order's pricing; fails with ``StoreError/Code/orderNotOpen`` otherwise.
     func updateOpen(_ order: OrderRecord) async throws
-    /// In one transaction: claims the transaction ID, marks the open (or unknown) order paid, records the payment.
-    func recordPayment(_ payment: PaymentRecord) async throws
-    /// Stores a payment's outcome and moves its order to `orderState` (open again after a refusal,
-    /// unknown when the processor did not answer), in one transaction. A definitive outcome marks
-    /// earlier unknown attempts under the same reference `superseded`.
-    func finishPayment(_ payment: PaymentRecord, orderState: OrderRecord.State) async throws
+    /// In one transaction: claims the token's transaction ID, then either opens a new attempt on an
+    /// open order (a new reference, `<orderId>-<n>`) or takes the order's unknown attempt back to
+    /// `pending` to re-send its reference. The order becomes `pending`. Fails with
+    /// ``StoreError/Code/duplicateTransaction``, ``StoreError/Code/paymentInProgress`` or
+    /// ``StoreError/Code/orderNotOpen`` and then changes nothing.
+    func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord
+    /// Applies one move of ``PaymentLifecycle`` as a compare-and-set on the payment's (and the
+    /// order's) expected state, in one transaction; nil, changing nothing, when either was elsewhere.
+    func transition(_ change: PaymentTransition) async throws -> PaymentRecord?
+    /// The sealed request kept for re-sending an unresolved payment; nil once it is resolved.
+    func retryPayload(paymentId: String) async throws -> [UInt8]?
+    /// Unknown payments whose next re-send is due, oldest first.
+    func paymentsDueForReconciliation(at date: Date, limit: Int) async throws -> [PaymentRecord]
+    /// Pending payments untouched since before `date`: their process died or its write failed.
+    func stalePendingPayments(before date: Date) async throws -> [PaymentRecord]
+    /// Moves an unknown payment's next re-send (nil: none, an operator's); not a state change.
+    func deferReconciliation(paymentId: String, until date: Date?) async throws -> Bool
     func payments(orderId: String) async throws -> [PaymentRecord]
     func payment(id: String) async throws -> PaymentRecord?
     /// Newest first; every state when `state` is nil.
     func payments(state: PaymentState?, limit: Int) async throws -> [PaymentRecord]
-    /// Moves a payment from one of `from` to `to`; false when it was in another state.
-    func transitionPayment(id: String, from: Set<PaymentState>, to: PaymentState, at: Date) async throws -> Bool
 
     /// Merchants registered through the Web Merchant Registration API, with their domains.
     func registeredMerchants() async throws -> [RegisteredMerchant]

@@ -9,11 +9,15 @@ extension SQLiteStore {
         ("processor_message", "TEXT"),
         ("links", "TEXT NOT NULL DEFAULT '{}'"),
         ("updated_at", "INTEGER NOT NULL DEFAULT 0"),
+        ("sends", "INTEGER NOT NULL DEFAULT 1"),
+        ("reconcile_attempts", "INTEGER NOT NULL DEFAULT 0"),
+        ("next_reconcile_at", "INTEGER"),
+        ("retry_payload", "BLOB"),
     ]
 
     static let paymentColumns = """
         id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at,
-        processor, reference, processor_code, processor_message, links, updated_at
+        processor, reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at
         """
 
     static func migratePayments(_ database: SQLiteDatabase) throws {
@@ -23,51 +27,145 @@ extension SQLiteStore {
         }
         try database.execute("CREATE INDEX IF NOT EXISTS payments_by_order ON payments(order_id)")
         try database.execute("CREATE INDEX IF NOT EXISTS payments_by_state ON payments(state, created_at)")
+        // Every token's transaction ID, the first send's and each retry's: a replay of any loses.
+        let hadTransactions = !(try database.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'payment_transactions'"))
+            .isEmpty
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS payment_transactions (
+                transaction_id TEXT PRIMARY KEY, payment_id TEXT NOT NULL REFERENCES payments(id), created_at INTEGER NOT NULL)
+            """)
+        if !hadTransactions {
+            try database.execute("INSERT OR IGNORE INTO payment_transactions SELECT transaction_id, id, created_at FROM payments")
+        }
+        // Unknown payments from before the reconciler are due for it now.
+        try database.execute(
+            "UPDATE payments SET next_reconcile_at = updated_at WHERE state = 'unknown' AND next_reconcile_at IS NULL")
     }
 
-    public func recordPayment(_ payment: PaymentRecord) async throws {
-        let values = try Self.values(payment)
-        try await database.run { db in
+    public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
+        let draft = claim.draft
+        let paymentId = try await database.run { db -> String in
             try db.transaction {
-                let changed = try db.execute(
-                    "UPDATE orders SET state = 'paid' WHERE id = ? AND state IN ('open', 'unknown')", [.text(payment.orderId)])
-                do {
-                    try db.execute(
-                        "INSERT INTO payments (\(Self.paymentColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
-                } catch let failure as SQLiteDatabase.Failure where failure.isConstraint {
+                let orderState = try db.query("SELECT state FROM orders WHERE id = ?", [.text(draft.orderId)]).first?[0].text
+                let unknown =
+                    orderState == OrderRecord.State.unknown.rawValue
+                    ? try db.query(
+                        "SELECT id FROM payments WHERE order_id = ? AND state = 'unknown' ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                        [.text(draft.orderId)]
+                    ).first?[0].text : nil
+                let paymentId = unknown ?? draft.id
+                let now = Int64(draft.createdAt.timeIntervalSince1970)
+                // A replayed token is named as such, whatever became of its order.
+                guard try db.query("SELECT 1 FROM payment_transactions WHERE transaction_id = ?", [.text(claim.transactionId)]).isEmpty
+                else {
                     throw StoreError(
-                        code: .duplicateTransaction, message: "transaction \(payment.transactionId.prefix(16))… was already used")
+                        code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
                 }
-                guard changed == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(payment.orderId) is already paid") }
+                switch orderState.flatMap(OrderRecord.State.init(rawValue:)) {
+                case .open:
+                    let count =
+                        try db.query("SELECT COUNT(*) FROM payments WHERE order_id = ?", [.text(draft.orderId)]).first?[0]
+                        .integer ?? 0
+                    var record = draft
+                    record.reference = "\(draft.orderId)-\(count + 1)"
+                    record.state = .pending
+                    try db.execute(
+                        "INSERT INTO payments (\(Self.paymentColumns), retry_payload) VALUES (\(Self.placeholders(20)))",
+                        try Self.values(record) + [.blob(claim.sealedRequest)])
+                case .unknown where unknown != nil:
+                    try db.execute(
+                        """
+                        UPDATE payments SET state = 'pending', sends = sends + 1, retry_payload = ?, updated_at = ?
+                        WHERE id = ? AND state = 'unknown'
+                        """, [.blob(claim.sealedRequest), .integer(now), .text(paymentId)])
+                case .pending:
+                    throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
+                case .unknown, .paid, .cancelled, nil:
+                    throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) is not open")
+                }
+                let claimed = try db.execute(
+                    "UPDATE orders SET state = 'pending' WHERE id = ? AND state = ?", [.text(draft.orderId), .text(orderState ?? "")])
+                guard claimed == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) changed") }
+                try db.execute(
+                    "INSERT INTO payment_transactions (transaction_id, payment_id, created_at) VALUES (?, ?, ?)",
+                    [.text(claim.transactionId), .text(paymentId), .integer(now)])
+                return paymentId
             }
         }
+        guard let payment = try await payment(id: paymentId) else {
+            throw StoreError(code: .storage, message: "payment \(paymentId) vanished after it was claimed")
+        }
+        return payment
     }
 
-    public func finishPayment(_ payment: PaymentRecord, orderState: OrderRecord.State) async throws {
-        let links = String(decoding: try JSONEncoder().encode(payment.links), as: UTF8.self)
-        try await database.run { db in
-            try db.transaction {
-                try db.execute(
-                    """
-                    UPDATE payments SET state = ?, processor_reference = ?, processor_code = ?, processor_message = ?, links = ?,
-                        updated_at = ? WHERE id = ?
-                    """,
-                    [
-                        .text(payment.state.rawValue), payment.processorReference.map(SQLiteValue.text) ?? .null,
-                        payment.processorCode.map(SQLiteValue.text) ?? .null, payment.processorMessage.map(SQLiteValue.text) ?? .null,
-                        .text(links), .integer(Int64(payment.updatedAt.timeIntervalSince1970)), .text(payment.id),
-                    ])
-                try db.execute("UPDATE orders SET state = ? WHERE id = ?", [.text(orderState.rawValue), .text(payment.orderId)])
-                if payment.state != .unknown && payment.state != .pending {
-                    try db.execute(
-                        "UPDATE payments SET state = 'superseded', updated_at = ? WHERE order_id = ? AND reference = ? AND state = 'unknown' AND id != ?",
-                        [
-                            .integer(Int64(payment.updatedAt.timeIntervalSince1970)), .text(payment.orderId), .text(payment.reference),
-                            .text(payment.id),
-                        ])
+    /// Thrown inside a transaction to roll it back when a compare-and-set finds another state.
+    private struct Conflict: Error {}
+
+    public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
+        guard let from = change.move.from else { preconditionFailure("a new payment is claimed, not moved") }
+        var assignments = ["state = ?", "updated_at = ?"]
+        var values: [SQLiteValue] = [.text(change.move.to.rawValue), .integer(Int64(change.at.timeIntervalSince1970))]
+        if let outcome = change.outcome {
+            assignments += ["processor_reference = ?", "processor_code = ?", "processor_message = ?", "links = ?"]
+            values += [
+                outcome.processorReference.map(SQLiteValue.text) ?? .null, outcome.code.map(SQLiteValue.text) ?? .null,
+                outcome.message.map(SQLiteValue.text) ?? .null,
+                .text(String(decoding: try JSONEncoder().encode(outcome.links), as: UTF8.self)),
+            ]
+        }
+        if change.countsReconcileAttempt {
+            assignments += ["sends = sends + 1", "reconcile_attempts = reconcile_attempts + 1"]
+        }
+        assignments.append("next_reconcile_at = ?")
+        values.append(change.nextReconcileAt.map { .integer(Int64($0.timeIntervalSince1970)) } ?? .null)
+        if PaymentLifecycle.isResolved(change.move.to) {
+            assignments.append("retry_payload = NULL")
+        }
+        let sql = "UPDATE payments SET \(assignments.joined(separator: ", ")) WHERE id = ? AND order_id = ? AND state = ?"
+        let parameters = values + [.text(change.paymentId), .text(change.orderId), .text(from.rawValue)]
+        let applied = try await database.run { db -> Bool in
+            do {
+                return try db.transaction {
+                    guard try db.execute(sql, parameters) == 1 else { throw Conflict() }
+                    let order = try db.execute(
+                        "UPDATE orders SET state = ? WHERE id = ? AND state = ?",
+                        [.text(change.move.order.to.rawValue), .text(change.orderId), .text(change.move.order.from.rawValue)])
+                    guard order == 1 else { throw Conflict() }
+                    return true
                 }
+            } catch is Conflict {
+                return false
             }
         }
+        return applied ? try await payment(id: change.paymentId) : nil
+    }
+
+    public func retryPayload(paymentId: String) async throws -> [UInt8]? {
+        let rows = try await database.run { db in
+            try db.query("SELECT retry_payload FROM payments WHERE id = ?", [.text(paymentId)])
+        }
+        guard case .blob(let bytes) = rows.first?[0] else { return nil }
+        return bytes
+    }
+
+    public func paymentsDueForReconciliation(at date: Date, limit: Int) async throws -> [PaymentRecord] {
+        try await query(
+            "WHERE state = 'unknown' AND next_reconcile_at IS NOT NULL AND next_reconcile_at <= ? ORDER BY next_reconcile_at, rowid LIMIT ?",
+            [.integer(Int64(date.timeIntervalSince1970)), .integer(Int64(limit))])
+    }
+
+    public func stalePendingPayments(before date: Date) async throws -> [PaymentRecord] {
+        try await query(
+            "WHERE state = 'pending' AND updated_at < ? ORDER BY updated_at, rowid", [.integer(Int64(date.timeIntervalSince1970))])
+    }
+
+    public func deferReconciliation(paymentId: String, until date: Date?) async throws -> Bool {
+        try await database.run { db in
+            try db.execute(
+                "UPDATE payments SET next_reconcile_at = ? WHERE id = ? AND state = 'unknown'",
+                [date.map { .integer(Int64($0.timeIntervalSince1970)) } ?? .null, .text(paymentId)])
+        } == 1
     }
 
     public func payments(orderId: String) async throws -> [PaymentRecord] {
@@ -86,21 +184,15 @@ extension SQLiteStore {
         return try await query("ORDER BY created_at DESC, rowid DESC LIMIT ?", [.integer(Int64(limit))])
     }
 
-    public func transitionPayment(id: String, from: Set<PaymentState>, to: PaymentState, at date: Date) async throws -> Bool {
-        let allowed = from.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")
-        let changed = try await database.run { db in
-            try db.execute(
-                "UPDATE payments SET state = ?, updated_at = ? WHERE id = ? AND state IN (\(allowed))",
-                [.text(to.rawValue), .integer(Int64(date.timeIntervalSince1970)), .text(id)])
-        }
-        return changed == 1
-    }
-
     private func query(_ clause: String, _ parameters: [SQLiteValue]) async throws -> [PaymentRecord] {
         let rows = try await database.run { db in
             try db.query("SELECT \(Self.paymentColumns) FROM payments \(clause)", parameters)
         }
         return rows.map(Self.payment)
+    }
+
+    static func placeholders(_ count: Int) -> String {
+        Array(repeating: "?", count: count).joined(separator: ", ")
     }
 
     static func values(_ payment: PaymentRecord) throws -> [SQLiteValue] {
@@ -111,7 +203,9 @@ extension SQLiteStore {
             .text(payment.processor), .text(payment.reference), payment.processorCode.map(SQLiteValue.text) ?? .null,
             payment.processorMessage.map(SQLiteValue.text) ?? .null,
             .text(String(decoding: try JSONEncoder().encode(payment.links), as: UTF8.self)),
-            .integer(Int64(payment.updatedAt.timeIntervalSince1970)),
+            .integer(Int64(payment.updatedAt.timeIntervalSince1970)), .integer(Int64(payment.sends)),
+            .integer(Int64(payment.reconcileAttempts)),
+            payment.nextReconcileAt.map { .integer(Int64($0.timeIntervalSince1970)) } ?? .null,
         ]
     }
 
@@ -124,6 +218,8 @@ extension SQLiteStore {
             state: PaymentState(rawValue: row[3].text ?? "") ?? .unknown, amount: row[4].integer ?? 0, currency: row[5].text ?? "",
             network: row[6].text, lastFour: row[7].text ?? "", processor: row[10].text ?? "record", reference: row[11].text ?? "",
             processorReference: row[8].text, processorCode: row[12].text, processorMessage: row[13].text, links: links,
-            createdAt: created, updatedAt: updated)
+            sends: Int(row[16].integer ?? 1), reconcileAttempts: Int(row[17].integer ?? 0),
+            nextReconcileAt: row[18].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) }, createdAt: created,
+            updatedAt: updated)
     }
 }

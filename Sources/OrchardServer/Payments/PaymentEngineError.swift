@@ -1,0 +1,44 @@
+import Foundation
+
+/// Why the payments engine did not authorize, settle, cancel or resolve: a stable code and a
+/// message. Messages of shopper-facing codes are safe to show on the payment sheet;
+/// ``OrchardError`` maps the codes to HTTP in one place.
+public struct PaymentEngineError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable, CaseIterable {
+        /// No such order or payment (or another merchant's).
+        case notFound
+        /// The order is paid or closed.
+        case orderNotOpen
+        /// The token failed verification or decryption.
+        case invalidToken
+        /// The token's amount, currency or applicationData is not this order's.
+        case paymentMismatch
+        /// This token was submitted before.
+        case replayedPayment
+        /// The issuer or processor declined: nothing was charged.
+        case declined
+        /// The processor refused the request itself: nothing was charged.
+        case processorRejected
+        /// The outcome is not known yet (no answer, or another attempt is with the processor).
+        case paymentUnknown
+        /// The payment is in another state than the action needs.
+        case invalidState
+        /// The store failed before anything was sent: nothing was charged.
+        case storage
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+
+    static let unknownOutcome = PaymentEngineError(
+        .paymentUnknown, "We could not confirm your payment with the bank. Please try again: you will not be charged twice.")
+    static let inProgress = PaymentEngineError(
+        .paymentUnknown, "Your payment is still being confirmed with the bank. Please wait a moment before trying again.")
+}

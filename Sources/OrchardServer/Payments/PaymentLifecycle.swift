@@ -1,0 +1,125 @@
+import Foundation
+
+/// Every move a payment can make, with what its order does at the same time: the one table the
+/// engine follows, the store enforces (each move is a compare-and-set on both expected states)
+/// and the README prints.
+public enum PaymentLifecycle {
+    /// Why a move happens.
+    public enum Event: String, Sendable, CaseIterable {
+        /// The shopper authorizes an open order: a new attempt with a new reference.
+        case firstSend = "first send"
+        /// The shopper retries, or the reconciler re-sends, an unknown attempt under its own reference.
+        case resend = "re-send"
+        /// The processor authorized this reference.
+        case authorized
+        /// The processor declined this reference.
+        case declined
+        /// The processor refused the request itself (credentials, schema) on the reference's first send.
+        case rejected
+        /// No definite answer: 5xx, 409 in progress, timeout, dropped connection, unreadable body, a
+        /// rejection of a re-send, or a store failure after the answer.
+        case noAnswer = "no answer"
+        /// At startup or in the reconciler: pending for longer than any processor call can last.
+        case stale
+        /// An operator read the processor's records.
+        case resolvedAuthorized = "operator: authorized"
+        case resolvedRefused = "operator: refused"
+        /// The back office settled (captured) or cancelled (voided) through the processor.
+        case settle
+        case cancel
+    }
+
+    /// One move: the payment goes `from` → `to` and, in the same transaction, its order goes
+    /// `order.from` → `order.to`. A nil `from` is a new payment.
+    public struct Move: Sendable, Equatable {
+        public var event: Event
+        public var from: PaymentState?
+        public var to: PaymentState
+        public var order: (from: OrderRecord.State, to: OrderRecord.State)
+
+        public static func == (lhs: Move, rhs: Move) -> Bool {
+            lhs.event == rhs.event && lhs.from == rhs.from && lhs.to == rhs.to && lhs.order == rhs.order
+        }
+    }
+
+    /// The table. Nothing else moves a payment.
+    public static let moves: [Move] = [
+        Move(event: .firstSend, from: nil, to: .pending, order: (.open, .pending)),
+        Move(event: .resend, from: .unknown, to: .pending, order: (.unknown, .pending)),
+        Move(event: .authorized, from: .pending, to: .authorized, order: (.pending, .paid)),
+        Move(event: .declined, from: .pending, to: .refused, order: (.pending, .open)),
+        Move(event: .rejected, from: .pending, to: .failed, order: (.pending, .open)),
+        Move(event: .noAnswer, from: .pending, to: .unknown, order: (.pending, .unknown)),
+        Move(event: .stale, from: .pending, to: .unknown, order: (.pending, .unknown)),
+        Move(event: .resolvedAuthorized, from: .unknown, to: .authorized, order: (.unknown, .paid)),
+        Move(event: .resolvedRefused, from: .unknown, to: .refused, order: (.unknown, .open)),
+        Move(event: .settle, from: .authorized, to: .settled, order: (.paid, .paid)),
+        Move(event: .cancel, from: .authorized, to: .cancelled, order: (.paid, .cancelled)),
+    ]
+
+    /// The move an event makes; every event has exactly one.
+    public static func move(_ event: Event) -> Move {
+        guard let move = moves.first(where: { $0.event == event }) else { preconditionFailure("no move for \(event)") }
+        return move
+    }
+
+    /// Whether the processor's answer for the payment is known: the sealed retry request is
+    /// deleted on reaching such a state, since nothing will re-send it.
+    public static func isResolved(_ state: PaymentState) -> Bool {
+        state != .pending && state != .unknown
+    }
+
+    /// The table as Markdown, for the README (a test keeps the two equal).
+    public static var markdown: String {
+        var lines = ["| event | payment | order |", "|---|---|---|"]
+        for move in moves {
+            lines.append(
+                "| \(move.event.rawValue) | \(move.from?.rawValue ?? "(new)") → \(move.to.rawValue) | \(move.order.from.rawValue) → \(move.order.to.rawValue) |"
+            )
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// What ``OrchardStore/claimPayment(_:)`` records for a new attempt; on a re-send only the
+/// transaction ID, the sealed request and the time are used.
+public struct PaymentClaim: Sendable {
+    public var draft: PaymentRecord
+    /// The token's transaction ID (hex): claimed for good, so a replayed token loses.
+    public var transactionId: String
+    /// The request sealed for re-sending (``PaymentVault``).
+    public var sealedRequest: [UInt8]
+
+    public init(draft: PaymentRecord, transactionId: String, sealedRequest: [UInt8]) {
+        self.draft = draft
+        self.transactionId = transactionId
+        self.sealedRequest = sealedRequest
+    }
+}
+
+/// One move of ``PaymentLifecycle`` for ``OrchardStore/transition(_:)``.
+public struct PaymentTransition: Sendable {
+    public var paymentId: String
+    public var orderId: String
+    public var move: PaymentLifecycle.Move
+    public var at: Date
+    /// The processor's answer, when this move records one.
+    public var outcome: AuthorizationOutcome?
+    /// A re-send by the reconciler counts one more send and attempt.
+    public var countsReconcileAttempt = false
+    /// When the reconciler next re-sends an unknown payment.
+    public var nextReconcileAt: Date?
+
+    public init(
+        paymentId: String, orderId: String, move: PaymentLifecycle.Move, at: Date, outcome: AuthorizationOutcome? = nil,
+        countsReconcileAttempt: Bool = false, nextReconcileAt: Date? = nil
+    ) {
+        self.paymentId = paymentId
+        self.orderId = orderId
+        self.move = move
+        self.at = at
+        self.outcome = outcome
+        self.countsReconcileAttempt = countsReconcileAttempt
+        self.nextReconcileAt = nextReconcileAt
+    }
+}

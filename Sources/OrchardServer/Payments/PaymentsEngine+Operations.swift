@@ -1,0 +1,82 @@
+import ApplePay
+import Foundation
+import Logging
+
+/// The back office's moves: settle, cancel, and an operator's resolve of an unknown payment.
+extension PaymentsEngine {
+    /// What an operator read in the processor's records for an unknown payment.
+    public enum Resolution: String, Sendable, CaseIterable {
+        case authorized, refused
+
+        var event: PaymentLifecycle.Event { self == .authorized ? .resolvedAuthorized : .resolvedRefused }
+    }
+
+    /// Settles (captures) an authorized payment through its processor, then records it.
+    public func settle(paymentId: String) async throws(PaymentEngineError) -> PaymentRecord {
+        try await act(.settle, on: paymentId)
+    }
+
+    /// Cancels (voids) an authorized payment through its processor, then records it; the order closes.
+    public func cancel(paymentId: String) async throws(PaymentEngineError) -> PaymentRecord {
+        try await act(.cancel, on: paymentId)
+    }
+
+    /// Records the processor's outcome of an unknown payment as an operator read it.
+    public func resolve(paymentId: String, as resolution: Resolution) async throws(PaymentEngineError) -> PaymentRecord {
+        let payment = try await requirePayment(paymentId)
+        guard payment.state == .unknown else {
+            throw PaymentEngineError(.invalidState, "only an unknown payment can be resolved; this one is \(payment.state.rawValue)")
+        }
+        let change = PaymentTransition(
+            paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(resolution.event), at: time.now)
+        guard let resolved = try await storage({ try await store.transition(change) }) else {
+            throw PaymentEngineError(.invalidState, "the payment changed meanwhile (a re-send may be in progress); reload it")
+        }
+        logger.notice(
+            "unknown payment resolved by an operator", metadata: ["payment": "\(payment.id)", "state": "\(resolution.rawValue)"])
+        return resolved
+    }
+
+    func requirePayment(_ id: String) async throws(PaymentEngineError) -> PaymentRecord {
+        guard id.utf8.count <= 64, let payment = try await storage({ try await store.payment(id: id) }) else {
+            throw PaymentEngineError(.notFound, "there is no payment \(id)")
+        }
+        return payment
+    }
+
+    /// The processor first, then the record: a processor that refuses leaves the payment authorized.
+    private func act(_ event: PaymentLifecycle.Event, on id: String) async throws(PaymentEngineError) -> PaymentRecord {
+        let move = PaymentLifecycle.move(event)
+        let payment = try await requirePayment(id)
+        guard payment.state == move.from else {
+            throw PaymentEngineError(
+                .invalidState, "only an authorized payment can be \(move.to.rawValue); this one is \(payment.state.rawValue)")
+        }
+        guard let order = try await storage({ try await store.order(id: payment.orderId) }) else {
+            throw PaymentEngineError(.notFound, "the payment's order is missing")
+        }
+        let processor = processors.processor(forMerchant: order.merchantIdentifier)
+        guard processor.name == payment.processor else {
+            throw PaymentEngineError(
+                .invalidState,
+                "this payment went through \(payment.processor), which is no longer the merchant's processor; act on it there")
+        }
+        do {
+            if event == .settle {
+                try await processor.settle(payment)
+            } else {
+                try await processor.cancel(payment)
+            }
+        } catch {
+            logger.error(
+                "processor refused a back-office action", metadata: ["payment": "\(id)", "action": "\(event)", "error": "\(error)"])
+            throw PaymentEngineError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
+        }
+        let change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now)
+        guard let updated = try await storage({ try await store.transition(change) }) else {
+            throw PaymentEngineError(.invalidState, "the payment changed meanwhile; reload it")
+        }
+        logger.info("payment \(move.to.rawValue)", metadata: ["payment": "\(id)", "processor": "\(payment.processor)"])
+        return updated
+    }
+}

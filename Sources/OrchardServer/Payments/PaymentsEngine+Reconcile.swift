@@ -1,0 +1,157 @@
+import ApplePay
+import Foundation
+import Logging
+
+/// Ending `unknown` without an operator: stale pending payments become unknown, and unknown ones
+/// are re-sent under their own reference until the processor's (replayed) answer arrives.
+extension PaymentsEngine {
+    /// What one reconciliation pass did.
+    public struct ReconcileReport: Sendable, Equatable {
+        /// Pending payments with no call in flight, now unknown.
+        public var stale = 0
+        /// Re-sends made, and how many of them got a definite answer.
+        public var resent = 0
+        public var resolved = 0
+        /// Unknown payments the reconciler gave up on or cannot re-send: an operator's now.
+        public var needOperator = 0
+
+        public init(stale: Int = 0, resent: Int = 0, resolved: Int = 0, needOperator: Int = 0) {
+            self.stale = stale
+            self.resent = resent
+            self.resolved = resolved
+            self.needOperator = needOperator
+        }
+    }
+
+    /// Marks pending payments older than ``Policy/staleAfter`` unknown (due for a re-send at once),
+    /// logging each. Run at startup and at the start of every reconciliation pass.
+    @discardableResult
+    public func recoverStalePending() async -> Int {
+        let now = time.now
+        let stale: [PaymentRecord]
+        do {
+            stale = try await store.stalePendingPayments(before: now.addingTimeInterval(-policy.staleAfter))
+        } catch {
+            logger.error("cannot look for stale pending payments", metadata: ["error": "\(error)"])
+            return 0
+        }
+        var moved = 0
+        for payment in stale {
+            // Due at once, unless its re-sends are used up.
+            let change = PaymentTransition(
+                paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(.stale), at: now,
+                nextReconcileAt: policy.nextReconcile(after: payment.reconcileAttempts, now: now).map { _ in now })
+            guard (try? await store.transition(change)) != nil else { continue }
+            moved += 1
+            logger.warning(
+                "a payment was left pending (the process stopped or its write failed): now unknown, to be re-sent",
+                metadata: [
+                    "payment": "\(payment.id)", "order": "\(payment.orderId)", "reference": "\(payment.reference)",
+                    "since": "\(payment.updatedAt.formatted(.iso8601))",
+                ])
+        }
+        return moved
+    }
+
+    /// One pass: stale pending payments become unknown, then every due unknown payment is re-sent.
+    public func reconcile(limit: Int = 50) async -> ReconcileReport {
+        var report = ReconcileReport()
+        report.stale = await recoverStalePending()
+        let due: [PaymentRecord]
+        do {
+            due = try await store.paymentsDueForReconciliation(at: time.now, limit: limit)
+        } catch {
+            logger.error("cannot list unknown payments to reconcile", metadata: ["error": "\(error)"])
+            return report
+        }
+        for payment in due {
+            switch await resend(payment) {
+            case .resolved:
+                report.resent += 1
+                report.resolved += 1
+            case .stillUnknown(let needsOperator):
+                report.resent += 1
+                if needsOperator { report.needOperator += 1 }
+            case .cannotResend:
+                report.needOperator += 1
+            case .taken:
+                break
+            }
+        }
+        return report
+    }
+
+    enum ResendResult {
+        case resolved
+        case stillUnknown(needsOperator: Bool)
+        case cannotResend
+        /// Someone else (a shopper's retry, an operator) moved the payment first.
+        case taken
+    }
+
+    private func resend(_ payment: PaymentRecord) async -> ResendResult {
+        let request: AuthorizationRequest
+        let processor: any PaymentProcessor
+        do {
+            (request, processor) = try await rebuild(payment)
+        } catch {
+            logger.error(
+                "an unknown payment cannot be re-sent: resolve it with the processor's records (orchard payments resolve)",
+                metadata: ["payment": "\(payment.id)", "reason": "\(error.message)"])
+            _ = try? await store.deferReconciliation(paymentId: payment.id, until: nil)
+            return .cannotResend
+        }
+        let change = PaymentTransition(
+            paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(.resend), at: time.now,
+            countsReconcileAttempt: true)
+        guard let claimed = try? await store.transition(change) else { return .taken }
+        do {
+            _ = try await send(claimed, request, through: processor)
+            return .resolved
+        } catch {
+            switch error.code {
+            case .declined, .processorRejected: return .resolved
+            default:
+                let needsOperator = claimed.reconcileAttempts >= policy.maximumReconcileAttempts
+                if needsOperator {
+                    logger.error(
+                        "an unknown payment is still unknown after every re-send: resolve it with the processor's records",
+                        metadata: ["payment": "\(payment.id)", "reference": "\(payment.reference)"])
+                }
+                return .stillUnknown(needsOperator: needsOperator)
+            }
+        }
+    }
+
+    /// The request as first sent, from the sealed copy: decrypted again, not verified again (the
+    /// token was verified when the shopper sent it, and its signing time has passed since).
+    private func rebuild(_ payment: PaymentRecord) async throws(PaymentEngineError) -> (AuthorizationRequest, any PaymentProcessor) {
+        guard let order = try await storage({ try await store.order(id: payment.orderId) }) else {
+            throw PaymentEngineError(.notFound, "its order is missing")
+        }
+        let processor = processors.processor(forMerchant: order.merchantIdentifier)
+        guard processor.name == payment.processor else {
+            throw PaymentEngineError(.invalidState, "it went through \(payment.processor), no longer the merchant's processor")
+        }
+        guard let sealed = try await storage({ try await store.retryPayload(paymentId: payment.id) }) else {
+            throw PaymentEngineError(.notFound, "its sealed request is gone")
+        }
+        do {
+            let retry = try vault.unseal(sealed)
+            guard let decryptor = decryptors[order.merchantIdentifier] else {
+                throw PaymentEngineError(.invalidToken, "the merchant has no processing keys")
+            }
+            let decrypted = try decryptor.decrypt(try retry.token.paymentData.decoded())
+            return (
+                AuthorizationRequest(
+                    order: order, token: retry.token, payment: decrypted, reference: payment.reference,
+                    cardholderName: retry.cardholderName),
+                processor
+            )
+        } catch let error as PaymentEngineError {
+            throw error
+        } catch {
+            throw PaymentEngineError(.invalidToken, "its sealed request cannot be opened or decrypted (\(error))")
+        }
+    }
+}

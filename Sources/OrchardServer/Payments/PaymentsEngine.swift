@@ -1,0 +1,266 @@
+import ApplePay
+import Crypto
+import Foundation
+import Logging
+import Metrics
+
+/// The money path, outside HTTP: verifies and decrypts a token, binds it to its order, claims
+/// the order, sends the payment to the merchant's processor under an idempotency reference and
+/// records the answer, moving payments and orders only along ``PaymentLifecycle``.
+///
+/// The rules it keeps: while an attempt of an order is `pending` or `unknown` no new reference
+/// is issued (a retry re-sends the unknown one, or is told to wait); only a definite answer for
+/// that reference, or an operator, ends `unknown`; a rejection proves nothing was charged only
+/// on a reference's first send; a store failure after the processor answered is `unknown` to the
+/// shopper, and the reconciler settles it from the processor's replayed answer.
+public struct PaymentsEngine: Sendable {
+    /// How stale payments are detected and unknown ones re-sent.
+    public struct Policy: Sendable {
+        /// A payment pending for longer than this has no call in flight (longer than any processor timeout).
+        public var staleAfter: TimeInterval
+        /// Background re-sends of one unknown payment before it is left to an operator.
+        public var maximumReconcileAttempts: Int
+        /// The wait before the first re-send; it doubles after each, up to `maximumReconcileDelay`.
+        public var firstReconcileDelay: TimeInterval
+        public var maximumReconcileDelay: TimeInterval
+
+        public init(
+            staleAfter: TimeInterval = 30, maximumReconcileAttempts: Int = 8, firstReconcileDelay: TimeInterval = 30,
+            maximumReconcileDelay: TimeInterval = 3600
+        ) {
+            self.staleAfter = staleAfter
+            self.maximumReconcileAttempts = maximumReconcileAttempts
+            self.firstReconcileDelay = firstReconcileDelay
+            self.maximumReconcileDelay = maximumReconcileDelay
+        }
+
+        /// When an unknown payment that was re-sent `attempts` times is next due; nil when it needs an operator.
+        func nextReconcile(after attempts: Int, now: Date) -> Date? {
+            guard attempts < maximumReconcileAttempts else { return nil }
+            let delay = min(firstReconcileDelay * pow(2, Double(min(attempts, 30))), maximumReconcileDelay)
+            return now.addingTimeInterval(delay)
+        }
+    }
+
+    /// A shopper's authorization: the token the page posted for an order of the merchant serving the host.
+    public struct Attempt: Sendable {
+        public var merchantIdentifier: String
+        public var orderId: String
+        public var token: PaymentToken
+        public var cardholderName: String?
+
+        public init(merchantIdentifier: String, orderId: String, token: PaymentToken, cardholderName: String? = nil) {
+            self.merchantIdentifier = merchantIdentifier
+            self.orderId = orderId
+            self.token = token
+            self.cardholderName = cardholderName
+        }
+    }
+
+    let store: any OrchardStore
+    let processors: PaymentProcessors
+    let verifier: TokenVerifier
+    let decryptors: [String: TokenDecryptor]
+    let vault: PaymentVault
+    let time: TimeSource
+    public let policy: Policy
+    let logger: Logger
+
+    /// - Parameters:
+    ///   - verifier: checks tokens against Apple's root (or the demo's test root).
+    ///   - decryptors: each merchant's processing keys, by merchant identifier.
+    ///   - vault: seals the requests kept for re-sending unknown payments.
+    public init(
+        store: any OrchardStore, processors: PaymentProcessors, verifier: TokenVerifier, decryptors: [String: TokenDecryptor],
+        vault: PaymentVault, time: TimeSource = .system, policy: Policy = Policy(), logger: Logger = Logger(label: "orchard.payments")
+    ) {
+        self.store = store
+        self.processors = processors
+        self.verifier = verifier
+        self.decryptors = decryptors
+        self.vault = vault
+        self.time = time
+        self.policy = policy
+        self.logger = logger
+    }
+
+    /// Authorizes an order with the shopper's token; returns the authorized payment.
+    public func authorize(_ attempt: Attempt) async throws(PaymentEngineError) -> PaymentRecord {
+        do {
+            let payment = try await authorizeOnce(attempt)
+            Counter(label: "orchard_authorizations_total", dimensions: [("outcome", "authorized")]).increment()
+            return payment
+        } catch {
+            Counter(label: "orchard_authorizations_total", dimensions: [("outcome", error.code.rawValue)]).increment()
+            throw error
+        }
+    }
+
+    private func authorizeOnce(_ attempt: Attempt) async throws(PaymentEngineError) -> PaymentRecord {
+        let order = try await claimableOrder(attempt)
+        let (verified, payment) = try check(attempt, against: order)
+        let processor = processors.processor(forMerchant: order.merchantIdentifier)
+        if order.state == .unknown {
+            let earlier = try await storage { try await store.payments(orderId: order.id) }
+            if let unknown = earlier.last(where: { $0.state == .unknown }), unknown.processor != processor.name {
+                logger.error(
+                    "an unknown payment went through another processor than the merchant's: resolve it there first",
+                    metadata: ["payment": "\(unknown.id)", "processor": "\(unknown.processor)"])
+                throw PaymentEngineError.unknownOutcome
+            }
+        }
+        let transactionId = Hex.encode(verified.decoded.transactionId)
+        let draft = PaymentRecord(
+            id: OrdersController.newIdentifier(), orderId: order.id, transactionId: transactionId, state: .pending,
+            amount: order.priced.total,
+            currency: order.priced.currency, network: attempt.token.paymentMethod?.network, lastFour: payment.lastFour,
+            processor: processor.name, reference: "", createdAt: time.now)
+        let sealed: [UInt8]
+        do {
+            sealed = try vault.seal(RetryRequest(token: attempt.token, cardholderName: attempt.cardholderName))
+        } catch {
+            throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
+        }
+        let claimed = try await claim(PaymentClaim(draft: draft, transactionId: transactionId, sealedRequest: sealed))
+        let request = AuthorizationRequest(
+            order: order, token: attempt.token, payment: payment, reference: claimed.reference, cardholderName: attempt.cardholderName)
+        return try await send(claimed, request, through: processor)
+    }
+
+    /// The attempt's order. Whether it may be paid now is the claim's to say, after the replay check.
+    private func claimableOrder(_ attempt: Attempt) async throws(PaymentEngineError) -> OrderRecord {
+        guard attempt.orderId.utf8.count <= 64, let order = try await storage({ try await store.order(id: attempt.orderId) }),
+            order.merchantIdentifier == attempt.merchantIdentifier
+        else { throw PaymentEngineError(.notFound, "there is no such order") }
+        return order
+    }
+
+    /// Verifies and decrypts the token and checks it pays exactly this order.
+    private func check(_ attempt: Attempt, against order: OrderRecord) throws(PaymentEngineError) -> (
+        TokenVerifier.Verified, DecryptedPayment
+    ) {
+        let verified: TokenVerifier.Verified
+        let payment: DecryptedPayment
+        do throws(ApplePayError) {
+            guard let decryptor = decryptors[order.merchantIdentifier] else {
+                throw ApplePayError(.unknownProcessingKey, "the merchant has no processing keys")
+            }
+            verified = try verifier.verify(attempt.token.paymentData, at: time.now)
+            payment = try decryptor.decrypt(verified.decoded)
+        } catch {
+            logger.warning(
+                "payment token refused",
+                metadata: ["order": "\(order.id)", "reason": "\(error.code.rawValue)", "detail": "\(error.message)"])
+            throw PaymentEngineError(.invalidToken, "the payment could not be verified (\(error.code.rawValue))")
+        }
+        let currency = Currency(code: order.priced.currency)
+        guard payment.fields.transactionAmount == order.priced.total, payment.fields.currencyCode == currency?.numericCode else {
+            logger.warning(
+                "payment does not match the order",
+                metadata: [
+                    "order": "\(order.id)", "expected": "\(order.priced.total) \(currency?.numericCode ?? "?")",
+                    "got": "\(payment.fields.transactionAmount) \(payment.fields.currencyCode)",
+                ])
+            throw PaymentEngineError(.paymentMismatch, "the payment amount or currency does not match the order")
+        }
+        guard verified.decoded.applicationData == Array(SHA256.hash(data: order.applicationData)) else {
+            throw PaymentEngineError(.paymentMismatch, "the payment was not made for this order (applicationData differs)")
+        }
+        return (verified, payment)
+    }
+
+    private func claim(_ claim: PaymentClaim) async throws(PaymentEngineError) -> PaymentRecord {
+        do {
+            return try await store.claimPayment(claim)
+        } catch let error as StoreError {
+            switch error.code {
+            case .duplicateTransaction: throw PaymentEngineError(.replayedPayment, "this payment was already submitted")
+            case .orderNotOpen: throw PaymentEngineError(.orderNotOpen, "this order is already paid or closed")
+            case .paymentInProgress: throw PaymentEngineError.inProgress
+            case .storage, .domainTaken: throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
+            }
+        } catch {
+            logger.error("the payment could not be recorded before sending", metadata: ["error": "\(error)"])
+            throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
+        }
+    }
+
+    /// Sends a pending payment's reference and records the answer along the lifecycle.
+    func send(_ payment: PaymentRecord, _ request: AuthorizationRequest, through processor: any PaymentProcessor)
+        async throws(PaymentEngineError) -> PaymentRecord
+    {
+        let started = ContinuousClock.now
+        var outcome: AuthorizationOutcome?
+        var failure = ""
+        do {
+            outcome = try await processor.authorize(request)
+        } catch {
+            failure = "\(error)"
+        }
+        let event: PaymentLifecycle.Event =
+            switch outcome?.status {
+            case .authorized: .authorized
+            case .refused: .declined
+            // A rejection of a re-send says nothing about what the earlier send did.
+            case .failed: payment.sends == 1 ? .rejected : .noAnswer
+            case nil: .noAnswer
+            }
+        let elapsed = ContinuousClock.now - started
+        var metadata: Logger.Metadata = [
+            "order": "\(payment.orderId)", "payment": "\(payment.id)", "processor": "\(processor.name)",
+            "reference": "\(payment.reference)", "send": "\(payment.sends)",
+            "ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
+        ]
+        if let outcome {
+            metadata["code"] = "\(outcome.code ?? "-")"
+            metadata["reason"] = "\(outcome.message ?? "-")"
+        } else {
+            metadata["error"] = "\(failure)"
+        }
+        let change = PaymentTransition(
+            paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(event), at: time.now,
+            outcome: outcome.map { event == .noAnswer ? AuthorizationOutcome(status: $0.status, code: $0.code, message: $0.message) : $0 },
+            nextReconcileAt: event == .noAnswer ? policy.nextReconcile(after: payment.reconcileAttempts, now: time.now) : nil)
+        let recorded: PaymentRecord?
+        do {
+            recorded = try await store.transition(change)
+        } catch {
+            logger.critical(
+                "the processor answered but the answer could not be stored: the payment stays pending until reconciled",
+                metadata: metadata.merging(["event": "\(event.rawValue)", "storeError": "\(error)"]) { $1 })
+            throw PaymentEngineError.unknownOutcome
+        }
+        guard let recorded else {
+            logger.error(
+                "the payment moved while its reference was with the processor; the reconciler settles it",
+                metadata: metadata.merging(["event": "\(event.rawValue)"]) { $1 })
+            throw PaymentEngineError.unknownOutcome
+        }
+        switch event {
+        case .authorized:
+            logger.info(
+                "payment authorized", metadata: metadata.merging(["amount": "\(payment.amount) \(payment.currency)"]) { $1 })
+            return recorded
+        case .declined:
+            logger.notice("payment refused", metadata: metadata)
+            throw PaymentEngineError(.declined, "Your card was declined. Please try another card; nothing was charged.")
+        case .rejected:
+            logger.error("processor rejected the request", metadata: metadata)
+            throw PaymentEngineError(
+                .processorRejected, "The payment could not be processed right now; nothing was charged. Please try again later.")
+        default:
+            logger.error("processor gave no definite answer: payment outcome unknown", metadata: metadata)
+            throw PaymentEngineError.unknownOutcome
+        }
+    }
+
+    /// Runs a store call; any failure is a storage error before anything was sent.
+    func storage<T>(_ body: () async throws -> T) async throws(PaymentEngineError) -> T {
+        do {
+            return try await body()
+        } catch {
+            logger.error("store failure", metadata: ["error": "\(error)"])
+            throw PaymentEngineError(.storage, "the payment service is unavailable; nothing was charged")
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import ApplePay
+import CurlClient
+import Foundation
+import Logging
+
+/// `payments.reconcile*`: how unknown payments are re-sent in the background.
+public struct ReconciliationSettings: Sendable {
+    public var interval: Duration
+    public var firstDelaySeconds: Int
+    public var maximumAttempts: Int
+
+    public init(interval: Duration = .seconds(30), firstDelaySeconds: Int = 30, maximumAttempts: Int = 8) {
+        self.interval = interval
+        self.firstDelaySeconds = firstDelaySeconds
+        self.maximumAttempts = maximumAttempts
+    }
+
+    init(_ file: ConfigurationFile.Payments?) throws(ConfigurationError) {
+        let interval = file?.reconcileIntervalSeconds ?? 30
+        let firstDelay = file?.reconcileFirstDelaySeconds ?? 30
+        let attempts = file?.reconcileMaximumAttempts ?? 8
+        guard (1...3600).contains(interval), (1...86_400).contains(firstDelay), (0...100).contains(attempts) else {
+            throw ConfigurationError(
+                "payments: reconcileIntervalSeconds must be 1–3600, reconcileFirstDelaySeconds 1–86400 and reconcileMaximumAttempts 0–100"
+            )
+        }
+        self.init(interval: .seconds(interval), firstDelaySeconds: firstDelay, maximumAttempts: attempts)
+    }
+}
+
+extension ServerConfiguration {
+    /// The engine policy: a payment is stale once it has been pending longer than the slowest
+    /// processor call can last (its total timeout) plus a margin for the store write after it.
+    public var paymentsPolicy: PaymentsEngine.Policy {
+        let longest = merchants.compactMap { $0.processor.connection?.timeouts.total }.max() ?? .zero
+        return PaymentsEngine.Policy(
+            staleAfter: TimeInterval(longest.components.seconds) + 5, maximumReconcileAttempts: reconciliation.maximumAttempts,
+            firstReconcileDelay: TimeInterval(reconciliation.firstDelaySeconds))
+    }
+
+    /// The payments engine for this configuration: the token root and every merchant's processing keys.
+    public func makePaymentsEngine(
+        store: any OrchardStore, processors: PaymentProcessors, vault: PaymentVault, time: TimeSource, logger: Logger
+    ) -> PaymentsEngine {
+        var decryptors: [String: TokenDecryptor] = [:]
+        for merchant in merchants + (platform.map { [$0] } ?? []) where !merchant.processingKeys.isEmpty {
+            decryptors[merchant.merchantIdentifier] = TokenDecryptor(keys: merchant.processingKeys)
+        }
+        return PaymentsEngine(
+            store: store, processors: processors, verifier: TokenVerifier(root: tokenRoot, policy: tokenPolicy),
+            decryptors: decryptors, vault: vault, time: time, policy: paymentsPolicy, logger: logger)
+    }
+
+    /// The payment vault's key file in the state folder.
+    public func openPaymentVault() throws(ConfigurationError) -> PaymentVault {
+        try PaymentVault.load(path: URL(fileURLWithPath: stateDirectory).appendingPathComponent("payments.key").path)
+    }
+}

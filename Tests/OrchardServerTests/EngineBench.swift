@@ -1,0 +1,258 @@
+import ApplePay
+import Crypto
+import Foundation
+import Logging
+import OrchardServer
+import OrchardTesting
+import Synchronization
+
+/// A clock the test moves by hand.
+final class ManualClock: Sendable {
+    private let current = Mutex(Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)))
+
+    var now: Date { current.withLock { $0 } }
+    var source: TimeSource { TimeSource { [self] in now } }
+
+    func advance(_ seconds: TimeInterval) {
+        current.withLock { $0 = $0.addingTimeInterval(seconds) }
+    }
+}
+
+/// How the processor double answers one request.
+enum SimulatedBehaviour: String, CaseIterable, Sendable {
+    case authorize, refuse
+    /// 503 before anything was charged.
+    case serverError
+    /// 400 schema or 401 credentials: the request itself refused, nothing charged.
+    case badRequest
+    /// Charged, then the connection dropped.
+    case dropAfterCharge
+    /// Charged, but the answer comes after the client's timeout; the reference stays in progress a while.
+    case delayPastTimeout
+}
+
+/// A processor double with the mock processors' idempotency, in process: one record per
+/// reference, the first answer replayed, "in progress" while a slow charge runs (Worldline's
+/// 409, which adapters report as no answer, or Worldpay's 400 duplicate, reported as a
+/// rejection), and every charge counted.
+final class SimulatedProcessor: PaymentProcessor {
+    struct Record {
+        var authorized: Bool
+        var busyUntil: Date
+    }
+
+    let name = "worldline"
+    let clock: ManualClock
+    /// True: "in progress" is a rejection (Worldpay's 400); false: no answer (Worldline's 409).
+    let inProgressIsRejection: Atomic<Bool>
+    private let state = Mutex<
+        (next: [SimulatedBehaviour], byReference: [String: [SimulatedBehaviour]], records: [String: Record], requests: Int)
+    >(([], [:], [:], 0))
+    private let gate = Mutex<(holding: Bool, waiting: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    /// The next request waits, after it arrived, until ``release()``.
+    func holdNextRequest() {
+        gate.withLock { $0.holding = true }
+    }
+
+    /// Whether a held request is waiting.
+    var isHolding: Bool { gate.withLock { $0.waiting != nil } }
+
+    func release() {
+        gate.withLock { gate in
+            gate.holding = false
+            gate.waiting?.resume()
+            gate.waiting = nil
+        }
+    }
+
+    init(clock: ManualClock, inProgressIsRejection: Bool) {
+        self.clock = clock
+        self.inProgressIsRejection = Atomic(inProgressIsRejection)
+    }
+
+    /// Queues how the next requests are answered (authorize once the queue is empty).
+    func script(_ behaviours: [SimulatedBehaviour]) {
+        state.withLock { $0.next += behaviours }
+    }
+
+    func clearScript(for reference: String) {
+        state.withLock { $0.byReference[reference] = nil }
+    }
+
+    /// Queues how the next requests for one reference are answered, before the shared queue.
+    func script(_ behaviours: [SimulatedBehaviour], for reference: String) {
+        state.withLock { $0.byReference[reference, default: []] += behaviours }
+    }
+
+    /// References charged (authorized) at the processor.
+    var charges: [String] { state.withLock { $0.records.filter(\.value.authorized).map(\.key).sorted() } }
+    var requests: Int { state.withLock { $0.requests } }
+
+    /// What the processor's records say of a reference, as an operator would read them: nil while in progress.
+    func operatorView(_ reference: String) -> Bool? {
+        state.withLock { state in
+            guard let record = state.records[reference] else { return false }
+            return record.busyUntil > clock.now ? nil : record.authorized
+        }
+    }
+
+    func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {
+        if gate.withLock({ $0.holding }) {
+            await withCheckedContinuation { continuation in
+                gate.withLock { $0.waiting = continuation }
+            }
+        }
+        let now = clock.now
+        let (behaviour, record) = state.withLock { state in
+            state.requests += 1
+            let behaviour: SimulatedBehaviour
+            if let own = state.byReference[request.reference], !own.isEmpty {
+                behaviour = own[0]
+                state.byReference[request.reference]?.removeFirst()
+            } else {
+                behaviour = state.next.isEmpty ? .authorize : state.next.removeFirst()
+            }
+            return (behaviour, state.records[request.reference])
+        }
+        if behaviour == .serverError { throw ProcessorNoAnswer("HTTP 503") }
+        if behaviour == .badRequest { return AuthorizationOutcome(status: .failed, code: "bodyDoesNotMatchSchema") }
+        if let record {
+            if record.busyUntil > now {
+                if inProgressIsRejection.load(ordering: .relaxed) {
+                    return AuthorizationOutcome(status: .failed, code: "duplicateTransactionReference")
+                }
+                throw ProcessorNoAnswer("HTTP 409 in progress")
+            }
+            if behaviour == .dropAfterCharge || behaviour == .delayPastTimeout { throw ProcessorNoAnswer("no answer to a replay") }
+            return AuthorizationOutcome(status: record.authorized ? .authorized : .refused, processorReference: request.reference)
+        }
+        let authorized = behaviour != .refuse
+        let busy = behaviour == .delayPastTimeout ? now.addingTimeInterval(20) : now
+        state.withLock { $0.records[request.reference] = Record(authorized: authorized, busyUntil: busy) }
+        switch behaviour {
+        case .dropAfterCharge: throw ProcessorNoAnswer("connection reset")
+        case .delayPastTimeout: throw ProcessorNoAnswer("timeout")
+        default: return AuthorizationOutcome(status: authorized ? .authorized : .refused, processorReference: request.reference)
+        }
+    }
+
+    func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
+    func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
+}
+
+/// A store that fails every write after `failWrites` is set: a full disk, or a process killed
+/// between the processor's answer and the write.
+final class FailingStore: OrchardStore {
+    let inner: any OrchardStore
+    let failing = Atomic<Bool>(false)
+
+    init(_ inner: any OrchardStore) { self.inner = inner }
+
+    struct DiskFull: Error {}
+
+    func insert(_ order: OrderRecord) async throws { try await inner.insert(order) }
+    func order(id: String) async throws -> OrderRecord? { try await inner.order(id: id) }
+    func updateOpen(_ order: OrderRecord) async throws { try await inner.updateOpen(order) }
+    func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord { try await inner.claimPayment(claim) }
+    func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
+        if failing.load(ordering: .relaxed) { throw DiskFull() }
+        return try await inner.transition(change)
+    }
+    func retryPayload(paymentId: String) async throws -> [UInt8]? { try await inner.retryPayload(paymentId: paymentId) }
+    func paymentsDueForReconciliation(at date: Date, limit: Int) async throws -> [PaymentRecord] {
+        try await inner.paymentsDueForReconciliation(at: date, limit: limit)
+    }
+    func stalePendingPayments(before date: Date) async throws -> [PaymentRecord] {
+        try await inner.stalePendingPayments(before: date)
+    }
+    func deferReconciliation(paymentId: String, until date: Date?) async throws -> Bool {
+        try await inner.deferReconciliation(paymentId: paymentId, until: date)
+    }
+    func payments(orderId: String) async throws -> [PaymentRecord] { try await inner.payments(orderId: orderId) }
+    func payment(id: String) async throws -> PaymentRecord? { try await inner.payment(id: id) }
+    func payments(state: PaymentState?, limit: Int) async throws -> [PaymentRecord] {
+        try await inner.payments(state: state, limit: limit)
+    }
+    func registeredMerchants() async throws -> [RegisteredMerchant] { try await inner.registeredMerchants() }
+    func saveRegistration(_ merchant: RegisteredMerchant) async throws { try await inner.saveRegistration(merchant) }
+    func deleteRegistration(partnerIdentifier: String) async throws {
+        try await inner.deleteRegistration(partnerIdentifier: partnerIdentifier)
+    }
+}
+
+/// The engine over a real SQLite file, a processor double and a hand-moved clock; "restart"
+/// opens a new engine on the same file and vault, as a new process would.
+struct EngineBench: Sendable {
+    static let merchant = TestMaterial.merchantIdentifier
+    static let catalogue: Catalogue = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try! decoder.decode(Catalogue.self, from: Data(ServerHarness.catalogueJSON.utf8))
+    }()
+
+    let path: String
+    let clock = ManualClock()
+    let vault = PaymentVault.ephemeral()
+    let processor: SimulatedProcessor
+    let minter = TokenMinter(chain: ServerHarness.tokenChain)
+    let policy: PaymentsEngine.Policy
+    private(set) var store: FailingStore
+    private(set) var engine: PaymentsEngine
+
+    init(directory: String, inProgressIsRejection: Bool = false, policy: PaymentsEngine.Policy = .init(staleAfter: 30)) throws {
+        path = directory + "/orchard.sqlite"
+        processor = SimulatedProcessor(clock: clock, inProgressIsRejection: inProgressIsRejection)
+        self.policy = policy
+        store = FailingStore(try SQLiteStore(path: path))
+        engine = Self.engine(store: store, processor: processor, vault: vault, clock: clock, policy: policy)
+    }
+
+    static func engine(
+        store: any OrchardStore, processor: SimulatedProcessor, vault: PaymentVault, clock: ManualClock, policy: PaymentsEngine.Policy
+    ) -> PaymentsEngine {
+        let key = try! ProcessingKey(privateKeyPEM: ServerHarness.processingKey.pemRepresentation, merchantIdentifier: merchant)
+        var logger = Logger(label: "engine-test")
+        logger.logLevel = .critical
+        return PaymentsEngine(
+            store: store, processors: PaymentProcessors(byMerchant: [merchant: processor]),
+            verifier: TokenVerifier(root: ServerHarness.tokenChain.root.certificate), decryptors: [merchant: TokenDecryptor(keys: [key])],
+            vault: vault, time: clock.source, policy: policy, logger: logger)
+    }
+
+    /// As after kill -9: a new store connection and engine on the same file; nothing in memory survives.
+    mutating func restart() throws {
+        store = FailingStore(try SQLiteStore(path: path))
+        engine = Self.engine(store: store, processor: processor, vault: vault, clock: clock, policy: policy)
+    }
+
+    /// An open order of 9.90 EUR.
+    func order() async throws -> OrderRecord {
+        let id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let priced = try Pricing.price(items: [CartItem(productId: "apple", quantity: 2)], catalogue: Self.catalogue, at: clock.now)
+        let order = OrderRecord(
+            id: id, merchantIdentifier: Self.merchant, state: .open, priced: priced, applicationData: Array("orchard-order:\(id)".utf8),
+            createdAt: clock.now)
+        try await store.insert(order)
+        return order
+    }
+
+    /// A fresh token for the order (a new transaction ID), signed now on the bench's clock.
+    func token(for order: OrderRecord, amount: Int = 990) throws -> PaymentToken {
+        PaymentToken(
+            paymentData: try minter.mintEC(
+                payload: TokenMinter.samplePayload(amount: amount), to: ServerHarness.processingKey.publicKey,
+                merchantIdentifier: Self.merchant, applicationDataHash: Array(SHA256.hash(data: order.applicationData)),
+                signingTime: clock.now))
+    }
+
+    /// The shopper taps Pay with a fresh token.
+    func tap(_ order: OrderRecord) async throws -> Result<PaymentRecord, PaymentEngineError> {
+        let token = try token(for: order)
+        do {
+            return .success(try await engine.authorize(.init(merchantIdentifier: Self.merchant, orderId: order.id, token: token)))
+        } catch {
+            return .failure(error)
+        }
+    }
+}

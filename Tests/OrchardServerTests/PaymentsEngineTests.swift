@@ -1,0 +1,216 @@
+import ApplePay
+import Foundation
+import Logging
+import OrchardServer
+import Synchronization
+import Testing
+
+/// The engine's rules, one test each, over real SQLite and the processor double.
+@Suite("Payments engine rules")
+struct PaymentsEngineTests {
+    static func withBench(
+        inProgressIsRejection: Bool = false, policy: PaymentsEngine.Policy = .init(staleAfter: 30),
+        _ body: (inout EngineBench) async throws -> Void
+    ) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var bench = try EngineBench(directory: directory.url.path, inProgressIsRejection: inProgressIsRejection, policy: policy)
+        try await body(&bench)
+    }
+
+    func state(_ bench: EngineBench, _ order: OrderRecord) async throws -> (OrderRecord.State?, [PaymentState], [String]) {
+        let payments = try await bench.store.payments(orderId: order.id)
+        return (try await bench.store.order(id: order.id)?.state, payments.map(\.state), payments.map(\.reference))
+    }
+
+    @Test(
+        "charge still running, the retry answered 'in progress' (409 or Worldpay's 400), then a retry: one charge, one reference",
+        arguments: [false, true])
+    func inProgressThenRetry(inProgressIsRejection: Bool) async throws {
+        try await Self.withBench(inProgressIsRejection: inProgressIsRejection) { bench in
+            let order = try await bench.order()
+            bench.processor.script([.delayPastTimeout])
+            #expect(try await bench.tap(order).failureCode == .paymentUnknown)
+            // The processor is still working on attempt 1: whatever it answers is not an outcome.
+            #expect(try await bench.tap(order).failureCode == .paymentUnknown)
+            #expect(try await state(bench, order) == (.unknown, [.unknown], ["\(order.id)-1"]))
+            bench.clock.advance(30)
+            let paid = try await bench.tap(order).get()
+            #expect(paid.reference == "\(order.id)-1" && paid.sends == 3)
+            #expect(try await state(bench, order) == (.paid, [.authorized], ["\(order.id)-1"]))
+            #expect(bench.processor.charges == ["\(order.id)-1"])
+        }
+    }
+
+    @Test("while an attempt is pending, a retry is refused with payment_unknown and no reference is issued")
+    func pendingRefusesRetry() async throws {
+        try await Self.withBench { bench in
+            let order = try await bench.order()
+            bench.processor.holdNextRequest()
+            let first = Task { [bench] in try await bench.tap(order) }
+            while !bench.processor.isHolding { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(try await bench.tap(order).failureCode == .paymentUnknown)
+            #expect(try await state(bench, order) == (.pending, [.pending], ["\(order.id)-1"]))
+            bench.processor.release()
+            #expect(try await first.value.get().state == .authorized)
+            #expect(bench.processor.requests == 1)
+        }
+    }
+
+    @Test("a store failure after the processor answered: payment_unknown; at restart the stale pending becomes unknown and is reconciled")
+    func storeFailureThenRestart() async throws {
+        try await Self.withBench { bench in
+            let order = try await bench.order()
+            bench.store.failing.store(true, ordering: .relaxed)
+            #expect(try await bench.tap(order).failureCode == .paymentUnknown)
+            #expect(bench.processor.charges.count == 1)
+            #expect(try await state(bench, order) == (.pending, [.pending], ["\(order.id)-1"]))
+            #expect(try await bench.tap(order).failureCode == .paymentUnknown, "pending: no second reference")
+
+            try bench.restart()
+            #expect(await bench.engine.recoverStalePending() == 0, "not stale yet: a call could still be running")
+            bench.clock.advance(31)
+            #expect(await bench.engine.recoverStalePending() == 1)
+            #expect(try await state(bench, order) == (.unknown, [.unknown], ["\(order.id)-1"]))
+            let report = await bench.engine.reconcile()
+            #expect(report.resent == 1 && report.resolved == 1)
+            #expect(try await state(bench, order) == (.paid, [.authorized], ["\(order.id)-1"]))
+            #expect(bench.processor.charges == ["\(order.id)-1"])
+            #expect(try await bench.store.retryPayload(paymentId: try await bench.store.payments(orderId: order.id)[0].id) == nil)
+        }
+    }
+
+    @Test("an operator's resolve loses to a retry that already took the payment back to pending")
+    func resolveRacesRetry() async throws {
+        try await Self.withBench { bench in
+            let order = try await bench.order()
+            bench.processor.script([.serverError])
+            #expect(try await bench.tap(order).failureCode == .paymentUnknown)
+            let payment = try #require(try await bench.store.payments(orderId: order.id).first)
+            // The processor has no record: an operator would resolve "refused"; a retry is under way.
+            bench.processor.holdNextRequest()
+            let retry = Task { [bench] in try await bench.tap(order) }
+            while !bench.processor.isHolding { try await Task.sleep(for: .milliseconds(5)) }
+            await #expect(throws: PaymentEngineError.self) { try await bench.engine.resolve(paymentId: payment.id, as: .refused) }
+            bench.processor.release()
+            #expect(try await retry.value.get().state == .authorized)
+            #expect(try await state(bench, order) == (.paid, [.authorized], ["\(order.id)-1"]))
+            // And the compare-and-set itself: a resolve of a payment that is no longer unknown changes nothing.
+            let stale = PaymentTransition(
+                paymentId: payment.id, orderId: order.id, move: PaymentLifecycle.move(.resolvedRefused), at: bench.clock.now)
+            #expect(try await bench.store.transition(stale) == nil)
+            #expect(try await state(bench, order) == (.paid, [.authorized], ["\(order.id)-1"]))
+        }
+    }
+
+    @Test("a move whose order is not in the expected state rolls the payment back too")
+    func orderCompareAndSet() async throws {
+        try await Self.withBench { bench in
+            let order = try await bench.order()
+            bench.processor.script([.serverError])
+            _ = try await bench.tap(order)
+            let payment = try #require(try await bench.store.payments(orderId: order.id).first)
+            var move = PaymentLifecycle.move(.resolvedAuthorized)
+            move.order = (.open, .paid)
+            let change = PaymentTransition(paymentId: payment.id, orderId: order.id, move: move, at: bench.clock.now)
+            #expect(try await bench.store.transition(change) == nil)
+            #expect(try await state(bench, order) == (.unknown, [.unknown], ["\(order.id)-1"]))
+        }
+    }
+
+    @Test("a rejection on a reference's first send is processor_rejected (nothing charged); the next tap gets a new reference")
+    func firstSendRejection() async throws {
+        try await Self.withBench { bench in
+            let order = try await bench.order()
+            bench.processor.script([.badRequest])
+            #expect(try await bench.tap(order).failureCode == .processorRejected)
+            #expect(try await state(bench, order) == (.open, [.failed], ["\(order.id)-1"]))
+            _ = try await bench.tap(order).get()
+            #expect(try await state(bench, order) == (.paid, [.failed, .authorized], ["\(order.id)-1", "\(order.id)-2"]))
+        }
+    }
+
+    @Test("a rejection of a re-send proves nothing: the payment stays unknown")
+    func resendRejection() async throws {
+        try await Self.withBench { bench in
+            let order = try await bench.order()
+            bench.processor.script([.dropAfterCharge, .badRequest])
+            #expect(try await bench.tap(order).failureCode == .paymentUnknown)
+            #expect(try await bench.tap(order).failureCode == .paymentUnknown)
+            #expect(try await state(bench, order) == (.unknown, [.unknown], ["\(order.id)-1"]))
+            _ = try await bench.tap(order).get()
+            #expect(bench.processor.charges == ["\(order.id)-1"])
+        }
+    }
+
+    @Test("the reconciler re-sends unknown payments with backoff, across a restart, and leaves the hopeless ones to an operator")
+    func reconciliation() async throws {
+        let policy = PaymentsEngine.Policy(staleAfter: 30, maximumReconcileAttempts: 3, firstReconcileDelay: 10)
+        try await Self.withBench(policy: policy) { bench in
+            let charged = try await bench.order()
+            bench.processor.script([.dropAfterCharge])
+            _ = try await bench.tap(charged)
+            let silent = try await bench.order()
+            bench.processor.script(Array(repeating: .serverError, count: 4), for: "\(silent.id)-1")
+            _ = try await bench.tap(silent)
+            #expect(await bench.engine.reconcile() == .init(), "nothing is due before the first delay")
+
+            try bench.restart()
+            bench.clock.advance(10)
+            // charged: replayed as authorized. silent: 503 again (attempt 1 of 3).
+            #expect(await bench.engine.reconcile() == .init(stale: 0, resent: 2, resolved: 1, needOperator: 0))
+            #expect(try await state(bench, charged) == (.paid, [.authorized], ["\(charged.id)-1"]))
+            bench.clock.advance(19)
+            #expect(await bench.engine.reconcile() == .init(), "the second re-send waits twice as long")
+            bench.clock.advance(1)
+            #expect(await bench.engine.reconcile().resent == 1)
+            bench.clock.advance(40)
+            #expect(await bench.engine.reconcile() == .init(stale: 0, resent: 1, resolved: 0, needOperator: 1))
+            bench.clock.advance(100_000)
+            #expect(await bench.engine.reconcile() == .init(), "left to an operator")
+            let unknown = try await bench.store.payments(state: .unknown, limit: 10)
+            #expect(unknown.map(\.orderId) == [silent.id])
+            #expect(unknown.first?.reconcileAttempts == 3 && unknown.first?.nextReconcileAt == nil)
+            // The operator reads "no record" at the processor and resolves: the order reopens.
+            let resolved = try await bench.engine.resolve(paymentId: try #require(unknown.first).id, as: .refused)
+            #expect(resolved.state == .refused)
+            #expect(try await bench.store.order(id: silent.id)?.state == .open)
+            #expect(bench.processor.charges == ["\(charged.id)-1"])
+        }
+    }
+
+    @Test("a replayed token is refused and changes nothing; settle and cancel follow the table")
+    func replayAndBackOffice() async throws {
+        try await Self.withBench { bench in
+            let order = try await bench.order()
+            let token = try bench.token(for: order)
+            let attempt = PaymentsEngine.Attempt(merchantIdentifier: EngineBench.merchant, orderId: order.id, token: token)
+            let payment = try await bench.engine.authorize(attempt)
+            await #expect(throws: PaymentEngineError(.replayedPayment, "this payment was already submitted")) {
+                try await bench.engine.authorize(attempt)
+            }
+            #expect(try await bench.engine.settle(paymentId: payment.id).state == .settled)
+            await #expect(throws: PaymentEngineError.self) { try await bench.engine.cancel(paymentId: payment.id) }
+            let second = try await bench.order()
+            let other = try await bench.tap(second).get()
+            #expect(try await bench.engine.cancel(paymentId: other.id).state == .cancelled)
+            #expect(try await bench.store.order(id: second.id)?.state == .cancelled)
+            #expect(try await bench.tap(second).failureCode == .orderNotOpen)
+        }
+    }
+
+    @Test("the README's payment-states table is the engine's")
+    func readmeTable() throws {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        #expect(text.contains(PaymentLifecycle.markdown))
+    }
+}
+
+extension Result where Failure == PaymentEngineError {
+    var failureCode: PaymentEngineError.Code? {
+        if case .failure(let error) = self { return error.code }
+        return nil
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import OrchardServer
+import Synchronization
+import Testing
+
+/// A small, fast, seedable generator: the same seed replays the same sequence.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The invariants every quiescent moment must keep, for the orders given.
+enum PaymentInvariants {
+    /// Problems found; empty when all hold.
+    static func check(orders: [String], store: any OrchardStore, charges: [String]) async throws -> [String] {
+        var problems: [String] = []
+        for id in orders {
+            let payments = try await store.payments(orderId: id)
+            let orderState = try await store.order(id: id)?.state
+            let charged = charges.filter { $0.hasPrefix(id + "-") }
+            if charged.count > 1 { problems.append("order \(id) charged \(charged.count) times: \(charged)") }
+            for reference in charged {
+                let states = payments.filter { $0.reference == reference }.map(\.state)
+                if states.count != 1 || ![.authorized, .settled, .unknown, .pending].contains(states[0]) {
+                    problems.append("charge \(reference) is \(states.map(\.rawValue)) in Orchard")
+                }
+            }
+            let captured = payments.filter { $0.state == .authorized || $0.state == .settled }.count
+            if (orderState == .paid) != (captured == 1) || captured > 1 {
+                problems.append("order \(id) is \(orderState?.rawValue ?? "missing") with \(captured) authorized payments")
+            }
+            let open = payments.filter { $0.state == .pending || $0.state == .unknown }
+            let expected: Int = orderState == .pending || orderState == .unknown ? 1 : 0
+            if open.count != expected || (expected == 1 && open[0].state.rawValue != orderState?.rawValue) {
+                problems.append("order \(id) is \(orderState?.rawValue ?? "missing") with \(open.map(\.state.rawValue)) attempts")
+            }
+            if Set(payments.map(\.reference)).count != payments.count {
+                problems.append("order \(id) has two payments under one reference")
+            }
+        }
+        return problems
+    }
+}
+
+@Suite("Payments engine: model-based sequences")
+struct PaymentsModelTests {
+    enum Step: CaseIterable {
+        case tap, reconcile, resolve, restart, crashDuringWrite, wait
+    }
+
+    static let sequences = 1000
+
+    @Test("1,000 seeded sequences of processor behaviours, retries, resolves, restarts and reconciliation keep the invariants")
+    func engineSequences() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var bench = try EngineBench(directory: directory.url.path)
+        var orders: [String] = []
+        var taps = 0
+        for seed in 0..<UInt64(Self.sequences) {
+            var random = SplitMix64(seed: seed)
+            bench.processor.inProgressIsRejection.store(Bool.random(using: &random), ordering: .relaxed)
+            let order = try await bench.order()
+            orders.append(order.id)
+            var log: [String] = []
+            for _ in 0..<Int.random(in: 3...9, using: &random) {
+                let step = Step.allCases.randomElement(using: &random)!
+                let behaviour = SimulatedBehaviour.allCases.randomElement(using: &random)!
+                log.append("\(step)(\(behaviour))")
+                if step == .tap || step == .crashDuringWrite { taps += 1 }
+                try await run(step, behaviour, order: order, bench: &bench, random: &random)
+                let problems = try await PaymentInvariants.check(
+                    orders: [order.id], store: bench.store, charges: bench.processor.charges)
+                guard problems.isEmpty else {
+                    Issue.record("seed \(seed): \(problems.joined(separator: "; ")) after \(log.joined(separator: ", "))")
+                    return
+                }
+            }
+        }
+        // Settle everything left: every stale or unknown payment gets its answer from the processor.
+        try bench.restart()
+        for _ in 0..<12 {
+            bench.clock.advance(3600)
+            _ = await bench.engine.reconcile(limit: 10_000)
+        }
+        let problems = try await PaymentInvariants.check(orders: orders, store: bench.store, charges: bench.processor.charges)
+        #expect(problems.isEmpty, "\(problems.prefix(5))")
+        let left = try await bench.store.payments(state: .unknown, limit: 10_000) + bench.store.payments(state: .pending, limit: 10_000)
+        #expect(left.isEmpty, "every unknown payment was settled by re-sends: \(left.count) left")
+        #expect(taps > Self.sequences, "the sequences tapped (\(taps) taps)")
+    }
+
+    func run(
+        _ step: Step, _ behaviour: SimulatedBehaviour, order: OrderRecord, bench: inout EngineBench, random: inout SplitMix64
+    ) async throws {
+        let payments = try await bench.store.payments(orderId: order.id)
+        let live = payments.last { $0.state == .unknown || $0.state == .pending }
+        let reference = live?.reference ?? "\(order.id)-\(payments.count + 1)"
+        bench.processor.script([behaviour], for: reference)
+        defer { bench.processor.clearScript(for: reference) }
+        switch step {
+        case .tap:
+            _ = try await bench.tap(order)
+        case .crashDuringWrite:
+            bench.store.failing.store(true, ordering: .relaxed)
+            _ = try await bench.tap(order)
+            try bench.restart()
+        case .reconcile:
+            _ = await bench.engine.reconcile()
+        case .resolve:
+            guard let live, live.state == .unknown, let charged = bench.processor.operatorView(live.reference) else { return }
+            _ = try? await bench.engine.resolve(paymentId: live.id, as: charged ? .authorized : .refused)
+        case .restart:
+            try bench.restart()
+            await bench.engine.recoverStalePending()
+        case .wait:
+            bench.clock.advance(Double(Int.random(in: 1...90, using: &random)))
+        }
+    }
+}
