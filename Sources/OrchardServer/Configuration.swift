@@ -101,10 +101,13 @@ public struct ConfigurationFile: Codable, Sendable {
         public var reconcileFirstDelaySeconds: Int?
         /// Re-sends before an unknown payment is left to an operator (default 8).
         public var reconcileMaximumAttempts: Int?
+        /// The longest wait between two re-sends (default 3600 s).
+        public var reconcileMaximumDelaySeconds: Int?
 
         public init(
             tokenMaximumAgeSeconds: Int? = nil, tokenMaximumFutureSkewSeconds: Int? = nil, testTokenRootCertificate: String? = nil,
-            reconcileIntervalSeconds: Int? = nil, reconcileFirstDelaySeconds: Int? = nil, reconcileMaximumAttempts: Int? = nil
+            reconcileIntervalSeconds: Int? = nil, reconcileFirstDelaySeconds: Int? = nil, reconcileMaximumAttempts: Int? = nil,
+            reconcileMaximumDelaySeconds: Int? = nil
         ) {
             self.tokenMaximumAgeSeconds = tokenMaximumAgeSeconds
             self.tokenMaximumFutureSkewSeconds = tokenMaximumFutureSkewSeconds
@@ -112,6 +115,7 @@ public struct ConfigurationFile: Codable, Sendable {
             self.reconcileIntervalSeconds = reconcileIntervalSeconds
             self.reconcileFirstDelaySeconds = reconcileFirstDelaySeconds
             self.reconcileMaximumAttempts = reconcileMaximumAttempts
+            self.reconcileMaximumDelaySeconds = reconcileMaximumDelaySeconds
         }
     }
 

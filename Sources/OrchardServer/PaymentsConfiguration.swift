@@ -7,24 +7,29 @@ import Logging
 public struct ReconciliationSettings: Sendable {
     public var interval: Duration
     public var firstDelaySeconds: Int
+    public var maximumDelaySeconds: Int
     public var maximumAttempts: Int
 
-    public init(interval: Duration = .seconds(30), firstDelaySeconds: Int = 30, maximumAttempts: Int = 8) {
+    public init(interval: Duration = .seconds(30), firstDelaySeconds: Int = 30, maximumDelaySeconds: Int = 3600, maximumAttempts: Int = 8) {
         self.interval = interval
         self.firstDelaySeconds = firstDelaySeconds
+        self.maximumDelaySeconds = maximumDelaySeconds
         self.maximumAttempts = maximumAttempts
     }
 
     init(_ file: ConfigurationFile.Payments?) throws(ConfigurationError) {
         let interval = file?.reconcileIntervalSeconds ?? 30
         let firstDelay = file?.reconcileFirstDelaySeconds ?? 30
+        let maximumDelay = file?.reconcileMaximumDelaySeconds ?? 3600
         let attempts = file?.reconcileMaximumAttempts ?? 8
-        guard (1...3600).contains(interval), (1...86_400).contains(firstDelay), (0...100).contains(attempts) else {
+        guard (1...3600).contains(interval), (1...86_400).contains(firstDelay), (firstDelay...86_400).contains(maximumDelay),
+            (0...100).contains(attempts)
+        else {
             throw ConfigurationError(
-                "payments: reconcileIntervalSeconds must be 1–3600, reconcileFirstDelaySeconds 1–86400 and reconcileMaximumAttempts 0–100"
+                "payments: reconcileIntervalSeconds must be 1–3600, reconcileFirstDelaySeconds 1–86400, reconcileMaximumDelaySeconds from the first delay to 86400, and reconcileMaximumAttempts 0–100"
             )
         }
-        self.init(interval: .seconds(interval), firstDelaySeconds: firstDelay, maximumAttempts: attempts)
+        self.init(interval: .seconds(interval), firstDelaySeconds: firstDelay, maximumDelaySeconds: maximumDelay, maximumAttempts: attempts)
     }
 }
 
@@ -35,7 +40,8 @@ extension ServerConfiguration {
         let longest = merchants.compactMap { $0.processor.connection?.timeouts.total }.max() ?? .zero
         return PaymentsEngine.Policy(
             staleAfter: TimeInterval(longest.components.seconds) + 5, maximumReconcileAttempts: reconciliation.maximumAttempts,
-            firstReconcileDelay: TimeInterval(reconciliation.firstDelaySeconds))
+            firstReconcileDelay: TimeInterval(reconciliation.firstDelaySeconds),
+            maximumReconcileDelay: TimeInterval(reconciliation.maximumDelaySeconds))
     }
 
     /// The payments engine for this configuration: the token root and every merchant's processing keys.

@@ -119,6 +119,14 @@ public final class MockProcessors: Sendable {
     /// Every payment taken, oldest first.
     public var charges: [MockCharge] { state.withLock { $0.charges } }
 
+    /// Whether a slow charge under `reference` (Worldpay's `transactionReference`, Worldline's
+    /// idempotence key) is still being processed: what an operator sees as "in progress".
+    public func isInProgress(_ reference: String) -> Bool {
+        state.withLock { state in
+            ["worldpay:", "worldline:"].contains { state.inProgress[$0 + reference].map { $0 > .now } ?? false }
+        }
+    }
+
     /// Every request received, oldest first.
     public var received: [MockProcessorRequest] { state.withLock { $0.received } }
 

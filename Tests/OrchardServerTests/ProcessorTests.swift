@@ -45,14 +45,14 @@ struct ProcessorFixture {
 
     static func with(
         _ kind: Kind, password: String = "env:WP_PASSWORD", timeout: Int? = nil, admin: Bool = false, logHandler: (any LogHandler)? = nil,
-        _ body: (ProcessorFixture) async throws -> Void
+        wrapStore: (SQLiteStore) -> any OrchardStore = { $0 }, _ body: (ProcessorFixture) async throws -> Void
     ) async throws {
         let mock = try MockProcessors(serverIdentity: TestMaterial.shared.server, worldpay: worldpay, worldline: worldline)
         try await mock.start()
         defer { Task { await mock.stop() } }
         let environment = environment.merging(admin ? MoreMerchants.environment : [:]) { $1 }
         try await ServerHarness.with(
-            environment: environment, logHandler: logHandler,
+            environment: environment, logHandler: logHandler, wrapStore: wrapStore,
             configure: { file, _ in
                 file.merchants[0].processor = processor(kind, baseURL: mock.baseURL, password: password, timeout: timeout)
                 if admin { MoreMerchants.addAdmin(&file) }
@@ -72,6 +72,12 @@ struct ProcessorFixture {
 
     /// A fresh token for the order's 9.90 EUR, as a shopper's device signs it (new transaction ID each time).
     func pay(_ id: String, _ request: [String: Any]) async throws -> (response: CurlResponse, token: PaymentData) {
+        let (body, token) = try Self.authorizeBody(id, request, minter: minter)
+        return (try await server.send("POST", "/api/apple-pay/authorize", body: body), token)
+    }
+
+    /// The page's authorize body for an order's payment request, with a fresh token for its 9.90 EUR.
+    static func authorizeBody(_ id: String, _ request: [String: Any], minter: TokenMinter) throws -> ([UInt8], PaymentData) {
         let appData = try #require(Data(base64Encoded: request["applicationData"] as? String ?? ""))
         let token = try minter.mintEC(
             payload: TokenMinter.samplePayload(amount: 990), to: ServerHarness.processingKey.publicKey,
@@ -79,7 +85,7 @@ struct ProcessorFixture {
         let tokenJSON = String(decoding: try JSONEncoder().encode(PaymentToken(paymentData: token)), as: UTF8.self)
         let body =
             #"{"orderId": "\#(id)", "payment": {"token": \#(tokenJSON), "billingContact": {"givenName": "Camille", "familyName": "Martin"}}}"#
-        return (try await server.send("POST", "/api/apple-pay/authorize", body: Array(body.utf8)), token)
+        return (Array(body.utf8), token)
     }
 }
 
@@ -203,6 +209,36 @@ struct ProcessorTests {
             #expect(payments.first?.sends == sends)
             #expect(fixture.mock.charges.count == 1, "the shopper is charged once")
             #expect(fixture.mock.charges.first?.state == .authorized)
+        }
+    }
+
+    @Test("the database failing after the processor charged: payment_unknown with the usual headers and body, and no second reference")
+    func storeFailsAfterCharge() async throws {
+        nonisolated(unsafe) var failing: FailingStore?
+        try await ProcessorFixture.with(
+            .worldlineEncrypted,
+            wrapStore: { store in
+                let wrapper = FailingStore(store)
+                failing = wrapper
+                return wrapper
+            }
+        ) { fixture in
+            let (id, request) = try await fixture.order()
+            failing?.failing.store(true, ordering: .relaxed)
+            let (response, _) = try await fixture.pay(id, request)
+            #expect(response.status == 504)
+            #expect(response.errorCode == "payment_unknown")
+            #expect(response.json?["status"] as? String == "failure")
+            #expect((response.json?["errors"] as? [[String: Any]])?.isEmpty == false)
+            #expect(response.header("X-Content-Type-Options") == "nosniff")
+            #expect(response.header("Content-Security-Policy")?.contains("default-src 'none'") == true)
+            #expect(fixture.mock.charges.count == 1)
+            failing?.failing.store(false, ordering: .relaxed)
+            let (retry, _) = try await fixture.pay(id, request)
+            #expect(retry.status == 504, "the attempt is still pending: no new reference")
+            #expect(retry.errorCode == "payment_unknown")
+            #expect(try await fixture.server.store.payments(orderId: id).map(\.state) == [.pending])
+            #expect(fixture.mock.charges.count == 1)
         }
     }
 

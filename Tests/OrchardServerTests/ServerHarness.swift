@@ -104,6 +104,7 @@ struct ServerHarness {
         checkout: ConfigurationFile.Checkout? = nil, otherMockMerchants: [MockMerchant] = [],
         environment: [String: String] = [:], expiryCheckInterval: Duration = .seconds(86_400), time: TimeSource = .system,
         logHandler: (any LogHandler)? = nil,
+        wrapStore: (SQLiteStore) -> any OrchardStore = { $0 },
         configure: (inout ConfigurationFile, TemporaryDirectory) throws -> Void = { _, _ in },
         _ body: (ServerHarness) async throws -> Void
     ) async throws {
@@ -119,7 +120,7 @@ struct ServerHarness {
         logger.logLevel = logHandler == nil ? .critical : .info
         let sessions = CountingSessions(inner: AppleGatewayClient(http: http, configuration: configuration, logger: logger))
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let store = try configuration.openStore()
+        let store = wrapStore(try configuration.openStore())
         let app = buildApplication(
             configuration: configuration, sessions: sessions, store: store,
             processors: ProcessorFactory.make(configuration: configuration, http: http), time: time, simulator: simulator,

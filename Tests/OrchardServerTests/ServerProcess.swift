@@ -1,0 +1,132 @@
+import CurlClient
+import Foundation
+import OrchardServer
+import OrchardTesting
+import Synchronization
+import Testing
+
+/// A real `orchard serve` process on a fixed loopback port, charging through mock Worldline,
+/// that a test kills with SIGKILL and starts again on the same state folder.
+final class ServerProcess: Sendable {
+    let directory: TemporaryDirectory
+    let port: Int
+    let client: CurlHTTPClient
+    let minter = TokenMinter(chain: ServerHarness.tokenChain)
+    private let process = Mutex<Process?>(nil)
+    private let environment: [String: String]
+
+    /// Writes the configuration: the test merchant on Worldline (the mock at `processorURL`), the
+    /// admin API, and a reconciler that runs every second.
+    init(processorURL: String, processorTimeoutMilliseconds: Int = 1000) throws {
+        directory = try TemporaryDirectory()
+        port = try Self.freePort()
+        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        file.server?.port = port
+        file.merchants[0].processor = ProcessorFixture.processor(
+            .worldlineEncrypted, baseURL: processorURL, timeout: processorTimeoutMilliseconds)
+        file.payments?.reconcileIntervalSeconds = 1
+        file.payments?.reconcileFirstDelaySeconds = 1
+        file.payments?.reconcileMaximumDelaySeconds = 2
+        file.payments?.reconcileMaximumAttempts = 100
+        MoreMerchants.addAdmin(&file)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .prettyPrinted
+        try directory.write("orchard.json", Array(try encoder.encode(file)))
+        _ = FileManager.default.createFile(atPath: directory.path("server.log"), contents: nil)
+        environment = ProcessorFixture.environment.merging(MoreMerchants.environment) { $1 }.merging(["LOG_LEVEL": "notice"]) { $1 }
+        client = try CurlHTTPClient(
+            configuration: .init(timeouts: CurlTimeouts(connect: .seconds(2), total: .seconds(8)), allowedSchemes: ["http"]))
+    }
+
+    deinit {
+        kill()
+        client.shutdown()
+        directory.remove()
+    }
+
+    var databasePath: String { directory.path("state/orchard.sqlite") }
+
+    /// Starts the server and waits until it answers.
+    func start() async throws {
+        let child = Process()
+        child.executableURL = StartupTests.orchardExecutable
+        child.arguments = ["serve", "--config", directory.path("orchard.json")]
+        child.environment = environment
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path("server.log")))
+        log.seekToEndOfFile()
+        child.standardError = log
+        child.standardOutput = log
+        try child.run()
+        process.withLock { $0 = child }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let health = try? await send("GET", "/health"), health.status == 200 { return }
+            guard child.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let output = (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? ""
+        Issue.record("orchard serve did not start: \(output.suffix(2000))")
+        throw CancellationError()
+    }
+
+    /// SIGKILL: no shutdown, no last write.
+    func kill() {
+        guard let child = process.withLock({ $0.take() }) else { return }
+        if child.isRunning { Foundation.kill(child.processIdentifier, SIGKILL) }
+        child.waitUntilExit()
+    }
+
+    /// SIGTERM, and waits for the exit.
+    func stop() {
+        guard let child = process.withLock({ $0.take() }) else { return }
+        if child.isRunning { child.terminate() }
+        child.waitUntilExit()
+    }
+
+    func send(_ method: String, _ path: String, body: [UInt8]? = nil, admin: Bool = false) async throws -> CurlResponse {
+        var headers: [(name: String, value: String)] = [(name: "Host", value: ServerHarness.domain)]
+        if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
+        if admin { headers += MoreMerchants.authorization }
+        return try await client.execute(CurlRequest(method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body))
+    }
+
+    /// A new order of 9.90 EUR: its ID and Apple Pay request.
+    func order() async throws -> (id: String, request: [String: Any]) {
+        let response = try await send("POST", "/api/orders", body: Array(#"{"items": [{"productId": "apple", "quantity": 2}]}"#.utf8))
+        guard response.status == 201, let json = response.json, let id = json["orderId"] as? String,
+            let request = json["paymentRequest"] as? [String: Any]
+        else { throw ServerUnavailable() }
+        return (id, request)
+    }
+
+    /// The shopper taps Pay with a fresh token.
+    func pay(_ id: String, _ request: [String: Any]) async throws -> CurlResponse {
+        let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: minter)
+        return try await send("POST", "/api/apple-pay/authorize", body: body)
+    }
+
+    /// The order's payments as the admin API lists them: (id, state, reference).
+    func payments(order: String) async throws -> [(id: String, state: String, reference: String)] {
+        let response = try await send("GET", "/admin/payments?order=\(order)", admin: true)
+        let list = response.json?["payments"] as? [[String: Any]] ?? []
+        return list.map { ($0["id"] as? String ?? "", $0["state"] as? String ?? "", $0["reference"] as? String ?? "") }
+    }
+
+    struct ServerUnavailable: Error {}
+
+    /// A loopback port nothing listens on now.
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw ServerUnavailable() }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
