@@ -103,11 +103,14 @@ public struct ConfigurationFile: Codable, Sendable {
         public var reconcileMaximumAttempts: Int?
         /// The longest wait between two re-sends (default 3600 s).
         public var reconcileMaximumDelaySeconds: Int?
+        /// The payment vault's key (64 hex digits) from `env:NAME` or a file; absent: `payments.key`
+        /// in the state folder, created on first run.
+        public var vaultKey: String?
 
         public init(
             tokenMaximumAgeSeconds: Int? = nil, tokenMaximumFutureSkewSeconds: Int? = nil, testTokenRootCertificate: String? = nil,
             reconcileIntervalSeconds: Int? = nil, reconcileFirstDelaySeconds: Int? = nil, reconcileMaximumAttempts: Int? = nil,
-            reconcileMaximumDelaySeconds: Int? = nil
+            reconcileMaximumDelaySeconds: Int? = nil, vaultKey: String? = nil
         ) {
             self.tokenMaximumAgeSeconds = tokenMaximumAgeSeconds
             self.tokenMaximumFutureSkewSeconds = tokenMaximumFutureSkewSeconds
@@ -116,6 +119,7 @@ public struct ConfigurationFile: Codable, Sendable {
             self.reconcileFirstDelaySeconds = reconcileFirstDelaySeconds
             self.reconcileMaximumAttempts = reconcileMaximumAttempts
             self.reconcileMaximumDelaySeconds = reconcileMaximumDelaySeconds
+            self.vaultKey = vaultKey
         }
     }
 
@@ -230,6 +234,8 @@ public struct ServerConfiguration: Sendable {
     public var tokenPolicy: TokenVerifier.Policy
     /// How unknown payments are re-sent in the background.
     public var reconciliation: ReconciliationSettings
+    /// The payment vault's key when configured; nil: the key file in the state folder.
+    public var vaultKey: PaymentVault?
     /// True when a test token root replaces Apple's; logged as a warning.
     public var trustsTestTokenRoot: Bool
     /// The folder holding the SQLite database.
@@ -503,6 +509,9 @@ extension ServerConfiguration {
             tokenRoot: tokenRoot,
             tokenPolicy: policy,
             reconciliation: try ReconciliationSettings(payments),
+            vaultKey: try payments?.vaultKey.map { value throws(ConfigurationError) in
+                try PaymentVault.parseKey(source.read(value, what: "payments.vaultKey"), name: source.describe(value))
+            },
             trustsTestTokenRoot: payments?.testTokenRootCertificate != nil,
             stateDirectory: source.path(file.stateDirectory ?? "state"),
             applePaySDK: try Self.applePaySDK(file.checkout?.applePaySDK),

@@ -57,8 +57,9 @@ extension ServerConfiguration {
             decryptors: decryptors, vault: vault, time: time, policy: paymentsPolicy, logger: logger)
     }
 
-    /// The payment vault's key file in the state folder.
+    /// The configured payment vault, or the one whose key file is in the state folder.
     public func openPaymentVault() throws(ConfigurationError) -> PaymentVault {
-        try PaymentVault.load(path: URL(fileURLWithPath: stateDirectory).appendingPathComponent("payments.key").path)
+        if let vaultKey { return vaultKey }
+        return try PaymentVault.load(path: URL(fileURLWithPath: stateDirectory).appendingPathComponent("payments.key").path)
     }
 }

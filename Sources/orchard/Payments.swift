@@ -13,7 +13,8 @@ struct Payments: AsyncParsableCommand {
             abstract: "List payments, newest first (unknown ones need reconciling with the processor).")
 
         @OptionGroup var admin: AdminAPIOptions
-        @Option(help: "pending, authorized, refused, failed, unknown, superseded, settled or cancelled.") var state: String?
+        @Option(help: "pending, authorized, refused, failed, unknown, settled or cancelled (superseded: older databases).")
+        var state: String?
         @Option(help: "Only this order's payments.") var order: String?
         @Option(help: "At most this many (1–1000).") var limit: Int = 100
 

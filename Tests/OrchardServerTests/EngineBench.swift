@@ -209,11 +209,12 @@ struct EngineBench: Sendable {
     }
 
     static func engine(
-        store: any OrchardStore, processor: SimulatedProcessor, vault: PaymentVault, clock: ManualClock, policy: PaymentsEngine.Policy
+        store: any OrchardStore, processor: SimulatedProcessor, vault: PaymentVault, clock: ManualClock, policy: PaymentsEngine.Policy,
+        logHandler: (any LogHandler)? = nil
     ) -> PaymentsEngine {
         let key = try! ProcessingKey(privateKeyPEM: ServerHarness.processingKey.pemRepresentation, merchantIdentifier: merchant)
-        var logger = Logger(label: "engine-test")
-        logger.logLevel = .critical
+        var logger = logHandler.map { handler in Logger(label: "engine-test") { _ in handler } } ?? Logger(label: "engine-test")
+        logger.logLevel = logHandler == nil ? .critical : .info
         return PaymentsEngine(
             store: store, processors: PaymentProcessors(byMerchant: [merchant: processor]),
             verifier: TokenVerifier(root: ServerHarness.tokenChain.root.certificate), decryptors: [merchant: TokenDecryptor(keys: [key])],
@@ -221,9 +222,9 @@ struct EngineBench: Sendable {
     }
 
     /// As after kill -9: a new store connection and engine on the same file; nothing in memory survives.
-    mutating func restart() throws {
+    mutating func restart(logHandler: (any LogHandler)? = nil) throws {
         store = FailingStore(try SQLiteStore(path: path))
-        engine = Self.engine(store: store, processor: processor, vault: vault, clock: clock, policy: policy)
+        engine = Self.engine(store: store, processor: processor, vault: vault, clock: clock, policy: policy, logHandler: logHandler)
     }
 
     /// An open order of 9.90 EUR.

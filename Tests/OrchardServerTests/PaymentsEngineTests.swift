@@ -67,10 +67,14 @@ struct PaymentsEngineTests {
             #expect(try await state(bench, order) == (.pending, [.pending], ["\(order.id)-1"]))
             #expect(try await bench.tap(order).failureCode == .paymentUnknown, "pending: no second reference")
 
-            try bench.restart()
+            let logs = CapturingLogHandler()
+            try bench.restart(logHandler: logs)
             #expect(await bench.engine.recoverStalePending() == 0, "not stale yet: a call could still be running")
             bench.clock.advance(31)
             #expect(await bench.engine.recoverStalePending() == 1)
+            let warnings = logs.records.withLock { $0.filter { $0.level == .warning } }
+            #expect(warnings.count == 1 && warnings.first?.message.contains("left pending") == true)
+            #expect(warnings.first?.metadata["reference"] == "\(order.id)-1")
             #expect(try await state(bench, order) == (.unknown, [.unknown], ["\(order.id)-1"]))
             let report = await bench.engine.reconcile()
             #expect(report.resent == 1 && report.resolved == 1)
@@ -197,6 +201,24 @@ struct PaymentsEngineTests {
             #expect(try await bench.store.order(id: second.id)?.state == .cancelled)
             #expect(try await bench.tap(second).failureCode == .orderNotOpen)
         }
+    }
+
+    @Test("the vault key: created once with mode 0600 and reused; a configured key must be 64 hex digits")
+    func vaultKey() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("payments.key")
+        _ = try PaymentVault.load(path: path)
+        let first = try #require(FileManager.default.contents(atPath: path))
+        _ = try PaymentVault.load(path: path)
+        #expect(FileManager.default.contents(atPath: path) == first, "an existing key is never replaced")
+        #expect(first.count == 32)
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        try directory.write("short.key", Array(first.prefix(31)))
+        #expect(throws: ConfigurationError.self) { try PaymentVault.load(path: directory.path("short.key")) }
+        _ = try PaymentVault.parseKey(Array((String(repeating: "ab", count: 32) + "\n").utf8), name: "env:KEY")
+        #expect(throws: ConfigurationError.self) { try PaymentVault.parseKey(Array("not-hex".utf8), name: "env:KEY") }
     }
 
     @Test("the README's payment-states table is the engine's")

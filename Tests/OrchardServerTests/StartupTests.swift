@@ -98,6 +98,12 @@ struct StartupTests {
         #expect(loadError(lookalike)?.contains("is not an Apple Pay gateway host") == true)
         let plainHTTP = try configuration(directory) { $0.appleGateway?.baseURL = "http://127.0.0.1:9" }
         #expect(loadError(plainHTTP)?.contains("must be an https URL") == true)
+        let vault = try configuration(directory) { $0.payments?.vaultKey = "env:ORCHARD_VAULT_KEY" }
+        #expect(loadError(vault)?.contains("ORCHARD_VAULT_KEY for payments.vaultKey is not set") == true)
+        #expect(loadError(vault, environment: ["ORCHARD_VAULT_KEY": "0123"])?.contains("must be 64 hex digits") == true)
+        #expect(loadError(vault, environment: ["ORCHARD_VAULT_KEY": String(repeating: "0f", count: 32)]) == nil)
+        let backoff = try configuration(directory) { $0.payments?.reconcileMaximumDelaySeconds = 5 }
+        #expect(loadError(backoff)?.contains("reconcileMaximumDelaySeconds") == true, "shorter than the first delay")
         let longName = try configuration(directory) { $0.merchants[0].displayName = String(repeating: "x", count: 65) }
         #expect(loadError(longName)?.contains("displayName must be 1 to 64 characters") == true)
         let badDomain = try configuration(directory) { $0.merchants[0].domains = ["shop example"] }

@@ -45,6 +45,15 @@ public struct PaymentVault: Sendable {
         return PaymentVault(key: key)
     }
 
+    /// A key given as 64 hex digits (`openssl rand -hex 32`), surrounding whitespace ignored.
+    public static func parseKey(_ bytes: [UInt8], name: String) throws(ConfigurationError) -> PaymentVault {
+        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.utf8.count == 64, let key = Hex.decode(text), key.count == 32 else {
+            throw ConfigurationError("\(name): payments.vaultKey must be 64 hex digits (try `openssl rand -hex 32`)")
+        }
+        return PaymentVault(key: SymmetricKey(data: key))
+    }
+
     func seal(_ request: RetryRequest) throws -> [UInt8] {
         let plain = try JSONEncoder().encode(request)
         guard let combined = try AES.GCM.seal(plain, using: key).combined else {
