@@ -12,8 +12,9 @@ import Logging
 ///   - sessions: where merchant sessions come from (Apple's gateway in production).
 ///   - store: orders and payments.
 ///   - processors: where each merchant's authorized payments go (recorded only by default).
-///   - vault: seals the requests kept for re-sending unknown payments (a random key by default:
-///     a restarted process then cannot re-send them; `orchard serve` keeps the key in the state folder).
+///   - vault: seals the requests kept for re-sending unknown payments; default: the configured
+///     `payments.vaultKey`, else a random key (a restarted process then cannot re-send them;
+///     `orchard serve` passes the state folder's key file).
 ///   - time: the clock used for certificate checks and payment records.
 ///   - simulator: the demo's simulated payment sheet; nil (the default) everywhere else.
 ///   - directory: configured and registered merchants (default: the configured ones only).
@@ -25,7 +26,7 @@ public func buildApplication(
     sessions: any MerchantSessionService,
     store: any OrchardStore,
     processors: PaymentProcessors = .recordOnly,
-    vault: PaymentVault = .ephemeral(),
+    vault: PaymentVault? = nil,
     time: TimeSource = .system,
     simulator: (any SimulatedApplePay)? = nil,
     directory: MerchantDirectory? = nil,
@@ -46,7 +47,7 @@ public func buildApplication(
     HealthController(configuration: configuration, directory: directory, time: time).addRoutes(to: router)
     OrdersController(configuration: configuration, directory: directory, store: store, time: time).addRoutes(to: router)
     let engine = configuration.makePaymentsEngine(
-        store: store, processors: processors, vault: vault, time: time, logger: logger)
+        store: store, processors: processors, vault: vault ?? configuration.vault ?? .ephemeral(), time: time, logger: logger)
     AuthorizeController(directory: directory, engine: engine).addRoutes(to: router)
     CheckoutController(configuration: configuration, directory: directory, simulator: simulator).addRoutes(to: router)
     if let simulator {

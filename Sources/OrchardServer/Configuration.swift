@@ -90,39 +90,6 @@ public struct ConfigurationFile: Codable, Sendable {
         }
     }
 
-    public struct Payments: Codable, Sendable {
-        public var tokenMaximumAgeSeconds: Int?
-        public var tokenMaximumFutureSkewSeconds: Int?
-        /// TESTS AND DEMO ONLY: trust this root for payment tokens instead of Apple Root CA - G3.
-        public var testTokenRootCertificate: String?
-        /// How often the reconciler looks for unknown payments to re-send (default 30 s).
-        public var reconcileIntervalSeconds: Int?
-        /// The wait before an unknown payment's first re-send, doubling after each (default 30 s, at most 1 h).
-        public var reconcileFirstDelaySeconds: Int?
-        /// Re-sends before an unknown payment is left to an operator (default 8).
-        public var reconcileMaximumAttempts: Int?
-        /// The longest wait between two re-sends (default 3600 s).
-        public var reconcileMaximumDelaySeconds: Int?
-        /// The payment vault's key (64 hex digits) from `env:NAME` or a file; absent: `payments.key`
-        /// in the state folder, created on first run.
-        public var vaultKey: String?
-
-        public init(
-            tokenMaximumAgeSeconds: Int? = nil, tokenMaximumFutureSkewSeconds: Int? = nil, testTokenRootCertificate: String? = nil,
-            reconcileIntervalSeconds: Int? = nil, reconcileFirstDelaySeconds: Int? = nil, reconcileMaximumAttempts: Int? = nil,
-            reconcileMaximumDelaySeconds: Int? = nil, vaultKey: String? = nil
-        ) {
-            self.tokenMaximumAgeSeconds = tokenMaximumAgeSeconds
-            self.tokenMaximumFutureSkewSeconds = tokenMaximumFutureSkewSeconds
-            self.testTokenRootCertificate = testTokenRootCertificate
-            self.reconcileIntervalSeconds = reconcileIntervalSeconds
-            self.reconcileFirstDelaySeconds = reconcileFirstDelaySeconds
-            self.reconcileMaximumAttempts = reconcileMaximumAttempts
-            self.reconcileMaximumDelaySeconds = reconcileMaximumDelaySeconds
-            self.vaultKey = vaultKey
-        }
-    }
-
     /// The checkout page's settings.
     public struct Checkout: Codable, Sendable {
         /// Apple's Apple Pay JS SDK, which adds `<apple-pay-button>`. Absent: Apple's CDN;
@@ -234,8 +201,8 @@ public struct ServerConfiguration: Sendable {
     public var tokenPolicy: TokenVerifier.Policy
     /// How unknown payments are re-sent in the background.
     public var reconciliation: ReconciliationSettings
-    /// The payment vault's key when configured; nil: the key file in the state folder.
-    public var vaultKey: PaymentVault?
+    /// The payment vault when `payments.vaultKey` is configured; nil: the key file in the state folder.
+    public var vault: PaymentVault?
     /// True when a test token root replaces Apple's; logged as a warning.
     public var trustsTestTokenRoot: Bool
     /// The folder holding the SQLite database.
@@ -509,7 +476,7 @@ extension ServerConfiguration {
             tokenRoot: tokenRoot,
             tokenPolicy: policy,
             reconciliation: try ReconciliationSettings(payments),
-            vaultKey: try payments?.vaultKey.map { value throws(ConfigurationError) in
+            vault: try payments?.vaultKey.map { value throws(ConfigurationError) in
                 try PaymentVault.parseKey(source.read(value, what: "payments.vaultKey"), name: source.describe(value))
             },
             trustsTestTokenRoot: payments?.testTokenRootCertificate != nil,

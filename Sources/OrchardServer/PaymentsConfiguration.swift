@@ -3,6 +3,42 @@ import CurlClient
 import Foundation
 import Logging
 
+extension ConfigurationFile {
+    /// `payments`: token checks, the reconciler and the vault.
+    public struct Payments: Codable, Sendable {
+        public var tokenMaximumAgeSeconds: Int?
+        public var tokenMaximumFutureSkewSeconds: Int?
+        /// TESTS AND DEMO ONLY: trust this root for payment tokens instead of Apple Root CA - G3.
+        public var testTokenRootCertificate: String?
+        /// How often the reconciler looks for unknown payments to re-send (default 30 s).
+        public var reconcileIntervalSeconds: Int?
+        /// The wait before an unknown payment's first re-send, doubling after each (default 30 s, at most 1 h).
+        public var reconcileFirstDelaySeconds: Int?
+        /// Re-sends before an unknown payment is left to an operator (default 8).
+        public var reconcileMaximumAttempts: Int?
+        /// The longest wait between two re-sends (default 3600 s).
+        public var reconcileMaximumDelaySeconds: Int?
+        /// The payment vault's key (64 hex digits) from `env:NAME` or a file; absent: `payments.key`
+        /// in the state folder, created on first run.
+        public var vaultKey: String?
+
+        public init(
+            tokenMaximumAgeSeconds: Int? = nil, tokenMaximumFutureSkewSeconds: Int? = nil, testTokenRootCertificate: String? = nil,
+            reconcileIntervalSeconds: Int? = nil, reconcileFirstDelaySeconds: Int? = nil, reconcileMaximumAttempts: Int? = nil,
+            reconcileMaximumDelaySeconds: Int? = nil, vaultKey: String? = nil
+        ) {
+            self.tokenMaximumAgeSeconds = tokenMaximumAgeSeconds
+            self.tokenMaximumFutureSkewSeconds = tokenMaximumFutureSkewSeconds
+            self.testTokenRootCertificate = testTokenRootCertificate
+            self.reconcileIntervalSeconds = reconcileIntervalSeconds
+            self.reconcileFirstDelaySeconds = reconcileFirstDelaySeconds
+            self.reconcileMaximumAttempts = reconcileMaximumAttempts
+            self.reconcileMaximumDelaySeconds = reconcileMaximumDelaySeconds
+            self.vaultKey = vaultKey
+        }
+    }
+}
+
 /// `payments.reconcile*`: how unknown payments are re-sent in the background.
 public struct ReconciliationSettings: Sendable {
     public var interval: Duration
@@ -59,7 +95,7 @@ extension ServerConfiguration {
 
     /// The configured payment vault, or the one whose key file is in the state folder.
     public func openPaymentVault() throws(ConfigurationError) -> PaymentVault {
-        if let vaultKey { return vaultKey }
+        if let vault { return vault }
         return try PaymentVault.load(path: URL(fileURLWithPath: stateDirectory).appendingPathComponent("payments.key").path)
     }
 }
