@@ -175,11 +175,12 @@ struct ProcessorTests {
 
     @Test(
         "no answer (5xx, dropped connection, timeout): failure, payment unknown, order frozen; the retry re-sends the reference and charges once",
-        arguments: ProcessorFixture.Kind.allCases, [MockProcessorBehaviour.status(503), .dropAfterCharge, .delay(.milliseconds(2500))])
+        arguments: ProcessorFixture.Kind.allCases, [MockProcessorBehaviour.status(503), .dropAfterCharge, .delay(.seconds(4))])
     func unknownThenRetry(kind: ProcessorFixture.Kind, fault: MockProcessorBehaviour) async throws {
         try await ProcessorFixture.with(kind, timeout: 1000) { fixture in
             fixture.mock.behaviour = fault
             let (id, request) = try await fixture.order()
+            let firstSent = ContinuousClock.now
             let (response, _) = try await fixture.pay(id, request)
             #expect(response.status == 504)
             #expect(response.json?["status"] as? String == "failure")
@@ -198,7 +199,7 @@ struct ProcessorTests {
                 #expect(early.status == 504)
                 #expect(early.errorCode == "payment_unknown")
                 #expect(try await fixture.server.store.payments(orderId: id).map(\.state) == [.unknown])
-                try await Task.sleep(for: .milliseconds(1700))
+                try await Task.sleep(until: firstSent + .milliseconds(4300), clock: .continuous)
                 sends = 3
             }
             let (retry, _) = try await fixture.pay(id, request)
