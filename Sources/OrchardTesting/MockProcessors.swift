@@ -17,6 +17,9 @@ public enum MockProcessorBehaviour: Sendable, Equatable {
     case delay(Duration)
     /// Record the authorization, then reset the connection without answering.
     case dropAfterCharge
+    /// Record the authorization, then answer with this status and a body that is not JSON
+    /// (a proxy's error page, a truncated answer).
+    case unreadableAfterCharge(status: Int)
 }
 
 /// A Worldpay Access account the mock accepts.
@@ -239,6 +242,8 @@ public final class MockProcessors: Sendable {
         }
         switch behaviour {
         case .dropAfterCharge: return .drop
+        case .unreadableAfterCharge(let status):
+            return .answer(status: status, body: Array("<html><body>Bad gateway</body></html>".utf8), headers: [])
         case .delay(let duration): return .delayed(duration, status: outcome.status, body: outcome.body)
         default: return .answer(status: outcome.status, body: outcome.body, headers: outcome.replayed ? replayHeaders : [])
         }

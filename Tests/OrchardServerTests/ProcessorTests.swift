@@ -174,8 +174,12 @@ struct ProcessorTests {
     }
 
     @Test(
-        "no answer (5xx, dropped connection, timeout): failure, payment unknown, order frozen; the retry re-sends the reference and charges once",
-        arguments: ProcessorFixture.Kind.allCases, [MockProcessorBehaviour.status(503), .dropAfterCharge, .delay(.seconds(4))])
+        "no definite answer (5xx, dropped connection, timeout, unreadable body): payment unknown, order frozen; the retry re-sends the reference and charges once",
+        arguments: ProcessorFixture.Kind.allCases,
+        [
+            MockProcessorBehaviour.status(503), .dropAfterCharge, .delay(.seconds(4)), .unreadableAfterCharge(status: 201),
+            .unreadableAfterCharge(status: 402),
+        ])
     func unknownThenRetry(kind: ProcessorFixture.Kind, fault: MockProcessorBehaviour) async throws {
         try await ProcessorFixture.with(kind, timeout: 1000) { fixture in
             fixture.mock.behaviour = fault
