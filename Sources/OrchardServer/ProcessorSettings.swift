@@ -122,7 +122,7 @@ public enum ProcessorSettings: Sendable {
 }
 
 extension ServerConfiguration {
-    static func loadProcessor(_ file: ConfigurationFile.Processor?, label: String, source: Sources) throws(ConfigurationError)
+    static func loadProcessor(_ file: ConfigurationFile.Processor?, label: String, source: ConfigurationValues) throws(ConfigurationError)
         -> ProcessorSettings
     {
         guard let file, file.type != "record" else { return .record }
@@ -170,7 +170,7 @@ extension ServerConfiguration {
         }
     }
 
-    static func connection(_ file: ConfigurationFile.Processor, hosts: [String], name: String, source: Sources)
+    static func connection(_ file: ConfigurationFile.Processor, hosts: [String], name: String, source: ConfigurationValues)
         throws(ConfigurationError) -> ProcessorConnection
     {
         let base = (file.baseURL ?? "https://\(hosts[0])").trimmingSuffix("/")

@@ -1,0 +1,32 @@
+import Crypto
+import Foundation
+
+/// The admin API's bearer token. Compared in constant time; never printed.
+public struct AdminToken: Sendable, CustomStringConvertible {
+    public static let minimumLength = 32
+    let digest: [UInt8]
+
+    public init(_ token: String) { digest = Array(SHA256.hash(data: Array(token.utf8))) }
+
+    /// Compares SHA-256 digests byte by byte without an early exit, so neither the length
+    /// nor the first differing byte of the presented token shows in the timing.
+    public func matches(_ presented: [UInt8]) -> Bool {
+        let other = Array(SHA256.hash(data: presented))
+        var difference: UInt8 = 0
+        for index in 0..<digest.count { difference |= other[index] ^ digest[index] }
+        return difference == 0
+    }
+
+    public var description: String { "AdminToken(redacted)" }
+
+    /// `admin.token` from `env:NAME` or a file: at least ``minimumLength`` characters.
+    static func load(_ value: String, values: ConfigurationValues) throws(ConfigurationError) -> AdminToken {
+        let text = String(decoding: try values.read(value, what: "admin.token"), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.utf8.count >= minimumLength else {
+            throw ConfigurationError(
+                "\(values.describe(value)): admin.token must be at least \(minimumLength) characters (try `openssl rand -hex 32`)")
+        }
+        return AdminToken(text)
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+
+/// The configuration file's shape (JSON). See the README for every key.
+public struct ConfigurationFile: Codable, Sendable {
+    public struct Server: Codable, Sendable {
+        public var host: String?
+        public var port: Int?
+        /// The folder of static files (the checkout page); relative to the config file.
+        public var publicDirectory: String?
+        /// Largest request body accepted by the API, in bytes.
+        public var maxBodyBytes: Int?
+
+        public init(host: String? = nil, port: Int? = nil, publicDirectory: String? = nil, maxBodyBytes: Int? = nil) {
+            self.host = host
+            self.port = port
+            self.publicDirectory = publicDirectory
+            self.maxBodyBytes = maxBodyBytes
+        }
+    }
+
+    public struct AppleGateway: Codable, Sendable {
+        public var baseURL: String?
+        /// A PEM CA bundle to trust for the gateway instead of the system store.
+        public var caFile: String?
+        /// Must be true for a `baseURL` whose host is not Apple's (a mock gateway).
+        public var allowNonAppleHost: Bool?
+        public var connectTimeoutMilliseconds: Int?
+        public var timeoutMilliseconds: Int?
+
+        public init(
+            baseURL: String? = nil, caFile: String? = nil, allowNonAppleHost: Bool? = nil,
+            connectTimeoutMilliseconds: Int? = nil, timeoutMilliseconds: Int? = nil
+        ) {
+            self.baseURL = baseURL
+            self.caFile = caFile
+            self.allowNonAppleHost = allowNonAppleHost
+            self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
+            self.timeoutMilliseconds = timeoutMilliseconds
+        }
+    }
+
+    public struct Merchant: Codable, Sendable {
+        public var merchantIdentifier: String
+        public var displayName: String
+        public var domains: [String]
+        /// PEM file (leaf first); or `env:NAME` for PEM text in an environment variable.
+        public var identityCertificate: String
+        /// PEM file (unencrypted); or `env:NAME` for PEM text in an environment variable.
+        public var identityKey: String
+        public var domainAssociationFile: String?
+        /// The catalogue (JSON) this merchant sells from; orders are off without one.
+        public var catalogue: String?
+        /// Payment processing keys; the token's publicKeyHash picks one (rotation).
+        public var processingKeys: [ProcessingKeyFile]?
+        /// Where authorized payments go (record only when absent).
+        public var processor: Processor?
+
+        public init(
+            merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String,
+            identityKey: String, domainAssociationFile: String? = nil, catalogue: String? = nil,
+            processingKeys: [ProcessingKeyFile]? = nil, processor: Processor? = nil
+        ) {
+            self.processor = processor
+            self.catalogue = catalogue
+            self.processingKeys = processingKeys
+            self.merchantIdentifier = merchantIdentifier
+            self.displayName = displayName
+            self.domains = domains
+            self.identityCertificate = identityCertificate
+            self.identityKey = identityKey
+            self.domainAssociationFile = domainAssociationFile
+        }
+    }
+
+    /// A processing key: PEM private key (or `env:NAME`) and its processing certificate,
+    /// or, without a certificate, the merchant identifier is used for the KDF.
+    public struct ProcessingKeyFile: Codable, Sendable {
+        public var privateKey: String
+        public var certificate: String?
+
+        public init(privateKey: String, certificate: String? = nil) {
+            self.privateKey = privateKey
+            self.certificate = certificate
+        }
+    }
+
+    /// The checkout page's settings.
+    public struct Checkout: Codable, Sendable {
+        /// Apple's Apple Pay JS SDK, which adds `<apple-pay-button>`. Absent: Apple's CDN;
+        /// `"none"`: not loaded (the page draws its own button). Its origin joins the CSP.
+        public var applePaySDK: String?
+
+        public init(applePaySDK: String? = nil) {
+            self.applePaySDK = applePaySDK
+        }
+    }
+
+    /// A payment platform integrator's own identity, for the Web Merchant Registration API
+    /// and for the sessions of the merchants it registers.
+    public struct PlatformIntegrator: Codable, Sendable {
+        /// The platform's merchant ID: its certificates carry it, and registered merchants' tokens are encrypted to it.
+        public var merchantIdentifier: String
+        public var identityCertificate: String
+        public var identityKey: String
+        /// Apple's association file for the platform, served on every registered domain.
+        public var domainAssociationFile: String?
+        /// Decrypt the tokens of registered merchants (they encrypt to the platform).
+        public var processingKeys: [ProcessingKeyFile]?
+
+        public init(
+            merchantIdentifier: String, identityCertificate: String, identityKey: String, domainAssociationFile: String? = nil,
+            processingKeys: [ProcessingKeyFile]? = nil
+        ) {
+            self.merchantIdentifier = merchantIdentifier
+            self.identityCertificate = identityCertificate
+            self.identityKey = identityKey
+            self.domainAssociationFile = domainAssociationFile
+            self.processingKeys = processingKeys
+        }
+    }
+
+    /// The admin API (`/admin/`), off unless a token is set.
+    public struct Admin: Codable, Sendable {
+        /// `env:NAME` or a file holding the bearer token (never the token itself): at least 32 characters.
+        public var token: String?
+
+        public init(token: String? = nil) {
+            self.token = token
+        }
+    }
+
+    public var server: Server?
+    public var appleGateway: AppleGateway?
+    public var platformIntegrator: PlatformIntegrator?
+    public var admin: Admin?
+    public var payments: Payments?
+    public var checkout: Checkout?
+    /// Where the SQLite database lives; relative to the config file. Default `state`.
+    public var stateDirectory: String?
+    public var merchants: [Merchant]
+
+    public init(
+        server: Server? = nil, appleGateway: AppleGateway? = nil, payments: Payments? = nil, checkout: Checkout? = nil,
+        stateDirectory: String? = nil, platformIntegrator: PlatformIntegrator? = nil, admin: Admin? = nil, merchants: [Merchant]
+    ) {
+        self.checkout = checkout
+        self.platformIntegrator = platformIntegrator
+        self.admin = admin
+        self.server = server
+        self.appleGateway = appleGateway
+        self.payments = payments
+        self.stateDirectory = stateDirectory
+        self.merchants = merchants
+    }
+}

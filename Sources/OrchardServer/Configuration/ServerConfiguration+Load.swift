@@ -1,0 +1,317 @@
+import ApplePay
+import CurlClient
+import Foundation
+import SwiftASN1
+import X509
+
+extension ServerConfiguration {
+    /// Loads a JSON configuration file, resolves relative paths against its folder, reads
+    /// every certificate, key and association file, and checks them at `time.now`.
+    public static func load(
+        path: String,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        time: TimeSource = .system
+    ) throws(ConfigurationError) -> ServerConfiguration {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigurationError("\(path): cannot read the configuration file (\(Self.reason(error)))")
+        }
+        let file: ConfigurationFile
+        do {
+            file = try JSONDecoder().decode(ConfigurationFile.self, from: data)
+        } catch {
+            throw ConfigurationError("\(path): invalid configuration: \(Self.describe(error))")
+        }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        return try resolve(file, relativeTo: folder, environment: environment, time: time)
+    }
+
+    /// Resolves an already-decoded configuration (paths relative to `folder`).
+    public static func resolve(
+        _ file: ConfigurationFile, relativeTo folder: String,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        time: TimeSource = .system
+    ) throws(ConfigurationError) -> ServerConfiguration {
+        let values = ConfigurationValues(folder: folder, environment: environment)
+        let gateway = try resolveGateway(file.appleGateway, values: values)
+        let merchants = try resolveMerchants(file.merchants, values: values, time: time)
+        let (maxBody, port) = try resolveServer(file.server)
+        let payments = file.payments
+        return ServerConfiguration(
+            host: file.server?.host ?? "127.0.0.1",
+            port: port,
+            publicDirectory: file.server?.publicDirectory.map(values.path),
+            maxBodyBytes: maxBody,
+            gatewayBaseURL: gateway.baseURL,
+            gatewayTrust: gateway.trust,
+            gatewayTimeouts: gateway.timeouts,
+            gatewayIsNonApple: !gateway.isApple,
+            merchants: merchants,
+            tokenRoot: try resolveTokenRoot(payments, values: values),
+            tokenPolicy: try resolveTokenPolicy(payments),
+            reconciliation: try ReconciliationSettings(payments),
+            vault: try payments?.vaultKey.map { value throws(ConfigurationError) in
+                try PaymentVault.parseKey(values.read(value, what: "payments.vaultKey"), name: values.describe(value))
+            },
+            trustsTestTokenRoot: payments?.testTokenRootCertificate != nil,
+            stateDirectory: values.path(file.stateDirectory ?? "state"),
+            applePaySDK: try Self.applePaySDK(file.checkout?.applePaySDK),
+            platform: try file.platformIntegrator.map { integrator throws(ConfigurationError) in
+                try loadPlatform(integrator, source: values, time: time)
+            },
+            adminToken: try file.admin?.token.map { value throws(ConfigurationError) in try AdminToken.load(value, values: values) })
+    }
+
+    /// `appleGateway`: an https Apple host (or an allowed test host), its trust and timeouts.
+    static func resolveGateway(_ gateway: ConfigurationFile.AppleGateway?, values: ConfigurationValues) throws(ConfigurationError)
+        -> (baseURL: String, isApple: Bool, trust: TLSTrust, timeouts: CurlTimeouts)
+    {
+        let baseURL = (gateway?.baseURL ?? "https://\(GatewayHosts.production)").trimmingSuffix("/")
+        guard let components = URLComponents(string: baseURL), components.scheme == "https",
+            let gatewayHost = components.host, !gatewayHost.isEmpty, components.user == nil, components.query == nil
+        else {
+            throw ConfigurationError("appleGateway.baseURL: \(baseURL) must be an https URL without credentials or query")
+        }
+        let isApple = GatewayHosts.isAppleHost(gatewayHost) && (components.port ?? 443) == 443
+        if !isApple && gateway?.allowNonAppleHost != true {
+            throw ConfigurationError(
+                "appleGateway.baseURL: \(gatewayHost) is not an Apple Pay gateway host; set appleGateway.allowNonAppleHost to true to use a test gateway"
+            )
+        }
+        var trust = TLSTrust.system
+        if let caFile = gateway?.caFile {
+            let bytes = try values.read(caFile, what: "appleGateway.caFile")
+            guard String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
+                throw ConfigurationError("\(values.describe(caFile)): appleGateway.caFile holds no PEM certificate")
+            }
+            trust = .caPEM(bytes)
+        }
+        let timeouts = CurlTimeouts(
+            connect: .milliseconds(gateway?.connectTimeoutMilliseconds ?? 3000),
+            total: .milliseconds(gateway?.timeoutMilliseconds ?? 10_000))
+        guard timeouts.connect > .zero, timeouts.connect <= timeouts.total, timeouts.total <= CurlTimeouts.maximumTotal else {
+            throw ConfigurationError(
+                "appleGateway: timeouts must be positive, connect ≤ total, and total ≤ \(CurlTimeouts.maximumTotal) (Safari gives up at 30 s)"
+            )
+        }
+        return (baseURL, isApple, trust, timeouts)
+    }
+
+    /// `merchants`: at least one; every domain belongs to one merchant.
+    static func resolveMerchants(_ files: [ConfigurationFile.Merchant], values: ConfigurationValues, time: TimeSource)
+        throws(ConfigurationError) -> [MerchantConfiguration]
+    {
+        guard !files.isEmpty else { throw ConfigurationError("merchants: at least one merchant is required") }
+        var seenDomains: [String: String] = [:]
+        var merchants: [MerchantConfiguration] = []
+        for (index, merchant) in files.enumerated() {
+            let label = "merchants[\(index)] (\(merchant.merchantIdentifier))"
+            let resolved = try resolveMerchant(merchant, label: label, values: values, time: time)
+            for domain in resolved.domains {
+                if let other = seenDomains[domain] {
+                    throw ConfigurationError("\(label): domain \(domain) is already configured for \(other)")
+                }
+                seenDomains[domain] = merchant.merchantIdentifier
+            }
+            merchants.append(resolved)
+        }
+        return merchants
+    }
+
+    /// One merchant: its name, domains, identity, association file, catalogue, keys and processor.
+    static func resolveMerchant(
+        _ merchant: ConfigurationFile.Merchant, label: String, values: ConfigurationValues, time: TimeSource
+    ) throws(ConfigurationError) -> MerchantConfiguration {
+        do {
+            _ = try MerchantSessionRequest(merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, domain: "x")
+        } catch {
+            throw ConfigurationError("\(label): \(error.message)")
+        }
+        guard !merchant.domains.isEmpty else { throw ConfigurationError("\(label): domains must not be empty") }
+        var domains: [String] = []
+        for domain in merchant.domains {
+            let lowered = domain.lowercased()
+            guard DomainName.isValid(lowered) else { throw ConfigurationError("\(label): \(domain) is not a valid domain name") }
+            domains.append(lowered)
+        }
+        let certificate = try values.read(merchant.identityCertificate, what: "identityCertificate")
+        let key = try values.read(merchant.identityKey, what: "identityKey")
+        let identity: MerchantIdentity
+        do {
+            identity = try MerchantIdentity(
+                certificatePEM: certificate, keyPEM: key, certificateName: values.describe(merchant.identityCertificate),
+                keyName: values.describe(merchant.identityKey), at: time.now)
+        } catch {
+            throw ConfigurationError(error.message)
+        }
+        let association = try merchant.domainAssociationFile.map { file throws(ConfigurationError) in
+            try values.read(file, what: "domainAssociationFile")
+        }
+        let catalogue = try merchant.catalogue.map { file throws(ConfigurationError) in try loadCatalogue(file, values: values) }
+        let keys = try loadProcessingKeys(
+            merchant.processingKeys ?? [], merchantIdentifier: merchant.merchantIdentifier, source: values, time: time)
+        let processor = try loadProcessor(merchant.processor, label: label, source: values)
+        if catalogue != nil && keys.isEmpty {
+            throw ConfigurationError("\(label): a merchant with a catalogue needs processingKeys to decrypt payments")
+        }
+        return MerchantConfiguration(
+            merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, domains: domains, identity: identity,
+            identitySource: values.describe(merchant.identityCertificate), domainAssociation: association, catalogue: catalogue,
+            processingKeys: keys, processor: processor)
+    }
+
+    static func loadCatalogue(_ file: String, values: ConfigurationValues) throws(ConfigurationError) -> Catalogue {
+        let bytes = try values.read(file, what: "catalogue")
+        do {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            return try decoder.decode(Catalogue.self, from: Data(bytes)).validated()
+        } catch let error as ApplePayError {
+            throw ConfigurationError("\(values.describe(file)): \(error.message)")
+        } catch {
+            throw ConfigurationError("\(values.describe(file)): invalid catalogue: \(Self.describe(error))")
+        }
+    }
+
+    /// `server.maxBodyBytes` and `server.port`.
+    static func resolveServer(_ server: ConfigurationFile.Server?) throws(ConfigurationError) -> (maxBody: Int, port: Int) {
+        let maxBody = server?.maxBodyBytes ?? 16 * 1024
+        guard (1024...(1 << 20)).contains(maxBody) else {
+            throw ConfigurationError("server.maxBodyBytes must be between 1024 and 1048576")
+        }
+        let port = server?.port ?? 8080
+        guard (0...65535).contains(port) else { throw ConfigurationError("server.port \(port) is out of range") }
+        return (maxBody, port)
+    }
+
+    /// How old or how far in the future a token's signing time may be.
+    static func resolveTokenPolicy(_ payments: ConfigurationFile.Payments?) throws(ConfigurationError) -> TokenVerifier.Policy {
+        let policy = TokenVerifier.Policy(
+            maximumAge: TimeInterval(payments?.tokenMaximumAgeSeconds ?? 300),
+            maximumFutureSkew: TimeInterval(payments?.tokenMaximumFutureSkewSeconds ?? 60))
+        guard policy.maximumAge > 0, policy.maximumAge <= 3600, policy.maximumFutureSkew >= 0, policy.maximumFutureSkew <= 600 else {
+            throw ConfigurationError("payments: tokenMaximumAgeSeconds must be 1–3600 and tokenMaximumFutureSkewSeconds 0–600")
+        }
+        return policy
+    }
+
+    /// Apple Root CA - G3, unless a test root is configured (tests and the demo).
+    static func resolveTokenRoot(_ payments: ConfigurationFile.Payments?, values: ConfigurationValues) throws(ConfigurationError)
+        -> Certificate
+    {
+        guard let rootFile = payments?.testTokenRootCertificate else { return AppleRootCA.g3 }
+        let text = String(decoding: try values.read(rootFile, what: "payments.testTokenRootCertificate"), as: UTF8.self)
+        guard let root = try? Certificate(pemEncoded: text) else {
+            throw ConfigurationError("\(values.describe(rootFile)): payments.testTokenRootCertificate is not a PEM certificate")
+        }
+        return root
+    }
+
+    static func loadProcessingKeys(
+        _ files: [ConfigurationFile.ProcessingKeyFile], merchantIdentifier: String, source: ConfigurationValues, time: TimeSource
+    ) throws(ConfigurationError) -> [ProcessingKey] {
+        var keys: [ProcessingKey] = []
+        for (index, key) in files.enumerated() {
+            let pem = String(decoding: try source.read(key.privateKey, what: "processingKeys[\(index)].privateKey"), as: UTF8.self)
+            let certificatePEM = try key.certificate.map { file throws(ConfigurationError) in
+                String(decoding: try source.read(file, what: "processingKeys[\(index)].certificate"), as: UTF8.self)
+            }
+            let loaded: ProcessingKey
+            do {
+                loaded =
+                    try certificatePEM.map { try ProcessingKey(privateKeyPEM: pem, certificatePEM: $0) }
+                    ?? ProcessingKey(privateKeyPEM: pem, merchantIdentifier: merchantIdentifier)
+            } catch let error as ApplePayError {
+                throw ConfigurationError("\(source.describe(key.privateKey)): \(error.message)")
+            } catch {
+                throw ConfigurationError("\(source.describe(key.privateKey)): \(error)")
+            }
+            if let certificate = loaded.certificate, let file = key.certificate, certificate.notValidAfter < time.now {
+                throw ConfigurationError(
+                    "\(source.describe(file)): the processing certificate expired on \(certificate.notValidAfter.formatted(.iso8601)); create a new one in the Apple Developer portal"
+                )
+            }
+            keys.append(loaded)
+        }
+        return keys
+    }
+
+    static func loadPlatform(
+        _ integrator: ConfigurationFile.PlatformIntegrator, source: ConfigurationValues, time: TimeSource
+    ) throws(ConfigurationError) -> MerchantConfiguration {
+        let certificate = try source.read(integrator.identityCertificate, what: "platformIntegrator.identityCertificate")
+        let key = try source.read(integrator.identityKey, what: "platformIntegrator.identityKey")
+        let identity: MerchantIdentity
+        do {
+            identity = try MerchantIdentity(
+                certificatePEM: certificate, keyPEM: key, certificateName: source.describe(integrator.identityCertificate),
+                keyName: source.describe(integrator.identityKey), at: time.now)
+        } catch {
+            throw ConfigurationError(error.message)
+        }
+        guard MerchantRegistrationRules.isValidPartnerIdentifier(integrator.merchantIdentifier) else {
+            throw ConfigurationError(
+                "platformIntegrator.merchantIdentifier \(integrator.merchantIdentifier.debugDescription) is not a merchant ID")
+        }
+        let association = try integrator.domainAssociationFile.map { file throws(ConfigurationError) in
+            try source.read(file, what: "platformIntegrator.domainAssociationFile")
+        }
+        let keys = try loadProcessingKeys(
+            integrator.processingKeys ?? [], merchantIdentifier: integrator.merchantIdentifier, source: source, time: time)
+        return MerchantConfiguration(
+            merchantIdentifier: integrator.merchantIdentifier, displayName: integrator.merchantIdentifier, domains: [],
+            identity: identity, identitySource: source.describe(integrator.identityCertificate), domainAssociation: association,
+            catalogue: nil, processingKeys: keys)
+    }
+
+    /// Apple's SDK, the one the docs name.
+    public static let appleApplePaySDK = URL(string: "https://applepay.cdn-apple.com/jsapi/1.latest/apple-pay-sdk.js")!
+
+    /// `checkout.applePaySDK`: https anywhere, or plain http on loopback only (a local copy for tests).
+    static func applePaySDK(_ value: String?) throws(ConfigurationError) -> URL? {
+        guard let value else { return appleApplePaySDK }
+        if value == "none" { return nil }
+        guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), let host = url.host, url.user == nil,
+            scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1"].contains(host.lowercased()))
+        else {
+            throw ConfigurationError(
+                "checkout.applePaySDK must be an https URL (or http on loopback), or \"none\"; got \(value)")
+        }
+        return url
+    }
+
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain,
+            let code = POSIXErrorCode(rawValue: Int32(underlying.code))
+        {
+            return String(cString: strerror(code.rawValue))
+        }
+        switch nsError.code {
+        case NSFileReadNoSuchFileError, NSFileNoSuchFileError: return "no such file"
+        case NSFileReadNoPermissionError: return "permission denied"
+        default: return nsError.localizedDescription
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, let context):
+            return "missing key \(Self.path(context.codingPath + [key]))"
+        case DecodingError.typeMismatch(let type, let context):
+            return "\(Self.path(context.codingPath)) should be \(type)"
+        case DecodingError.valueNotFound(let type, let context):
+            return "\(Self.path(context.codingPath)) should be \(type), not null"
+        case DecodingError.dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not valid JSON" : "\(Self.path(context.codingPath)): \(context.debugDescription)"
+        default:
+            return "\(error)"
+        }
+    }
+
+    private static func path(_ keys: [any CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingPrefix(".").description
+    }
+}

@@ -1,0 +1,127 @@
+import ApplePay
+import CurlClient
+import Foundation
+import X509
+
+/// A merchant, loaded and checked.
+public struct MerchantConfiguration: Sendable {
+    public var merchantIdentifier: String
+    public var displayName: String
+    /// Lowercased domains this merchant's pages are served from.
+    public var domains: [String]
+    public var identity: MerchantIdentity
+    /// Where the identity certificate came from (a path or `env:NAME`), for messages.
+    public var identitySource: String
+    /// The domain association file's bytes, served unchanged.
+    public var domainAssociation: [UInt8]?
+    /// What the merchant sells; nil when orders are off.
+    public var catalogue: Catalogue?
+    /// The keys this merchant's tokens are encrypted to (handed to the payments engine).
+    public var processingKeys: [ProcessingKey]
+    /// Where authorized payments go.
+    public var processor: ProcessorSettings = .record
+
+    /// The TLS identity presented to Apple.
+    public var tlsIdentity: TLSIdentity {
+        .pem(certificate: identity.certificatePEM, key: identity.keyPEM)
+    }
+}
+
+/// Everything the server needs, loaded and checked at startup.
+public struct ServerConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    public var publicDirectory: String?
+    public var maxBodyBytes: Int
+    public var gatewayBaseURL: String
+    public var gatewayTrust: TLSTrust
+    public var gatewayTimeouts: CurlTimeouts
+    /// True when the gateway is not one of Apple's hosts (a mock); logged as a warning.
+    public var gatewayIsNonApple: Bool
+    public var merchants: [MerchantConfiguration]
+    /// The root payment tokens chain to (Apple's unless a test root is configured), and their age window.
+    public var tokenRoot: Certificate
+    public var tokenPolicy: TokenVerifier.Policy
+    /// How unknown payments are re-sent in the background.
+    public var reconciliation: ReconciliationSettings
+    /// The payment vault when `payments.vaultKey` is configured; nil: the key file in the state folder.
+    public var vault: PaymentVault?
+    /// True when a test token root replaces Apple's; logged as a warning.
+    public var trustsTestTokenRoot: Bool
+    /// The folder holding the SQLite database.
+    public var stateDirectory: String
+    /// Where the page loads Apple's JS SDK from; nil: not loaded.
+    public var applePaySDK: URL?
+    /// The platform integrator, as a merchant without domains: the template for registered merchants.
+    public var platform: MerchantConfiguration?
+    /// The admin API's bearer token; nil turns the admin API off.
+    public var adminToken: AdminToken?
+
+    /// Every certificate Orchard holds, for `/health` and expiry warnings.
+    public var certificates: [ConfiguredCertificate] {
+        var list: [ConfiguredCertificate] = []
+        for merchant in merchants + (platform.map { [$0] } ?? []) {
+            let owner = merchant.domains.isEmpty ? "platform \(merchant.merchantIdentifier)" : merchant.merchantIdentifier
+            list.append(
+                ConfiguredCertificate(
+                    owner: owner, kind: "identity", source: merchant.identitySource, certificate: merchant.identity.certificate))
+            for key in merchant.processingKeys {
+                if let certificate = key.certificate {
+                    list.append(ConfiguredCertificate(owner: owner, kind: "processing", source: nil, certificate: certificate))
+                }
+            }
+        }
+        return list
+    }
+
+    /// The merchant serving a Host header value (port ignored, case-insensitive), if any.
+    public func merchant(forHost host: String?) -> (merchant: MerchantConfiguration, domain: String)? {
+        guard let domain = host.flatMap(Self.domain(fromHost:)) else { return nil }
+        guard let merchant = merchants.first(where: { $0.domains.contains(domain) }) else { return nil }
+        return (merchant, domain)
+    }
+
+    /// `Shop.Example:8443` → `shop.example`; `[::1]:80` → `::1`.
+    static func domain(fromHost host: String) -> String? {
+        var name = Substring(host)
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return nil }
+            name = name[name.index(after: name.startIndex)..<close]
+        } else if let colon = name.lastIndex(of: ":") {
+            guard name[name.index(after: colon)...].allSatisfy(\.isNumber) else { return nil }
+            name = name[..<colon]
+        }
+        guard !name.isEmpty, name.utf8.count <= 253 else { return nil }
+        return name.lowercased()
+    }
+}
+
+/// A certificate Orchard holds: whose it is and what it does.
+public struct ConfiguredCertificate: Sendable {
+    /// A merchant ID, or "platform <ID>".
+    public var owner: String
+    /// "identity" or "processing".
+    public var kind: String
+    /// Where it was loaded from, when known.
+    public var source: String?
+    public var certificate: Certificate
+
+    public init(owner: String, kind: String, source: String?, certificate: Certificate) {
+        self.owner = owner
+        self.kind = kind
+        self.source = source
+        self.certificate = certificate
+    }
+
+    /// Whole days until it expires, counted from `now` (negative once expired).
+    public func daysLeft(at now: Date) -> Int {
+        Int((certificate.notValidAfter.timeIntervalSince(now) / 86_400).rounded(.down))
+    }
+}
+
+/// A startup problem: one line naming the file or key and what is wrong.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
