@@ -11,7 +11,7 @@ extension AdminController {
         var orderState: OrderRecord.State?
     }
 
-    func addPaymentRoutes(to admin: RouterGroup<some RequestContext>) {
+    func addPaymentRoutes(to admin: RouterGroup<OrchardRequestContext>) {
         admin.get("payments") { request, _ in
             let query = request.uri.queryParameters
             var state: PaymentState?
@@ -46,7 +46,7 @@ extension AdminController {
             try json(try await engineCall { try await engine.cancel(paymentId: try context.parameters.require("id")) }, status: .ok)
         }
         admin.post("payments/{id}/resolve") { request, context in
-            let body: ResolveBody = try await decode(request)
+            let body = try await request.decode(as: ResolveBody.self, context: context)
             guard let resolution = PaymentsEngine.Resolution(rawValue: body.state) else {
                 throw OrchardError(.invalidRequest, "state must be authorized or refused, as the processor's records say")
             }

@@ -45,7 +45,7 @@ struct AdminController {
         var apple: RegisteredMerchantDetails?
     }
 
-    func addRoutes(to router: Router<some RequestContext>, token: AdminToken) {
+    func addRoutes(to router: Router<OrchardRequestContext>, token: AdminToken) {
         let admin = router.group("admin").add(middleware: AdminAuthMiddleware(token: token))
         admin.get("merchants") { _, _ in
             try json(
@@ -59,7 +59,7 @@ struct AdminController {
                     registered: directory.registrations), status: .ok)
         }
         admin.post("merchants") { request, context in
-            try await register(request, logger: context.logger)
+            try await register(request, context: context)
         }
         admin.get("merchants/{id}") { _, context in
             let id = try Self.partnerIdentifier(context)
@@ -74,7 +74,7 @@ struct AdminController {
             return try json(Details(registered: local, apple: apple), status: .ok)
         }
         admin.post("merchants/{id}/unregister") { request, context in
-            try await unregister(request, id: try Self.partnerIdentifier(context), logger: context.logger)
+            try await unregister(request, id: try Self.partnerIdentifier(context), context: context)
         }
         addPaymentRoutes(to: admin)
     }
@@ -94,18 +94,10 @@ struct AdminController {
         return registration
     }
 
-    func decode<T: Decodable>(_ request: Request) async throws -> T {
-        let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(bytes))
-        } catch {
-            throw OrchardError(.invalidJSON, "the body is not the JSON this endpoint expects (\(ServerConfiguration.describe(error)))")
-        }
-    }
-
-    func register(_ request: Request, logger: Logger) async throws -> Response {
+    func register(_ request: Request, context: OrchardRequestContext) async throws -> Response {
+        let logger = context.logger
         let service = try service()
-        let body: RegisterBody = try await decode(request)
+        let body = try await request.decode(as: RegisterBody.self, context: context)
         let registration: MerchantRegistration
         do {
             registration = try MerchantRegistration(
@@ -135,9 +127,10 @@ struct AdminController {
         return try json(merchant, status: existing == nil ? .created : .ok)
     }
 
-    func unregister(_ request: Request, id: String, logger: Logger) async throws -> Response {
+    func unregister(_ request: Request, id: String, context: OrchardRequestContext) async throws -> Response {
+        let logger = context.logger
         let service = try service()
-        let body: UnregisterBody = try await decode(request)
+        let body = try await request.decode(as: UnregisterBody.self, context: context)
         let unregistration: MerchantUnregistration
         do {
             unregistration = try MerchantUnregistration(

@@ -35,23 +35,24 @@ public func buildApplication(
     logger: Logger = Logger(label: "orchard"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-    let router = Router(context: BasicRequestContext.self)
+    let router = Router(context: OrchardRequestContext.self)
     router.add(middleware: SecurityHeadersMiddleware(contentSecurityPolicy: configuration.contentSecurityPolicy))
     router.add(middleware: LogRequestsMiddleware(.debug))
     if let folder = configuration.publicDirectory {
         router.add(middleware: FileMiddleware(folder, searchForIndexHtml: true, logger: logger))
     }
     let directory = directory ?? MerchantDirectory(configuration: configuration)
-    DomainAssociationController(configuration: configuration, directory: directory).addRoutes(to: router)
-    MerchantSessionController(configuration: configuration, directory: directory, sessions: sessions).addRoutes(to: router)
+    router.add(middleware: MerchantMiddleware(directory: directory, maxBodyBytes: configuration.maxBodyBytes))
+    DomainAssociationController().addRoutes(to: router)
+    MerchantSessionController(configuration: configuration, sessions: sessions).addRoutes(to: router)
     HealthController(configuration: configuration, directory: directory, time: time).addRoutes(to: router)
-    OrdersController(configuration: configuration, directory: directory, store: store, time: time).addRoutes(to: router)
+    OrdersController(configuration: configuration, store: store, time: time).addRoutes(to: router)
     let engine = configuration.makePaymentsEngine(
         store: store, processors: processors, vault: vault ?? configuration.vault ?? .ephemeral(), time: time, logger: logger)
-    AuthorizeController(directory: directory, engine: engine).addRoutes(to: router)
-    CheckoutController(configuration: configuration, directory: directory, simulator: simulator).addRoutes(to: router)
+    AuthorizeController(engine: engine).addRoutes(to: router)
+    CheckoutController(configuration: configuration, simulator: simulator).addRoutes(to: router)
     if let simulator {
-        SimulatedSheetController(configuration: configuration, directory: directory, simulator: simulator).addRoutes(to: router)
+        SimulatedSheetController(configuration: configuration, simulator: simulator).addRoutes(to: router)
     }
     if let token = configuration.adminToken {
         AdminController(

@@ -5,7 +5,6 @@ import Hummingbird
 /// `POST /api/apple-pay/authorize`: the payments engine authorizes the order with the token; the
 /// answer has the shape `completePayment` takes.
 struct AuthorizeController {
-    let directory: MerchantDirectory
     let engine: PaymentsEngine
 
     /// A token with full contacts is under 10 KiB; anything over 64 KiB is refused unread.
@@ -51,10 +50,10 @@ struct AuthorizeController {
         var paymentId: String
     }
 
-    func addRoutes(to router: Router<some RequestContext>) {
-        router.post("/api/apple-pay/authorize") { request, _ in
+    func addRoutes(to router: Router<OrchardRequestContext>) {
+        router.post("/api/apple-pay/authorize") { request, context in
             do {
-                return try await authorize(request)
+                return try await authorize(request, context: context)
             } catch var error as OrchardError {
                 error.isPaymentAnswer = true
                 throw error
@@ -63,10 +62,8 @@ struct AuthorizeController {
     }
 
     /// Decode, hand to the engine, map its answer.
-    func authorize(_ request: Request) async throws -> Response {
-        guard let (merchant, _) = directory.merchant(forHost: request.head.authority) else {
-            throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
-        }
+    func authorize(_ request: Request, context: OrchardRequestContext) async throws -> Response {
+        let (merchant, _) = try context.requireMerchant()
         let bytes = try await readBody(request, limit: Self.maximumBodyBytes)
         let body: Body
         do {

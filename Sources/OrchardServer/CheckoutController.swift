@@ -7,7 +7,6 @@ import Hummingbird
 /// only, where the simulated sheet is.
 struct CheckoutController {
     let configuration: ServerConfiguration
-    let directory: MerchantDirectory
     let simulator: (any SimulatedApplePay)?
 
     struct Product: Encodable {
@@ -27,11 +26,9 @@ struct CheckoutController {
         var simulatedSheet: String?
     }
 
-    func addRoutes(to router: Router<some RequestContext>) {
-        router.get("/api/checkout") { request, _ in
-            guard let (merchant, _) = directory.merchant(forHost: request.head.authority) else {
-                throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
-            }
+    func addRoutes(to router: Router<OrchardRequestContext>) {
+        router.get("/api/checkout") { _, context in
+            let (merchant, _) = try context.requireMerchant()
             guard let catalogue = merchant.catalogue, let currency = Currency(code: catalogue.currency) else {
                 throw OrchardError(.ordersUnavailable, "this shop takes no orders (no catalogue configured)")
             }

@@ -8,7 +8,6 @@ import Logging
 /// the server's catalogue; an order is visible only on its own merchant's domains.
 struct OrdersController {
     let configuration: ServerConfiguration
-    let directory: MerchantDirectory
     let store: any OrchardStore
     let time: TimeSource
 
@@ -23,58 +22,47 @@ struct OrdersController {
         var paymentRequest: ApplePayPaymentRequest
     }
 
-    func addRoutes(to router: Router<some RequestContext>) {
-        router.post("/api/orders") { request, _ in try await create(request) }
+    func addRoutes(to router: Router<OrchardRequestContext>) {
+        router.post("/api/orders") { request, context in try await create(request, context: context) }
         router.post("/api/orders/{id}/shipping-contact") { request, context in
-            let body: ShippingContactBody = try await decode(request)
-            return try await update(request, id: try context.parameters.require("id"), includeShippingMethods: true) { order in
+            let body = try await request.decode(as: ShippingContactBody.self, context: context)
+            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: true) { order in
                 (order.items, nil, order.couponCode, body.countryCode ?? "")
             }
         }
         router.post("/api/orders/{id}/shipping-method") { request, context in
-            let body: ShippingMethodBody = try await decode(request)
-            return try await update(request, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
+            let body = try await request.decode(as: ShippingMethodBody.self, context: context)
+            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
                 (order.items, body.identifier, order.couponCode, order.shippingCountry)
             }
         }
         router.post("/api/orders/{id}/coupon") { request, context in
-            let body: CouponBody = try await decode(request)
-            return try await update(request, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
+            let body = try await request.decode(as: CouponBody.self, context: context)
+            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
                 (order.items, order.shippingMethod.identifier, body.couponCode, order.shippingCountry)
             }
         }
         // The sheet's card changed: reprice from the catalogue. No method changes the price today,
         // but the page always shows what the server says, so a surcharge rule would slot in here.
         router.post("/api/orders/{id}/payment-method") { request, context in
-            let _: PaymentMethodBody = try await decode(request)
-            return try await update(request, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
+            _ = try await request.decode(as: PaymentMethodBody.self, context: context)
+            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
                 (order.items, order.shippingMethod.identifier, order.couponCode, order.shippingCountry)
             }
         }
     }
 
-    func decode<T: Decodable>(_ request: Request) async throws -> T {
-        let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(bytes))
-        } catch {
-            throw OrchardError(.invalidJSON, "the body is not the JSON this endpoint expects")
-        }
-    }
-
-    func merchant(for request: Request) throws -> (MerchantConfiguration, Catalogue) {
-        guard let (merchant, _) = directory.merchant(forHost: request.head.authority) else {
-            throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
-        }
+    func merchant(for context: OrchardRequestContext) throws -> (MerchantConfiguration, Catalogue) {
+        let (merchant, _) = try context.requireMerchant()
         guard let catalogue = merchant.catalogue else {
             throw OrchardError(.ordersUnavailable, "this shop takes no orders (no catalogue configured)")
         }
         return (merchant, catalogue)
     }
 
-    func create(_ request: Request) async throws -> Response {
-        let (merchant, catalogue) = try merchant(for: request)
-        let body: CreateBody = try await decode(request)
+    func create(_ request: Request, context: OrchardRequestContext) async throws -> Response {
+        let (merchant, catalogue) = try merchant(for: context)
+        let body = try await request.decode(as: CreateBody.self, context: context)
         let priced: PricedOrder
         do {
             priced = try Pricing.price(items: body.items, catalogue: catalogue, at: time.now)
@@ -94,10 +82,10 @@ struct OrdersController {
 
     /// Reprices an open order; shopper-fixable problems come back as Apple Pay errors with the previous totals.
     func update(
-        _ request: Request, id: String, includeShippingMethods: Bool,
+        _ context: OrchardRequestContext, id: String, includeShippingMethods: Bool,
         change: (PricedOrder) -> ([CartItem], String?, String?, String?)
     ) async throws -> Response {
-        let (merchant, catalogue) = try merchant(for: request)
+        let (merchant, catalogue) = try merchant(for: context)
         let order = try await openOrder(id: id, merchant: merchant, store: store)
         let (items, method, coupon, country) = change(order.priced)
         var updated = order

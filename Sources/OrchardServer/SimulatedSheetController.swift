@@ -26,7 +26,6 @@ struct SimulatedSheetController {
     static let stylesheetPath = "/demo/simulated-sheet.css"
 
     let configuration: ServerConfiguration
-    let directory: MerchantDirectory
     let simulator: any SimulatedApplePay
 
     /// What the sheet posts when the shopper pays: the amount it shows, the request's currency and applicationData.
@@ -37,17 +36,15 @@ struct SimulatedSheetController {
         var paymentMethod: PaymentToken.PaymentMethod?
     }
 
-    func addRoutes(to router: Router<some RequestContext>) {
+    func addRoutes(to router: Router<OrchardRequestContext>) {
         router.get(RouterPath(Self.scriptPath)) { _, _ in
             Self.file(simulator.script, type: "text/javascript; charset=utf-8")
         }
         router.get(RouterPath(Self.stylesheetPath)) { _, _ in
             Self.file(simulator.stylesheet, type: "text/css; charset=utf-8")
         }
-        router.post("/demo/token") { request, _ in
-            guard let (merchant, _) = directory.merchant(forHost: request.head.authority) else {
-                throw OrchardError(.unknownHost, "this host is not configured for Apple Pay")
-            }
+        router.post("/demo/token") { request, context in
+            let (merchant, _) = try context.requireMerchant()
             let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
             guard let body = try? JSONDecoder().decode(MintBody.self, from: Data(bytes)) else {
                 throw OrchardError(.invalidJSON, "the body must be {amount, currencyCode, applicationData?, paymentMethod?}")

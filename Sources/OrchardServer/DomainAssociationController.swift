@@ -1,0 +1,17 @@
+import Foundation
+import Hummingbird
+
+/// `GET /.well-known/apple-developer-merchantid-domain-association`, chosen by Host.
+struct DomainAssociationController {
+    func addRoutes(to router: Router<OrchardRequestContext>) {
+        router.get("/.well-known/apple-developer-merchantid-domain-association") { _, context in
+            guard let file = context.merchant?.domainAssociation else {
+                throw OrchardError(.notFound, "no domain association file is configured for this host")
+            }
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/plain", .contentLength: String(file.count)],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: file)))
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import ApplePay
+import Foundation
+import Hummingbird
+import Logging
+
+/// `POST /api/apple-pay/session`: merchant validation for the page's `onvalidatemerchant`.
+struct MerchantSessionController {
+    let configuration: ServerConfiguration
+    let sessions: any MerchantSessionService
+
+    struct Body: Decodable {
+        var validationURL: String?
+    }
+
+    func addRoutes(to router: Router<OrchardRequestContext>) {
+        router.post("/api/apple-pay/session") { request, context in
+            try await createSession(request, context: context)
+        }
+    }
+
+    func createSession(_ request: Request, context: OrchardRequestContext) async throws -> Response {
+        // Host first: an unknown host gets nothing, not even a parse of its body.
+        let (merchant, domain) = try context.requireMerchant()
+        let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
+        if !bytes.isEmpty {
+            let body: Body
+            do {
+                body = try JSONDecoder().decode(Body.self, from: Data(bytes))
+            } catch {
+                throw OrchardError(
+                    .invalidJSON,
+                    "the body must be a JSON object like {\"validationURL\": \"https://apple-pay-gateway.apple.com/paymentservices/startSession\"}"
+                )
+            }
+            if let validationURL = body.validationURL {
+                do {
+                    _ = try GatewayHosts.validateValidationURL(validationURL)
+                } catch {
+                    context.logger.warning("refused a validationURL", metadata: ["reason": "\(error.message)"])
+                    throw OrchardError(.invalidValidationURL, error.message)
+                }
+            }
+        }
+        let sessionRequest: MerchantSessionRequest
+        do {
+            sessionRequest = try MerchantSessionRequest(
+                merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, domain: domain)
+        } catch {
+            throw OrchardError(.internalError, error.message)
+        }
+        let session = try await sessions.createSession(sessionRequest, for: merchant)
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: session)))
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Hummingbird
+
+/// Orchard's request context: the merchant serving the request's Host, resolved once by
+/// ``MerchantMiddleware``, and the body limit its JSON decoder keeps.
+public struct OrchardRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The merchant whose domain the Host names (port ignored), and that domain; nil for an unknown host.
+    public var merchant: MerchantConfiguration?
+    public var domain: String?
+    /// The largest JSON body `request.decode(as:context:)` reads (`server.maxBodyBytes`).
+    public var maxBodyBytes = 16 * 1024
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+    }
+
+    public var requestDecoder: OrchardRequestDecoder { OrchardRequestDecoder() }
+
+    /// The merchant serving this Host; an unknown host is a 421, here and nowhere else.
+    public func requireMerchant() throws(OrchardError) -> (merchant: MerchantConfiguration, domain: String) {
+        guard let merchant, let domain else { throw OrchardError(.unknownHost, "this host is not configured for Apple Pay") }
+        return (merchant, domain)
+    }
+}
+
+/// Resolves the Host to a merchant (configured or registered) before any route runs.
+struct MerchantMiddleware: RouterMiddleware {
+    let directory: MerchantDirectory
+    let maxBodyBytes: Int
+
+    func handle(
+        _ request: Request, context: OrchardRequestContext,
+        next: (Request, OrchardRequestContext) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        context.maxBodyBytes = maxBodyBytes
+        if let (merchant, domain) = directory.merchant(forHost: request.head.authority) {
+            context.merchant = merchant
+            context.domain = domain
+        }
+        return try await next(request, context)
+    }
+}
+
+/// JSON bodies up to the context's limit (413 past it); anything else that does not decode is a
+/// 400 naming what is wrong, in Orchard's error shape.
+public struct OrchardRequestDecoder: RequestDecoder {
+    public func decode<T: Decodable>(_ type: T.Type, from request: Request, context: some RequestContext) async throws -> T {
+        let limit = (context as? OrchardRequestContext)?.maxBodyBytes ?? 16 * 1024
+        let bytes = try await readBody(request, limit: limit)
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
+        } catch {
+            throw OrchardError(.invalidJSON, "the body is not the JSON this endpoint expects (\(ServerConfiguration.describe(error)))")
+        }
+    }
+}
+
+/// Reads a request body up to `limit` bytes; larger bodies are a 413.
+func readBody(_ request: Request, limit: Int) async throws -> [UInt8] {
+    if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+        throw OrchardError(.payloadTooLarge, "the request body is larger than \(limit) bytes")
+    }
+    var request = request
+    do {
+        let buffer = try await request.collectBody(upTo: limit)
+        return Array(buffer.readableBytesView)
+    } catch {
+        throw OrchardError(.payloadTooLarge, "the request body is larger than \(limit) bytes")
+    }
+}
