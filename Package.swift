@@ -198,6 +198,7 @@ let package = Package(
             name: "OrchardServerTests",
             dependencies: [
                 "OrchardServer",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 "ProcessorClients",
                 "OrchardTesting",
                 "CurlClient",

@@ -131,6 +131,11 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: Code
     public var message: String
 
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
     public var description: String { message }
 }
 

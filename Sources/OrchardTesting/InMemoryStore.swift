@@ -1,0 +1,159 @@
+import Foundation
+import OrchardServer
+import Synchronization
+
+/// ``OrchardStore`` in memory, for router tests and test doubles: the same compare-and-set
+/// semantics as the SQLite store (a contract test runs both), nothing on disk.
+public final class InMemoryStore: OrchardStore {
+    struct State {
+        var orders: [String: OrderRecord] = [:]
+        /// In insertion order, like SQLite's rowid.
+        var payments: [PaymentRecord] = []
+        var payloads: [String: [UInt8]] = [:]
+        var transactions: Set<String> = []
+        var merchants: [String: RegisteredMerchant] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func insert(_ order: OrderRecord) async throws {
+        try state.withLock { state in
+            guard state.orders[order.id] == nil else { throw StoreError(code: .storage, message: "order \(order.id) exists") }
+            state.orders[order.id] = order
+        }
+    }
+
+    public func order(id: String) async throws -> OrderRecord? {
+        state.withLock { $0.orders[id] }
+    }
+
+    public func updateOpen(_ order: OrderRecord) async throws {
+        try state.withLock { state in
+            guard state.orders[order.id]?.state == .open else {
+                throw StoreError(code: .orderNotOpen, message: "order \(order.id) is not open")
+            }
+            state.orders[order.id]?.priced = order.priced
+        }
+    }
+
+    public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
+        let draft = claim.draft
+        return try state.withLock { state in
+            guard !state.transactions.contains(claim.transactionId) else {
+                throw StoreError(code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
+            }
+            let unknown = state.payments.lastIndex { $0.orderId == draft.orderId && $0.state == .unknown }
+            var claimed: PaymentRecord
+            switch state.orders[draft.orderId]?.state {
+            case .open:
+                claimed = draft
+                claimed.reference = "\(draft.orderId)-\(state.payments.count { $0.orderId == draft.orderId } + 1)"
+                claimed.state = .pending
+                state.payments.append(claimed)
+            case .unknown where unknown != nil:
+                let index = unknown!
+                state.payments[index].state = .pending
+                state.payments[index].sends += 1
+                state.payments[index].updatedAt = draft.createdAt
+                claimed = state.payments[index]
+            case .pending:
+                throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
+            case .unknown, .paid, .cancelled, nil:
+                throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) is not open")
+            }
+            state.orders[draft.orderId]?.state = .pending
+            state.transactions.insert(claim.transactionId)
+            state.payloads[claimed.id] = claim.sealedRequest
+            return claimed
+        }
+    }
+
+    public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
+        state.withLock { state in
+            guard let index = state.payments.firstIndex(where: { $0.id == change.paymentId }),
+                state.payments[index].orderId == change.orderId, state.payments[index].state == change.move.from,
+                state.orders[change.orderId]?.state == change.move.order.from
+            else { return nil }
+            var payment = state.payments[index]
+            payment.state = change.move.to
+            payment.updatedAt = change.at
+            if let outcome = change.outcome {
+                payment.processorReference = outcome.processorReference
+                payment.processorCode = outcome.code
+                payment.processorMessage = outcome.message
+                payment.links = outcome.links
+            }
+            if change.countsReconcileAttempt {
+                payment.sends += 1
+                payment.reconcileAttempts += 1
+            }
+            payment.nextReconcileAt = change.nextReconcileAt
+            if PaymentLifecycle.isResolved(change.move.to) { state.payloads[payment.id] = nil }
+            state.payments[index] = payment
+            state.orders[change.orderId]?.state = change.move.order.to
+            return payment
+        }
+    }
+
+    public func retryPayload(paymentId: String) async throws -> [UInt8]? {
+        state.withLock { $0.payloads[paymentId] }
+    }
+
+    public func paymentsDueForReconciliation(at date: Date, limit: Int) async throws -> [PaymentRecord] {
+        state.withLock { state in
+            let due = state.payments.filter { $0.state == .unknown && ($0.nextReconcileAt.map { $0 <= date } ?? false) }
+            return Array(due.sorted { $0.nextReconcileAt! < $1.nextReconcileAt! }.prefix(limit))
+        }
+    }
+
+    public func stalePendingPayments(before date: Date) async throws -> [PaymentRecord] {
+        state.withLock { $0.payments.filter { $0.state == .pending && $0.updatedAt < date } }
+    }
+
+    public func deferReconciliation(paymentId: String, until date: Date?) async throws -> Bool {
+        state.withLock { state in
+            guard let index = state.payments.firstIndex(where: { $0.id == paymentId && $0.state == .unknown }) else { return false }
+            state.payments[index].nextReconcileAt = date
+            return true
+        }
+    }
+
+    public func payments(orderId: String) async throws -> [PaymentRecord] {
+        state.withLock { $0.payments.filter { $0.orderId == orderId } }
+    }
+
+    public func payment(id: String) async throws -> PaymentRecord? {
+        state.withLock { $0.payments.first { $0.id == id } }
+    }
+
+    public func payments(state wanted: PaymentState?, limit: Int) async throws -> [PaymentRecord] {
+        state.withLock { state in
+            Array(state.payments.reversed().filter { wanted == nil || $0.state == wanted }.prefix(limit))
+        }
+    }
+
+    public func registeredMerchants() async throws -> [RegisteredMerchant] {
+        state.withLock { $0.merchants.values.sorted { $0.partnerIdentifier < $1.partnerIdentifier } }
+    }
+
+    public func saveRegistration(_ merchant: RegisteredMerchant) async throws {
+        try state.withLock { state in
+            for domain in merchant.domains {
+                if state.merchants.values.contains(where: {
+                    $0.partnerIdentifier != merchant.partnerIdentifier && $0.domains.contains(domain)
+                }) {
+                    throw StoreError(code: .domainTaken, message: "\(domain) is already registered to another merchant")
+                }
+            }
+            var saved = merchant
+            if let existing = state.merchants[merchant.partnerIdentifier] { saved.createdAt = existing.createdAt }
+            state.merchants[merchant.partnerIdentifier] = saved
+        }
+    }
+
+    public func deleteRegistration(partnerIdentifier: String) async throws {
+        state.withLock { _ = $0.merchants.removeValue(forKey: partnerIdentifier) }
+    }
+}

@@ -1,0 +1,100 @@
+import ApplePay
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import OrchardServer
+import OrchardTesting
+import Testing
+
+/// A session service that answers without a network.
+struct StubSessions: MerchantSessionService {
+    func createSession(_ request: MerchantSessionRequest, for merchant: MerchantConfiguration) async throws(OrchardError) -> [UInt8] {
+        Array(#"{"merchantIdentifier":"stub","domainName":"\#(request.initiativeContext)"}"#.utf8)
+    }
+}
+
+/// Controllers through the router alone (`app.test(.router)`): no sockets, no TLS, the in-memory
+/// store. The router test client always says Host: localhost, so the merchant serves "localhost".
+@Suite("Router: controllers without sockets")
+struct RouterTests {
+    static func withApp(
+        servesLocalhost: Bool = true, _ body: @escaping @Sendable (any TestClientProtocol, InMemoryStore) async throws -> Void
+    ) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        if servesLocalhost { file.merchants[0].domains.append("localhost") }
+        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
+        let store = InMemoryStore()
+        let app = buildApplication(configuration: configuration, sessions: StubSessions(), store: store)
+        try await app.test(.router) { client in
+            try await body(client, store)
+        }
+    }
+
+    static func json(_ response: TestResponse) -> [String: Any]? {
+        try? JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+    }
+
+    @Test("order, then authorize with a real token, recorded in the in-memory store")
+    func orderAndAuthorize() async throws {
+        try await Self.withApp { client, store in
+            let created = try await client.execute(
+                uri: "/api/orders", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"items": [{"productId": "apple", "quantity": 2}]}"#))
+            #expect(created.status == .created)
+            let order = try #require(Self.json(created))
+            let id = try #require(order["orderId"] as? String)
+            let request = try #require(order["paymentRequest"] as? [String: Any])
+            let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: TokenMinter(chain: ServerHarness.tokenChain))
+            let paid = try await client.execute(
+                uri: "/api/apple-pay/authorize", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(bytes: body))
+            #expect(paid.status == .ok)
+            #expect(Self.json(paid)?["status"] as? String == "success")
+            #expect(paid.headers[.xContentTypeOptions] == "nosniff")
+            #expect(try await store.payments(orderId: id).map(\.state) == [.authorized])
+            #expect(try await store.order(id: id)?.state == .paid)
+        }
+    }
+
+    @Test("bad input: malformed JSON is a 400, an oversized body a 413, an unknown order a 404; nothing is stored")
+    func badInput() async throws {
+        try await Self.withApp { client, store in
+            let malformed = try await client.execute(uri: "/api/orders", method: .post, body: ByteBuffer(string: "{"))
+            #expect(malformed.status == .badRequest)
+            #expect((Self.json(malformed)?["error"] as? [String: Any])?["code"] as? String == "invalid_json")
+            let huge = try await client.execute(
+                uri: "/api/orders", method: .post, body: ByteBuffer(string: String(repeating: " ", count: 17 * 1024)))
+            #expect(huge.status == .contentTooLarge)
+            let unknown = try await client.execute(
+                uri: "/api/orders/nope/coupon", method: .post, body: ByteBuffer(string: #"{"couponCode": "TEN"}"#))
+            #expect(unknown.status == .notFound)
+            #expect(try await store.payments(state: nil, limit: 10).isEmpty)
+        }
+    }
+
+    @Test("a merchant session comes from the session service for the host's domain")
+    func session() async throws {
+        try await Self.withApp { client, _ in
+            let response = try await client.execute(uri: "/api/apple-pay/session", method: .post)
+            #expect(response.status == .ok)
+            #expect(Self.json(response)?["domainName"] as? String == "localhost")
+        }
+    }
+
+    @Test("a host no merchant serves gets 421 from every merchant route, in one place")
+    func unknownHost() async throws {
+        try await Self.withApp(servesLocalhost: false) { client, _ in
+            for (uri, method) in [
+                ("/api/apple-pay/session", HTTPRequest.Method.post), ("/api/orders", .post), ("/api/apple-pay/authorize", .post),
+                ("/api/checkout", .get),
+            ] {
+                let response = try await client.execute(uri: uri, method: method, body: ByteBuffer(string: "{}"))
+                #expect(response.status == .misdirectedRequest, "\(uri)")
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import ApplePay
+import Foundation
+import OrchardServer
+import OrchardTesting
+import Testing
+
+/// The store contract, run against SQLite and the in-memory store alike.
+@Suite("Store contract: SQLite and in memory")
+struct StoreContractTests {
+    enum Kind: String, CaseIterable, Sendable { case sqlite, memory }
+
+    static func withStore(_ kind: Kind, _ body: (any OrchardStore) async throws -> Void) async throws {
+        switch kind {
+        case .memory:
+            try await body(InMemoryStore())
+        case .sqlite:
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            try await body(try SQLiteStore(path: directory.path("orchard.sqlite")))
+        }
+    }
+
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func order(_ id: String) throws -> OrderRecord {
+        let priced = try Pricing.price(items: [CartItem(productId: "apple", quantity: 2)], catalogue: EngineBench.catalogue, at: now)
+        return OrderRecord(
+            id: id, merchantIdentifier: "merchant.test", state: .open, priced: priced, applicationData: [1, 2, 3], createdAt: now)
+    }
+
+    static func claim(_ orderId: String, transaction: String, payment: String) -> PaymentClaim {
+        PaymentClaim(
+            draft: PaymentRecord(
+                id: payment, orderId: orderId, transactionId: transaction, state: .pending, amount: 990, currency: "EUR", network: "visa",
+                lastFour: "1111", processor: "record", reference: "", createdAt: now),
+            transactionId: transaction, sealedRequest: [9, 9, 9])
+    }
+
+    func storeError(_ body: () async throws -> Void) async -> StoreError.Code? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return (error as? StoreError)?.code
+        }
+    }
+
+    @Test("claims, re-sends and moves keep the lifecycle's compare-and-sets", arguments: Kind.allCases)
+    func lifecycle(kind: Kind) async throws {
+        try await Self.withStore(kind) { store in
+            try await store.insert(try Self.order("o1"))
+            let first = try await store.claimPayment(Self.claim("o1", transaction: "t1", payment: "p1"))
+            #expect(first.reference == "o1-1" && first.state == .pending && first.sends == 1)
+            #expect(try await store.order(id: "o1")?.state == .pending)
+            #expect(
+                await storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t1", payment: "p2")) }
+                    == .duplicateTransaction)
+            #expect(
+                await storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t2", payment: "p2")) }
+                    == .paymentInProgress)
+
+            let later = Self.now.addingTimeInterval(60)
+            let noAnswer = PaymentTransition(
+                paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.noAnswer), at: Self.now, nextReconcileAt: later)
+            #expect(try await store.transition(noAnswer)?.state == .unknown)
+            #expect(try await store.transition(noAnswer) == nil, "a second identical move finds another state")
+            #expect(try await store.paymentsDueForReconciliation(at: Self.now, limit: 10).isEmpty)
+            #expect(try await store.paymentsDueForReconciliation(at: later, limit: 10).map(\.id) == ["p1"])
+            #expect(try await store.deferReconciliation(paymentId: "p1", until: nil))
+            #expect(try await store.paymentsDueForReconciliation(at: later, limit: 10).isEmpty)
+
+            let resent = try await store.claimPayment(Self.claim("o1", transaction: "t3", payment: "p3"))
+            #expect(resent.id == "p1" && resent.reference == "o1-1" && resent.sends == 2, "the unknown attempt is re-sent")
+            #expect(try await store.stalePendingPayments(before: later).map(\.id) == ["p1"])
+            let authorized = PaymentTransition(
+                paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.authorized), at: later,
+                outcome: AuthorizationOutcome(status: .authorized, processorReference: "psp-1", links: ["settle": "https://psp/s"]))
+            let paid = try #require(try await store.transition(authorized))
+            #expect(paid.state == .authorized && paid.processorReference == "psp-1" && paid.links["settle"] == "https://psp/s")
+            #expect(try await store.order(id: "o1")?.state == .paid)
+            #expect(try await store.retryPayload(paymentId: "p1") == nil, "the sealed request is gone once resolved")
+            #expect(
+                await storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t4", payment: "p4")) } == .orderNotOpen)
+            #expect(try await store.payments(orderId: "o1").count == 1)
+            #expect(try await store.payments(state: .authorized, limit: 5).map(\.id) == ["p1"])
+        }
+    }
+
+    @Test("a move rolls back when the order is elsewhere; a refusal reopens the order for a new reference", arguments: Kind.allCases)
+    func orderCompareAndSet(kind: Kind) async throws {
+        try await Self.withStore(kind) { store in
+            try await store.insert(try Self.order("o2"))
+            _ = try await store.claimPayment(Self.claim("o2", transaction: "t1", payment: "p1"))
+            var move = PaymentLifecycle.move(.declined)
+            move.order = (.open, .open)
+            #expect(try await store.transition(PaymentTransition(paymentId: "p1", orderId: "o2", move: move, at: Self.now)) == nil)
+            #expect(try await store.payment(id: "p1")?.state == .pending)
+            let declined = PaymentTransition(paymentId: "p1", orderId: "o2", move: PaymentLifecycle.move(.declined), at: Self.now)
+            #expect(try await store.transition(declined)?.state == .refused)
+            #expect(try await store.order(id: "o2")?.state == .open)
+            let second = try await store.claimPayment(Self.claim("o2", transaction: "t2", payment: "p2"))
+            #expect(second.reference == "o2-2")
+            var repriced = try Self.order("o2")
+            repriced.priced.total = 1
+            #expect(await storeError { try await store.updateOpen(repriced) } == .orderNotOpen, "a pending order cannot be repriced")
+        }
+    }
+
+    @Test("registrations: one owner per domain", arguments: Kind.allCases)
+    func registrations(kind: Kind) async throws {
+        try await Self.withStore(kind) { store in
+            let a = RegisteredMerchant(
+                partnerIdentifier: "a", name: "A", encryptTo: "platform", merchantUrl: nil, domains: ["a.example"], createdAt: Self.now,
+                updatedAt: Self.now)
+            try await store.saveRegistration(a)
+            var b = a
+            b.partnerIdentifier = "b"
+            #expect(await storeError { try await store.saveRegistration(b) } == .domainTaken)
+            b.domains = ["b.example"]
+            try await store.saveRegistration(b)
+            #expect(try await store.registeredMerchants().map(\.partnerIdentifier) == ["a", "b"])
+            try await store.deleteRegistration(partnerIdentifier: "a")
+            #expect(try await store.registeredMerchants().map(\.domains) == [["b.example"]])
+        }
+    }
+}
