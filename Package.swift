@@ -11,6 +11,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "orchard", targets: ["orchard"]),
+        .executable(name: "orchard-sandbox", targets: ["orchard-sandbox"]),
         .library(name: "ApplePay", targets: ["ApplePay"]),
         .library(name: "CurlClient", targets: ["CurlClient"]),
         .library(name: "OrchardServer", targets: ["OrchardServer"]),
@@ -125,20 +126,49 @@ let package = Package(
             resources: [.copy("SimulatedSheet")],
             swiftSettings: swiftSettings
         ),
+        // What both executables run: the server's composition root and the command-line basics.
+        .target(
+            name: "OrchardRuntime",
+            dependencies: [
+                "ApplePay",
+                "CurlClient",
+                "OrchardServer",
+                "ProcessorClients",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The production tool: serve, token decrypt, certs, domains, payments. No test doubles.
         .executableTarget(
             name: "orchard",
             dependencies: [
                 "ApplePay",
                 "CertificateTools",
                 "CurlClient",
-                "ProcessorClients",
+                "OrchardRuntime",
                 "OrchardServer",
-                "OrchardTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Development tools: the demo, the mock Apple gateway and test tokens (OrchardTesting).
+        .executableTarget(
+            name: "orchard-sandbox",
+            dependencies: [
+                "ApplePay",
+                "OrchardRuntime",
+                "OrchardServer",
+                "OrchardTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -203,6 +233,7 @@ let package = Package(
                 "OrchardTesting",
                 "CurlClient",
                 "orchard",
+                "orchard-sandbox",
             ],
             swiftSettings: swiftSettings
         ),

@@ -2,7 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 
-/// A stand-in for Safari's payment sheet, for `orchard demo` and tests only: its script
+/// A stand-in for Safari's payment sheet, for `orchard-sandbox demo` and tests only: its script
 /// defines `ApplePaySession` in any browser, and it mints real tokens signed by a test chain.
 ///
 /// `buildApplication` serves it only when given one, and only the demo passes one; no

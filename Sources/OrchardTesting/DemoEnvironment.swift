@@ -6,7 +6,7 @@ import _CryptoExtras
 /// Files for running Orchard against the mock gateway with no Apple account: a test PKI,
 /// a domain association file and a ready server configuration, all in one folder.
 ///
-/// Used by `orchard demo`, `orchard mock-gateway` and the benchmark.
+/// Used by `orchard-sandbox demo`, `orchard-sandbox mock-gateway` and the benchmark.
 public struct DemoEnvironment: Sendable {
     public static let merchantIdentifier = "merchant.dev.orchard.demo"
     public static let displayName = "Orchard Demo Shop"

@@ -6,7 +6,7 @@ import OrchardServer
 /// The demo's simulated Apple Pay sheet: an `ApplePaySession` test double that runs in any
 /// browser, and a minter that signs real tokens with the demo's test "Apple" chain.
 ///
-/// Only `orchard demo` and tests hand it to `buildApplication`; tokens it mints verify only
+/// Only `orchard-sandbox demo` and tests hand it to `buildApplication`; tokens it mints verify only
 /// against the test root that a demo configuration trusts.
 public struct SimulatedSheet: SimulatedApplePay {
     public let script: [UInt8]

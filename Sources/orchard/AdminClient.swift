@@ -1,6 +1,7 @@
 import ArgumentParser
 import CurlClient
 import Foundation
+import OrchardRuntime
 
 /// Options and the call shared by the commands that use a running server's admin API.
 struct AdminAPIOptions: ParsableArguments {

@@ -2,6 +2,7 @@ import ApplePay
 import ArgumentParser
 import CertificateTools
 import Foundation
+import OrchardRuntime
 import X509
 
 /// `orchard certs …`: the keys and certificates Apple asks for.

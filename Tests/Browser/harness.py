@@ -1,4 +1,4 @@
-"""Runs `orchard demo` processes and headless Chromium (Debian's chromium + chromium-driver,
+"""Runs `orchard-sandbox demo` processes and headless Chromium (Debian's chromium + chromium-driver,
 driven through Selenium's WebDriver) for the checkout page's browser tests. Loopback only."""
 
 import base64
@@ -22,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = Path(__file__).resolve().parents[2]
-ORCHARD = Path(os.environ.get("ORCHARD_BINARY", ROOT / ".build" / "debug" / "orchard"))
+SANDBOX = Path(os.environ.get("ORCHARD_SANDBOX_BINARY", ROOT / ".build" / "debug" / "orchard-sandbox"))
 SCREENSHOTS = Path(os.environ.get("ORCHARD_SCREENSHOTS", ROOT / ".ci" / "artifacts" / "screenshots"))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -44,13 +44,13 @@ document.addEventListener('securitypolicyviolation', (event) => {
 
 
 class Demo:
-    """One `orchard demo` on a free loopback port with its own state folder."""
+    """One `orchard-sandbox demo` on a free loopback port with its own state folder."""
 
     def __init__(self, *flags):
         self.folder = tempfile.TemporaryDirectory(prefix="orchard-browser-")
         self.state_dir = Path(self.folder.name)
         self.process = subprocess.Popen(
-            [str(ORCHARD), "demo", "--port", "0", "--state-dir", str(self.state_dir), *flags],
+            [str(SANDBOX), "demo", "--port", "0", "--state-dir", str(self.state_dir), *flags],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         self.output = []
         found = threading.Event()
@@ -68,7 +68,7 @@ class Demo:
         threading.Thread(target=read, daemon=True).start()
         if not found.wait(60) or self.port is None:
             self.stop()
-            raise RuntimeError("orchard demo did not start:\n" + "".join(self.output))
+            raise RuntimeError("orchard-sandbox demo did not start:\n" + "".join(self.output))
         self.url = f"http://127.0.0.1:{self.port}"
 
     def stop(self):
@@ -96,10 +96,10 @@ class Demo:
             return db.execute("SELECT * FROM payments WHERE order_id = ?", (order_id,)).fetchall()
 
     def mint_token(self, amount, application_data_base64):
-        """A token from `orchard token mint`, as a shopper's device would sign it for this order."""
+        """A token from `orchard-sandbox token mint`, as a shopper's device would sign it for this order."""
         application_data = base64.b64decode(application_data_base64).decode()
         output = subprocess.run(
-            [str(ORCHARD), "token", "mint", "--state-dir", str(self.state_dir), "--amount", str(amount),
+            [str(SANDBOX), "token", "mint", "--state-dir", str(self.state_dir), "--amount", str(amount),
              "--application-data", application_data],
             check=True, capture_output=True, text=True, timeout=60).stdout
         return json.loads(output)

@@ -1,4 +1,4 @@
-"""Browser tests of the checkout page (Public/) in headless Chromium against real `orchard demo`
+"""Browser tests of the checkout page (Public/) in headless Chromium against real `orchard-sandbox demo`
 processes: real merchant validation over mTLS to the mock gateway, real tokens, the real
 authorize endpoint and the SQLite store. Run: python3 Tests/Browser/test_checkout.py"""
 
@@ -273,7 +273,7 @@ class UnavailableTests(CheckoutTestCase):
 
 class ReviewerDoubleTests(CheckoutTestCase):
     """Drives the page with a double that is not Orchard's, through Apple's documented API and
-    the two data-testid hooks only; the token comes from `orchard token mint`."""
+    the two data-testid hooks only; the token comes from `orchard-sandbox token mint`."""
 
     def calls(self, browser, name):
         return [c for c in browser.driver.execute_script("return window.__double.calls") if c["call"] == name]

@@ -122,7 +122,12 @@ struct StartupTests {
     }
 
     /// The `orchard` executable built beside this test bundle.
-    static var orchardExecutable: URL {
+    static var orchardExecutable: URL { executable("orchard") }
+
+    /// The `orchard-sandbox` executable (demo, mock gateway, token mint) built beside this test bundle.
+    static var sandboxExecutable: URL { executable("orchard-sandbox") }
+
+    static func executable(_ name: String) -> URL {
         let candidates = [
             Bundle.main.executableURL?.deletingLastPathComponent(),
             Bundle.main.bundleURL.deletingLastPathComponent(),
@@ -130,10 +135,10 @@ struct StartupTests {
                 .appendingPathComponent(".build/debug"),
         ]
         for case let folder? in candidates {
-            let url = folder.appendingPathComponent("orchard")
+            let url = folder.appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: url.path) { return url }
         }
-        return URL(fileURLWithPath: "orchard")
+        return URL(fileURLWithPath: name)
     }
 
     /// Runs `orchard serve --config path`; returns its exit status and standard error.
@@ -152,11 +157,11 @@ struct StartupTests {
         }
     }
 
-    static func runOrchard(_ arguments: [String], environment: [String: String]? = nil) throws -> (
-        status: Int32, stdout: [UInt8], stderr: String
-    ) {
+    static func runOrchard(_ arguments: [String], environment: [String: String]? = nil, executable: URL = orchardExecutable) throws
+        -> (status: Int32, stdout: [UInt8], stderr: String)
+    {
         let process = Process()
-        process.executableURL = orchardExecutable
+        process.executableURL = executable
         process.arguments = arguments
         if let environment { process.environment = environment }
         let errors = Pipe()

@@ -53,11 +53,27 @@ struct TokenCommandTests {
         #expect(missing.stderr == "orchard: /nonexistent.pem: cannot read the key file\n")
     }
 
+    @Test("the production binary links none of the test doubles; the sandbox has them, and orchard has no demo or mint")
+    func productionBinaryIsClean() throws {
+        // Swift mangles a module's name into every symbol it defines: `14OrchardTesting`.
+        let marker = Data("14OrchardTesting".utf8)
+        let production = try Data(contentsOf: StartupTests.orchardExecutable)
+        let sandbox = try Data(contentsOf: StartupTests.sandboxExecutable)
+        #expect(production.range(of: marker) == nil, "orchard links OrchardTesting")
+        #expect(sandbox.range(of: marker) != nil, "the marker is found where the module is linked")
+        #expect(try StartupTests.runOrchard(["demo"]).status != 0)
+        #expect(try StartupTests.runOrchard(["token", "mint", "--amount", "1"]).status != 0)
+        let help = try StartupTests.runOrchard(["--help"])
+        #expect(!String(decoding: help.stdout, as: UTF8.self).contains("mock-gateway"))
+    }
+
     @Test("mint then decrypt round-trips, and only with the test root")
     func mintRoundTrip() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let minted = try StartupTests.runOrchard(["token", "mint", "--state-dir", directory.url.path, "--amount", "4321", "--leading-zero"])
+        let minted = try StartupTests.runOrchard(
+            ["token", "mint", "--state-dir", directory.url.path, "--amount", "4321", "--leading-zero"],
+            executable: StartupTests.sandboxExecutable)
         #expect(minted.status == 0, "\(minted.stderr)")
         try directory.write("token.json", minted.stdout)
         let decrypt = [

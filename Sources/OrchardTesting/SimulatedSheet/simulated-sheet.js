@@ -1,5 +1,5 @@
 // Orchard's SIMULATED Apple Pay sheet: a test double of Safari's ApplePaySession for
-// `orchard demo` and the browser tests. It is served only by the demo, never by `orchard serve`.
+// `orchard-sandbox demo` and the browser tests. It is served only by the demo, never by `orchard serve`.
 //
 // It follows Apple Pay JS's documented contract: the same statics, events, completion calls
 // and ordering rules, a user gesture for new ApplePaySession/begin, one session at a time and
@@ -328,7 +328,7 @@ class SimulatedApplePaySession extends EventTarget {
     const title = element('h2', { id: 'orchard-sheet-title', text: 'Apple Pay — simulated' });
     const banner = element('p', {
       class: 'orchard-sheet-banner',
-      text: 'TEST DOUBLE served by orchard demo. No real card, no real payment.',
+      text: 'TEST DOUBLE served by orchard-sandbox demo. No real card, no real payment.',
     });
     const card = element('select', { 'data-testid': 'sheet-card', id: 'orchard-sheet-card' },
       CARDS.map((c, i) => element('option', { value: String(i), text: `${c.displayName} (${c.type})` })));

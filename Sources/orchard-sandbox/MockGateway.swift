@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OrchardRuntime
 import OrchardTesting
 
 /// Fault-injection flags shared by `mock-gateway` and `demo`.

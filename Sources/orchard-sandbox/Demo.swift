@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OrchardRuntime
 import OrchardServer
 import OrchardTesting
 
@@ -56,6 +57,7 @@ struct Demo: AsyncParsableCommand {
         }
         let simulator = noSimulatedSheet ? nil : try SimulatedSheet(environment: environment)
         let tokenFile = try environment.adminTokenFile()
+        let (stateDir, processor) = (self.stateDir, self.processor)
         try await runServer(configuration, simulator: simulator, logger: logger) { port in
             say(
                 """
@@ -74,7 +76,7 @@ struct Demo: AsyncParsableCommand {
                   curl -sS -X POST http://localhost:\(port)/api/apple-pay/session -H 'Content-Type: application/json' -d '{"validationURL":"https://apple-pay-gateway-cert.apple.com/paymentservices/startSession"}'
                 an order (priced by the server):
                   curl -sS -X POST http://localhost:\(port)/api/orders -H 'Content-Type: application/json' -d '{"items":[{"productId":"apple-box","quantity":2}]}'
-                and a test token for it: orchard token mint --state-dir \(stateDir) --amount <total in cents> --application-data orchard-order:<orderId>
+                and a test token for it: orchard-sandbox token mint --state-dir \(stateDir) --amount <total in cents> --application-data orchard-order:<orderId>
 
                 Payments go to: \(processor == "record" ? "the database only (record)" : "a mock \(processor) at \(processors?.baseURL ?? "")")
                 Back office: orchard payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)

@@ -1,0 +1,73 @@
+import ApplePay
+import ArgumentParser
+import CurlClient
+import Foundation
+import Hummingbird
+import Logging
+import OrchardServer
+import ProcessorClients
+
+/// Options shared by the commands that log.
+public struct LoggingOptions: ParsableArguments {
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default: LOG_LEVEL or info).")
+    public var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
+
+    public init() {}
+
+    public func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
+    }
+
+    /// Sends logs to standard error at the chosen level.
+    public func bootstrap(label: String) -> Logger {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: label)
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        return logger
+    }
+}
+
+/// Prints one line to standard error and exits with status 1.
+public func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("orchard: \(message)\n".utf8))
+    exit(1)
+}
+
+/// Writes a line to standard output unbuffered, so scripts reading a pipe see it at once.
+public func say(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+/// Starts the server for a loaded configuration and runs until interrupted.
+public func runServer(
+    _ configuration: ServerConfiguration, simulator: (any SimulatedApplePay)? = nil, logger: Logger,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) async throws {
+    logStartup(configuration, time: .system, logger: logger)
+    let http = try CurlHTTPClient()
+    defer { http.shutdown() }
+    let store: SQLiteStore
+    let vault: PaymentVault
+    do {
+        store = try configuration.openStore()
+        vault = try configuration.openPaymentVault()
+    } catch {
+        fail(error.message)
+    }
+    let registered = try await store.registeredMerchants()
+    if !registered.isEmpty && configuration.platform == nil {
+        logger.warning("the registry holds registered merchants but no platformIntegrator is configured: they are not served")
+    }
+    let app = buildApplication(
+        configuration: configuration,
+        sessions: AppleGatewayClient(http: http, configuration: configuration, logger: logger),
+        store: store,
+        processors: ProcessorFactory.make(configuration: configuration, http: http),
+        vault: vault,
+        simulator: simulator,
+        directory: MerchantDirectory(configuration: configuration, registered: registered),
+        registration: AppleRegistrationClient(http: http, configuration: configuration, logger: logger),
+        logger: logger,
+        onServerRunning: onServerRunning)
+    try await app.runService()
+}
