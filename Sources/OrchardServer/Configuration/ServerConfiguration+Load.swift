@@ -136,16 +136,8 @@ extension ServerConfiguration {
             guard DomainName.isValid(lowered) else { throw ConfigurationError("\(label): \(domain) is not a valid domain name") }
             domains.append(lowered)
         }
-        let certificate = try values.read(merchant.identityCertificate, what: "identityCertificate")
-        let key = try values.read(merchant.identityKey, what: "identityKey")
-        let identity: MerchantIdentity
-        do {
-            identity = try MerchantIdentity(
-                certificatePEM: certificate, keyPEM: key, certificateName: values.describe(merchant.identityCertificate),
-                keyName: values.describe(merchant.identityKey), at: time.now)
-        } catch {
-            throw ConfigurationError(error.message)
-        }
+        let identity = try loadIdentity(
+            certificate: merchant.identityCertificate, key: merchant.identityKey, section: "", values: values, time: time)
         let association = try merchant.domainAssociationFile.map { file throws(ConfigurationError) in
             try values.read(file, what: "domainAssociationFile")
         }
@@ -238,19 +230,28 @@ extension ServerConfiguration {
         return keys
     }
 
-    static func loadPlatform(
-        _ integrator: ConfigurationFile.PlatformIntegrator, source: ConfigurationValues, time: TimeSource
-    ) throws(ConfigurationError) -> MerchantConfiguration {
-        let certificate = try source.read(integrator.identityCertificate, what: "platformIntegrator.identityCertificate")
-        let key = try source.read(integrator.identityKey, what: "platformIntegrator.identityKey")
-        let identity: MerchantIdentity
+    /// An identity certificate and its key, checked together at `time.now`; `prefix` names the
+    /// configuration section in messages.
+    static func loadIdentity(
+        certificate: String, key: String, section prefix: String, values: ConfigurationValues, time: TimeSource
+    ) throws(ConfigurationError) -> MerchantIdentity {
+        let certificateBytes = try values.read(certificate, what: prefix + "identityCertificate")
+        let keyBytes = try values.read(key, what: prefix + "identityKey")
         do {
-            identity = try MerchantIdentity(
-                certificatePEM: certificate, keyPEM: key, certificateName: source.describe(integrator.identityCertificate),
-                keyName: source.describe(integrator.identityKey), at: time.now)
+            return try MerchantIdentity(
+                certificatePEM: certificateBytes, keyPEM: keyBytes, certificateName: values.describe(certificate),
+                keyName: values.describe(key), at: time.now)
         } catch {
             throw ConfigurationError(error.message)
         }
+    }
+
+    static func loadPlatform(
+        _ integrator: ConfigurationFile.PlatformIntegrator, source: ConfigurationValues, time: TimeSource
+    ) throws(ConfigurationError) -> MerchantConfiguration {
+        let identity = try loadIdentity(
+            certificate: integrator.identityCertificate, key: integrator.identityKey, section: "platformIntegrator.", values: source,
+            time: time)
         guard MerchantRegistrationRules.isValidPartnerIdentifier(integrator.merchantIdentifier) else {
             throw ConfigurationError(
                 "platformIntegrator.merchantIdentifier \(integrator.merchantIdentifier.debugDescription) is not a merchant ID")
