@@ -52,15 +52,17 @@ public final class InMemoryStore: OrchardStore {
                 claimed.reference = "\(draft.orderId)-\(state.payments.count { $0.orderId == draft.orderId } + 1)"
                 claimed.state = .pending
                 state.payments.append(claimed)
-            case .unknown where unknown != nil:
-                let index = unknown!
+            case .unknown:
+                guard let index = unknown else {
+                    throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) has no unknown payment")
+                }
                 state.payments[index].state = .pending
                 state.payments[index].sends += 1
                 state.payments[index].updatedAt = draft.createdAt
                 claimed = state.payments[index]
             case .pending:
                 throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
-            case .unknown, .paid, .cancelled, nil:
+            case .paid, .cancelled, nil:
                 throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) is not open")
             }
             state.orders[draft.orderId]?.state = .pending
@@ -104,7 +106,7 @@ public final class InMemoryStore: OrchardStore {
     public func paymentsDueForReconciliation(at date: Date, limit: Int) async throws -> [PaymentRecord] {
         state.withLock { state in
             let due = state.payments.filter { $0.state == .unknown && ($0.nextReconcileAt.map { $0 <= date } ?? false) }
-            return Array(due.sorted { $0.nextReconcileAt! < $1.nextReconcileAt! }.prefix(limit))
+            return Array(due.sorted { ($0.nextReconcileAt ?? .distantFuture) < ($1.nextReconcileAt ?? .distantFuture) }.prefix(limit))
         }
     }
 
