@@ -77,15 +77,49 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The Hummingbird application.
+        // Contracts and the payments engine: records, the store, session, registration and
+        // processor protocols, domain errors, the payment state machine. No HTTP server, no curl, no SQLite.
+        .target(
+            name: "OrchardCore",
+            dependencies: [
+                "ApplePay",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Adapter: Apple's gateway (merchant sessions, Web Merchant Registration) over the libcurl client.
+        .target(
+            name: "AppleGateway",
+            dependencies: [
+                "ApplePay",
+                "CurlClient",
+                "OrchardCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Adapter: the SQLite store, the embedded default.
+        .target(
+            name: "OrchardSQLite",
+            dependencies: [
+                "ApplePay",
+                "CSQLite",
+                "OrchardCore",
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The Hummingbird application: configuration, controllers, middleware; handed its adapters.
         .target(
             name: "OrchardServer",
             dependencies: [
                 "ApplePay",
-                "CSQLite",
-                "CurlClient",
+                "OrchardCore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -94,13 +128,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Payment processor adapters: Worldpay Access and Worldline Direct over the libcurl client.
+        // Adapter: payment processors (Worldpay Access, Worldline Direct), each with its settings,
+        // configuration driver and client, over the libcurl client.
         .target(
             name: "ProcessorClients",
             dependencies: [
                 "ApplePay",
                 "CurlClient",
-                "OrchardServer",
+                "OrchardCore",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
@@ -110,6 +145,7 @@ let package = Package(
             name: "OrchardTesting",
             dependencies: [
                 "ApplePay",
+                "OrchardCore",
                 "OrchardServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -130,9 +166,12 @@ let package = Package(
         .target(
             name: "OrchardRuntime",
             dependencies: [
+                "AppleGateway",
                 "ApplePay",
                 "CurlClient",
+                "OrchardCore",
                 "OrchardServer",
+                "OrchardSQLite",
                 "ProcessorClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -147,8 +186,11 @@ let package = Package(
                 "ApplePay",
                 "CertificateTools",
                 "CurlClient",
+                "OrchardCore",
                 "OrchardRuntime",
                 "OrchardServer",
+                "OrchardSQLite",
+                "ProcessorClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -162,9 +204,11 @@ let package = Package(
             name: "orchard-sandbox",
             dependencies: [
                 "ApplePay",
+                "OrchardCore",
                 "OrchardRuntime",
                 "OrchardServer",
                 "OrchardTesting",
+                "ProcessorClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -227,7 +271,11 @@ let package = Package(
         .testTarget(
             name: "OrchardServerTests",
             dependencies: [
+                "AppleGateway",
+                "OrchardCore",
+                "OrchardRuntime",
                 "OrchardServer",
+                "OrchardSQLite",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 "ProcessorClients",
                 "OrchardTesting",

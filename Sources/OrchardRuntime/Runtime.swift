@@ -1,9 +1,12 @@
+import AppleGateway
 import ApplePay
 import ArgumentParser
 import CurlClient
 import Foundation
 import Hummingbird
 import Logging
+import OrchardCore
+import OrchardSQLite
 import OrchardServer
 import ProcessorClients
 
@@ -60,14 +63,37 @@ public func runServer(
     }
     let app = buildApplication(
         configuration: configuration,
-        sessions: AppleGatewayClient(http: http, configuration: configuration, logger: logger),
+        sessions: AppleGatewayClient(http: http, endpoint: configuration.gateway, logger: logger),
         store: store,
-        processors: ProcessorFactory.make(configuration: configuration, http: http),
+        processors: ProcessorFactory.make(merchants: configuration.merchants, http: http),
         vault: vault,
         simulator: simulator,
         directory: MerchantDirectory(configuration: configuration, registered: registered),
-        registration: AppleRegistrationClient(http: http, configuration: configuration, logger: logger),
+        registration: configuration.platform.map {
+            AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
+        },
         logger: logger,
         onServerRunning: onServerRunning)
     try await app.runService()
+}
+
+extension ServerConfiguration {
+    /// Loads the configuration at `path` knowing every processor this program is built with.
+    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(ConfigurationError) -> ServerConfiguration
+    {
+        try load(path: path, environment: environment, time: .system, processors: ProcessorFactory.drivers)
+    }
+
+    /// Opens (creating if needed) the SQLite store in the state folder.
+    public func openStore() throws(ConfigurationError) -> SQLiteStore {
+        let path = URL(fileURLWithPath: stateDirectory).appendingPathComponent("orchard.sqlite").path
+        do {
+            try FileManager.default.createDirectory(
+                atPath: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            return try SQLiteStore(path: path)
+        } catch {
+            throw ConfigurationError("\(path): cannot open the database (\(error))")
+        }
+    }
 }

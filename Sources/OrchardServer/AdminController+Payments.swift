@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Hummingbird
+import OrchardCore
 
 /// The back office: `/admin/payments`, to list payments (the unknown ones to reconcile first)
 /// and to settle or cancel authorized ones through the processor that authorized them.

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import OrchardCore
 
 /// `/admin/`: the merchant registry and domain registration, behind a bearer token.
 /// Not routed at all when no `admin.token` is configured.
@@ -65,10 +66,13 @@ struct AdminController {
             let id = try Self.partnerIdentifier(context)
             let local = directory.registrations.first { $0.partnerIdentifier == id }
             var apple: RegisteredMerchantDetails?
-            do {
-                apple = try await service().details(partnerIdentifier: id)
-            } catch let error as OrchardError where error.upstreamStatus == 404 {
+            let service = try service()
+            do throws(GatewayError) {
+                apple = try await service.details(partnerIdentifier: id)
+            } catch  where error.appleStatus == 404 {
                 apple = nil
+            } catch {
+                throw OrchardError(registration: error)
             }
             guard local != nil || apple != nil else { throw OrchardError(.notFound, "no merchant \(id) is registered") }
             return try json(Details(registered: local, apple: apple), status: .ok)
@@ -83,6 +87,15 @@ struct AdminController {
     static func partnerIdentifier(_ context: some RequestContext) throws -> String {
         let raw = try context.parameters.require("id")
         return raw.removingPercentEncoding ?? raw
+    }
+
+    /// A registration call, its failure mapped for the admin.
+    static func apple(_ call: () async throws(GatewayError) -> Void) async throws(OrchardError) {
+        do {
+            try await call()
+        } catch {
+            throw OrchardError(registration: error)
+        }
     }
 
     func service() throws(OrchardError) -> any MerchantRegistrationService {
@@ -114,7 +127,7 @@ struct AdminController {
                 throw OrchardError(.domainTaken, "\(domain) already belongs to \(owner) on this server")
             }
         }
-        try await service.register(registration)
+        try await Self.apple { () async throws(GatewayError) in try await service.register(registration) }
         let existing = directory.registrations.first { $0.partnerIdentifier == id }
         let now = time.now
         let merchant = RegisteredMerchant(
@@ -145,7 +158,7 @@ struct AdminController {
         if let missing = unregistration.domainNames.first(where: { !merchant.domains.contains($0) }) {
             throw OrchardError(.notFound, "\(missing) is not registered to \(id)")
         }
-        try await service.unregister(unregistration)
+        try await Self.apple { () async throws(GatewayError) in try await service.unregister(unregistration) }
         merchant.domains.removeAll { unregistration.domainNames.contains($0) }
         merchant.updatedAt = time.now
         do {

@@ -1,9 +1,9 @@
 import ApplePay
-import CurlClient
 import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import OrchardCore
 
 /// Builds the Orchard application: routes, static files and the services behind them.
 ///
@@ -79,10 +79,10 @@ public func logStartup(_ configuration: ServerConfiguration, time: TimeSource, l
     if configuration.trustsTestTokenRoot {
         logger.warning("payments.testTokenRootCertificate is set: payment tokens are verified against a TEST root, not Apple's")
     }
-    if configuration.gatewayIsNonApple {
+    if !configuration.gateway.isProductionHost {
         logger.warning(
             "appleGateway.baseURL is not an Apple host: merchant sessions go to a test gateway",
-            metadata: ["baseURL": "\(configuration.gatewayBaseURL)"])
+            metadata: ["baseURL": "\(configuration.gateway.baseURL)"])
     }
     for merchant in configuration.merchants {
         let days = merchant.identity.daysLeft(at: time.now)
@@ -90,8 +90,8 @@ public func logStartup(_ configuration: ServerConfiguration, time: TimeSource, l
             "merchant": "\(merchant.merchantIdentifier)", "domains": "\(merchant.domains.joined(separator: ","))",
             "identityDaysLeft": "\(days)",
         ]
-        logger.info("merchant configured", metadata: metadata.merging(["processor": "\(merchant.processor.name)"]) { $1 })
-        if let connection = merchant.processor.connection, !connection.isProductionHost {
+        logger.info("merchant configured", metadata: metadata.merging(["processor": "\(merchant.processor.type)"]) { $1 })
+        if let connection = merchant.processor.endpoint, !connection.isProductionHost {
             logger.warning(
                 "the merchant's processor is a test host, not the processor's own",
                 metadata: ["merchant": "\(merchant.merchantIdentifier)", "baseURL": "\(connection.baseURL)"])
@@ -147,17 +147,5 @@ extension ServerConfiguration {
         guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
         let bracketed = host.contains(":") ? "[\(host)]" : host
         return url.port.map { "\(scheme)://\(bracketed):\($0)" } ?? "\(scheme)://\(bracketed)"
-    }
-
-    /// Opens (creating if needed) the SQLite store in the state folder.
-    public func openStore() throws(ConfigurationError) -> SQLiteStore {
-        let path = URL(fileURLWithPath: stateDirectory).appendingPathComponent("orchard.sqlite").path
-        do {
-            try FileManager.default.createDirectory(
-                atPath: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            return try SQLiteStore(path: path)
-        } catch {
-            throw ConfigurationError("\(path): cannot open the database (\(error))")
-        }
     }
 }

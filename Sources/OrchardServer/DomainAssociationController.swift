@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import OrchardCore
 
 /// `GET /.well-known/apple-developer-merchantid-domain-association`, chosen by Host.
 struct DomainAssociationController {

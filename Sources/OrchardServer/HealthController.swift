@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Hummingbird
+import OrchardCore
 import X509
 
 /// `GET /health`: liveness, and every certificate's days left.

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import OrchardCore
 import Synchronization
 
 /// Which merchant serves a host: the configured merchants, then the merchants a platform

@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import Logging
+import OrchardCore
 
 /// `POST /api/apple-pay/session`: merchant validation for the page's `onvalidatemerchant`.
 struct MerchantSessionController {
@@ -48,7 +49,12 @@ struct MerchantSessionController {
         } catch {
             throw OrchardError(.internalError, error.message)
         }
-        let session = try await sessions.createSession(sessionRequest, for: merchant)
+        let session: [UInt8]
+        do {
+            session = try await sessions.createSession(sessionRequest, for: merchant)
+        } catch {
+            throw OrchardError(session: error)
+        }
         return Response(
             status: .ok,
             headers: [.contentType: "application/json", .cacheControl: "no-store"],

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import OrchardCore
 
 /// An API error: a stable code, a message the caller can act on, and (in one place) its HTTP status.
 public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
@@ -86,6 +87,31 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
             case .storage: .internalError
             }
         self.init(code, error.message)
+    }
+
+    /// A merchant session Apple did not give, worded for the shopper's page (Apple's own message
+    /// stays in the operator's log).
+    public init(session error: GatewayError) {
+        switch error.kind {
+        case .timedOut: self.init(.gatewayTimeout, "Apple Pay did not answer in time; please try again")
+        case .unreachable: self.init(.gatewayUnavailable, "Apple Pay could not be reached; please try again")
+        case .rejected:
+            self.init(
+                .gatewayRejected,
+                "Apple Pay refused the merchant validation (HTTP \(error.appleStatus ?? 0)); the merchant's setup needs attention")
+        case .unreadable: self.init(.gatewayRejected, "Apple Pay sent an unreadable merchant session")
+        case .invalidRequest: self.init(.internalError, error.message)
+        }
+    }
+
+    /// A registration call Apple did not accept, for the admin (Apple's status and message included).
+    public init(registration error: GatewayError) {
+        switch error.kind {
+        case .timedOut: self.init(.gatewayTimeout, "Apple's registration API did not answer in time")
+        case .unreachable: self.init(.gatewayUnavailable, "Apple's registration API could not be reached (\(error.message))")
+        case .rejected, .unreadable: self.init(.registrationRejected, error.message, upstreamStatus: error.appleStatus)
+        case .invalidRequest: self.init(.internalError, error.message)
+        }
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {

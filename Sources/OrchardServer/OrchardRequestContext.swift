@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import OrchardCore
 
 /// Orchard's request context: the merchant serving the request's Host, resolved once by
 /// ``MerchantMiddleware``, and the body limit its JSON decoder keeps.

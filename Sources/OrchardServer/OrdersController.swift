@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import Logging
+import OrchardCore
 
 /// `POST /api/orders` and the updates the Apple Pay sheet asks for. Every number comes from
 /// the server's catalogue; an order is visible only on its own merchant's domains.
@@ -69,7 +70,7 @@ struct OrdersController {
         } catch {
             throw OrchardError(.invalidCart, error.message)
         }
-        let id = Self.newIdentifier()
+        let id = RecordIdentifier.random()
         let applicationData = Array("orchard-order:\(id)".utf8)
         try await store.insert(
             OrderRecord(
@@ -117,9 +118,6 @@ struct OrdersController {
         return try json(answer, status: .ok)
     }
 
-    static func newIdentifier() -> String {
-        Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
-    }
 }
 
 /// The open order `id` of `merchant`; another merchant's order is "not found", never "forbidden".

@@ -1,7 +1,8 @@
 import ApplePay
-import CurlClient
+import Crypto
 import Foundation
 import Logging
+import OrchardCore
 
 extension ConfigurationFile {
     /// `payments`: token checks, the reconciler and the vault.
@@ -73,7 +74,7 @@ extension ServerConfiguration {
     /// The engine policy: a payment is stale once it has been pending longer than the slowest
     /// processor call can last (its total timeout) plus a margin for the store write after it.
     public var paymentsPolicy: PaymentsEngine.Policy {
-        let longest = merchants.compactMap { $0.processor.connection?.timeouts.total }.max() ?? .zero
+        let longest = merchants.compactMap { $0.processor.endpoint?.timeout }.max() ?? .zero
         return PaymentsEngine.Policy(
             staleAfter: TimeInterval(longest.components.seconds) + 5, maximumReconcileAttempts: reconciliation.maximumAttempts,
             firstReconcileDelay: TimeInterval(reconciliation.firstDelaySeconds),
@@ -97,5 +98,28 @@ extension ServerConfiguration {
     public func openPaymentVault() throws(ConfigurationError) -> PaymentVault {
         if let vault { return vault }
         return try PaymentVault.load(path: URL(fileURLWithPath: stateDirectory).appendingPathComponent("payments.key").path)
+    }
+}
+
+extension PaymentVault {
+    /// Reads the 32-byte key at `path`, creating it (mode 0600, never overwritten) on first run.
+    public static func load(path: String) throws(ConfigurationError) -> PaymentVault {
+        if let data = FileManager.default.contents(atPath: path) {
+            guard data.count == 32 else {
+                throw ConfigurationError(
+                    "\(path): the payment vault key must be 32 bytes; restore it from backup (unknown payments cannot be re-sent without it)"
+                )
+            }
+            return PaymentVault(key: SymmetricKey(data: data))
+        }
+        let key = SymmetricKey(size: .bits256)
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard descriptor >= 0 else { throw ConfigurationError("\(path): cannot create the payment vault key (errno \(errno))") }
+        defer { close(descriptor) }
+        let written = key.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard written == 32, fsync(descriptor) == 0 else {
+            throw ConfigurationError("\(path): cannot write the payment vault key (errno \(errno))")
+        }
+        return PaymentVault(key: key)
     }
 }

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Hummingbird
+import OrchardCore
 
 /// A stand-in for Safari's payment sheet, for `orchard-sandbox demo` and tests only: its script
 /// defines `ApplePaySession` in any browser, and it mints real tokens signed by a test chain.

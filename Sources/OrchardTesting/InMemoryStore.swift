@@ -1,4 +1,5 @@
 import Foundation
+import OrchardCore
 import OrchardServer
 import Synchronization
 

@@ -1,6 +1,7 @@
 import ApplePay
 import Crypto
 import Foundation
+import OrchardCore
 import OrchardServer
 
 /// The demo's simulated Apple Pay sheet: an `ApplePaySession` test double that runs in any

@@ -1,11 +1,11 @@
 import CurlClient
 import Foundation
-import OrchardServer
+import OrchardCore
 
 /// One JSON call to a processor through the shared libcurl client.
 struct ProcessorHTTP: Sendable {
     let http: CurlHTTPClient
-    let connection: ProcessorConnection
+    let endpoint: RemoteEndpoint
 
     struct Answer {
         var status: Int
@@ -14,11 +14,18 @@ struct ProcessorHTTP: Sendable {
 
     /// Sends `body`; a transport failure (timeout, reset, refused) is ``ProcessorNoAnswer``.
     func send(_ method: String, url: String, headers: [(name: String, value: String)], body: [UInt8]?) async throws -> Answer {
-        guard connection.owns(url) else { throw ProcessorActionError("refusing to call \(url): not on \(connection.baseURL)") }
+        guard endpoint.owns(url) else { throw ProcessorActionError("refusing to call \(url): not on \(endpoint.baseURL)") }
+        let trust: TLSTrust =
+            switch endpoint.trust {
+            case .system: .system
+            case .caPEM(let pem): .caPEM(pem)
+            }
         let response: CurlResponse
         do {
             response = try await http.execute(
-                CurlRequest(method: method, url: url, headers: headers, body: body, trust: connection.trust, timeouts: connection.timeouts))
+                CurlRequest(
+                    method: method, url: url, headers: headers, body: body, trust: trust,
+                    timeouts: CurlTimeouts(connect: endpoint.connectTimeout, total: endpoint.timeout)))
         } catch {
             throw ProcessorNoAnswer("\(error.kind.rawValue): \(error.message)")
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OrchardCore
 import OrchardRuntime
 import OrchardServer
 import OrchardTesting

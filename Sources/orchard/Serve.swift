@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OrchardCore
 import OrchardRuntime
 import OrchardServer
 

@@ -1,6 +1,7 @@
 import ApplePay
 import CurlClient
 import Foundation
+import OrchardCore
 import OrchardServer
 import OrchardTesting
 import Testing

@@ -1,5 +1,7 @@
 import CurlClient
 import Foundation
+import OrchardCore
+import OrchardSQLite
 import OrchardServer
 import OrchardTesting
 import Synchronization

@@ -2,6 +2,8 @@ import ApplePay
 import Crypto
 import Foundation
 import Logging
+import OrchardCore
+import OrchardSQLite
 import OrchardServer
 import OrchardTesting
 import Synchronization

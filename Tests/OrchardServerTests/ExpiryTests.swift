@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Logging
+import OrchardCore
 import OrchardServer
 import OrchardTesting
 import Synchronization

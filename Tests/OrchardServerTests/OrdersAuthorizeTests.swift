@@ -2,6 +2,7 @@ import ApplePay
 import Crypto
 import CurlClient
 import Foundation
+import OrchardCore
 import OrchardServer
 import OrchardTesting
 import Testing

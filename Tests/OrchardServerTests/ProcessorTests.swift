@@ -3,6 +3,8 @@ import Crypto
 import CurlClient
 import Foundation
 import Logging
+import OrchardCore
+import OrchardSQLite
 import OrchardServer
 import OrchardTesting
 import ProcessorClients
@@ -28,19 +30,30 @@ struct ProcessorFixture {
     let minter = TokenMinter(chain: ServerHarness.tokenChain)
 
     static func processor(_ kind: Kind, baseURL: String, password: String = "env:WP_PASSWORD", timeout: Int? = nil)
-        -> ConfigurationFile.Processor
+        -> ProcessorSection
     {
+        var section: ProcessorSection
         switch kind {
         case .worldpay:
-            return .init(
-                type: "worldpay", baseURL: baseURL, caFile: "ca.pem", allowNonProductionHost: true, timeoutMilliseconds: timeout,
-                entity: worldpay.entity, username: "env:WP_USERNAME", password: password, narrative: "Orchard Test")
+            section = ProcessorSection(
+                type: "worldpay",
+                [
+                    "entity": .string(worldpay.entity), "username": "env:WP_USERNAME", "password": .string(password),
+                    "narrative": "Orchard Test",
+                ])
         case .worldlineEncrypted, .worldlineDecrypted:
-            return .init(
-                type: "worldline", baseURL: baseURL, caFile: "ca.pem", allowNonProductionHost: true, timeoutMilliseconds: timeout,
-                merchantId: worldline.merchantId, apiKeyId: worldline.apiKeyId, secretApiKey: "env:WL_SECRET",
-                decryption: kind == .worldlineDecrypted ? "orchard" : "processor")
+            section = ProcessorSection(
+                type: "worldline",
+                [
+                    "merchantId": .string(worldline.merchantId), "apiKeyId": .string(worldline.apiKeyId), "secretApiKey": "env:WL_SECRET",
+                    "decryption": kind == .worldlineDecrypted ? "orchard" : "processor",
+                ])
         }
+        section["baseURL"] = .string(baseURL)
+        section["caFile"] = "ca.pem"
+        section["allowNonProductionHost"] = true
+        section["timeoutMilliseconds"] = timeout.map { .integer($0) }
+        return section
     }
 
     static func with(
@@ -399,41 +412,50 @@ struct ProcessorTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         var file = try ServerHarness.configurationFile(gatewayPort: 1, directory: directory)
-        func refused(_ processor: ConfigurationFile.Processor, _ expected: String) {
+        func resolve() throws -> ServerConfiguration {
+            try ServerConfiguration.resolve(
+                file, relativeTo: directory.url.path, environment: ProcessorFixture.environment, processors: ProcessorFactory.drivers)
+        }
+        func refused(_ processor: ProcessorSection, _ expected: String) {
             file.merchants[0].processor = processor
             #expect {
-                try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: ProcessorFixture.environment)
+                try resolve()
             } throws: { error in
                 (error as? ConfigurationError)?.message.contains(expected) == true
             }
         }
         let good = ProcessorFixture.processor(.worldpay, baseURL: "https://127.0.0.1:1")
         var literal = good
-        literal.password = "wp-secret-password-1"
+        literal["password"] = "wp-secret-password-1"
         refused(literal, "never the secret itself")
         var http = good
-        http.baseURL = "http://127.0.0.1:1"
+        http["baseURL"] = "http://127.0.0.1:1"
         refused(http, "https origin")
         var strange = good
-        strange.allowNonProductionHost = nil
+        strange["allowNonProductionHost"] = nil
         refused(strange, "allowNonProductionHost")
         var noEntity = good
-        noEntity.entity = nil
+        noEntity["entity"] = nil
         refused(noEntity, "entity is required")
         refused(.init(type: "stripe"), "record, worldpay or worldline")
         var mode = ProcessorFixture.processor(.worldlineEncrypted, baseURL: "https://127.0.0.1:1")
-        mode.authorizationMode = "PRE_AUTH"
+        mode["authorizationMode"] = "PRE_AUTH"
         refused(mode, "FINAL_AUTHORIZATION or SALE")
         var timeout = good
-        timeout.timeoutMilliseconds = 30_000
+        timeout["timeoutMilliseconds"] = 30_000
         refused(timeout, "1000–24000")
 
-        file.merchants[0].processor = .init(type: "worldpay", entity: "E", username: "env:WP_USERNAME", password: "env:WP_PASSWORD")
-        let production = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: ProcessorFixture.environment)
-        guard case .worldpay(let settings) = production.merchants[0].processor else {
-            Issue.record("not worldpay")
-            return
-        }
+        var typo = good
+        typo["narative"] = "Orchard"
+        refused(typo, "narative is not a worldpay setting")
+        var wrongType = good
+        wrongType["timeoutMilliseconds"] = "20000"
+        refused(wrongType, "timeoutMilliseconds must be a whole number")
+
+        file.merchants[0].processor = ProcessorSection(
+            type: "worldpay", ["entity": "E", "username": "env:WP_USERNAME", "password": "env:WP_PASSWORD"])
+        let production = try resolve()
+        let settings = try #require(production.merchants[0].processor as? WorldpaySettings)
         #expect(settings.connection.baseURL == "https://access.worldpay.com")
         #expect(settings.connection.isProductionHost)
         #expect(settings.connection.owns("https://access.worldpay.com/payments/settlements/full/x"))

@@ -4,13 +4,14 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import OrchardCore
 import OrchardServer
 import OrchardTesting
 import Testing
 
 /// A session service that answers without a network.
 struct StubSessions: MerchantSessionService {
-    func createSession(_ request: MerchantSessionRequest, for merchant: MerchantConfiguration) async throws(OrchardError) -> [UInt8] {
+    func createSession(_ request: MerchantSessionRequest, for merchant: MerchantConfiguration) async throws(GatewayError) -> [UInt8] {
         Array(#"{"merchantIdentifier":"stub","domainName":"\#(request.initiativeContext)"}"#.utf8)
     }
 }

@@ -1,9 +1,13 @@
+import AppleGateway
 import ApplePay
 import Crypto
 import CurlClient
 import Foundation
 import Hummingbird
 import Logging
+import OrchardCore
+import OrchardRuntime
+import OrchardSQLite
 import OrchardServer
 import OrchardTesting
 import ProcessorClients
@@ -20,7 +24,7 @@ final class CountingSessions: MerchantSessionService {
 
     var count: Int { calls.load(ordering: .relaxed) }
 
-    func createSession(_ request: MerchantSessionRequest, for merchant: MerchantConfiguration) async throws(OrchardError) -> [UInt8] {
+    func createSession(_ request: MerchantSessionRequest, for merchant: MerchantConfiguration) async throws(GatewayError) -> [UInt8] {
         calls.add(1, ordering: .relaxed)
         return try await inner.createSession(request, for: merchant)
     }
@@ -114,18 +118,21 @@ struct ServerHarness {
         var file = try configurationFile(gatewayPort: fixture.port, directory: directory, timeoutMilliseconds: timeoutMilliseconds)
         file.checkout = checkout
         try configure(&file, directory)
-        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: environment, time: time)
+        let configuration = try ServerConfiguration.resolve(
+            file, relativeTo: directory.url.path, environment: environment, time: time, processors: ProcessorFactory.drivers)
         let http = try CurlHTTPClient()
         var logger = logHandler.map { handler in Logger(label: "orchard.test") { _ in handler } } ?? Logger(label: "orchard.test")
         logger.logLevel = logHandler == nil ? .critical : .info
-        let sessions = CountingSessions(inner: AppleGatewayClient(http: http, configuration: configuration, logger: logger))
+        let sessions = CountingSessions(inner: AppleGatewayClient(http: http, endpoint: configuration.gateway, logger: logger))
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let store = wrapStore(try configuration.openStore())
         let app = buildApplication(
             configuration: configuration, sessions: sessions, store: store,
-            processors: ProcessorFactory.make(configuration: configuration, http: http), time: time, simulator: simulator,
+            processors: ProcessorFactory.make(merchants: configuration.merchants, http: http), time: time, simulator: simulator,
             directory: MerchantDirectory(configuration: configuration, registered: try await store.registeredMerchants()),
-            registration: AppleRegistrationClient(http: http, configuration: configuration, logger: logger),
+            registration: configuration.platform.map {
+                AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
+            },
             expiryCheckInterval: expiryCheckInterval, logger: logger
         ) { port in
             portContinuation.yield(port)

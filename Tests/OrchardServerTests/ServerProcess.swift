@@ -1,5 +1,6 @@
 import CurlClient
 import Foundation
+import OrchardCore
 import OrchardServer
 import OrchardTesting
 import Synchronization

@@ -1,5 +1,7 @@
 import ApplePay
 import Foundation
+import OrchardCore
+import OrchardRuntime
 import OrchardServer
 import OrchardTesting
 import Synchronization
@@ -34,7 +36,7 @@ struct StartupTests {
         let configuration = try ServerConfiguration.load(path: try configuration(directory))
         #expect(configuration.merchants.first?.domains == [ServerHarness.domain, ServerHarness.unregisteredDomain])
         #expect(configuration.merchants.first?.domainAssociation == ServerHarness.associationFile)
-        #expect(configuration.gatewayIsNonApple)
+        #expect(!configuration.gateway.isProductionHost)
     }
 
     @Test("the identity key may come from an environment variable")

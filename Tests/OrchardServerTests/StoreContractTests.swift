@@ -1,5 +1,7 @@
 import ApplePay
 import Foundation
+import OrchardCore
+import OrchardSQLite
 import OrchardServer
 import OrchardTesting
 import Testing

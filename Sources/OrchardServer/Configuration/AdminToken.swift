@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import OrchardCore
 
 /// The admin API's bearer token. Compared in constant time; never printed.
 public struct AdminToken: Sendable, CustomStringConvertible {

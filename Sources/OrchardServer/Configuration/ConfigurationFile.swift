@@ -1,4 +1,5 @@
 import Foundation
+import OrchardCore
 
 /// The configuration file's shape (JSON). See the README for every key.
 public struct ConfigurationFile: Codable, Sendable {
@@ -53,12 +54,12 @@ public struct ConfigurationFile: Codable, Sendable {
         /// Payment processing keys; the token's publicKeyHash picks one (rotation).
         public var processingKeys: [ProcessingKeyFile]?
         /// Where authorized payments go (record only when absent).
-        public var processor: Processor?
+        public var processor: ProcessorSection?
 
         public init(
             merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String,
             identityKey: String, domainAssociationFile: String? = nil, catalogue: String? = nil,
-            processingKeys: [ProcessingKeyFile]? = nil, processor: Processor? = nil
+            processingKeys: [ProcessingKeyFile]? = nil, processor: ProcessorSection? = nil
         ) {
             self.processor = processor
             self.catalogue = catalogue

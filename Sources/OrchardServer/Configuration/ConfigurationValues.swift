@@ -1,8 +1,9 @@
 import Foundation
+import OrchardCore
 
 /// Reads what the configuration names: `env:NAME` from the environment given, anything else
 /// as a file, relative to the configuration's folder.
-struct ConfigurationValues {
+struct ConfigurationValues: ConfigurationReader {
     var folder: String
     var environment: [String: String]
 
@@ -28,13 +29,5 @@ struct ConfigurationValues {
         } catch {
             throw ConfigurationError("\(full): cannot read \(what) (\(ServerConfiguration.reason(error)))")
         }
-    }
-}
-
-extension String {
-    func trimmingSuffix(_ suffix: String) -> String {
-        var text = self
-        while text.hasSuffix(suffix) { text.removeLast(suffix.count) }
-        return text
     }
 }

@@ -1,16 +1,20 @@
 import ApplePay
-import CurlClient
 import Foundation
+import OrchardCore
 import SwiftASN1
 import X509
 
 extension ServerConfiguration {
     /// Loads a JSON configuration file, resolves relative paths against its folder, reads
     /// every certificate, key and association file, and checks them at `time.now`.
+    ///
+    /// - Parameter processors: the drivers of the processor types this program is built with;
+    ///   `merchants[].processor` may name only those.
     public static func load(
         path: String,
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        time: TimeSource = .system
+        time: TimeSource = .system,
+        processors: [any ProcessorDriver]
     ) throws(ConfigurationError) -> ServerConfiguration {
         let data: Data
         do {
@@ -25,18 +29,19 @@ extension ServerConfiguration {
             throw ConfigurationError("\(path): invalid configuration: \(Self.describe(error))")
         }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        return try resolve(file, relativeTo: folder, environment: environment, time: time)
+        return try resolve(file, relativeTo: folder, environment: environment, time: time, processors: processors)
     }
 
     /// Resolves an already-decoded configuration (paths relative to `folder`).
     public static func resolve(
         _ file: ConfigurationFile, relativeTo folder: String,
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        time: TimeSource = .system
+        time: TimeSource = .system,
+        processors: [any ProcessorDriver] = [RecordOnlyDriver()]
     ) throws(ConfigurationError) -> ServerConfiguration {
         let values = ConfigurationValues(folder: folder, environment: environment)
         let gateway = try resolveGateway(file.appleGateway, values: values)
-        let merchants = try resolveMerchants(file.merchants, values: values, time: time)
+        let merchants = try resolveMerchants(file.merchants, values: values, time: time, processors: processors)
         let (maxBody, port) = try resolveServer(file.server)
         let payments = file.payments
         return ServerConfiguration(
@@ -44,10 +49,7 @@ extension ServerConfiguration {
             port: port,
             publicDirectory: file.server?.publicDirectory.map(values.path),
             maxBodyBytes: maxBody,
-            gatewayBaseURL: gateway.baseURL,
-            gatewayTrust: gateway.trust,
-            gatewayTimeouts: gateway.timeouts,
-            gatewayIsNonApple: !gateway.isApple,
+            gateway: gateway,
             merchants: merchants,
             tokenRoot: try resolveTokenRoot(payments, values: values),
             tokenPolicy: try resolveTokenPolicy(payments),
@@ -66,7 +68,7 @@ extension ServerConfiguration {
 
     /// `appleGateway`: an https Apple host (or an allowed test host), its trust and timeouts.
     static func resolveGateway(_ gateway: ConfigurationFile.AppleGateway?, values: ConfigurationValues) throws(ConfigurationError)
-        -> (baseURL: String, isApple: Bool, trust: TLSTrust, timeouts: CurlTimeouts)
+        -> RemoteEndpoint
     {
         let baseURL = (gateway?.baseURL ?? "https://\(GatewayHosts.production)").trimmingSuffix("/")
         guard let components = URLComponents(string: baseURL), components.scheme == "https",
@@ -80,7 +82,7 @@ extension ServerConfiguration {
                 "appleGateway.baseURL: \(gatewayHost) is not an Apple Pay gateway host; set appleGateway.allowNonAppleHost to true to use a test gateway"
             )
         }
-        var trust = TLSTrust.system
+        var trust = RemoteEndpoint.Trust.system
         if let caFile = gateway?.caFile {
             let bytes = try values.read(caFile, what: "appleGateway.caFile")
             guard String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
@@ -88,27 +90,25 @@ extension ServerConfiguration {
             }
             trust = .caPEM(bytes)
         }
-        let timeouts = CurlTimeouts(
-            connect: .milliseconds(gateway?.connectTimeoutMilliseconds ?? 3000),
-            total: .milliseconds(gateway?.timeoutMilliseconds ?? 10_000))
-        guard timeouts.connect > .zero, timeouts.connect <= timeouts.total, timeouts.total <= CurlTimeouts.maximumTotal else {
-            throw ConfigurationError(
-                "appleGateway: timeouts must be positive, connect ≤ total, and total ≤ \(CurlTimeouts.maximumTotal) (Safari gives up at 30 s)"
-            )
+        let connect = Duration.milliseconds(gateway?.connectTimeoutMilliseconds ?? 3000)
+        let total = Duration.milliseconds(gateway?.timeoutMilliseconds ?? 10_000)
+        // Safari gives up on merchant validation at 30 s; the answer must reach it before that.
+        guard connect > .zero, connect <= total, total <= .seconds(29) else {
+            throw ConfigurationError("appleGateway: timeouts must be positive, connect ≤ total, and total ≤ 29 s (Safari gives up at 30 s)")
         }
-        return (baseURL, isApple, trust, timeouts)
+        return RemoteEndpoint(baseURL: baseURL, trust: trust, connectTimeout: connect, timeout: total, isProductionHost: isApple)
     }
 
     /// `merchants`: at least one; every domain belongs to one merchant.
-    static func resolveMerchants(_ files: [ConfigurationFile.Merchant], values: ConfigurationValues, time: TimeSource)
-        throws(ConfigurationError) -> [MerchantConfiguration]
-    {
+    static func resolveMerchants(
+        _ files: [ConfigurationFile.Merchant], values: ConfigurationValues, time: TimeSource, processors: [any ProcessorDriver]
+    ) throws(ConfigurationError) -> [MerchantConfiguration] {
         guard !files.isEmpty else { throw ConfigurationError("merchants: at least one merchant is required") }
         var seenDomains: [String: String] = [:]
         var merchants: [MerchantConfiguration] = []
         for (index, merchant) in files.enumerated() {
             let label = "merchants[\(index)] (\(merchant.merchantIdentifier))"
-            let resolved = try resolveMerchant(merchant, label: label, values: values, time: time)
+            let resolved = try resolveMerchant(merchant, label: label, values: values, time: time, processors: processors)
             for domain in resolved.domains {
                 if let other = seenDomains[domain] {
                     throw ConfigurationError("\(label): domain \(domain) is already configured for \(other)")
@@ -122,7 +122,8 @@ extension ServerConfiguration {
 
     /// One merchant: its name, domains, identity, association file, catalogue, keys and processor.
     static func resolveMerchant(
-        _ merchant: ConfigurationFile.Merchant, label: String, values: ConfigurationValues, time: TimeSource
+        _ merchant: ConfigurationFile.Merchant, label: String, values: ConfigurationValues, time: TimeSource,
+        processors: [any ProcessorDriver]
     ) throws(ConfigurationError) -> MerchantConfiguration {
         do {
             _ = try MerchantSessionRequest(merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, domain: "x")
@@ -144,7 +145,7 @@ extension ServerConfiguration {
         let catalogue = try merchant.catalogue.map { file throws(ConfigurationError) in try loadCatalogue(file, values: values) }
         let keys = try loadProcessingKeys(
             merchant.processingKeys ?? [], merchantIdentifier: merchant.merchantIdentifier, source: values, time: time)
-        let processor = try loadProcessor(merchant.processor, label: label, source: values)
+        let processor = try resolveProcessor(merchant.processor, label: label, values: values, drivers: processors)
         if catalogue != nil && keys.isEmpty {
             throw ConfigurationError("\(label): a merchant with a catalogue needs processingKeys to decrypt payments")
         }

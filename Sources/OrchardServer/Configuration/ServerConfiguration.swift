@@ -1,31 +1,7 @@
 import ApplePay
-import CurlClient
 import Foundation
+import OrchardCore
 import X509
-
-/// A merchant, loaded and checked.
-public struct MerchantConfiguration: Sendable {
-    public var merchantIdentifier: String
-    public var displayName: String
-    /// Lowercased domains this merchant's pages are served from.
-    public var domains: [String]
-    public var identity: MerchantIdentity
-    /// Where the identity certificate came from (a path or `env:NAME`), for messages.
-    public var identitySource: String
-    /// The domain association file's bytes, served unchanged.
-    public var domainAssociation: [UInt8]?
-    /// What the merchant sells; nil when orders are off.
-    public var catalogue: Catalogue?
-    /// The keys this merchant's tokens are encrypted to (handed to the payments engine).
-    public var processingKeys: [ProcessingKey]
-    /// Where authorized payments go.
-    public var processor: ProcessorSettings = .record
-
-    /// The TLS identity presented to Apple.
-    public var tlsIdentity: TLSIdentity {
-        .pem(certificate: identity.certificatePEM, key: identity.keyPEM)
-    }
-}
 
 /// Everything the server needs, loaded and checked at startup.
 public struct ServerConfiguration: Sendable {
@@ -33,11 +9,8 @@ public struct ServerConfiguration: Sendable {
     public var port: Int
     public var publicDirectory: String?
     public var maxBodyBytes: Int
-    public var gatewayBaseURL: String
-    public var gatewayTrust: TLSTrust
-    public var gatewayTimeouts: CurlTimeouts
-    /// True when the gateway is not one of Apple's hosts (a mock); logged as a warning.
-    public var gatewayIsNonApple: Bool
+    /// Apple's gateway origin; `isProductionHost` is false for a test gateway (logged as a warning).
+    public var gateway: RemoteEndpoint
     public var merchants: [MerchantConfiguration]
     /// The root payment tokens chain to (Apple's unless a test root is configured), and their age window.
     public var tokenRoot: Certificate
@@ -117,11 +90,4 @@ public struct ConfiguredCertificate: Sendable {
     public func daysLeft(at now: Date) -> Int {
         Int((certificate.notValidAfter.timeIntervalSince(now) / 86_400).rounded(.down))
     }
-}
-
-/// A startup problem: one line naming the file or key and what is wrong.
-public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
 }

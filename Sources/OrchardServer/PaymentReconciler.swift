@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OrchardCore
 import ServiceLifecycle
 
 /// Runs ``PaymentsEngine/reconcile(limit:)`` at startup and then every `interval`, until shutdown.

@@ -1,7 +1,7 @@
 import ApplePay
 import CurlClient
 import Foundation
-import OrchardServer
+import OrchardCore
 
 /// Worldpay Access: `POST /payments/authorizations` with the Apple Pay token as `walletToken`;
 /// Worldpay decrypts it. Settle and cancel follow the `_links` Worldpay returned.
@@ -13,7 +13,7 @@ public struct WorldpayProcessor: PaymentProcessor {
 
     public init(settings: WorldpaySettings, http: CurlHTTPClient) {
         self.settings = settings
-        self.client = ProcessorHTTP(http: http, connection: settings.connection)
+        self.client = ProcessorHTTP(http: http, endpoint: settings.connection)
     }
 
     public var name: String { "worldpay" }

@@ -2,7 +2,7 @@ import ApplePay
 import Crypto
 import CurlClient
 import Foundation
-import OrchardServer
+import OrchardCore
 
 /// Worldline Direct: `CreatePayment` with `mobilePaymentMethodSpecificInput` (product 302), either
 /// the encrypted token for Worldline to decrypt or the DPAN and cryptogram Orchard decrypted.
@@ -17,7 +17,7 @@ public struct WorldlineProcessor: PaymentProcessor {
 
     public init(settings: WorldlineSettings, http: CurlHTTPClient, now: @escaping @Sendable () -> Date = { Date() }) {
         self.settings = settings
-        self.client = ProcessorHTTP(http: http, connection: settings.connection)
+        self.client = ProcessorHTTP(http: http, endpoint: settings.connection)
         self.now = now
     }
 
@@ -182,20 +182,5 @@ public struct WorldlineProcessor: PaymentProcessor {
         case let number as NSNumber: number.stringValue
         default: nil
         }
-    }
-}
-
-/// Builds each merchant's processor from configuration, all on one libcurl client.
-public enum ProcessorFactory {
-    public static func make(configuration: ServerConfiguration, http: CurlHTTPClient) -> PaymentProcessors {
-        var byMerchant: [String: any PaymentProcessor] = [:]
-        for merchant in configuration.merchants {
-            switch merchant.processor {
-            case .record: break
-            case .worldpay(let settings): byMerchant[merchant.merchantIdentifier] = WorldpayProcessor(settings: settings, http: http)
-            case .worldline(let settings): byMerchant[merchant.merchantIdentifier] = WorldlineProcessor(settings: settings, http: http)
-            }
-        }
-        return PaymentProcessors(byMerchant: byMerchant)
     }
 }

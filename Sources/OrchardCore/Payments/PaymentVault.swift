@@ -24,27 +24,6 @@ public struct PaymentVault: Sendable {
         PaymentVault(key: SymmetricKey(size: .bits256))
     }
 
-    /// Reads the 32-byte key at `path`, creating it (mode 0600, never overwritten) on first run.
-    public static func load(path: String) throws(ConfigurationError) -> PaymentVault {
-        if let data = FileManager.default.contents(atPath: path) {
-            guard data.count == 32 else {
-                throw ConfigurationError(
-                    "\(path): the payment vault key must be 32 bytes; restore it from backup (unknown payments cannot be re-sent without it)"
-                )
-            }
-            return PaymentVault(key: SymmetricKey(data: data))
-        }
-        let key = SymmetricKey(size: .bits256)
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard descriptor >= 0 else { throw ConfigurationError("\(path): cannot create the payment vault key (errno \(errno))") }
-        defer { close(descriptor) }
-        let written = key.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        guard written == 32, fsync(descriptor) == 0 else {
-            throw ConfigurationError("\(path): cannot write the payment vault key (errno \(errno))")
-        }
-        return PaymentVault(key: key)
-    }
-
     /// A key given as 64 hex digits (`openssl rand -hex 32`), surrounding whitespace ignored.
     public static func parseKey(_ bytes: [UInt8], name: String) throws(ConfigurationError) -> PaymentVault {
         let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

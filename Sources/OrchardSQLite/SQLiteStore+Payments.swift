@@ -1,4 +1,5 @@
 import Foundation
+import OrchardCore
 
 extension SQLiteStore {
     /// Columns added after the first release; added in place so existing databases keep their payments.

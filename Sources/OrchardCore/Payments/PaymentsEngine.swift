@@ -111,7 +111,7 @@ public struct PaymentsEngine: Sendable {
         }
         let transactionId = Hex.encode(verified.decoded.transactionId)
         let draft = PaymentRecord(
-            id: OrdersController.newIdentifier(), orderId: order.id, transactionId: transactionId, state: .pending,
+            id: RecordIdentifier.random(), orderId: order.id, transactionId: transactionId, state: .pending,
             amount: order.priced.total,
             currency: order.priced.currency, network: attempt.token.paymentMethod?.network, lastFour: payment.lastFour,
             processor: processor.name, reference: "", createdAt: time.now)

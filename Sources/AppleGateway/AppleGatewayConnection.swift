@@ -1,0 +1,43 @@
+import ApplePay
+import CurlClient
+import Foundation
+import Logging
+import OrchardCore
+
+/// What the session and registration clients share: Apple's gateway origin, its trust and
+/// timeouts, and one libcurl client (one connection pool) for both, each call over mutual TLS
+/// with the caller's identity.
+struct AppleGatewayConnection: Sendable {
+    let http: CurlHTTPClient
+    let endpoint: RemoteEndpoint
+
+    /// Sends one JSON call; transport failures become ``GatewayError`` (timed out or unreachable),
+    /// any HTTP answer is returned for the caller to judge.
+    func send(_ method: String, path: String, body: [UInt8]?, identity: MerchantIdentity) async throws(GatewayError) -> CurlResponse {
+        var headers: [(name: String, value: String)] = [(name: "Accept", value: "application/json")]
+        if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
+        let trust: TLSTrust =
+            switch endpoint.trust {
+            case .system: .system
+            case .caPEM(let pem): .caPEM(pem)
+            }
+        do {
+            return try await http.execute(
+                CurlRequest(
+                    method: method, url: endpoint.baseURL + path, headers: headers, body: body,
+                    identity: .pem(certificate: identity.certificatePEM, key: identity.keyPEM), trust: trust,
+                    timeouts: CurlTimeouts(connect: endpoint.connectTimeout, total: endpoint.timeout)))
+        } catch {
+            switch error.kind {
+            case .timedOut: throw GatewayError(.timedOut, "no answer within \(endpoint.timeout) (\(error.message))")
+            default: throw GatewayError(.unreachable, "\(error.kind.rawValue): \(error.message)")
+            }
+        }
+    }
+
+    /// Apple's `statusMessage` from an error body, or the body's first bytes.
+    static func appleMessage(_ body: [UInt8]) -> String {
+        let json = (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]) ?? [:]
+        return (json["statusMessage"] as? String) ?? String(decoding: body.prefix(200), as: UTF8.self)
+    }
+}

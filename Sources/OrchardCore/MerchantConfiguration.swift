@@ -1,0 +1,38 @@
+import ApplePay
+import Foundation
+
+/// A merchant, loaded and checked: who it is to Apple, where it sells, what it sells and
+/// where its payments go.
+public struct MerchantConfiguration: Sendable {
+    public var merchantIdentifier: String
+    public var displayName: String
+    /// Lowercased domains this merchant's pages are served from.
+    public var domains: [String]
+    public var identity: MerchantIdentity
+    /// Where the identity certificate came from (a path or `env:NAME`), for messages.
+    public var identitySource: String
+    /// The domain association file's bytes, served unchanged.
+    public var domainAssociation: [UInt8]?
+    /// What the merchant sells; nil when orders are off.
+    public var catalogue: Catalogue?
+    /// The keys this merchant's tokens are encrypted to (handed to the payments engine).
+    public var processingKeys: [ProcessingKey]
+    /// Where authorized payments go.
+    public var processor: any ProcessorSettings
+
+    public init(
+        merchantIdentifier: String, displayName: String, domains: [String], identity: MerchantIdentity, identitySource: String,
+        domainAssociation: [UInt8]? = nil, catalogue: Catalogue? = nil, processingKeys: [ProcessingKey] = [],
+        processor: any ProcessorSettings = RecordOnlySettings()
+    ) {
+        self.merchantIdentifier = merchantIdentifier
+        self.displayName = displayName
+        self.domains = domains
+        self.identity = identity
+        self.identitySource = identitySource
+        self.domainAssociation = domainAssociation
+        self.catalogue = catalogue
+        self.processingKeys = processingKeys
+        self.processor = processor
+    }
+}

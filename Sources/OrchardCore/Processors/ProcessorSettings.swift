@@ -1,0 +1,45 @@
+import Foundation
+
+/// A credential read from the environment or a file: never printed.
+public struct Secret: Sendable, CustomStringConvertible {
+    public let value: String
+    public init(_ value: String) { self.value = value }
+    public var description: String { "Secret(redacted)" }
+}
+
+/// A merchant's processor settings, checked at startup. Each processor adapter defines its own.
+public protocol ProcessorSettings: Sendable {
+    /// The `type` configuration names it by: `record`, `worldpay`, `worldline`.
+    var type: String { get }
+    /// Where the processor is called; nil for one that calls nothing.
+    var endpoint: RemoteEndpoint? { get }
+}
+
+/// `record`: payments are recorded for a back office, nothing is called. The default.
+public struct RecordOnlySettings: ProcessorSettings {
+    public init() {}
+    public var type: String { "record" }
+    public var endpoint: RemoteEndpoint? { nil }
+}
+
+/// Checks one processor type's configuration section (`merchants[].processor`) and returns its
+/// settings. The server is handed the drivers the program is built with; adding a processor is
+/// a driver, its settings and its client in the processor adapters, and one entry in their list.
+public protocol ProcessorDriver: Sendable {
+    /// The `type` value this driver reads.
+    var type: String { get }
+    /// Checked settings, or a ``ConfigurationError`` naming the key (`section.label`) and the fix.
+    func settings(from section: ProcessorSection, values: any ConfigurationReader) throws(ConfigurationError) -> any ProcessorSettings
+}
+
+/// The built-in `record` driver.
+public struct RecordOnlyDriver: ProcessorDriver {
+    public init() {}
+    public var type: String { "record" }
+    public func settings(from section: ProcessorSection, values: any ConfigurationReader) throws(ConfigurationError)
+        -> any ProcessorSettings
+    {
+        try section.expectOnly([])
+        return RecordOnlySettings()
+    }
+}

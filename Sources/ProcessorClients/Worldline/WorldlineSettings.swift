@@ -1,0 +1,50 @@
+import CurlClient
+import Foundation
+import OrchardCore
+
+/// Worldline Direct settings (`type: worldline`).
+public struct WorldlineSettings: ProcessorSettings, CurlProcessorSettings {
+    public static let hosts = ["payment.direct.worldline-solutions.com", "payment.preprod.direct.worldline-solutions.com"]
+    /// Who decrypts the token: Worldline, or Orchard (which then sends the DPAN and cryptogram).
+    public enum Decryption: String, Sendable { case processor, orchard }
+    public var connection: RemoteEndpoint
+    /// The PSPID.
+    public var merchantId: String
+    public var apiKeyId: String
+    public var secretApiKey: Secret
+    /// `FINAL_AUTHORIZATION` (settle later) or `SALE`.
+    public var authorizationMode: String
+    public var decryption: Decryption
+
+    public var type: String { "worldline" }
+    public var endpoint: RemoteEndpoint? { connection }
+
+    func makeProcessor(http: CurlHTTPClient) -> any PaymentProcessor {
+        WorldlineProcessor(settings: self, http: http)
+    }
+}
+
+/// Reads `type: worldline`: `merchantId` (the PSPID), `apiKeyId`, `secretApiKey` (env:/file),
+/// `authorizationMode`, `decryption` and the endpoint keys.
+public struct WorldlineDriver: ProcessorDriver {
+    public init() {}
+    public var type: String { "worldline" }
+
+    public func settings(from section: ProcessorSection, values: any ConfigurationReader) throws(ConfigurationError)
+        -> any ProcessorSettings
+    {
+        try section.expectOnly(
+            ProcessorSection.endpointKeys.union(["merchantId", "apiKeyId", "secretApiKey", "authorizationMode", "decryption"]))
+        let connection = try section.endpoint(hosts: WorldlineSettings.hosts, values: values)
+        let mode = try section.string("authorizationMode") ?? "FINAL_AUTHORIZATION"
+        guard ["FINAL_AUTHORIZATION", "SALE"].contains(mode) else {
+            throw ConfigurationError("\(section.label).authorizationMode must be FINAL_AUTHORIZATION or SALE")
+        }
+        guard let decryption = WorldlineSettings.Decryption(rawValue: try section.string("decryption") ?? "processor") else {
+            throw ConfigurationError("\(section.label).decryption must be processor (Worldline decrypts) or orchard (Orchard decrypts)")
+        }
+        return WorldlineSettings(
+            connection: connection, merchantId: try section.required("merchantId"), apiKeyId: try section.required("apiKeyId"),
+            secretApiKey: try section.secret("secretApiKey", values: values), authorizationMode: mode, decryption: decryption)
+    }
+}

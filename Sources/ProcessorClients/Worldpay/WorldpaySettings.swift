@@ -1,0 +1,40 @@
+import CurlClient
+import Foundation
+import OrchardCore
+
+/// Worldpay Access settings (`type: worldpay`).
+public struct WorldpaySettings: ProcessorSettings, CurlProcessorSettings {
+    public static let hosts = ["access.worldpay.com", "try.access.worldpay.com"]
+    public var connection: RemoteEndpoint
+    public var entity: String
+    public var username: Secret
+    public var password: Secret
+    /// `instruction.narrative.line1`: the statement line.
+    public var narrative: String
+
+    public var type: String { "worldpay" }
+    public var endpoint: RemoteEndpoint? { connection }
+
+    func makeProcessor(http: CurlHTTPClient) -> any PaymentProcessor {
+        WorldpayProcessor(settings: self, http: http)
+    }
+}
+
+/// Reads `type: worldpay`: `entity`, `username` and `password` (env:/file), `narrative` (1–24
+/// characters, default "Apple Pay") and the endpoint keys.
+public struct WorldpayDriver: ProcessorDriver {
+    public init() {}
+    public var type: String { "worldpay" }
+
+    public func settings(from section: ProcessorSection, values: any ConfigurationReader) throws(ConfigurationError)
+        -> any ProcessorSettings
+    {
+        try section.expectOnly(ProcessorSection.endpointKeys.union(["entity", "username", "password", "narrative"]))
+        let connection = try section.endpoint(hosts: WorldpaySettings.hosts, values: values)
+        let narrative = try section.string("narrative") ?? "Apple Pay"
+        guard (1...24).contains(narrative.count) else { throw ConfigurationError("\(section.label).narrative must be 1–24 characters") }
+        return WorldpaySettings(
+            connection: connection, entity: try section.required("entity"), username: try section.secret("username", values: values),
+            password: try section.secret("password", values: values), narrative: narrative)
+    }
+}
