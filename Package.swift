@@ -112,6 +112,9 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Writes Public/ (the checkout page) as a Swift table, so it ships inside the binary.
+        .executableTarget(name: "EmbedFiles"),
+        .plugin(name: "EmbedPublic", capability: .buildTool(), dependencies: ["EmbedFiles"], path: "Sources/EmbedPublicPlugin"),
         // The Hummingbird application: configuration, controllers, middleware; handed its adapters.
         .target(
             name: "OrchardServer",
@@ -126,7 +129,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedPublic"]
         ),
         // Adapter: payment processors (Worldpay Access, Worldline Direct), each with its settings,
         // configuration driver and client, over the libcurl client.
@@ -158,8 +162,9 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
             ],
-            // The demo's simulated Apple Pay sheet (JS + CSS), served only by `orchard demo`.
-            resources: [.copy("SimulatedSheet")],
+            // The demo's simulated Apple Pay sheet (JS + CSS), and the demo shop's catalogue (a copy of
+            // Config/catalogue.json, a test keeps them equal) for a demo started outside the repository.
+            resources: [.copy("SimulatedSheet"), .copy("demo-catalogue.json")],
             swiftSettings: swiftSettings
         ),
         // What both executables run: the server's composition root and the command-line basics.
@@ -266,6 +271,12 @@ let package = Package(
         .testTarget(
             name: "OrchardTestingTests",
             dependencies: ["OrchardTesting", "CurlClient", "ApplePay"],
+            swiftSettings: swiftSettings
+        ),
+        // The executables as processes: orchard's commands, orchard serve's startup, the sandbox's demo.
+        .testTarget(
+            name: "OrchardCLITests",
+            dependencies: ["CurlClient", "OrchardTesting", "orchard", "orchard-sandbox"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

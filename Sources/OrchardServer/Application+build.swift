@@ -40,6 +40,8 @@ public func buildApplication(
     router.add(middleware: LogRequestsMiddleware(.debug))
     if let folder = configuration.publicDirectory {
         router.add(middleware: FileMiddleware(folder, searchForIndexHtml: true, logger: logger))
+    } else {
+        router.add(middleware: FileMiddleware(fileProvider: EmbeddedFileProvider.builtIn, searchForIndexHtml: true))
     }
     let directory = directory ?? MerchantDirectory(configuration: configuration)
     router.add(middleware: MerchantMiddleware(directory: directory, maxBodyBytes: configuration.maxBodyBytes))

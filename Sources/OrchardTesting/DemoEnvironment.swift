@@ -117,6 +117,18 @@ public struct DemoEnvironment: Sendable {
         return name
     }
 
+    /// The demo shop's catalogue, built into the sandbox: written to the state folder on first use.
+    public func builtInCatalogue() throws -> String {
+        let path = file("catalogue.json")
+        if !FileManager.default.fileExists(atPath: path) {
+            guard let source = Bundle.module.url(forResource: "demo-catalogue", withExtension: "json") else {
+                throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: "demo-catalogue.json"])
+            }
+            try FileManager.default.copyItem(atPath: source.path, toPath: path)
+        }
+        return path
+    }
+
     /// The demo's admin token (created on first use, mode 0600): `orchard payments … --token-file` reads it.
     public func adminTokenFile() throws -> String {
         let path = file("admin-token")

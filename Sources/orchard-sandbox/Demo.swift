@@ -41,12 +41,14 @@ struct Demo: AsyncParsableCommand {
         guard ["record", "worldpay", "worldline"].contains(processor) else { fail("--processor must be record, worldpay or worldline") }
         let processors = processor == "record" ? nil : try environment.makeProcessors()
         let processorPort = try await processors?.start() ?? 0
+        // In a checkout of the repository the page and catalogue are served from their files, so
+        // edits show without a rebuild; anywhere else, the page and catalogue built into the binary.
         let publicDirectory =
             FileManager.default.fileExists(atPath: "Public/index.html")
             ? URL(fileURLWithPath: "Public").standardizedFileURL.path : nil
         let catalogue =
             FileManager.default.fileExists(atPath: "Config/catalogue.json")
-            ? URL(fileURLWithPath: "Config/catalogue.json").standardizedFileURL.path : nil
+            ? URL(fileURLWithPath: "Config/catalogue.json").standardizedFileURL.path : try environment.builtInCatalogue()
         let path = try environment.writeServerConfiguration(
             gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue,
             applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort)

@@ -17,12 +17,6 @@ enum AppleFixture {
     static let signedAt = Date(timeIntervalSince1970: 1_735_689_600)  // 2025-01-01, inside its validity
 }
 
-func temporaryFolder() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-certs-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
-
 /// Runs the system `openssl` (CI installs it) to build PKCS#12 files the way other tools do.
 func openssl(_ arguments: [String]) throws {
     let process = Process()
@@ -123,8 +117,9 @@ struct CertificateToolsTests {
         "PKCS#12, modern (AES) and legacy (RC2-40 + 3DES, as Keychain exports): certificate, chain and matching key",
         arguments: [false, true])
     func pkcs12(legacy: Bool) throws {
-        let folder = try temporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let folder = directory.url
         let caPath = folder.appendingPathComponent("ca.pem").path
         try Data(TestMaterial.shared.caPEM).write(to: URL(fileURLWithPath: caPath))
         let p12 = folder.appendingPathComponent("apple_pay.p12").path

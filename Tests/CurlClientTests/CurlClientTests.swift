@@ -43,9 +43,9 @@ struct CurlClientTests {
     func identityFromFiles() async throws {
         let fixture = try await GatewayFixture.start()
         defer { Task { await fixture.gateway.stop() } }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-curl-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let directory = temporary.url
         let cert = directory.appendingPathComponent("identity.pem").path
         let key = directory.appendingPathComponent("identity.key").path
         try fixture.material.identity.write(certificateTo: cert, keyTo: key)

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OrchardCore
 import OrchardServer
+import OrchardTesting
 import Synchronization
 import Testing
 

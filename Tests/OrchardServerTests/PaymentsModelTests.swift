@@ -1,6 +1,7 @@
 import Foundation
 import OrchardCore
 import OrchardServer
+import OrchardTesting
 import Synchronization
 import Testing
 

@@ -366,16 +366,16 @@ struct ProcessorTests {
             var environment = ProcessInfo.processInfo.environment
             environment["ORCHARD_ADMIN_TOKEN"] = MoreMerchants.adminToken
             let server = ["--server", "http://127.0.0.1:\(fixture.server.port)"]
-            let listed = try await StartupTests.runOrchardAsync(
+            let listed = try await OrchardProcess.runAsync(
                 ["payments", "list", "--state", "authorized"] + server, environment: environment)
             #expect(listed.status == 0, "\(listed.stderr)")
             let payments = (try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [String: Any])?["payments"] as? [[String: Any]]
             #expect(payments?.first?["id"] as? String == paymentId)
             #expect(payments?.first?["createdAt"] as? String != nil, "dates are ISO 8601")
-            let cancelled = try await StartupTests.runOrchardAsync(["payments", "cancel", paymentId] + server, environment: environment)
+            let cancelled = try await OrchardProcess.runAsync(["payments", "cancel", paymentId] + server, environment: environment)
             #expect(cancelled.status == 0, "\(cancelled.stderr)")
             #expect(fixture.mock.charges.first?.state == .cancelled)
-            let again = try await StartupTests.runOrchardAsync(["payments", "settle", paymentId] + server, environment: environment)
+            let again = try await OrchardProcess.runAsync(["payments", "settle", paymentId] + server, environment: environment)
             #expect(again.status == 1)
             #expect(again.stderr.contains("HTTP 409"))
         }

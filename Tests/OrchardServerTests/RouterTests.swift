@@ -98,4 +98,43 @@ struct RouterTests {
             }
         }
     }
+
+    @Test("without server.publicDirectory the checkout page built into the binary is served, byte for byte, with the security headers")
+    func builtInCheckoutPage() async throws {
+        let folder = OrchardProcess.repositoryRoot.appendingPathComponent("Public")
+        try await Self.withApp { client, _ in
+            for (uri, file) in [("/", "index.html"), ("/checkout/main.js", "checkout/main.js"), ("/favicon.svg", "favicon.svg")] {
+                let response = try await client.execute(uri: uri, method: .get)
+                #expect(response.status == .ok, "\(uri)")
+                #expect(
+                    Array(response.body.readableBytesView) == [UInt8](try Data(contentsOf: folder.appendingPathComponent(file))), "\(uri)")
+                #expect(response.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
+            }
+            #expect(try await client.execute(uri: "/checkout/main.js", method: .get).headers[.contentType] == "text/javascript")
+            #expect(try await client.execute(uri: "/checkout", method: .get).status == .movedPermanently)
+            #expect(try await client.execute(uri: "/missing.js", method: .get).status == .notFound)
+            #expect(try await client.execute(uri: "/checkout/../index.html", method: .get).status != .internalServerError)
+            let partial = try await client.execute(uri: "/index.html", method: .get, headers: [.range: "bytes=0-14"])
+            #expect(partial.status == .partialContent)
+            #expect(String(buffer: partial.body) == "<!doctype html>")
+        }
+    }
+
+    @Test("a configured public folder replaces the built-in page; one without index.html is refused at startup")
+    func publicDirectoryOverride() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        try FileManager.default.createDirectory(atPath: directory.path("site"), withIntermediateDirectories: true)
+        file.server?.publicDirectory = "site"
+        #expect {
+            try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
+        } throws: { error in
+            (error as? ConfigurationError)?.message == "\(directory.path("site")): server.publicDirectory has no index.html; "
+                + "point it at a copy of Orchard's Public folder, or remove it to serve the built-in checkout page"
+        }
+        try directory.write("site/index.html", Array("<p>mine</p>".utf8))
+        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
+        #expect(configuration.publicDirectory == directory.path("site"))
+    }
 }

@@ -30,24 +30,6 @@ final class CountingSessions: MerchantSessionService {
     }
 }
 
-/// A temporary folder removed when the test ends.
-struct TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    func write(_ name: String, _ bytes: [UInt8]) throws {
-        try Data(bytes).write(to: url.appendingPathComponent(name))
-    }
-
-    func remove() { try? FileManager.default.removeItem(at: url) }
-}
-
 /// The real server on a free loopback port, wired to a real mock gateway over mutual TLS.
 struct ServerHarness {
     static let domain = "shop.example"

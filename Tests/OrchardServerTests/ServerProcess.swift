@@ -50,7 +50,7 @@ final class ServerProcess: Sendable {
     /// Starts the server and waits until it answers.
     func start() async throws {
         let child = Process()
-        child.executableURL = StartupTests.orchardExecutable
+        child.executableURL = OrchardProcess.orchard
         child.arguments = ["serve", "--config", directory.path("orchard.json")]
         child.environment = environment
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path("server.log")))

@@ -47,7 +47,7 @@ extension ServerConfiguration {
         return ServerConfiguration(
             host: file.server?.host ?? "127.0.0.1",
             port: port,
-            publicDirectory: file.server?.publicDirectory.map(values.path),
+            publicDirectory: try resolvePublicDirectory(file.server?.publicDirectory, values: values),
             maxBodyBytes: maxBody,
             gateway: gateway,
             merchants: merchants,
@@ -166,6 +166,18 @@ extension ServerConfiguration {
         } catch {
             throw ConfigurationError("\(values.describe(file)): invalid catalogue: \(Self.describe(error))")
         }
+    }
+
+    /// `server.publicDirectory`: a folder with the page's `index.html`; nil serves the page built into the binary.
+    static func resolvePublicDirectory(_ value: String?, values: ConfigurationValues) throws(ConfigurationError) -> String? {
+        guard let value else { return nil }
+        let folder = values.path(value)
+        guard FileManager.default.fileExists(atPath: URL(fileURLWithPath: folder).appendingPathComponent("index.html").path) else {
+            throw ConfigurationError(
+                "\(folder): server.publicDirectory has no index.html; point it at a copy of Orchard's Public folder, or remove it to serve the built-in checkout page"
+            )
+        }
+        return folder
     }
 
     /// `server.maxBodyBytes` and `server.port`.

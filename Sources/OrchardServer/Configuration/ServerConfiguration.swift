@@ -7,6 +7,7 @@ import X509
 public struct ServerConfiguration: Sendable {
     public var host: String
     public var port: Int
+    /// The folder of static files that replaces the built-in checkout page; nil: the built-in page.
     public var publicDirectory: String?
     public var maxBodyBytes: Int
     /// Apple's gateway origin; `isProductionHost` is false for a test gateway (logged as a warning).

@@ -1,10 +1,10 @@
 import Foundation
+import OrchardTesting
 import Testing
 
 @Suite("orchard token decrypt and mint, as processes")
 struct TokenCommandTests {
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("ApplePayTests/Fixtures")
+    static let fixtures = OrchardProcess.repositoryRoot.appendingPathComponent("Tests/ApplePayTests/Fixtures")
 
     func json(_ bytes: [UInt8]) -> NSDictionary? {
         try? JSONSerialization.jsonObject(with: Data(bytes)) as? NSDictionary
@@ -17,7 +17,7 @@ struct TokenCommandTests {
             ("basis-theory-rsa", "private.key", "apple_pay.pem", "2024-01-08T17:55:00Z"),
         ] {
             let dir = Self.fixtures.appendingPathComponent(folder)
-            let result = try StartupTests.runOrchard([
+            let result = try OrchardProcess.run([
                 "token", "decrypt", "--token", dir.appendingPathComponent("token.json").path,
                 "--key", dir.appendingPathComponent(key).path, "--cert", dir.appendingPathComponent(cert).path, "--at", at,
             ])
@@ -32,7 +32,7 @@ struct TokenCommandTests {
     func failures() throws {
         let dir = Self.fixtures.appendingPathComponent("gala-2021")
         let base = ["token", "decrypt", "--token", dir.appendingPathComponent("token.json").path]
-        let today = try StartupTests.runOrchard(
+        let today = try OrchardProcess.run(
             base + [
                 "--key", dir.appendingPathComponent("private_key.pem").path, "--cert", dir.appendingPathComponent("certificate.pem").path,
             ])
@@ -40,7 +40,7 @@ struct TokenCommandTests {
         #expect(today.stdout.isEmpty)
         #expect(today.stderr.hasPrefix("orchard: the signing certificate ") && today.stderr.split(separator: "\n").count == 1)
 
-        let wrongMerchant = try StartupTests.runOrchard(
+        let wrongMerchant = try OrchardProcess.run(
             base + [
                 "--key", dir.appendingPathComponent("private_key.pem").path, "--merchant-id", "merchant.wrong", "--at",
                 "2021-09-01T19:04:00Z",
@@ -48,7 +48,7 @@ struct TokenCommandTests {
         #expect(wrongMerchant.status == 1)
         #expect(wrongMerchant.stderr.contains("does not decrypt"))
 
-        let missing = try StartupTests.runOrchard(base + ["--key", "/nonexistent.pem", "--merchant-id", "m"])
+        let missing = try OrchardProcess.run(base + ["--key", "/nonexistent.pem", "--merchant-id", "m"])
         #expect(missing.status == 1)
         #expect(missing.stderr == "orchard: /nonexistent.pem: cannot read the key file\n")
     }
@@ -57,13 +57,13 @@ struct TokenCommandTests {
     func productionBinaryIsClean() throws {
         // Swift mangles a module's name into every symbol it defines: `14OrchardTesting`.
         let marker = Data("14OrchardTesting".utf8)
-        let production = try Data(contentsOf: StartupTests.orchardExecutable)
-        let sandbox = try Data(contentsOf: StartupTests.sandboxExecutable)
+        let production = try Data(contentsOf: OrchardProcess.orchard)
+        let sandbox = try Data(contentsOf: OrchardProcess.sandbox)
         #expect(production.range(of: marker) == nil, "orchard links OrchardTesting")
         #expect(sandbox.range(of: marker) != nil, "the marker is found where the module is linked")
-        #expect(try StartupTests.runOrchard(["demo"]).status != 0)
-        #expect(try StartupTests.runOrchard(["token", "mint", "--amount", "1"]).status != 0)
-        let help = try StartupTests.runOrchard(["--help"])
+        #expect(try OrchardProcess.run(["demo"]).status != 0)
+        #expect(try OrchardProcess.run(["token", "mint", "--amount", "1"]).status != 0)
+        let help = try OrchardProcess.run(["--help"])
         #expect(!String(decoding: help.stdout, as: UTF8.self).contains("mock-gateway"))
     }
 
@@ -71,19 +71,19 @@ struct TokenCommandTests {
     func mintRoundTrip() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let minted = try StartupTests.runOrchard(
+        let minted = try OrchardProcess.run(
             ["token", "mint", "--state-dir", directory.url.path, "--amount", "4321", "--leading-zero"],
-            executable: StartupTests.sandboxExecutable)
+            executable: OrchardProcess.sandbox)
         #expect(minted.status == 0, "\(minted.stderr)")
         try directory.write("token.json", minted.stdout)
         let decrypt = [
             "token", "decrypt", "--token", directory.path("token.json"), "--key", directory.path("test-processing-ec.key"),
             "--merchant-id", "merchant.dev.orchard.demo",
         ]
-        let trusted = try StartupTests.runOrchard(decrypt + ["--trust-root", directory.path("test-apple-root.pem")])
+        let trusted = try OrchardProcess.run(decrypt + ["--trust-root", directory.path("test-apple-root.pem")])
         #expect(trusted.status == 0, "\(trusted.stderr)")
         #expect(json(trusted.stdout)?["transactionAmount"] as? Int == 4321)
-        let production = try StartupTests.runOrchard(decrypt)
+        let production = try OrchardProcess.run(decrypt)
         #expect(production.status == 1)
         #expect(production.stderr.contains("do not chain to the trusted root"))
     }
