@@ -6,7 +6,11 @@ import OrchardCore
 /// The back office: `/admin/payments`, to list payments (the unknown ones to reconcile first)
 /// and to settle or cancel authorized ones through the processor that authorized them.
 extension AdminController {
-    struct PaymentView: Encodable {
+    struct PaymentList: ResponseEncodable {
+        var payments: [PaymentRecord]
+    }
+
+    struct PaymentView: ResponseEncodable {
         var payment: PaymentRecord
         var merchantIdentifier: String?
         var orderState: OrderRecord.State?
@@ -32,19 +36,18 @@ extension AdminController {
                 payments = try await store.payments(state: state, limit: limit)
             }
             payments = Array(payments.prefix(limit))
-            return try json(["payments": payments], status: .ok)
+            return PaymentList(payments: payments)
         }
         admin.get("payments/{id}") { _, context in
             let payment = try await requirePayment(try context.parameters.require("id"))
             let order = try await store.order(id: payment.orderId)
-            return try json(
-                PaymentView(payment: payment, merchantIdentifier: order?.merchantIdentifier, orderState: order?.state), status: .ok)
+            return PaymentView(payment: payment, merchantIdentifier: order?.merchantIdentifier, orderState: order?.state)
         }
         admin.post("payments/{id}/settle") { _, context in
-            try json(try await engineCall { try await engine.settle(paymentId: try context.parameters.require("id")) }, status: .ok)
+            try await engineCall { try await engine.settle(paymentId: try context.parameters.require("id")) }
         }
         admin.post("payments/{id}/cancel") { _, context in
-            try json(try await engineCall { try await engine.cancel(paymentId: try context.parameters.require("id")) }, status: .ok)
+            try await engineCall { try await engine.cancel(paymentId: try context.parameters.require("id")) }
         }
         admin.post("payments/{id}/resolve") { request, context in
             let body = try await request.decode(as: ResolveBody.self, context: context)
@@ -52,7 +55,7 @@ extension AdminController {
                 throw OrchardError(.invalidRequest, "state must be authorized or refused, as the processor's records say")
             }
             let id = try context.parameters.require("id")
-            return try json(try await engineCall { try await engine.resolve(paymentId: id, as: resolution) }, status: .ok)
+            return try await engineCall { try await engine.resolve(paymentId: id, as: resolution) }
         }
     }
 

@@ -35,13 +35,17 @@ struct AdminController {
         var takesOrders: Bool
     }
 
-    struct Listing: Encodable {
+    struct Listing: ResponseEncodable {
         var platformIntegrator: String?
         var configured: [ConfiguredMerchant]
         var registered: [RegisteredMerchant]
     }
 
-    struct Details: Encodable {
+    struct RemainingDomains: ResponseEncodable {
+        var remainingDomains: [String]
+    }
+
+    struct Details: ResponseEncodable {
         var registered: RegisteredMerchant?
         var apple: RegisteredMerchantDetails?
     }
@@ -49,15 +53,14 @@ struct AdminController {
     func addRoutes(to router: Router<OrchardRequestContext>, token: AdminToken) {
         let admin = router.group("admin").add(middleware: AdminAuthMiddleware(token: token))
         admin.get("merchants") { _, _ in
-            try json(
-                Listing(
-                    platformIntegrator: configuration.platform?.merchantIdentifier,
-                    configured: configuration.merchants.map {
-                        ConfiguredMerchant(
-                            merchantIdentifier: $0.merchantIdentifier, displayName: $0.displayName, domains: $0.domains,
-                            takesOrders: $0.catalogue != nil)
-                    },
-                    registered: directory.registrations), status: .ok)
+            Listing(
+                platformIntegrator: configuration.platform?.merchantIdentifier,
+                configured: configuration.merchants.map {
+                    ConfiguredMerchant(
+                        merchantIdentifier: $0.merchantIdentifier, displayName: $0.displayName, domains: $0.domains,
+                        takesOrders: $0.catalogue != nil)
+                },
+                registered: directory.registrations)
         }
         admin.post("merchants") { request, context in
             try await register(request, context: context)
@@ -75,7 +78,7 @@ struct AdminController {
                 throw OrchardError(registration: error)
             }
             guard local != nil || apple != nil else { throw OrchardError(.notFound, "no merchant \(id) is registered") }
-            return try json(Details(registered: local, apple: apple), status: .ok)
+            return Details(registered: local, apple: apple)
         }
         admin.post("merchants/{id}/unregister") { request, context in
             try await unregister(request, id: try Self.partnerIdentifier(context), context: context)
@@ -107,7 +110,7 @@ struct AdminController {
         return registration
     }
 
-    func register(_ request: Request, context: OrchardRequestContext) async throws -> Response {
+    func register(_ request: Request, context: OrchardRequestContext) async throws -> EditedResponse<RegisteredMerchant> {
         let logger = context.logger
         let service = try service()
         let body = try await request.decode(as: RegisterBody.self, context: context)
@@ -137,10 +140,10 @@ struct AdminController {
             createdAt: existing?.createdAt ?? now, updatedAt: now)
         try await save(merchant, after: "registered")
         logger.info("merchant registered", metadata: ["partner": "\(id)", "domains": "\(registration.domainNames.joined(separator: ","))"])
-        return try json(merchant, status: existing == nil ? .created : .ok)
+        return EditedResponse(status: existing == nil ? .created : .ok, response: merchant)
     }
 
-    func unregister(_ request: Request, id: String, context: OrchardRequestContext) async throws -> Response {
+    func unregister(_ request: Request, id: String, context: OrchardRequestContext) async throws -> RemainingDomains {
         let logger = context.logger
         let service = try service()
         let body = try await request.decode(as: UnregisterBody.self, context: context)
@@ -175,7 +178,7 @@ struct AdminController {
         logger.info(
             "merchant domains unregistered",
             metadata: ["partner": "\(id)", "domains": "\(unregistration.domainNames.joined(separator: ","))", "reason": "\(body.reason)"])
-        return try json(["remainingDomains": merchant.domains], status: .ok)
+        return RemainingDomains(remainingDomains: merchant.domains)
     }
 
     /// Records a change Apple already accepted; Apple's calls are idempotent, so a failure here is fixed by repeating.

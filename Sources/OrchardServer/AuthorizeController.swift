@@ -44,7 +44,7 @@ struct AuthorizeController {
         }
     }
 
-    struct Answer: Encodable {
+    struct Answer: ResponseEncodable {
         var status: String
         var errors: [ApplePayErrorItem]
         var orderId: String
@@ -63,7 +63,7 @@ struct AuthorizeController {
     }
 
     /// Decode, hand to the engine, map its answer.
-    func authorize(_ request: Request, context: OrchardRequestContext) async throws -> Response {
+    func authorize(_ request: Request, context: OrchardRequestContext) async throws -> Answer {
         let (merchant, _) = try context.requireMerchant()
         let bytes = try await readBody(request, limit: Self.maximumBodyBytes)
         let body: Body
@@ -84,6 +84,6 @@ struct AuthorizeController {
         } catch {
             throw OrchardError(error)
         }
-        return try json(Answer(status: "success", errors: [], orderId: body.orderId, paymentId: payment.id), status: .ok)
+        return Answer(status: "success", errors: [], orderId: body.orderId, paymentId: payment.id)
     }
 }

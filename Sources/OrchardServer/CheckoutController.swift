@@ -17,7 +17,7 @@ struct CheckoutController {
         var price: String
     }
 
-    struct Settings: Encodable {
+    struct Settings: ResponseEncodable {
         var merchantIdentifier: String
         var displayName: String
         var currencyCode: String
@@ -40,7 +40,7 @@ struct CheckoutController {
                 },
                 applePaySDK: configuration.applePaySDK?.absoluteString,
                 simulatedSheet: simulator == nil ? nil : SimulatedSheetController.scriptPath)
-            return try json(settings, status: .ok)
+            return settings
         }
     }
 }

@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import Hummingbird
 import OrchardCore
@@ -17,6 +18,7 @@ public struct OrchardRequestContext: RequestContext {
     }
 
     public var requestDecoder: OrchardRequestDecoder { OrchardRequestDecoder() }
+    public var responseEncoder: OrchardResponseEncoder { OrchardResponseEncoder() }
 
     /// The merchant serving this Host; an unknown host is a 421, here and nowhere else.
     public func requireMerchant() throws(OrchardError) -> (merchant: MerchantConfiguration, domain: String) {
@@ -57,6 +59,25 @@ public struct OrchardRequestDecoder: RequestDecoder {
         }
     }
 }
+
+/// Every JSON answer the same way: sorted keys, unescaped slashes, ISO 8601 dates, never cached.
+/// Controllers return `ResponseEncodable` values (in an `EditedResponse` for another status).
+public struct OrchardResponseEncoder: ResponseEncoder {
+    public func encode(_ value: some Encodable, from request: Request, context: some RequestContext) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+}
+
+/// Answers whose types live in other targets, sent as JSON through ``OrchardResponseEncoder``.
+extension ApplePayUpdate: ResponseEncodable {}
+extension PaymentRecord: ResponseEncodable {}
+extension RegisteredMerchant: ResponseEncodable {}
+extension PaymentToken: ResponseEncodable {}
 
 /// Reads a request body up to `limit` bytes; larger bodies are a 413.
 func readBody(_ request: Request, limit: Int) async throws -> [UInt8] {

@@ -18,7 +18,7 @@ struct OrdersController {
     struct CouponBody: Decodable { var couponCode: String }
     struct PaymentMethodBody: Decodable { var type: String? }
 
-    struct Created: Encodable {
+    struct Created: ResponseEncodable {
         var orderId: String
         var paymentRequest: ApplePayPaymentRequest
     }
@@ -61,7 +61,7 @@ struct OrdersController {
         return (merchant, catalogue)
     }
 
-    func create(_ request: Request, context: OrchardRequestContext) async throws -> Response {
+    func create(_ request: Request, context: OrchardRequestContext) async throws -> EditedResponse<Created> {
         let (merchant, catalogue) = try merchant(for: context)
         let body = try await request.decode(as: CreateBody.self, context: context)
         let priced: PricedOrder
@@ -78,14 +78,14 @@ struct OrdersController {
                 createdAt: time.now))
         let paymentRequest = ApplePayPaymentRequest(
             order: priced, catalogue: catalogue, displayName: merchant.displayName, applicationData: applicationData)
-        return try json(Created(orderId: id, paymentRequest: paymentRequest), status: .created)
+        return EditedResponse(status: .created, response: Created(orderId: id, paymentRequest: paymentRequest))
     }
 
     /// Reprices an open order; shopper-fixable problems come back as Apple Pay errors with the previous totals.
     func update(
         _ context: OrchardRequestContext, id: String, includeShippingMethods: Bool,
         change: (PricedOrder) -> ([CartItem], String?, String?, String?)
-    ) async throws -> Response {
+    ) async throws -> ApplePayUpdate {
         let (merchant, catalogue) = try merchant(for: context)
         let order = try await openOrder(id: id, merchant: merchant, store: store)
         let (items, method, coupon, country) = change(order.priced)
@@ -115,7 +115,7 @@ struct OrdersController {
         let answer = ApplePayUpdate(
             order: updated.priced, catalogue: catalogue, displayName: merchant.displayName, includeShippingMethods: includeShippingMethods,
             errors: errors)
-        return try json(answer, status: .ok)
+        return answer
     }
 
 }
@@ -135,13 +135,4 @@ func openOrder(id: String, merchant: MerchantConfiguration, store: any OrchardSt
     case .paid: throw OrchardError(.orderNotOpen, "this order is already paid")
     case .cancelled: throw OrchardError(.orderNotOpen, "this order was cancelled")
     }
-}
-
-func json(_ value: some Encodable, status: HTTPResponse.Status) throws -> Response {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    encoder.dateEncodingStrategy = .iso8601
-    return Response(
-        status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-        body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
 }

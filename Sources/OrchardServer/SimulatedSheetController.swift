@@ -64,7 +64,7 @@ struct SimulatedSheetController {
             let method = body.paymentMethod ?? PaymentToken.PaymentMethod(displayName: "Visa 1111", network: "Visa", type: "debit")
             let token = try simulator.mintToken(
                 amount: amount, currency: currency, applicationData: applicationData, paymentMethod: method, merchant: merchant)
-            return try json(token, status: .ok)
+            return token
         }
     }
 
