@@ -46,6 +46,14 @@ public struct TokenVerifier: Sendable {
     public func verify(_ paymentData: PaymentData, at now: Date) throws(ApplePayError) -> Verified {
         let decoded = try paymentData.decoded()
         let cms = try CMSSignedData(ber: decoded.signature)
+        let leaf = try signingCertificate(cms, at: now)
+        let signingTime = try checkSigner(cms, leaf: leaf, signedContent: decoded.signedContent)
+        try checkAge(signingTime, at: now)
+        return Verified(decoded: decoded, signingTime: signingTime, leaf: leaf)
+    }
+
+    /// Apple's leaf from the signature, chained to the root and valid at `now`.
+    private func signingCertificate(_ cms: CMSSignedData, at now: Date) throws(ApplePayError) -> Certificate {
         var certificates: [(certificate: Certificate, der: ArraySlice<UInt8>)] = []
         for der in cms.certificates {
             guard let certificate = verifiedChains.certificate(der) else {
@@ -69,11 +77,16 @@ public struct TokenVerifier: Sendable {
                 "the signing certificate \(certificate.subject) is valid only from \(certificate.notValidBefore.formatted(.iso8601)) to \(certificate.notValidAfter.formatted(.iso8601))"
             )
         }
+        return leaf.certificate
+    }
 
+    /// The one signer is the leaf, its signed digest covers the token, and its signature verifies;
+    /// returns the signing time it signed.
+    private func checkSigner(_ cms: CMSSignedData, leaf: Certificate, signedContent: [UInt8]) throws(ApplePayError) -> Date {
         guard cms.signers.count == 1, let signer = cms.signers.first else {
             throw ApplePayError(.signerMismatch, "the signature must have exactly one signer, has \(cms.signers.count)")
         }
-        guard signer.issuer == leaf.certificate.issuer, signer.serialNumber == leaf.certificate.serialNumber.bytes else {
+        guard signer.issuer == leaf.issuer, signer.serialNumber == leaf.serialNumber.bytes else {
             throw ApplePayError(.signerMismatch, "the CMS signer is not Apple's leaf certificate")
         }
         guard signer.digestAlgorithm == CMSObjectIdentifiers.sha256 else {
@@ -93,7 +106,7 @@ public struct TokenVerifier: Sendable {
         } catch {
             throw ApplePayError(.malformedSignature, "unreadable messageDigest or signingTime attribute")
         }
-        guard digest == Array(SHA256.hash(data: decoded.signedContent)) else {
+        guard digest == Array(SHA256.hash(data: signedContent)) else {
             throw ApplePayError(
                 .messageDigestMismatch, "the signed digest does not match the token's key, data, transactionId and applicationData")
         }
@@ -104,11 +117,14 @@ public struct TokenVerifier: Sendable {
         case CMSObjectIdentifiers.rsaEncryption, CMSObjectIdentifiers.sha256WithRSAEncryption: algorithm = .sha256WithRSAEncryption
         default: throw ApplePayError(.malformedSignature, "unsupported signature algorithm \(signer.signatureAlgorithm)")
         }
-        guard leaf.certificate.publicKey.isValidSignature(signer.signature, for: signer.signedAttributesDER, signatureAlgorithm: algorithm)
-        else {
+        guard leaf.publicKey.isValidSignature(signer.signature, for: signer.signedAttributesDER, signatureAlgorithm: algorithm) else {
             throw ApplePayError(.invalidSignature, "Apple's signature over the token does not verify")
         }
+        return signingTime
+    }
 
+    /// The signing time is within the policy's age and future skew of `now`.
+    private func checkAge(_ signingTime: Date, at now: Date) throws(ApplePayError) {
         let age = now.timeIntervalSince(signingTime)
         guard age <= policy.maximumAge else {
             throw ApplePayError(
@@ -122,7 +138,6 @@ public struct TokenVerifier: Sendable {
                 "the token's signing time \(signingTime.formatted(.iso8601)) is more than \(Int(policy.maximumFutureSkew)) s after \(now.formatted(.iso8601))"
             )
         }
-        return Verified(decoded: decoded, signingTime: signingTime, leaf: leaf.certificate)
     }
 
     /// Leaf ← intermediate ← root, by names and signatures; validity dates are checked by the caller.

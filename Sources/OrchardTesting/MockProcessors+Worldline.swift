@@ -55,6 +55,45 @@ extension MockProcessors {
             return worldlineError(400, "INVALID_VALUE", "currencyCode must be ISO 4217", property: "order.amountOfMoney.currencyCode")
         }
         let input = body["mobilePaymentMethodSpecificInput"] as? [String: Any] ?? [:]
+        if let refusal = worldlineInputError(input) { return refusal }
+        guard let key = request.header("X-GCS-Idempotence-Key"), !key.isEmpty else {
+            return worldlineError(400, "PARAMETER_NOT_FOUND_IN_REQUEST", "this mock requires X-GCS-Idempotence-Key")
+        }
+        let mode = input["authorizationMode"] as? String ?? ""
+        let id = "\(3_000_000_000 + Int64(state.withLock { $0.charges.count }))_0"
+        let references = (body["order"] as? [String: Any])?["references"] as? [String: Any]
+        let reference = references?["merchantReference"] as? String ?? key
+        let status = mode == "SALE" ? "CAPTURED" : "PENDING_CAPTURE"
+        let authorized = Self.body([
+            "creationOutput": ["isNewToken": false],
+            "payment": [
+                "id": id, "status": status,
+                "paymentOutput": ["references": ["merchantReference": reference]],
+                "statusOutput": [
+                    "statusCategory": mode == "SALE" ? "COMPLETED" : "PENDING_MERCHANT", "statusCode": mode == "SALE" ? 9 : 5,
+                ],
+            ],
+        ])
+        return authorization(
+            reference: "worldline:" + key,
+            charge: MockCharge(
+                processor: "worldline", reference: key, id: id, amount: amount, currency: money["currencyCode"] as? String ?? "",
+                state: .authorized, mode: input["encryptedPaymentData"] is String ? "encrypted" : "decrypted"),
+            authorized: authorized, authorizedStatus: 201,
+            refused: { code, description in (402, Self.worldlineRejection(id: id, code: code, description: description)) },
+            errorBody: { status in
+                Self.body([
+                    "errorId": UUID().uuidString,
+                    "errors": [["errorCode": "9999", "id": "SERVER_ERROR", "message": "Injected fault \(status)"]],
+                ])
+            },
+            inProgress: InProgressAnswer(status: 409, body: Self.worldlineInProgress),
+            replayHeaders: [("X-GCS-Idempotence-Request-Timestamp", String(Int(Date().timeIntervalSince1970 * 1000)))])
+    }
+
+    /// What Worldline checks in `mobilePaymentMethodSpecificInput`: product 302, the mode, and
+    /// exactly one of the encrypted token or the decrypted DPAN, cryptogram and MMYY expiry.
+    func worldlineInputError(_ input: [String: Any]) -> Reply? {
         guard Self.integer(input["paymentProductId"]) == 302 else {
             return worldlineError(400, "INVALID_VALUE", "paymentProductId must be 302 (Apple Pay)", property: "paymentProductId")
         }
@@ -81,60 +120,28 @@ extension MockProcessors {
                 return worldlineError(400, "INVALID_VALUE", "decryptedPaymentData needs dpan, cryptogram and expiryDate MMYY")
             }
         }
-        guard let key = request.header("X-GCS-Idempotence-Key"), !key.isEmpty else {
-            return worldlineError(400, "PARAMETER_NOT_FOUND_IN_REQUEST", "this mock requires X-GCS-Idempotence-Key")
-        }
-        let id = "\(3_000_000_000 + Int64(state.withLock { $0.charges.count }))_0"
-        let references = (body["order"] as? [String: Any])?["references"] as? [String: Any]
-        let reference = references?["merchantReference"] as? String ?? key
-        let status = mode == "SALE" ? "CAPTURED" : "PENDING_CAPTURE"
-        let authorized = Self.body([
-            "creationOutput": ["isNewToken": false],
-            "payment": [
-                "id": id, "status": status,
-                "paymentOutput": ["references": ["merchantReference": reference]],
-                "statusOutput": [
-                    "statusCategory": mode == "SALE" ? "COMPLETED" : "PENDING_MERCHANT", "statusCode": mode == "SALE" ? 9 : 5,
-                ],
+        return nil
+    }
+
+    static func worldlineRejection(id: String, code: String, description: String) -> [UInt8] {
+        body([
+            "errorId": UUID().uuidString, "errors": [["errorCode": code, "id": "PAYMENT_REJECTED", "message": description]],
+            "paymentResult": [
+                "payment": ["id": id, "status": "REJECTED", "statusOutput": ["statusCategory": "UNSUCCESSFUL", "statusCode": 2]]
             ],
         ])
-        return authorization(
-            reference: "worldline:" + key,
-            charge: MockCharge(
-                processor: "worldline", reference: key, id: id, amount: amount, currency: money["currencyCode"] as? String ?? "",
-                state: .authorized, mode: encrypted != nil ? "encrypted" : "decrypted"),
-            authorized: authorized, authorizedStatus: 201,
-            refused: { code, description in
-                (
-                    402,
-                    Self.body([
-                        "errorId": UUID().uuidString, "errors": [["errorCode": code, "id": "PAYMENT_REJECTED", "message": description]],
-                        "paymentResult": [
-                            "payment": [
-                                "id": id, "status": "REJECTED", "statusOutput": ["statusCategory": "UNSUCCESSFUL", "statusCode": 2],
-                            ]
-                        ],
-                    ])
-                )
-            },
-            errorBody: { status in
-                Self.body([
-                    "errorId": UUID().uuidString,
-                    "errors": [["errorCode": "9999", "id": "SERVER_ERROR", "message": "Injected fault \(status)"]],
-                ])
-            },
-            inProgress: InProgressAnswer(
-                status: 409,
-                body: Self.body([
-                    "errorId": UUID().uuidString,
-                    "errors": [
-                        [
-                            "errorCode": "1409", "id": "DUPLICATE_REQUEST_IN_PROGRESS",
-                            "message": "a request with this X-GCS-Idempotence-Key is still being processed",
-                        ]
-                    ],
-                ])),
-            replayHeaders: [("X-GCS-Idempotence-Request-Timestamp", String(Int(Date().timeIntervalSince1970 * 1000)))])
+    }
+
+    static var worldlineInProgress: [UInt8] {
+        body([
+            "errorId": UUID().uuidString,
+            "errors": [
+                [
+                    "errorCode": "1409", "id": "DUPLICATE_REQUEST_IN_PROGRESS",
+                    "message": "a request with this X-GCS-Idempotence-Key is still being processed",
+                ]
+            ],
+        ])
     }
 
     func worldlineAction(_ request: MockProcessorRequest, prefix: String) -> Reply {
