@@ -120,6 +120,7 @@ let package = Package(
             name: "OrchardServer",
             dependencies: [
                 "ApplePay",
+                "CertificateTools",
                 "OrchardCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

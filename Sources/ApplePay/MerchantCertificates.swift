@@ -67,7 +67,7 @@ public struct MerchantIdentity: Sendable {
         if keyText.contains("ENCRYPTED PRIVATE KEY") || keyText.contains("Proc-Type: 4,ENCRYPTED") {
             throw ApplePayError(
                 .invalidPrivateKey,
-                "\(keyName): encrypted private keys are not supported; store it unencrypted with 0600 permissions or pass it through an environment variable"
+                "\(keyName): the private key is encrypted; decrypt it first (Orchard's configuration does, given identityKeyPassword)"
             )
         }
         let key: Certificate.PrivateKey

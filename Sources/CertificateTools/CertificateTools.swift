@@ -76,23 +76,22 @@ public enum CertificateInspector {
         -> CertificateFileReport
     {
         let text = String(decoding: bytes, as: UTF8.self)
-        if text.contains("-----BEGIN ") { return try inspectPEM(text, at: now) }
+        if text.contains("-----BEGIN ") { return try inspectPEM(text, password: password, at: now) }
         if let certificate = try? Certificate(derEncoded: bytes) {
             return CertificateFileReport(format: "der", certificates: [report(certificate, at: now)], privateKey: nil, notes: [])
         }
         return try inspectPKCS12(bytes, password: password, at: now)
     }
 
-    static func inspectPEM(_ text: String, at now: Date) throws(CertificateToolError) -> CertificateFileReport {
+    static func inspectPEM(_ text: String, password: String?, at now: Date) throws(CertificateToolError) -> CertificateFileReport {
         let documents: [PEMDocument]
         do {
-            documents = try PEMDocument.parseMultiple(pemString: text)
+            // Traditional encrypted keys carry headers PEMDocument does not read; KeyReader reads them below.
+            documents = try PEMDocument.parseMultiple(pemString: withoutHeaderBlocks(text))
         } catch {
             throw CertificateToolError("the PEM data cannot be read (\(error))")
         }
         var certificates: [Certificate] = []
-        var key: PrivateKeyReport?
-        var keyPEM: String?
         var notes: [String] = []
         for document in documents {
             switch document.discriminator {
@@ -102,66 +101,54 @@ public enum CertificateInspector {
                 } catch {
                     throw CertificateToolError("a CERTIFICATE block is not a valid X.509 certificate")
                 }
-            case "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY":
-                key = privateKeyReport(pem: document.pemString)
-                keyPEM = document.pemString
-            case "ENCRYPTED PRIVATE KEY":
-                notes.append("the private key is encrypted: Orchard needs it unencrypted (openssl pkey -in KEY -out KEY.pem)")
+            case "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "EC PARAMETERS": break
             case "CERTIFICATE REQUEST":
                 notes.append("a certificate signing request: upload it to Apple, then import the certificate Apple returns")
             default:
                 notes.append("a \(document.discriminator) block was skipped")
             }
         }
-        guard !certificates.isEmpty || key != nil || !notes.isEmpty else { throw CertificateToolError("the file holds no PEM block") }
-        if var found = key, let pem = keyPEM, let leaf = certificates.first {
-            found.matchesCertificate = matches(pem: pem, certificate: leaf)
-            key = found
+        var key: PrivateKeyReport?
+        if text.contains("PRIVATE KEY-----") {
+            do {
+                let material = try KeyReader.privateKey(Array(text.utf8), password: password)
+                key = PrivateKeyReport(
+                    type: material.type == "EC" ? "EC P-\(material.bits)" : material.type, bits: material.bits,
+                    matchesCertificate: certificates.first.map { matches(pem: material.pem, certificate: $0) ?? false })
+            } catch {
+                notes.append(
+                    error.message.hasSuffix("give its password")
+                        ? "the private key is encrypted: give --password-env to read it (serve reads it with identityKeyPassword)"
+                        : error.message)
+            }
         }
+        guard !certificates.isEmpty || key != nil || !notes.isEmpty else { throw CertificateToolError("the file holds no PEM block") }
         return CertificateFileReport(format: "pem", certificates: certificates.map { report($0, at: now) }, privateKey: key, notes: notes)
     }
 
+    /// The PEM text without blocks that carry RFC 1421 headers (`Proc-Type: 4,ENCRYPTED`).
+    static func withoutHeaderBlocks(_ text: String) -> String {
+        text.replacingOccurrences(
+            of: "-----BEGIN ([A-Z0-9 ]+)-----\\s*\\n[A-Za-z-]+:[^\\n]*\\n[\\s\\S]*?-----END \\1-----", with: "", options: .regularExpression
+        )
+    }
+
     static func inspectPKCS12(_ bytes: [UInt8], password: String?, at now: Date) throws(CertificateToolError) -> CertificateFileReport {
-        var contents = orchard_pkcs12_contents()
-        var message = [CChar](repeating: 0, count: 256)
-        let result = bytes.withUnsafeBufferPointer { buffer in
-            orchard_pkcs12_parse(buffer.baseAddress, buffer.count, password, &contents, &message, message.count)
-        }
-        defer { orchard_pkcs12_free(&contents) }
-        let reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        switch Int(result) {
-        case Int(ORCHARD_PKCS12_OK): break
-        case Int(ORCHARD_PKCS12_NOT_PKCS12):
+        let contents: (certificates: [Certificate], key: PrivateKeyMaterial?, keyMatchesCertificate: Bool)
+        do {
+            contents = try KeyReader.pkcs12(bytes, password: password)
+        } catch  where error.message.hasPrefix("not a PKCS#12 file") {
             throw CertificateToolError("not a PEM file, a DER certificate or a PKCS#12 file")
-        case Int(ORCHARD_PKCS12_BAD_PASSWORD):
-            throw CertificateToolError(
-                password == nil ? "the PKCS#12 file needs a password (--password)" : "wrong password for the PKCS#12 file")
-        default:
-            throw CertificateToolError("the PKCS#12 file cannot be read: \(reason)")
+        } catch  where error.message.hasSuffix("needs a password") {
+            throw CertificateToolError("the PKCS#12 file needs a password (--password)")
         }
-        var certificates: [Certificate] = []
-        if let leaf = contents.certificate {
-            certificates.append(try certificate(Array(UnsafeBufferPointer(start: leaf, count: contents.certificate_length))))
+        let key = contents.key.map {
+            PrivateKeyReport(
+                type: $0.type == "EC" ? "EC P-\($0.bits)" : $0.type, bits: $0.bits,
+                matchesCertificate: contents.certificates.isEmpty ? nil : contents.keyMatchesCertificate)
         }
-        if let chain = contents.chain {
-            var rest = ArraySlice(UnsafeBufferPointer(start: chain, count: contents.chain_length))
-            while !rest.isEmpty {
-                guard let length = derElementLength(rest), length <= rest.count else {
-                    throw CertificateToolError("the PKCS#12 chain cannot be read")
-                }
-                certificates.append(try certificate(Array(rest.prefix(length))))
-                rest = rest.dropFirst(length)
-            }
-        }
-        let keyType = withUnsafeBytes(of: contents.key_type) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let key =
-            keyType.isEmpty
-            ? nil
-            : PrivateKeyReport(
-                type: keyType == "EC" ? "EC P-\(contents.key_bits)" : keyType, bits: Int(contents.key_bits),
-                matchesCertificate: contents.certificate == nil ? nil : contents.key_matches_certificate == 1)
         return CertificateFileReport(
-            format: "pkcs12", certificates: certificates.map { report($0, at: now) }, privateKey: key, notes: [])
+            format: "pkcs12", certificates: contents.certificates.map { report($0, at: now) }, privateKey: key, notes: [])
     }
 
     /// The length of the DER element at the start of `bytes` (tag, length and contents).
@@ -173,14 +160,6 @@ public enum CertificateInspector {
         guard (1...4).contains(count), bytes.count >= 2 + count else { return nil }
         let length = bytes[(bytes.startIndex + 2)..<(bytes.startIndex + 2 + count)].reduce(0) { $0 << 8 | Int($1) }
         return 2 + count + length
-    }
-
-    static func certificate(_ der: [UInt8]) throws(CertificateToolError) -> Certificate {
-        do {
-            return try Certificate(derEncoded: der)
-        } catch {
-            throw CertificateToolError("a certificate in the PKCS#12 file is not valid X.509")
-        }
     }
 
     /// The report for one certificate.
@@ -219,19 +198,17 @@ public enum CertificateInspector {
         return nil
     }
 
+    /// "EC", "RSA" or "other": the family of a certificate's key, as ``PrivateKeyMaterial/type`` names it.
+    public static func publicKeyType(_ key: Certificate.PublicKey) -> String {
+        let (name, _) = describe(key)
+        return name.hasPrefix("EC") ? "EC" : name
+    }
+
     static func describe(_ key: Certificate.PublicKey) -> (String, Int?) {
         if P256.Signing.PublicKey(key) != nil { return ("EC P-256", 256) }
         if P384.Signing.PublicKey(key) != nil { return ("EC P-384", 384) }
         if let rsa = _RSA.Signing.PublicKey(key) { return ("RSA", rsa.keySizeInBits) }
         return ("other", nil)
-    }
-
-    static func privateKeyReport(pem: String) -> PrivateKeyReport {
-        if (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil { return PrivateKeyReport(type: "EC P-256", bits: 256) }
-        if let rsa = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) {
-            return PrivateKeyReport(type: "RSA", bits: rsa.keySizeInBits)
-        }
-        return PrivateKeyReport(type: "other", bits: nil)
     }
 
     static func matches(pem: String, certificate: Certificate) -> Bool? {

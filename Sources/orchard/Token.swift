@@ -1,5 +1,6 @@
 import ApplePay
 import ArgumentParser
+import CertificateTools
 import Foundation
 import OrchardRuntime
 import SwiftASN1
@@ -16,20 +17,29 @@ extension Token {
         static let configuration = CommandConfiguration(
             abstract: "Verify a payment token's Apple signature, decrypt it and print the payment data as JSON.",
             discussion: """
-                Keys are PEM EC P-256 or RSA private keys (SEC1 or PKCS#8). Give each --key its --cert \
-                (the processing certificate, for the merchant ID) in the same order, or one --merchant-id \
-                for all keys. The key is chosen by the token's publicKeyHash. The output contains the \
-                device account number and cryptogram: handle it as card data.
+                Keys are EC P-256 or RSA private keys in any common form: PEM (SEC1, PKCS#1, PKCS#8, \
+                with or without an EC PARAMETERS block, encrypted or not), DER, or a PKCS#12 file holding \
+                the key and its processing certificate. Give each --key its --cert (the processing \
+                certificate, for the merchant ID) in the same order, or one --merchant-id for all keys; a \
+                PKCS#12 key brings its own certificate. Passwords come from --password-env or \
+                --password-file, never the command line. The key is chosen by the token's publicKeyHash. \
+                The output contains the device account number and cryptogram: handle it as card data.
                 """)
 
         @Option(help: "The token: the whole `payment.token` JSON or its `paymentData`.")
         var token: String
 
-        @Option(help: "A processing private key (PEM); repeat for several.")
+        @Option(help: "A processing private key (PEM, DER or PKCS#12); repeat for several.")
         var key: [String] = []
 
-        @Option(help: "The processing certificate (PEM) of the --key at the same position; repeat.")
+        @Option(help: "The processing certificate (PEM or DER) of the --key at the same position; repeat.")
         var cert: [String] = []
+
+        @Option(help: "An environment variable holding the password of encrypted keys.")
+        var passwordEnv: String?
+
+        @Option(help: "A file holding the password of encrypted keys (its trailing line break ignored).")
+        var passwordFile: String?
 
         @Option(help: "The merchant identifier, instead of certificates.")
         var merchantId: String?
@@ -50,19 +60,24 @@ extension Token {
                 fail(error.message)
             } catch let error as ValidationError {
                 fail(error.message)
+            } catch let error as CertificateToolError {
+                fail(error.message)
             }
         }
 
         func decrypt() throws {
             guard !key.isEmpty else { throw ValidationError("at least one --key is required") }
-            guard cert.isEmpty ? merchantId != nil : cert.count == key.count && merchantId == nil else {
+            let pkcs12Keys = key.filter { (try? bytes($0, "key")).map(KeyReader.isPKCS12) == true }.count
+            guard cert.isEmpty ? merchantId != nil || pkcs12Keys == key.count : cert.count == key.count && merchantId == nil else {
                 throw ValidationError("give one --cert per --key, or --merchant-id, not both")
             }
             let now = try at.map(parseDate) ?? Date()
+            let password = try readPassword()
             let keys = try key.enumerated().map { index, path throws -> ProcessingKey in
-                let pem = try read(path, "key")
-                if let merchantId { return try ProcessingKey(privateKeyPEM: pem, merchantIdentifier: merchantId) }
-                return try ProcessingKey(privateKeyPEM: pem, certificatePEM: try read(cert[index], "certificate"))
+                let (material, embedded) = try readKey(path, password: password)
+                if let merchantId { return try ProcessingKey(privateKeyPEM: material.pem, merchantIdentifier: merchantId) }
+                let certificate = try embedded ?? named(cert[index]) { try KeyReader.certificates(try bytes($0, "certificate"))[0] }
+                return try ProcessingKey(privateKeyPEM: material.pem, certificatePEM: KeyReader.pem([certificate]))
             }
             var root = AppleRootCA.g3
             if let trustRoot {
@@ -76,6 +91,50 @@ extension Token {
                 .verify(parsed.paymentData, at: now)
             let payment = try TokenDecryptor(keys: keys).decrypt(verified.decoded)
             FileHandle.standardOutput.write(Data(payment.json + [0x0A]))
+        }
+
+        /// A key file in any form; a PKCS#12 file also brings its certificate.
+        func readKey(_ path: String, password: String?) throws -> (PrivateKeyMaterial, Certificate?) {
+            let data = try bytes(path, "key")
+            if KeyReader.isPKCS12(data) {
+                let contents = try named(path) { try KeyReader.pkcs12(data, password: password) }
+                guard let key = contents.key else { throw ValidationError("\(path): the PKCS#12 file holds no private key") }
+                return (key, contents.certificates.first)
+            }
+            return (try named(path) { try KeyReader.privateKey(data, password: password) }, nil)
+        }
+
+        func readPassword() throws -> String? {
+            if let passwordEnv {
+                guard let value = ProcessInfo.processInfo.environment[passwordEnv] else {
+                    throw ValidationError("--password-env: \(passwordEnv) is not set")
+                }
+                return value
+            }
+            guard let passwordFile else { return nil }
+            var text = try read(passwordFile, "password")
+            while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+            return text
+        }
+
+        /// Prefixes a reader's refusal with the file it was reading.
+        func named<T>(_ path: String, _ body: (String) throws -> T) throws -> T {
+            do {
+                return try body(path)
+            } catch let error as CertificateToolError {
+                throw ValidationError("\(path): \(error.message)")
+            }
+        }
+
+        func named<T>(_ path: String, _ body: () throws -> T) throws -> T {
+            try named(path) { _ in try body() }
+        }
+
+        func bytes(_ path: String, _ what: String) throws -> [UInt8] {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("\(path): cannot read the \(what) file")
+            }
+            return [UInt8](data)
         }
 
         func read(_ path: String, _ what: String) throws -> String {

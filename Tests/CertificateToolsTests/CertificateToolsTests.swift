@@ -105,8 +105,16 @@ struct CertificateToolsTests {
         #expect(der.format == "der")
         #expect(der.certificates.count == 1)
 
-        let encrypted = Array("-----BEGIN ENCRYPTED PRIVATE KEY-----\nMAA=\n-----END ENCRYPTED PRIVATE KEY-----\n".utf8)
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("plain.key", Array(P256.Signing.PrivateKey().pemRepresentation.utf8))
+        try openssl([
+            "pkcs8", "-topk8", "-v2", "aes-256-cbc", "-passout", "pass:pw", "-in", directory.path("plain.key"), "-out",
+            directory.path("encrypted.key"),
+        ])
+        let encrypted = [UInt8](try Data(contentsOf: directory.url.appendingPathComponent("encrypted.key")))
         #expect(try CertificateInspector.inspect(encrypted, password: nil, at: Date()).notes.first?.contains("encrypted") == true)
+        #expect(try CertificateInspector.inspect(encrypted, password: "pw", at: Date()).privateKey?.type == "EC P-256")
         let csr = try CertificateRequests.make(kind: .processing, merchantIdentifier: "merchant.x").csrPEM
         #expect(
             try CertificateInspector.inspect(Array(csr.utf8), password: nil, at: Date()).notes.first?.contains("signing request") == true)

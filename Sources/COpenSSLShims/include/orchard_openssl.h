@@ -11,6 +11,8 @@ typedef struct orchard_pkcs12_contents {
     char key_type[16];               /* "RSA", "EC", "" when there is no key, or "other" */
     int key_bits;
     int key_matches_certificate;     /* 1 when the key is the leaf's */
+    unsigned char *key_pkcs8;        /* the key as unencrypted PKCS#8 DER; NULL if none (wiped on free) */
+    size_t key_pkcs8_length;
 } orchard_pkcs12_contents;
 
 /// Result codes of orchard_pkcs12_parse.
@@ -28,5 +30,29 @@ int orchard_pkcs12_parse(const unsigned char *data, size_t length, const char *p
                          orchard_pkcs12_contents *out, char *message, size_t message_length);
 
 void orchard_pkcs12_free(orchard_pkcs12_contents *contents);
+
+/// A private key read from any format OpenSSL knows. `pkcs8` is malloc'd; free it with orchard_private_key_free.
+typedef struct orchard_private_key {
+    unsigned char *pkcs8;            /* unencrypted PKCS#8 DER */
+    size_t pkcs8_length;
+    char key_type[16];               /* "RSA", "EC" or "other" */
+    int key_bits;
+} orchard_private_key;
+
+/// Result codes of orchard_private_key_read.
+enum {
+    ORCHARD_KEY_OK = 0,
+    ORCHARD_KEY_NOT_A_KEY = 1,
+    ORCHARD_KEY_NEEDS_PASSWORD = 2,
+    ORCHARD_KEY_BAD_PASSWORD = 3,
+};
+
+/// Reads a private key: PEM (SEC1, PKCS#1, PKCS#8, encrypted PKCS#8, traditional encrypted
+/// `Proc-Type: 4,ENCRYPTED`; other blocks such as `EC PARAMETERS` or certificates are skipped)
+/// or DER (PKCS#8, encrypted PKCS#8, SEC1, PKCS#1). `password` may be NULL.
+int orchard_private_key_read(const unsigned char *data, size_t length, const char *password,
+                             orchard_private_key *out, char *message, size_t message_length);
+
+void orchard_private_key_free(orchard_private_key *key);
 
 #endif

@@ -44,10 +44,14 @@ public struct ConfigurationFile: Codable, Sendable {
         public var merchantIdentifier: String
         public var displayName: String
         public var domains: [String]
-        /// PEM file (leaf first); or `env:NAME` for PEM text in an environment variable.
-        public var identityCertificate: String
-        /// PEM file (unencrypted); or `env:NAME` for PEM text in an environment variable.
-        public var identityKey: String
+        /// The identity as one PKCS#12 file (what Keychain exports), instead of the pair below.
+        public var identity: PKCS12File?
+        /// The identity certificate: PEM (leaf first) or DER; a file or `env:NAME`.
+        public var identityCertificate: String?
+        /// Its private key: PEM or DER, SEC1, PKCS#1 or PKCS#8, encrypted or not; a file or `env:NAME`.
+        public var identityKey: String?
+        /// The key's password when it is encrypted: `env:NAME` or a file, never the password itself.
+        public var identityKeyPassword: String?
         public var domainAssociationFile: String?
         /// The catalogue (JSON) this merchant sells from; orders are off without one.
         public var catalogue: String?
@@ -57,8 +61,8 @@ public struct ConfigurationFile: Codable, Sendable {
         public var processor: ProcessorSection?
 
         public init(
-            merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String,
-            identityKey: String, domainAssociationFile: String? = nil, catalogue: String? = nil,
+            merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String?,
+            identityKey: String?, domainAssociationFile: String? = nil, catalogue: String? = nil,
             processingKeys: [ProcessingKeyFile]? = nil, processor: ProcessorSection? = nil
         ) {
             self.processor = processor
@@ -73,15 +77,34 @@ public struct ConfigurationFile: Codable, Sendable {
         }
     }
 
-    /// A processing key: PEM private key (or `env:NAME`) and its processing certificate,
-    /// or, without a certificate, the merchant identifier is used for the KDF.
+    /// A processing key: its private key (any format the identity key takes) and its processing
+    /// certificate, or both in one PKCS#12 file; without a certificate, the merchant identifier
+    /// is used for the KDF.
     public struct ProcessingKeyFile: Codable, Sendable {
-        public var privateKey: String
+        public var privateKey: String?
         public var certificate: String?
+        /// The private key's password: `env:NAME` or a file.
+        public var password: String?
+        /// Key and processing certificate in one PKCS#12 file, opened with `password`.
+        public var pkcs12: String?
 
-        public init(privateKey: String, certificate: String? = nil) {
+        public init(privateKey: String?, certificate: String? = nil, password: String? = nil, pkcs12: String? = nil) {
             self.privateKey = privateKey
             self.certificate = certificate
+            self.password = password
+            self.pkcs12 = pkcs12
+        }
+    }
+
+    /// A certificate and its key in one PKCS#12 (.p12) file, modern or legacy.
+    public struct PKCS12File: Codable, Sendable {
+        public var pkcs12: String
+        /// `env:NAME` or a file holding the password, never the password itself.
+        public var password: String?
+
+        public init(pkcs12: String, password: String? = nil) {
+            self.pkcs12 = pkcs12
+            self.password = password
         }
     }
 
@@ -101,15 +124,17 @@ public struct ConfigurationFile: Codable, Sendable {
     public struct PlatformIntegrator: Codable, Sendable {
         /// The platform's merchant ID: its certificates carry it, and registered merchants' tokens are encrypted to it.
         public var merchantIdentifier: String
-        public var identityCertificate: String
-        public var identityKey: String
+        public var identity: PKCS12File?
+        public var identityCertificate: String?
+        public var identityKey: String?
+        public var identityKeyPassword: String?
         /// Apple's association file for the platform, served on every registered domain.
         public var domainAssociationFile: String?
         /// Decrypt the tokens of registered merchants (they encrypt to the platform).
         public var processingKeys: [ProcessingKeyFile]?
 
         public init(
-            merchantIdentifier: String, identityCertificate: String, identityKey: String, domainAssociationFile: String? = nil,
+            merchantIdentifier: String, identityCertificate: String?, identityKey: String?, domainAssociationFile: String? = nil,
             processingKeys: [ProcessingKeyFile]? = nil
         ) {
             self.merchantIdentifier = merchantIdentifier

@@ -137,8 +137,10 @@ extension ServerConfiguration {
             guard DomainName.isValid(lowered) else { throw ConfigurationError("\(label): \(domain) is not a valid domain name") }
             domains.append(lowered)
         }
-        let identity = try loadIdentity(
-            certificate: merchant.identityCertificate, key: merchant.identityKey, section: "", values: values, time: time)
+        let identityFiles = IdentityFiles(
+            pkcs12: merchant.identity, certificate: merchant.identityCertificate, key: merchant.identityKey,
+            keyPassword: merchant.identityKeyPassword, section: "")
+        let identity = try loadIdentity(identityFiles, values: values, time: time)
         let association = try merchant.domainAssociationFile.map { file throws(ConfigurationError) in
             try values.read(file, what: "domainAssociationFile")
         }
@@ -151,7 +153,7 @@ extension ServerConfiguration {
         }
         return MerchantConfiguration(
             merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, domains: domains, identity: identity,
-            identitySource: values.describe(merchant.identityCertificate), domainAssociation: association, catalogue: catalogue,
+            identitySource: identityFiles.source(values), domainAssociation: association, catalogue: catalogue,
             processingKeys: keys, processor: processor)
     }
 
@@ -214,57 +216,13 @@ extension ServerConfiguration {
         return root
     }
 
-    static func loadProcessingKeys(
-        _ files: [ConfigurationFile.ProcessingKeyFile], merchantIdentifier: String, source: ConfigurationValues, time: TimeSource
-    ) throws(ConfigurationError) -> [ProcessingKey] {
-        var keys: [ProcessingKey] = []
-        for (index, key) in files.enumerated() {
-            let pem = String(decoding: try source.read(key.privateKey, what: "processingKeys[\(index)].privateKey"), as: UTF8.self)
-            let certificatePEM = try key.certificate.map { file throws(ConfigurationError) in
-                String(decoding: try source.read(file, what: "processingKeys[\(index)].certificate"), as: UTF8.self)
-            }
-            let loaded: ProcessingKey
-            do {
-                loaded =
-                    try certificatePEM.map { try ProcessingKey(privateKeyPEM: pem, certificatePEM: $0) }
-                    ?? ProcessingKey(privateKeyPEM: pem, merchantIdentifier: merchantIdentifier)
-            } catch let error as ApplePayError {
-                throw ConfigurationError("\(source.describe(key.privateKey)): \(error.message)")
-            } catch {
-                throw ConfigurationError("\(source.describe(key.privateKey)): \(error)")
-            }
-            if let certificate = loaded.certificate, let file = key.certificate, certificate.notValidAfter < time.now {
-                throw ConfigurationError(
-                    "\(source.describe(file)): the processing certificate expired on \(certificate.notValidAfter.formatted(.iso8601)); create a new one in the Apple Developer portal"
-                )
-            }
-            keys.append(loaded)
-        }
-        return keys
-    }
-
-    /// An identity certificate and its key, checked together at `time.now`; `prefix` names the
-    /// configuration section in messages.
-    static func loadIdentity(
-        certificate: String, key: String, section prefix: String, values: ConfigurationValues, time: TimeSource
-    ) throws(ConfigurationError) -> MerchantIdentity {
-        let certificateBytes = try values.read(certificate, what: prefix + "identityCertificate")
-        let keyBytes = try values.read(key, what: prefix + "identityKey")
-        do {
-            return try MerchantIdentity(
-                certificatePEM: certificateBytes, keyPEM: keyBytes, certificateName: values.describe(certificate),
-                keyName: values.describe(key), at: time.now)
-        } catch {
-            throw ConfigurationError(error.message)
-        }
-    }
-
     static func loadPlatform(
         _ integrator: ConfigurationFile.PlatformIntegrator, source: ConfigurationValues, time: TimeSource
     ) throws(ConfigurationError) -> MerchantConfiguration {
-        let identity = try loadIdentity(
-            certificate: integrator.identityCertificate, key: integrator.identityKey, section: "platformIntegrator.", values: source,
-            time: time)
+        let identityFiles = IdentityFiles(
+            pkcs12: integrator.identity, certificate: integrator.identityCertificate, key: integrator.identityKey,
+            keyPassword: integrator.identityKeyPassword, section: "platformIntegrator.")
+        let identity = try loadIdentity(identityFiles, values: source, time: time)
         guard MerchantRegistrationRules.isValidPartnerIdentifier(integrator.merchantIdentifier) else {
             throw ConfigurationError(
                 "platformIntegrator.merchantIdentifier \(integrator.merchantIdentifier.debugDescription) is not a merchant ID")
@@ -276,7 +234,7 @@ extension ServerConfiguration {
             integrator.processingKeys ?? [], merchantIdentifier: integrator.merchantIdentifier, source: source, time: time)
         return MerchantConfiguration(
             merchantIdentifier: integrator.merchantIdentifier, displayName: integrator.merchantIdentifier, domains: [],
-            identity: identity, identitySource: source.describe(integrator.identityCertificate), domainAssociation: association,
+            identity: identity, identitySource: identityFiles.source(source), domainAssociation: association,
             catalogue: nil, processingKeys: keys)
     }
 
