@@ -189,6 +189,7 @@ let package = Package(
         .executableTarget(
             name: "orchard",
             dependencies: [
+                "AppleGateway",
                 "ApplePay",
                 "CertificateTools",
                 "CurlClient",
@@ -198,6 +199,7 @@ let package = Package(
                 "OrchardSQLite",
                 "ProcessorClients",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -277,7 +279,11 @@ let package = Package(
         // The executables as processes: orchard's commands, orchard serve's startup, the sandbox's demo.
         .testTarget(
             name: "OrchardCLITests",
-            dependencies: ["CurlClient", "OrchardTesting", "orchard", "orchard-sandbox"],
+            dependencies: [
+                "CurlClient", "OrchardTesting", "orchard", "orchard-sandbox",
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

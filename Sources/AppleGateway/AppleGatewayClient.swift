@@ -35,7 +35,8 @@ public struct AppleGatewayClient: MerchantSessionService {
         } catch {
             Counter(label: "orchard_merchant_sessions_total", dimensions: [("outcome", "\(error.kind)")]).increment()
             logger.error(
-                "merchant session call failed", metadata: ["merchant": "\(merchant.merchantIdentifier)", "error": "\(error.message)"])
+                "merchant session call failed",
+                metadata: ["merchant": "\(merchant.merchantIdentifier)", "error": "\(error.message)", "hint": "\(error.hint)"])
             throw error
         }
         let elapsed = ContinuousClock.now - started
@@ -44,13 +45,16 @@ public struct AppleGatewayClient: MerchantSessionService {
         guard (200..<300).contains(response.status) else {
             Counter(label: "orchard_merchant_sessions_total", dimensions: [("outcome", "rejected")]).increment()
             // Apple's message is for the operator's log only, never for the browser.
+            let rejection = GatewayError(
+                .rejected, "Apple refused the merchant validation", appleStatus: response.status,
+                appleMessage: AppleGatewayConnection.appleMessage(response.body))
             logger.error(
                 "Apple rejected the merchant session request",
                 metadata: [
                     "merchant": "\(merchant.merchantIdentifier)", "domain": "\(request.initiativeContext)",
-                    "status": "\(response.status)", "statusMessage": "\(AppleGatewayConnection.appleMessage(response.body))",
+                    "status": "\(response.status)", "statusMessage": "\(rejection.appleMessage ?? "")", "hint": "\(rejection.hint)",
                 ])
-            throw GatewayError(.rejected, "Apple refused the merchant validation", appleStatus: response.status)
+            throw rejection
         }
         guard Self.looksLikeJSONObject(response.body) else {
             Counter(label: "orchard_merchant_sessions_total", dimensions: [("outcome", "malformed")]).increment()

@@ -59,7 +59,8 @@ public struct AppleRegistrationClient: MerchantRegistrationService {
             logger.warning(
                 "Apple refused a merchant registration call",
                 metadata: ["call": "\(what)", "status": "\(response.status)", "statusMessage": "\(message)"])
-            throw GatewayError(.rejected, "Apple answered HTTP \(response.status): \(message)", appleStatus: response.status)
+            throw GatewayError(
+                .rejected, "Apple answered HTTP \(response.status): \(message)", appleStatus: response.status, appleMessage: message)
         }
         return response.body
     }

@@ -21,14 +21,49 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public var message: String
     /// Apple's HTTP status when it refused.
     public var appleStatus: Int?
+    /// Apple's own `statusMessage`, for the operator (logs, admin API, doctor), never the page.
+    public var appleMessage: String?
 
-    public init(_ kind: Kind, _ message: String, appleStatus: Int? = nil) {
+    public init(_ kind: Kind, _ message: String, appleStatus: Int? = nil, appleMessage: String? = nil) {
         self.kind = kind
         self.message = message
         self.appleStatus = appleStatus
+        self.appleMessage = appleMessage
     }
 
     public var description: String { message }
+
+    /// What went wrong and what to do, in plain words, from Apple's status and message.
+    public var hint: String {
+        let apple = appleMessage ?? ""
+        switch kind {
+        case .timedOut:
+            return "Apple's gateway did not answer in time: check outbound HTTPS to apple-pay-gateway.apple.com and the timeouts"
+        case .unreachable
+        where message.lowercased().contains("ssl") || message.lowercased().contains("tls")
+            || message.lowercased().contains("certificate"):
+            return "the TLS connection to Apple failed (\(message)): check the identity certificate and key, and the gateway's CA"
+        case .unreachable:
+            return "Apple's gateway could not be reached (\(message)): check DNS, firewall and proxy for outbound HTTPS"
+        case .rejected where apple.contains("not registered for domain"):
+            return
+                "Apple does not know this domain for the merchant: verify it under the merchant ID in the Apple Developer portal, or register it (orchard domains register)"
+        case .rejected where apple.contains("does not match the client certificate") || appleStatus == 417:
+            return
+                "the identity certificate belongs to another merchant ID than merchantIdentifier: use that merchant's identity certificate"
+        case .rejected where apple.contains("not registered") || apple.contains("not found"):
+            return "Apple does not know this merchant ID: check merchantIdentifier against the Apple Developer portal"
+        case .rejected where appleStatus == 401 || appleStatus == 403:
+            return
+                "Apple did not accept the identity certificate: it may be revoked, for the sandbox instead of production, or not a Merchant Identity certificate"
+        case .rejected:
+            return "Apple refused the request (HTTP \(appleStatus ?? 0)\(apple.isEmpty ? "" : ": " + apple))"
+        case .unreadable:
+            return "Apple answered with something that is not what was asked for: check appleGateway.baseURL"
+        case .invalidRequest:
+            return message
+        }
+    }
 }
 
 /// Obtains merchant sessions from Apple (or a stand-in).

@@ -12,6 +12,8 @@ struct AdminController {
     let directory: MerchantDirectory
     let store: any OrchardStore
     let registration: (any MerchantRegistrationService)?
+    /// For `/admin/doctor?live=true`.
+    let sessions: any MerchantSessionService
     let engine: PaymentsEngine
     let time: TimeSource
 
@@ -84,6 +86,12 @@ struct AdminController {
             try await unregister(request, id: try Self.partnerIdentifier(context), context: context)
         }
         addPaymentRoutes(to: admin)
+        // What loading the configuration cannot prove: merchant IDs, association files, keys'
+        // publicKeyHash, and (live=true) Apple's answer for each domain.
+        admin.get("doctor") { request, _ in
+            let live = request.uri.queryParameters.get("live") == "true"
+            return await Doctor(sessions: live ? sessions : nil, time: time).check(configuration: configuration)
+        }
     }
 
     /// The `{id}` path segment, percent-decoded (partner IDs may hold `|`, `&`, `$`…).

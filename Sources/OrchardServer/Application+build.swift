@@ -58,8 +58,8 @@ public func buildApplication(
     }
     if let token = configuration.adminToken {
         AdminController(
-            configuration: configuration, directory: directory, store: store, registration: registration, engine: engine,
-            time: time
+            configuration: configuration, directory: directory, store: store, registration: registration, sessions: sessions,
+            engine: engine, time: time
         )
         .addRoutes(to: router, token: token)
     }

@@ -109,7 +109,8 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         switch error.kind {
         case .timedOut: self.init(.gatewayTimeout, "Apple's registration API did not answer in time")
         case .unreachable: self.init(.gatewayUnavailable, "Apple's registration API could not be reached (\(error.message))")
-        case .rejected, .unreadable: self.init(.registrationRejected, error.message, upstreamStatus: error.appleStatus)
+        case .rejected, .unreadable:
+            self.init(.registrationRejected, "\(error.message). \(error.hint)", upstreamStatus: error.appleStatus)
         case .invalidRequest: self.init(.internalError, error.message)
         }
     }

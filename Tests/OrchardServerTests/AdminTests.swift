@@ -229,4 +229,28 @@ struct AdminTests {
             #expect(remote.stderr.contains("https"))
         }
     }
+
+    @Test("/admin/doctor checks the loaded setup, and live asks Apple for each domain in plain words")
+    func doctor() async throws {
+        try await Self.with { server in
+            let offline = try await admin(server, "GET", "/admin/doctor")
+            #expect(offline.status == 200)
+            let report = try #require(offline.json)
+            let checks = try #require(report["checks"] as? [[String: Any]])
+            #expect(!checks.contains { ($0["check"] as? String)?.hasPrefix("session") == true })
+            #expect(checks.contains { $0["check"] as? String == "processing key 1" && $0["passed"] as? Bool == true })
+            let live = try #require(try await admin(server, "GET", "/admin/doctor?live=true").json)
+            #expect(live["passed"] as? Bool == false)
+            let sessions = (live["checks"] as? [[String: Any]] ?? []).filter {
+                ($0["subject"] as? String) == TestMaterial.merchantIdentifier
+            }
+            #expect(sessions.contains { $0["check"] as? String == "session shop.example" && $0["passed"] as? Bool == true })
+            #expect(
+                sessions.contains {
+                    $0["check"] as? String == "session unregistered.example"
+                        && ($0["detail"] as? String)?.hasPrefix("Apple does not know this domain for the merchant") == true
+                })
+            #expect(try await server.send("GET", "/admin/doctor").status == 401)
+        }
+    }
 }

@@ -16,18 +16,7 @@ extension ServerConfiguration {
         time: TimeSource = .system,
         processors: [any ProcessorDriver]
     ) throws(ConfigurationError) -> ServerConfiguration {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ConfigurationError("\(path): cannot read the configuration file (\(Self.reason(error)))")
-        }
-        let file: ConfigurationFile
-        do {
-            file = try JSONDecoder().decode(ConfigurationFile.self, from: data)
-        } catch {
-            throw ConfigurationError("\(path): invalid configuration: \(Self.describe(error))")
-        }
+        let file = try ConfigurationFile.load(path: path)
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         return try resolve(file, relativeTo: folder, environment: environment, time: time, processors: processors)
     }
@@ -285,5 +274,27 @@ extension ServerConfiguration {
 
     private static func path(_ keys: [any CodingKey]) -> String {
         keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingPrefix(".").description
+    }
+}
+
+extension ConfigurationFile {
+    /// Reads and decodes a configuration file, without resolving or checking what it names.
+    public static func load(path: String) throws(ConfigurationError) -> ConfigurationFile {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigurationError("\(path): cannot read the configuration file (\(ServerConfiguration.reason(error)))")
+        }
+        do {
+            return try JSONDecoder().decode(ConfigurationFile.self, from: data)
+        } catch {
+            throw ConfigurationError("\(path): invalid configuration: \(ServerConfiguration.describe(error))")
+        }
+    }
+
+    /// The `appleGateway` section, checked: where live checks go.
+    public func gatewayEndpoint(relativeTo folder: String, environment: [String: String]) throws(ConfigurationError) -> RemoteEndpoint {
+        try ServerConfiguration.resolveGateway(appleGateway, values: ConfigurationValues(folder: folder, environment: environment))
     }
 }

@@ -1,0 +1,173 @@
+import Foundation
+import OrchardTesting
+import SwiftASN1
+import Testing
+import X509
+
+/// `orchard doctor` as an operator runs it: against the demo's setup and a mock gateway on
+/// loopback, then with each part broken.
+@Suite("orchard doctor")
+struct DoctorCommandTests {
+    struct Setup {
+        let directory: TemporaryDirectory
+        let environment: DemoEnvironment
+        let gateway: MockAppleGateway
+        let configuration: String
+
+        /// Rewrites the configuration.
+        func edit(_ change: (inout [String: Any]) -> Void) throws {
+            var json = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configuration))) as? [String: Any])
+            change(&json)
+            try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: configuration))
+        }
+
+        /// Rewrites the configuration's first merchant.
+        func merchant(_ change: (inout [String: Any]) -> Void) throws {
+            try edit { json in
+                var merchants = json["merchants"] as? [[String: Any]] ?? []
+                change(&merchants[0])
+                json["merchants"] = merchants
+            }
+        }
+
+        func doctor(live: Bool = true) async throws -> (status: Int32, lines: [String]) {
+            let result = try await OrchardProcess.runAsync(["doctor", "--config", configuration] + (live ? ["--live"] : []))
+            return (result.status, String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init))
+        }
+    }
+
+    static func withSetup(faults: MockGatewayFaults = .none, _ body: (Setup) async throws -> Void) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let environment = try DemoEnvironment.prepare(directory: directory.path("demo"))
+        let gateway = try environment.makeGateway(faults: faults)
+        let port = try await gateway.start()
+        defer { Task { await gateway.stop() } }
+        let configuration = try environment.writeServerConfiguration(gatewayPort: port, serverPort: 0, publicDirectory: nil)
+        try await body(Setup(directory: directory, environment: environment, gateway: gateway, configuration: configuration))
+    }
+
+    @Test("passes on the demo's setup, live, with one ✓ line per check")
+    func demoPasses() async throws {
+        try await Self.withSetup { setup in
+            let (status, lines) = try await setup.doctor()
+            #expect(status == 0, "\(lines)")
+            #expect(lines.count == 5)
+            #expect(lines.allSatisfy { $0.hasPrefix("✓ merchant.dev.orchard.demo ") })
+            #expect(lines.contains("✓ merchant.dev.orchard.demo session localhost: Apple returned a merchant session"))
+        }
+    }
+
+    @Test(
+        "each gateway failure has its own plain line and exit 1",
+        arguments: [
+            (MockGatewayFaults(status: 500), "Apple refused the request (HTTP 500: Injected fault 500)"),
+            (MockGatewayFaults(resetConnection: true), "Apple's gateway could not be reached"),
+            (MockGatewayFaults(latency: .seconds(4)), "Apple's gateway did not answer in time"),
+        ])
+    func gatewayFailures(faults: MockGatewayFaults, expected: String) async throws {
+        try await Self.withSetup(faults: faults) { setup in
+            try setup.edit { json in
+                var gateway = json["appleGateway"] as? [String: Any] ?? [:]
+                gateway["connectTimeoutMilliseconds"] = 1000
+                gateway["timeoutMilliseconds"] = 1500
+                json["appleGateway"] = gateway
+            }
+            let (status, lines) = try await setup.doctor()
+            #expect(status == 1)
+            let failed = lines.filter { $0.hasPrefix("✗") }
+            #expect(failed.count == 2, "\(lines)")
+            #expect(failed.allSatisfy { $0.contains(expected) }, "\(failed)")
+        }
+    }
+
+    @Test("a domain Apple does not know for the merchant, and another merchant's certificate, are named")
+    func appleRefusals() async throws {
+        try await Self.withSetup { setup in
+            try setup.merchant { $0["domains"] = ["localhost", "shop.unregistered.example"] }
+            let (status, lines) = try await setup.doctor()
+            #expect(status == 1)
+            #expect(lines.contains { $0.hasPrefix("✓ merchant.dev.orchard.demo session localhost") })
+            #expect(
+                lines.contains {
+                    $0.hasPrefix(
+                        "✗ merchant.dev.orchard.demo session shop.unregistered.example: Apple does not know this domain for the merchant")
+                })
+        }
+        try await Self.withSetup { setup in
+            let other = try TestMaterial.shared.pki.issueMerchantIdentity(merchantIdentifier: "merchant.dev.orchard.other")
+            try other.write(certificateTo: setup.directory.path("other.pem"), keyTo: setup.directory.path("other.key"))
+            try setup.merchant {
+                $0["identityCertificate"] = setup.directory.path("other.pem")
+                $0["identityKey"] = setup.directory.path("other.key")
+            }
+            let (status, lines) = try await setup.doctor()
+            #expect(status == 1)
+            #expect(
+                lines.contains {
+                    $0.hasPrefix("✗ merchant.dev.orchard.demo merchant ID: the identity certificate is for another merchant ID")
+                })
+        }
+    }
+
+    @Test("broken setups: swapped certificates, a wrong key, an expired identity, no association file, a wrong processing key")
+    func brokenSetups() async throws {
+        try await Self.withSetup { setup in
+            let demo = setup.environment
+            let expired = try demo.material.pki.issueMerchantIdentity(
+                merchantIdentifier: DemoEnvironment.merchantIdentifier, notValidBefore: Date(timeIntervalSinceNow: -800 * 86_400),
+                notValidAfter: Date(timeIntervalSinceNow: -86_400))
+            try expired.write(certificateTo: setup.directory.path("expired.pem"), keyTo: setup.directory.path("expired.key"))
+            let processing = try demo.material.pki.issueProcessingCertificate(
+                merchantIdentifier: DemoEnvironment.merchantIdentifier, publicKey: expired.certificate.publicKey)
+            try Data(try processing.serializeAsPEM().pemString.utf8).write(to: URL(fileURLWithPath: setup.directory.path("processing.pem")))
+            let cases: [(String, (inout [String: Any]) -> Void, String)] = [
+                (
+                    "swapped",
+                    {
+                        $0["identityCertificate"] = setup.directory.path("processing.pem")
+                        $0["identityKey"] = setup.directory.path("expired.key")
+                    },
+                    "✗ merchant.dev.orchard.demo identity: \(setup.directory.path("processing.pem")): this is the Apple Pay Payment Processing certificate"
+                ),
+                ("wrong key", { $0["identityKey"] = setup.directory.path("expired.key") }, "does not match the certificate"),
+                (
+                    "expired",
+                    {
+                        $0["identityCertificate"] = setup.directory.path("expired.pem")
+                        $0["identityKey"] = setup.directory.path("expired.key")
+                    },
+                    "certificate expired on"
+                ),
+                (
+                    "no association", { $0["domainAssociationFile"] = nil },
+                    "✗ merchant.dev.orchard.demo association file: no domainAssociationFile"
+                ),
+                (
+                    "wrong processing key",
+                    {
+                        $0["processingKeys"] = [
+                            ["privateKey": "test-processing-ec.key", "certificate": setup.directory.path("foreign.pem")]
+                        ]
+                    },
+                    "✗ merchant.dev.orchard.demo processing key 1: publicKeyHash "
+                ),
+            ]
+            _ = try demo.processingKeys()
+            let ecKey = try Certificate.PrivateKey(pemEncoded: String(contentsOfFile: demo.ecProcessingKeyFile, encoding: .utf8))
+            let foreign = try demo.material.pki.issueProcessingCertificate(
+                merchantIdentifier: "merchant.dev.orchard.other", publicKey: ecKey.publicKey)
+            try Data(try foreign.serializeAsPEM().pemString.utf8).write(to: URL(fileURLWithPath: setup.directory.path("foreign.pem")))
+            let original = try Data(contentsOf: URL(fileURLWithPath: setup.configuration))
+            for (name, change, expected) in cases {
+                try original.write(to: URL(fileURLWithPath: setup.configuration))
+                try setup.merchant(change)
+                let (status, lines) = try await setup.doctor(live: false)
+                #expect(status == 1, "\(name)")
+                let failed = lines.filter { $0.hasPrefix("✗") }
+                #expect(failed.count == 1 && failed[0].contains(expected), "\(name): \(lines)")
+            }
+        }
+    }
+}
