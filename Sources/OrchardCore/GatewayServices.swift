@@ -78,3 +78,24 @@ public protocol MerchantRegistrationService: Sendable {
     func unregister(_ unregistration: MerchantUnregistration) async throws(GatewayError)
     func details(partnerIdentifier: String) async throws(GatewayError) -> RegisteredMerchantDetails
 }
+
+/// What an HTTPS GET answered, unfollowed: for checking a domain as Apple fetches it.
+public struct ProbeAnswer: Sendable {
+    public var status: Int
+    public var contentType: String?
+    public var location: String?
+    public var body: [UInt8]
+
+    public init(status: Int, contentType: String?, location: String?, body: [UInt8]) {
+        self.status = status
+        self.contentType = contentType
+        self.location = location
+        self.body = body
+    }
+}
+
+/// Fetches a domain's association file the way Apple does: one HTTPS GET, redirects not followed.
+public protocol DomainProbe: Sendable {
+    /// Throws ``GatewayError`` (`.timedOut` or `.unreachable`) when there is no HTTP answer.
+    func associationFile(of domain: String) async throws(GatewayError) -> ProbeAnswer
+}

@@ -72,6 +72,7 @@ public func runServer(
         registration: configuration.platform.map {
             AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
         },
+        domainProbe: CurlDomainProbe(http: http),
         logger: logger,
         onServerRunning: onServerRunning)
     try await app.runService()

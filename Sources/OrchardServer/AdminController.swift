@@ -12,8 +12,9 @@ struct AdminController {
     let directory: MerchantDirectory
     let store: any OrchardStore
     let registration: (any MerchantRegistrationService)?
-    /// For `/admin/doctor?live=true`.
+    /// For `/admin/doctor?live=true` and `?domains=true`.
     let sessions: any MerchantSessionService
+    let domainProbe: (any DomainProbe)?
     let engine: PaymentsEngine
     let time: TimeSource
 
@@ -89,8 +90,11 @@ struct AdminController {
         // What loading the configuration cannot prove: merchant IDs, association files, keys'
         // publicKeyHash, and (live=true) Apple's answer for each domain.
         admin.get("doctor") { request, _ in
-            let live = request.uri.queryParameters.get("live") == "true"
-            return await Doctor(sessions: live ? sessions : nil, time: time).check(configuration: configuration)
+            let query = request.uri.queryParameters
+            return await Doctor(
+                sessions: query.get("live") == "true" ? sessions : nil, probe: query.get("domains") == "true" ? domainProbe : nil,
+                time: time
+            ).check(configuration: configuration)
         }
     }
 

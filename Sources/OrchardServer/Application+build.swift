@@ -19,6 +19,7 @@ import OrchardCore
 ///   - simulator: the demo's simulated payment sheet; nil (the default) everywhere else.
 ///   - directory: configured and registered merchants (default: the configured ones only).
 ///   - registration: Apple's Web Merchant Registration API, for the admin API.
+///   - domainProbe: fetches domains' association files for `/admin/doctor?domains=true`.
 ///   - expiryCheckInterval: how often certificate expiry is checked and logged.
 ///   - onServerRunning: called with the bound port once the server listens.
 public func buildApplication(
@@ -31,6 +32,7 @@ public func buildApplication(
     simulator: (any SimulatedApplePay)? = nil,
     directory: MerchantDirectory? = nil,
     registration: (any MerchantRegistrationService)? = nil,
+    domainProbe: (any DomainProbe)? = nil,
     expiryCheckInterval: Duration = .seconds(86_400),
     logger: Logger = Logger(label: "orchard"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -59,7 +61,7 @@ public func buildApplication(
     if let token = configuration.adminToken {
         AdminController(
             configuration: configuration, directory: directory, store: store, registration: registration, sessions: sessions,
-            engine: engine, time: time
+            domainProbe: domainProbe, engine: engine, time: time
         )
         .addRoutes(to: router, token: token)
     }

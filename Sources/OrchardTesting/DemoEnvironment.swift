@@ -52,7 +52,8 @@ public struct DemoEnvironment: Sendable {
         return (ec, rsa)
     }
 
-    func file(_ name: String) -> String { directory.appendingPathComponent(name).path }
+    /// A file in the demo folder.
+    public func file(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
     /// Uses the test PKI already in `directory`, or creates one.
     public static func prepare(directory path: String) throws -> DemoEnvironment {

@@ -25,6 +25,15 @@ struct DoctorCommand: AsyncParsableCommand {
     @Flag(help: "Request a merchant session for each domain from the configured gateway.")
     var live = false
 
+    @Flag(help: "Fetch each domain's association file over https, as Apple does, and compare it byte for byte.")
+    var domains = false
+
+    @Option(help: "With --domains: fetch DOMAIN from ORIGIN instead (DOMAIN=https://host:port), e.g. a server DNS does not point at yet.")
+    var connectTo: [String] = []
+
+    @Option(help: "With --domains: trust this PEM CA for the domains instead of the system store.")
+    var caFile: String?
+
     @Flag(help: "JSON output.")
     var json = false
 
@@ -37,7 +46,8 @@ struct DoctorCommand: AsyncParsableCommand {
         }
         let folder = URL(fileURLWithPath: config).deletingLastPathComponent().path
         let environment = ProcessInfo.processInfo.environment
-        var http: CurlHTTPClient?
+        let http = try CurlHTTPClient()
+        defer { http.shutdown() }
         var sessions: (any MerchantSessionService)?
         if live {
             let endpoint: RemoteEndpoint
@@ -46,14 +56,12 @@ struct DoctorCommand: AsyncParsableCommand {
             } catch {
                 fail(error.message)
             }
-            let client = try CurlHTTPClient()
-            http = client
             var logger = Logger(label: "orchard.doctor")
             logger.logLevel = .critical
-            sessions = AppleGatewayClient(http: client, endpoint: endpoint, logger: logger)
+            sessions = AppleGatewayClient(http: http, endpoint: endpoint, logger: logger)
         }
-        let report = await Doctor(sessions: sessions).check(file: file, folder: folder, environment: environment)
-        http?.shutdown()
+        let probe = domains ? try makeProbe(http: http) : nil
+        let report = await Doctor(sessions: sessions, probe: probe).check(file: file, folder: folder, environment: environment)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -62,5 +70,24 @@ struct DoctorCommand: AsyncParsableCommand {
             say(report.text)
         }
         if !report.passed { throw ExitCode(1) }
+    }
+
+    func makeProbe(http: CurlHTTPClient) throws -> CurlDomainProbe {
+        var origins: [String: String] = [:]
+        for entry in connectTo {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, parts[1].hasPrefix("https://") else {
+                throw ValidationError("--connect-to \(entry): expected DOMAIN=https://host:port")
+            }
+            origins[parts[0].lowercased()] = parts[1]
+        }
+        var trust = RemoteEndpoint.Trust.system
+        if let caFile {
+            guard let pem = FileManager.default.contents(atPath: caFile) else {
+                throw ValidationError("\(caFile): cannot read the CA file")
+            }
+            trust = .caPEM([UInt8](pem))
+        }
+        return CurlDomainProbe(http: http, trust: trust, connectTo: origins)
     }
 }

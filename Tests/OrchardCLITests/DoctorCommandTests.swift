@@ -170,4 +170,55 @@ struct DoctorCommandTests {
             }
         }
     }
+
+    @Test("--domains fetches each domain's file as Apple does: byte for byte, a redirect, other bytes, missing, untrusted TLS")
+    func domains() async throws {
+        try await Self.withSetup { setup in
+            let association = [UInt8](
+                try Data(contentsOf: URL(fileURLWithPath: setup.environment.file("apple-developer-merchantid-domain-association"))))
+            let host = try MockDomainHost(
+                serverIdentity: setup.environment.material.server,
+                pages: [
+                    "shop.example": .file(association, contentType: "application/octet-stream"),
+                    "redirect.example": .redirect("https://www.redirect.example/.well-known/apple-developer-merchantid-domain-association"),
+                    "wrong.example": .file(Array("<html>shop</html>".utf8), contentType: "text/html"),
+                ])
+            let port = try await host.start()
+            defer { Task { await host.stop() } }
+            let names = ["shop.example", "redirect.example", "wrong.example", "missing.example"]
+            try setup.merchant { $0["domains"] = names }
+            let connect = names.flatMap { ["--connect-to", "\($0)=https://127.0.0.1:\(port)"] }
+            let result = try await OrchardProcess.runAsync(
+                ["doctor", "--config", setup.configuration, "--domains", "--ca-file", setup.environment.caFile] + connect)
+            let lines = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
+            #expect(result.status == 1)
+            let url = { (domain: String) in "https://\(domain)/.well-known/apple-developer-merchantid-domain-association" }
+            #expect(
+                lines.contains(
+                    "✓ merchant.dev.orchard.demo domain shop.example: \(url("shop.example")) serves the association file byte for byte (application/octet-stream)"
+                ), "\(lines)")
+            #expect(
+                lines.contains {
+                    $0.hasPrefix(
+                        "✗ merchant.dev.orchard.demo domain redirect.example: \(url("redirect.example")) redirects (HTTP 301) to https://www.redirect.example/"
+                    )
+                })
+            #expect(
+                lines.contains {
+                    $0.hasPrefix(
+                        "✗ merchant.dev.orchard.demo domain wrong.example: \(url("wrong.example")) serves 17 bytes (text/html) that differ")
+                })
+            #expect(
+                lines.contains {
+                    $0.hasPrefix("✗ merchant.dev.orchard.demo domain missing.example: \(url("missing.example")) is not found")
+                })
+
+            let untrusted = try await OrchardProcess.runAsync(
+                ["doctor", "--config", setup.configuration, "--domains", "--connect-to", "shop.example=https://127.0.0.1:\(port)"])
+            let refused = String(decoding: untrusted.stdout, as: UTF8.self)
+            #expect(
+                refused.contains("✗ merchant.dev.orchard.demo domain shop.example: \(url("shop.example")) cannot be fetched: "),
+                "\(refused)")
+        }
+    }
 }

@@ -9,10 +9,13 @@ import X509
 public struct Doctor: Sendable {
     /// Where live sessions come from (Apple's gateway); nil skips the live checks.
     let sessions: (any MerchantSessionService)?
+    /// Fetches each domain's association file as Apple does; nil skips the domain checks.
+    let probe: (any DomainProbe)?
     let time: TimeSource
 
-    public init(sessions: (any MerchantSessionService)?, time: TimeSource = .system) {
+    public init(sessions: (any MerchantSessionService)?, probe: (any DomainProbe)? = nil, time: TimeSource = .system) {
         self.sessions = sessions
+        self.probe = probe
         self.time = time
     }
 
@@ -43,6 +46,7 @@ public struct Doctor: Sendable {
             if merchant.domainAssociationFile == nil || association != nil {
                 checks.append(associationCheck(association, subject: subject))
             }
+            checks += await domainChecks(merchant.domains.map { $0.lowercased() }, expected: association, subject: subject)
             for (index, key) in (merchant.processingKeys ?? []).enumerated() {
                 do {
                     let loaded = try ServerConfiguration.loadProcessingKeys([key], merchantIdentifier: subject, source: values, time: time)
@@ -68,6 +72,7 @@ public struct Doctor: Sendable {
             let subject = merchant.merchantIdentifier
             checks += identityChecks(merchant.identity, subject: subject, merchantIdentifier: subject)
             checks.append(associationCheck(merchant.domainAssociation, subject: subject))
+            checks += await domainChecks(merchant.domains, expected: merchant.domainAssociation, subject: subject)
             for (index, key) in merchant.processingKeys.enumerated() {
                 checks.append(keyCheck(key, number: index + 1, subject: subject, merchantIdentifier: subject))
             }
@@ -133,6 +138,52 @@ public struct Doctor: Sendable {
         return DoctorCheck(
             subject: subject, check: "processing key \(number)", passed: true,
             detail: "publicKeyHash \(hash) (tokens name it in header.publicKeyHash);\(until) ready")
+    }
+
+    /// Each domain serves the association file byte for byte at the well-known path, over
+    /// https, without a redirect: what Apple checks when the domain is verified.
+    func domainChecks(_ domains: [String], expected: [UInt8]?, subject: String) async -> [DoctorCheck] {
+        guard let probe else { return [] }
+        var checks: [DoctorCheck] = []
+        for domain in domains {
+            let check = "domain \(domain)"
+            let url = "https://\(domain)/.well-known/apple-developer-merchantid-domain-association"
+            let answer: ProbeAnswer
+            do {
+                answer = try await probe.associationFile(of: domain)
+            } catch {
+                checks.append(
+                    DoctorCheck(subject: subject, check: check, passed: false, detail: "\(url) cannot be fetched: \(error.message)"))
+                continue
+            }
+            let passed = answer.status == 200 && expected != nil && answer.body == expected
+            let detail =
+                passed
+                ? "\(url) serves the association file byte for byte (\(answer.contentType ?? "no content type"))"
+                : Self.judge(answer, url: url, expected: expected)
+            checks.append(DoctorCheck(subject: subject, check: check, passed: passed, detail: detail))
+        }
+        return checks
+    }
+
+    /// Why a domain's answer is not the file, in plain words.
+    static func judge(_ answer: ProbeAnswer, url: String, expected: [UInt8]?) -> String {
+        switch answer.status {
+        case 300..<400:
+            return
+                "\(url) redirects (HTTP \(answer.status)) to \(answer.location ?? "nowhere"): Apple does not follow redirects; serve the file there directly"
+        case 404:
+            return "\(url) is not found: serve the file at that path (Orchard does when the domain points at it)"
+        case 200:
+            guard let expected else { return "\(url) serves a file, but no domainAssociationFile is configured to compare it with" }
+            let first =
+                zip(answer.body, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(answer.body.count, expected.count)
+            return
+                "\(url) serves \(answer.body.count) bytes (\(answer.contentType ?? "no content type")) that differ from domainAssociationFile's \(expected.count) from byte \(first): deploy the file unchanged"
+        default:
+            return "\(url) answers HTTP \(answer.status): Apple needs 200 with the file"
+        }
     }
 
     func sessionChecks(_ merchant: MerchantConfiguration) async -> [DoctorCheck] {
