@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Synchronization
 
 /// The listening channel and open connections of a mock server, so ``closeAll()`` can stop it.
@@ -19,6 +20,26 @@ final class ChannelTracker: Sendable {
 
     /// The bound port (0 before listening).
     var port: Int { channels.withLock { $0.server?.localAddress?.port ?? 0 } }
+
+    /// Binds a loopback server whose every connection is tracked and set up by `configure`;
+    /// returns the bound port.
+    func listen(
+        host: String, port: Int, configure: @escaping @Sendable (any Channel) throws -> Void
+    ) async throws -> Int {
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    track(channel)
+                    try configure(channel)
+                }
+            }
+        let channel = try await bootstrap.bind(host: host, port: port).get()
+        listening(on: channel)
+        return channel.localAddress?.port ?? 0
+    }
 
     /// Stops listening and closes every open connection.
     func closeAll() async {

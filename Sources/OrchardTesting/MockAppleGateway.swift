@@ -113,18 +113,9 @@ public final class MockAppleGateway: Sendable {
     /// Binds and starts serving; returns the port.
     @discardableResult
     public func start() async throws -> Int {
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try self.configure(channel)
-                }
-            }
-        let channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
-        channels.listening(on: channel)
-        let port = channel.localAddress?.port ?? 0
+        let port = try await channels.listen(host: configuration.host, port: configuration.port) { [self] channel in
+            try configure(channel)
+        }
         logger.info("mock Apple gateway listening", metadata: ["url": "https://\(configuration.host):\(port)"])
         return port
     }
@@ -139,7 +130,6 @@ public final class MockAppleGateway: Sendable {
 
     private func configure(_ channel: any Channel) throws {
         stats.connectionsCount.add(1, ordering: .relaxed)
-        channels.track(channel)
         let reset = ConnectionResetHandler()
         let ssl = NIOSSLServerHandler(context: sslContext)
         let sync = channel.pipeline.syncOperations

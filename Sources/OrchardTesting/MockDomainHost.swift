@@ -40,20 +40,12 @@ public final class MockDomainHost: Sendable {
 
     @discardableResult
     public func start() async throws -> Int {
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture {
-                    channels.track(channel)
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
-                    try sync.configureHTTPServerPipeline(withErrorHandling: true)
-                    try sync.addHandler(MockDomainHandler(host: self))
-                }
-            }
-        let channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
-        channels.listening(on: channel)
-        return channel.localAddress?.port ?? 0
+        try await channels.listen(host: "127.0.0.1", port: 0) { [self] channel in
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+            try sync.configureHTTPServerPipeline(withErrorHandling: true)
+            try sync.addHandler(MockDomainHandler(host: self))
+        }
     }
 
     public func stop() async {

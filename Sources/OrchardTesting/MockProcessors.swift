@@ -138,23 +138,16 @@ public final class MockProcessors: Sendable {
 
     @discardableResult
     public func start() async throws -> Int {
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { [self] channel in
-                channel.eventLoop.makeCompletedFuture {
-                    channels.track(channel)
-                    let reset = ConnectionResetHandler()
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(reset)
-                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
-                    try sync.configureHTTPServerPipeline(withErrorHandling: true)
-                    try sync.addHandler(MockProcessorHandler(mock: self, reset: reset))
-                }
-            }
-        let channel = try await bootstrap.bind(host: host, port: requestedPort).get()
-        channels.listening(on: channel)
-        logger.info("mock processors listening", metadata: ["url": "https://\(host):\(channel.localAddress?.port ?? 0)"])
-        return channel.localAddress?.port ?? 0
+        let port = try await channels.listen(host: host, port: requestedPort) { [self] channel in
+            let reset = ConnectionResetHandler()
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(reset)
+            try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+            try sync.configureHTTPServerPipeline(withErrorHandling: true)
+            try sync.addHandler(MockProcessorHandler(mock: self, reset: reset))
+        }
+        logger.info("mock processors listening", metadata: ["url": "https://\(host):\(port)"])
+        return port
     }
 
     public func stop() async {
