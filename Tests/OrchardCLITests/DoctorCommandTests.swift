@@ -63,6 +63,7 @@ struct DoctorCommandTests {
         "each gateway failure has its own plain line and exit 1",
         arguments: [
             (MockGatewayFaults(status: 500), "Apple refused the request (HTTP 500: Injected fault 500)"),
+            (MockGatewayFaults(status: 403), "Apple did not accept the identity certificate"),
             (MockGatewayFaults(resetConnection: true), "Apple's gateway could not be reached"),
             (MockGatewayFaults(latency: .seconds(4)), "Apple's gateway did not answer in time"),
         ])
@@ -96,7 +97,7 @@ struct DoctorCommandTests {
                 })
         }
         try await Self.withSetup { setup in
-            let other = try TestMaterial.shared.pki.issueMerchantIdentity(merchantIdentifier: "merchant.dev.orchard.other")
+            let other = try setup.environment.material.pki.issueMerchantIdentity(merchantIdentifier: "merchant.dev.orchard.other")
             try other.write(certificateTo: setup.directory.path("other.pem"), keyTo: setup.directory.path("other.key"))
             try setup.merchant {
                 $0["identityCertificate"] = setup.directory.path("other.pem")
@@ -108,6 +109,40 @@ struct DoctorCommandTests {
                 lines.contains {
                     $0.hasPrefix("✗ merchant.dev.orchard.demo merchant ID: the identity certificate is for another merchant ID")
                 })
+            #expect(
+                lines.contains {
+                    $0.hasPrefix("✗ merchant.dev.orchard.demo session localhost: the identity certificate belongs to another merchant ID")
+                })
+        }
+        // A merchant ID Apple does not know, with its own certificate.
+        try await Self.withSetup { setup in
+            let unknown = "merchant.dev.orchard.unknown"
+            let identity = try setup.environment.material.pki.issueMerchantIdentity(merchantIdentifier: unknown)
+            try identity.write(certificateTo: setup.directory.path("unknown.pem"), keyTo: setup.directory.path("unknown.key"))
+            try setup.merchant {
+                $0["merchantIdentifier"] = unknown
+                $0["identityCertificate"] = setup.directory.path("unknown.pem")
+                $0["identityKey"] = setup.directory.path("unknown.key")
+            }
+            let (status, lines) = try await setup.doctor()
+            #expect(status == 1)
+            #expect(lines.contains("✓ \(unknown) merchant ID: the certificate is \(unknown)'s"))
+            #expect(lines.contains { $0.hasPrefix("✗ \(unknown) session localhost: Apple does not know this merchant ID") })
+        }
+        // A certificate from a CA the gateway does not trust: the TLS handshake fails.
+        try await Self.withSetup { setup in
+            let stranger = try TestPKI.make(commonName: "Not Apple").issueMerchantIdentity(
+                merchantIdentifier: DemoEnvironment.merchantIdentifier)
+            try stranger.write(certificateTo: setup.directory.path("stranger.pem"), keyTo: setup.directory.path("stranger.key"))
+            try setup.merchant {
+                $0["identityCertificate"] = setup.directory.path("stranger.pem")
+                $0["identityKey"] = setup.directory.path("stranger.key")
+            }
+            let (status, lines) = try await setup.doctor()
+            #expect(status == 1)
+            #expect(
+                lines.contains { $0.hasPrefix("✗ merchant.dev.orchard.demo session localhost: the TLS connection to Apple failed") },
+                "\(lines)")
         }
     }
 
