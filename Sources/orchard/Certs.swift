@@ -68,15 +68,27 @@ struct Certs: ParsableCommand {
             abstract: "Convert Apple's .cer (DER) to PEM, refusing a key that does not match it.")
 
         @Option(help: "The certificate downloaded from Apple.") var cer: String
-        @Option(help: "The private key whose CSR was uploaded.") var key: String
+        @Option(help: "The private key whose CSR was uploaded (PEM or DER, encrypted or not).") var key: String
+        @Option(help: "An environment variable holding the key's password, when it is encrypted.") var passwordEnv: String?
         @Option(help: "Where to write the PEM certificate.") var out: String
         @Flag(help: "Replace an existing output file.") var force = false
         @Option(help: "Check validity at this ISO-8601 time instead of now.") var at: String?
 
         func run() throws {
             guard let cerBytes = FileManager.default.contents(atPath: cer) else { fail("cannot read \(cer)") }
-            guard let keyText = try? String(contentsOfFile: key, encoding: .utf8) else { fail("cannot read \(key)") }
+            guard let keyBytes = FileManager.default.contents(atPath: key) else { fail("cannot read \(key)") }
             if FileManager.default.fileExists(atPath: out) && !force { fail("\(out) exists; pass --force to replace it") }
+            var password: String?
+            if let passwordEnv {
+                guard let value = ProcessInfo.processInfo.environment[passwordEnv] else { fail("\(passwordEnv) is not set") }
+                password = value
+            }
+            let keyText: String
+            do {
+                keyText = try KeyReader.privateKey(Array(keyBytes), password: password).pem
+            } catch {
+                fail("\(key): \(error.message)")
+            }
             let imported: (pem: String, certificate: Certificate)
             do {
                 let result = try CertificateRequests.importCertificate(Array(cerBytes), keyPEM: keyText)
