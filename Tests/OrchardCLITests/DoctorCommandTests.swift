@@ -31,6 +31,16 @@ struct DoctorCommandTests {
             }
         }
 
+        /// Writes `identity` as `<name>.pem` and `<name>.key` and makes it the merchant's identity.
+        func useIdentity(_ identity: TestCertificate, named name: String, merchantIdentifier: String? = nil) throws {
+            try identity.write(certificateTo: directory.path("\(name).pem"), keyTo: directory.path("\(name).key"))
+            try merchant {
+                $0["identityCertificate"] = directory.path("\(name).pem")
+                $0["identityKey"] = directory.path("\(name).key")
+                if let merchantIdentifier { $0["merchantIdentifier"] = merchantIdentifier }
+            }
+        }
+
         func doctor(live: Bool = true) async throws -> (status: Int32, lines: [String]) {
             let result = try await OrchardProcess.runAsync(["doctor", "--config", configuration] + (live ? ["--live"] : []))
             return (result.status, String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init))
@@ -98,11 +108,7 @@ struct DoctorCommandTests {
         }
         try await Self.withSetup { setup in
             let other = try setup.environment.material.pki.issueMerchantIdentity(merchantIdentifier: "merchant.dev.orchard.other")
-            try other.write(certificateTo: setup.directory.path("other.pem"), keyTo: setup.directory.path("other.key"))
-            try setup.merchant {
-                $0["identityCertificate"] = setup.directory.path("other.pem")
-                $0["identityKey"] = setup.directory.path("other.key")
-            }
+            try setup.useIdentity(other, named: "other")
             let (status, lines) = try await setup.doctor()
             #expect(status == 1)
             #expect(
@@ -118,12 +124,7 @@ struct DoctorCommandTests {
         try await Self.withSetup { setup in
             let unknown = "merchant.dev.orchard.unknown"
             let identity = try setup.environment.material.pki.issueMerchantIdentity(merchantIdentifier: unknown)
-            try identity.write(certificateTo: setup.directory.path("unknown.pem"), keyTo: setup.directory.path("unknown.key"))
-            try setup.merchant {
-                $0["merchantIdentifier"] = unknown
-                $0["identityCertificate"] = setup.directory.path("unknown.pem")
-                $0["identityKey"] = setup.directory.path("unknown.key")
-            }
+            try setup.useIdentity(identity, named: "unknown", merchantIdentifier: unknown)
             let (status, lines) = try await setup.doctor()
             #expect(status == 1)
             #expect(lines.contains("✓ \(unknown) merchant ID: the certificate is \(unknown)'s"))
@@ -133,11 +134,7 @@ struct DoctorCommandTests {
         try await Self.withSetup { setup in
             let stranger = try TestPKI.make(commonName: "Not Apple").issueMerchantIdentity(
                 merchantIdentifier: DemoEnvironment.merchantIdentifier)
-            try stranger.write(certificateTo: setup.directory.path("stranger.pem"), keyTo: setup.directory.path("stranger.key"))
-            try setup.merchant {
-                $0["identityCertificate"] = setup.directory.path("stranger.pem")
-                $0["identityKey"] = setup.directory.path("stranger.key")
-            }
+            try setup.useIdentity(stranger, named: "stranger")
             let (status, lines) = try await setup.doctor()
             #expect(status == 1)
             #expect(
