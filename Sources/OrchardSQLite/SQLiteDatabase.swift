@@ -36,10 +36,12 @@ final class SQLiteDatabase: @unchecked Sendable {
             throw Failure(code: SQLITE_CANTOPEN, message: "\(path): \(message)")
         }
         handle = db
+        // Before anything touches the file: another connection closing (its WAL checkpoint) or
+        // writing holds a lock for a moment, and without a timeout even the PRAGMAs fail with BUSY.
+        sqlite3_busy_timeout(db, 5000)
         try execute("PRAGMA journal_mode = WAL")
         try execute("PRAGMA synchronous = FULL")  // a payment is on disk before the shopper is told
         try execute("PRAGMA foreign_keys = ON")
-        sqlite3_busy_timeout(db, 5000)
     }
 
     deinit {
