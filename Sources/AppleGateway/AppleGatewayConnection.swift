@@ -16,11 +16,7 @@ struct AppleGatewayConnection: Sendable {
     func send(_ method: String, path: String, body: [UInt8]?, identity: MerchantIdentity) async throws(GatewayError) -> CurlResponse {
         var headers: [(name: String, value: String)] = [(name: "Accept", value: "application/json")]
         if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
-        let trust: TLSTrust =
-            switch endpoint.trust {
-            case .system: .system
-            case .caPEM(let pem): .caPEM(pem)
-            }
+        let trust = TLSTrust(caPEM: endpoint.trust.caPEM)
         do {
             return try await http.execute(
                 CurlRequest(

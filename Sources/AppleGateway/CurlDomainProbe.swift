@@ -22,11 +22,7 @@ public struct CurlDomainProbe: DomainProbe {
 
     public func associationFile(of domain: String) async throws(GatewayError) -> ProbeAnswer {
         let origin = connectTo[domain] ?? "https://\(domain)"
-        let curlTrust: TLSTrust =
-            switch trust {
-            case .system: .system
-            case .caPEM(let pem): .caPEM(pem)
-            }
+        let curlTrust = TLSTrust(caPEM: trust.caPEM)
         do {
             let response = try await http.execute(
                 CurlRequest(

@@ -51,4 +51,9 @@ public enum TLSTrust: Sendable, Equatable {
     case caFile(String)
     /// A PEM bundle of CA certificates in memory.
     case caPEM([UInt8])
+
+    /// Only the CAs in `pem` when given; the system store when nil.
+    public init(caPEM pem: [UInt8]?) {
+        self = pem.map { .caPEM($0) } ?? .system
+    }
 }

@@ -10,6 +10,12 @@ public struct RemoteEndpoint: Sendable {
         case system
         /// Only the PEM certificates given (a test CA).
         case caPEM([UInt8])
+
+        /// The PEM bundle, or nil for the system store.
+        public var caPEM: [UInt8]? {
+            if case .caPEM(let pem) = self { return pem }
+            return nil
+        }
     }
 
     /// `https://host[:port]`, no trailing slash: every URL called starts with it.

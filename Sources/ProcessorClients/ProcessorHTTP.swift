@@ -15,11 +15,7 @@ struct ProcessorHTTP: Sendable {
     /// Sends `body`; a transport failure (timeout, reset, refused) is ``ProcessorNoAnswer``.
     func send(_ method: String, url: String, headers: [(name: String, value: String)], body: [UInt8]?) async throws -> Answer {
         guard endpoint.owns(url) else { throw ProcessorActionError("refusing to call \(url): not on \(endpoint.baseURL)") }
-        let trust: TLSTrust =
-            switch endpoint.trust {
-            case .system: .system
-            case .caPEM(let pem): .caPEM(pem)
-            }
+        let trust = TLSTrust(caPEM: endpoint.trust.caPEM)
         let response: CurlResponse
         do {
             response = try await http.execute(

@@ -22,7 +22,7 @@ public struct DoctorCheck: Codable, Sendable, Equatable {
 }
 
 /// Every check, in order; it passes only when all of them do.
-public struct DoctorReport: Codable, Sendable, Equatable, ResponseEncodable {
+public struct DoctorReport: Encodable, Sendable, Equatable, ResponseEncodable {
     public var checks: [DoctorCheck]
     public var passed: Bool { checks.allSatisfy(\.passed) }
 
@@ -34,10 +34,6 @@ public struct DoctorReport: Codable, Sendable, Equatable, ResponseEncodable {
     public var text: String { checks.map(\.line).joined(separator: "\n") }
 
     enum CodingKeys: String, CodingKey { case checks, passed }
-
-    public init(from decoder: any Decoder) throws {
-        checks = try decoder.container(keyedBy: CodingKeys.self).decode([DoctorCheck].self, forKey: .checks)
-    }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
