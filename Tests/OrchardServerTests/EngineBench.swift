@@ -141,6 +141,7 @@ final class SimulatedProcessor: PaymentProcessor {
 
     func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
     func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
+    func refund(_ request: RefundRequest) async throws -> RefundOutcome { RefundOutcome(status: .refunded) }
 }
 
 /// A store that fails every write after `failWrites` is set: a full disk, or a process killed

@@ -74,6 +74,54 @@ public protocol PaymentProcessor: Sendable {
     func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome
     func settle(_ payment: PaymentRecord) async throws(ProcessorActionError)
     func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError)
+    /// Refunds part or all of a settled payment under the refund's own reference. Throws (any
+    /// error) when the outcome is not definite: the refund is then unknown and a retry re-sends
+    /// the same reference.
+    func refund(_ request: RefundRequest) async throws -> RefundOutcome
+}
+
+/// A refund of a settled payment, as the processor is handed it.
+public struct RefundRequest: Sendable {
+    public var payment: PaymentRecord
+    /// Minor units of the payment's currency; at most what is not refunded yet.
+    public var amount: Int64
+    /// The refund's idempotency reference (`<payment reference>-r<n>`): the same on every re-send.
+    public var reference: String
+    /// How often this reference was sent, this send included: a refusal proves nothing after the first.
+    public var sends: Int
+
+    /// Whether this refund returns the whole payment (processors have a cheaper call for that).
+    public var isFull: Bool { amount == payment.amount }
+
+    public init(payment: PaymentRecord, amount: Int64, reference: String, sends: Int = 1) {
+        self.payment = payment
+        self.amount = amount
+        self.reference = reference
+        self.sends = sends
+    }
+}
+
+/// What a processor answered to a refund.
+public struct RefundOutcome: Sendable, Equatable {
+    public enum Status: String, Sendable {
+        /// The processor accepted the refund (it may pay out later, as processors do).
+        case refunded
+        /// The processor refused it definitely: nothing was refunded.
+        case refused
+    }
+
+    public var status: Status
+    /// The processor's own ID for the refund.
+    public var processorReference: String?
+    public var code: String?
+    public var message: String?
+
+    public init(status: Status, processorReference: String? = nil, code: String? = nil, message: String? = nil) {
+        self.status = status
+        self.processorReference = processorReference
+        self.code = code
+        self.message = message
+    }
 }
 
 /// Records the authorization for a back office to process: Orchard's default.
@@ -89,6 +137,9 @@ public struct RecordOnlyProcessor: PaymentProcessor {
     /// Nothing to call: the back office settles with its own processor; Orchard records the state.
     public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
     public func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
+    public func refund(_ request: RefundRequest) async throws -> RefundOutcome {
+        RefundOutcome(status: .refunded, processorReference: "recorded:\(request.reference)")
+    }
 }
 
 /// The processor of each merchant.

@@ -155,6 +155,11 @@ public struct WorldlineProcessor: PaymentProcessor {
         try await act(payment, "cancel", body: [:])
     }
 
+    public func refund(_ request: RefundRequest) async throws -> RefundOutcome {
+        // PLACEHOLDER: replaced by the refund calls in this branch's next commit.
+        throw ProcessorActionError("Worldline refunds are not built yet")
+    }
+
     func act(_ payment: PaymentRecord, _ action: String, body: [String: Any]) async throws(ProcessorActionError) {
         guard let id = payment.processorReference, !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
         else { throw ProcessorActionError("this payment has no Worldline payment ID") }

@@ -81,6 +81,11 @@ public struct WorldpayProcessor: PaymentProcessor {
         try await follow(payment, "cancel")
     }
 
+    public func refund(_ request: RefundRequest) async throws -> RefundOutcome {
+        // PLACEHOLDER: replaced by the refund calls in this branch's next commit.
+        throw ProcessorActionError("Worldpay refunds are not built yet")
+    }
+
     func follow(_ payment: PaymentRecord, _ action: String) async throws(ProcessorActionError) {
         guard let url = payment.links[action] else { throw ProcessorActionError("Worldpay gave no \(action) link for this payment") }
         let answer: ProcessorHTTP.Answer
