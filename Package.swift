@@ -145,6 +145,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Adapter: calls to the shop (signed webhooks) over the libcurl client.
+        .target(
+            name: "ShopCallbacks",
+            dependencies: ["CurlClient", "OrchardCore"],
+            swiftSettings: swiftSettings
+        ),
         // Test PKI and the mock Apple gateway (mutual TLS on loopback).
         .target(
             name: "OrchardTesting",
@@ -179,6 +185,7 @@ let package = Package(
                 "OrchardServer",
                 "OrchardSQLite",
                 "ProcessorClients",
+                "ShopCallbacks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -50,6 +50,8 @@ public struct ApplePayPaymentRequest: Sendable, Codable, Equatable {
     public var lineItems: [ApplePayLineItem]
     public var shippingMethods: [ApplePayShippingMethod]
     public var requiredShippingContactFields: [String]
+    /// Absent unless the shop asked for billing details (a payments-API request).
+    public var requiredBillingContactFields: [String]?
     /// Whether the sheet offers a coupon field (Apple Pay JS version 12 and later).
     public var supportsCouponCode: Bool
     /// The coupon already applied, shown prefilled on the sheet.
@@ -58,15 +60,30 @@ public struct ApplePayPaymentRequest: Sendable, Codable, Equatable {
     public var applicationData: String
 
     public init(order: PricedOrder, catalogue: Catalogue, displayName: String, applicationData: [UInt8]) {
-        countryCode = catalogue.countryCode
+        self.init(
+            order: order, countryCode: catalogue.countryCode, supportedNetworks: catalogue.supportedNetworks,
+            shippingMethods: Self.shippingMethods(
+                order, available: Pricing.availableShippingMethods(catalogue: catalogue, country: order.shippingCountry)),
+            requiredShippingContactFields: ["postalAddress", "name", "email"], supportsCouponCode: !catalogue.coupons.isEmpty,
+            displayName: displayName, applicationData: applicationData)
+    }
+
+    /// A request from its parts: the catalogue's page and the payments API build theirs this way.
+    public init(
+        order: PricedOrder, countryCode: String, supportedNetworks: [String], shippingMethods: [ApplePayShippingMethod],
+        requiredShippingContactFields: [String], requiredBillingContactFields: [String]? = nil, supportsCouponCode: Bool,
+        displayName: String, applicationData: [UInt8]
+    ) {
+        self.countryCode = countryCode
         currencyCode = order.currency
-        supportedNetworks = catalogue.supportedNetworks
+        self.supportedNetworks = supportedNetworks
         merchantCapabilities = ["supports3DS"]
         total = Self.total(order, displayName: displayName)
         lineItems = Self.lineItems(order)
-        shippingMethods = Self.shippingMethods(order, catalogue: catalogue)
-        requiredShippingContactFields = ["postalAddress", "name", "email"]
-        supportsCouponCode = !catalogue.coupons.isEmpty
+        self.shippingMethods = shippingMethods
+        self.requiredShippingContactFields = requiredShippingContactFields
+        self.requiredBillingContactFields = requiredBillingContactFields
+        self.supportsCouponCode = supportsCouponCode
         couponCode = order.couponCode
         self.applicationData = Data(applicationData).base64EncodedString()
     }
@@ -89,18 +106,16 @@ public struct ApplePayPaymentRequest: Sendable, Codable, Equatable {
             items.append(
                 ApplePayLineItem(label: "Discount (\(order.couponCode ?? ""))", amount: money(-order.discount, order), type: "final"))
         }
-        items.append(ApplePayLineItem(label: order.shippingMethod.label, amount: money(order.shippingMethod.amount, order), type: "final"))
+        if let method = order.shippingMethod {
+            items.append(ApplePayLineItem(label: method.label, amount: money(method.amount, order), type: "final"))
+        }
         return items
     }
 
-    /// The methods for the order's country, the selected one first (Apple Pay preselects the first).
-    public static func shippingMethods(_ order: PricedOrder, catalogue: Catalogue) -> [ApplePayShippingMethod] {
-        let available = Pricing.availableShippingMethods(catalogue: catalogue, country: order.shippingCountry)
-        let ordered =
-            available.filter { $0.identifier == order.shippingMethod.identifier }
-            + available.filter {
-                $0.identifier != order.shippingMethod.identifier
-            }
+    /// The methods `available` for the order's country, the selected one first (Apple Pay preselects the first).
+    public static func shippingMethods(_ order: PricedOrder, available: [Catalogue.ShippingMethod]) -> [ApplePayShippingMethod] {
+        let selected = order.shippingMethod?.identifier
+        let ordered = available.filter { $0.identifier == selected } + available.filter { $0.identifier != selected }
         return ordered.map {
             ApplePayShippingMethod(label: $0.label, detail: $0.detail, amount: money($0.amount, order), identifier: $0.identifier)
         }
@@ -115,12 +130,11 @@ public struct ApplePayUpdate: Sendable, Codable, Equatable {
     public var newShippingMethods: [ApplePayShippingMethod]?
     public var errors: [ApplePayErrorItem]
 
-    public init(
-        order: PricedOrder, catalogue: Catalogue, displayName: String, includeShippingMethods: Bool, errors: [ApplePayErrorItem] = []
-    ) {
+    /// `shippingMethods`: the methods available at the order's address, when the sheet should show them anew.
+    public init(order: PricedOrder, displayName: String, shippingMethods: [Catalogue.ShippingMethod]?, errors: [ApplePayErrorItem] = []) {
         newTotal = ApplePayPaymentRequest.total(order, displayName: displayName)
         newLineItems = ApplePayPaymentRequest.lineItems(order)
-        newShippingMethods = includeShippingMethods ? ApplePayPaymentRequest.shippingMethods(order, catalogue: catalogue) : nil
+        newShippingMethods = shippingMethods.map { ApplePayPaymentRequest.shippingMethods(order, available: $0) }
         self.errors = errors
     }
 }

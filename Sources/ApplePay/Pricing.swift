@@ -17,6 +17,14 @@ public struct Catalogue: Sendable, Codable {
         public var amount: Int64
         /// ISO 3166 country codes it ships to; all serviceable countries when absent.
         public var countries: [String]?
+
+        public init(identifier: String, label: String, detail: String, amount: Int64, countries: [String]? = nil) {
+            self.identifier = identifier
+            self.label = label
+            self.detail = detail
+            self.amount = amount
+            self.countries = countries
+        }
     }
 
     public struct Coupon: Sendable, Codable {
@@ -74,6 +82,14 @@ public struct CartItem: Sendable, Codable, Equatable {
 /// An order priced by the server: the only numbers Orchard ever charges.
 public struct PricedOrder: Sendable, Codable, Equatable {
     public struct Line: Sendable, Codable, Equatable {
+        public init(productId: String, label: String, quantity: Int, unitPrice: Int64, amount: Int64) {
+            self.productId = productId
+            self.label = label
+            self.quantity = quantity
+            self.unitPrice = unitPrice
+            self.amount = amount
+        }
+
         public var productId: String
         public var label: String
         public var quantity: Int
@@ -85,11 +101,27 @@ public struct PricedOrder: Sendable, Codable, Equatable {
     public var lines: [Line]
     public var items: [CartItem]
     public var subtotal: Int64
-    public var shippingMethod: Catalogue.ShippingMethod
+    /// Nil only for a shop-priced cart that ships nothing.
+    public var shippingMethod: Catalogue.ShippingMethod?
     public var couponCode: String?
     public var discount: Int64
     public var shippingCountry: String?
     public var total: Int64
+
+    public init(
+        currency: String, lines: [Line], items: [CartItem], subtotal: Int64, shippingMethod: Catalogue.ShippingMethod?,
+        couponCode: String?, discount: Int64, shippingCountry: String?, total: Int64
+    ) {
+        self.currency = currency
+        self.lines = lines
+        self.items = items
+        self.subtotal = subtotal
+        self.shippingMethod = shippingMethod
+        self.couponCode = couponCode
+        self.discount = discount
+        self.shippingCountry = shippingCountry
+        self.total = total
+    }
 }
 
 /// Server-side pricing, in integer minor units.

@@ -19,12 +19,15 @@ public struct MerchantConfiguration: Sendable {
     public var processingKeys: [ProcessingKey]
     /// Where authorized payments go.
     public var processor: any ProcessorSettings
+    /// Where the merchant's webhooks go; nil: events are kept but not sent.
+    public var webhook: WebhookEndpoint?
 
     public init(
         merchantIdentifier: String, displayName: String, domains: [String], identity: MerchantIdentity, identitySource: String,
         domainAssociation: [UInt8]? = nil, catalogue: Catalogue? = nil, processingKeys: [ProcessingKey] = [],
-        processor: any ProcessorSettings = RecordOnlySettings()
+        processor: any ProcessorSettings = RecordOnlySettings(), webhook: WebhookEndpoint? = nil
     ) {
+        self.webhook = webhook
         self.merchantIdentifier = merchantIdentifier
         self.displayName = displayName
         self.domains = domains

@@ -9,6 +9,7 @@ import OrchardCore
 import OrchardSQLite
 import OrchardServer
 import ProcessorClients
+import ShopCallbacks
 
 /// Options shared by the commands that log.
 public struct LoggingOptions: ParsableArguments {
@@ -73,6 +74,7 @@ public func runServer(
             AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
         },
         domainProbe: CurlDomainProbe(http: http),
+        webhooks: try CurlWebhookTransport(),
         logger: logger,
         onServerRunning: onServerRunning)
     try await app.runService()

@@ -65,6 +65,10 @@ extension SQLiteStore {
                 }
                 switch orderState.flatMap(OrderRecord.State.init(rawValue:)) {
                 case .open:
+                    let expiry = try db.query("SELECT expires_at FROM orders WHERE id = ?", [.text(draft.orderId)]).first?[0].integer
+                    if let expiry, expiry <= now {
+                        throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) has expired")
+                    }
                     let count =
                         try db.query("SELECT COUNT(*) FROM payments WHERE order_id = ?", [.text(draft.orderId)]).first?[0]
                         .integer ?? 0
@@ -82,7 +86,7 @@ extension SQLiteStore {
                         """, [.blob(claim.sealedRequest), .integer(now), .text(paymentId)])
                 case .pending:
                     throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
-                case .unknown, .paid, .cancelled, nil:
+                case .unknown, .paid, .cancelled, .expired, nil:
                     throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) is not open")
                 }
                 let claimed = try db.execute(
@@ -133,6 +137,9 @@ extension SQLiteStore {
                         "UPDATE orders SET state = ? WHERE id = ? AND state = ?",
                         [.text(change.move.order.to.rawValue), .text(change.orderId), .text(change.move.order.from.rawValue)])
                     guard order == 1 else { throw Conflict() }
+                    if let type = change.move.event.webhook, try Self.reports(change, in: db) {
+                        try Self.insertPaymentEvent(type, paymentId: change.paymentId, in: db, at: change.at)
+                    }
                     return true
                 }
             } catch is Conflict {
@@ -140,6 +147,14 @@ extension SQLiteStore {
             }
         }
         return applied ? try await payment(id: change.paymentId) : nil
+    }
+
+    /// Every move with a webhook reports, except an unknown outcome after the first: the shop
+    /// heard `payment.unknown` once and hears the answer when it comes.
+    static func reports(_ change: PaymentTransition, in db: SQLiteDatabase) throws -> Bool {
+        guard change.move.to == .unknown else { return true }
+        let row = try db.query("SELECT sends, reconcile_attempts FROM payments WHERE id = ?", [.text(change.paymentId)]).first
+        return row?[0].integer == 1 && row?[1].integer == 0
     }
 
     public func retryPayload(paymentId: String) async throws -> [UInt8]? {

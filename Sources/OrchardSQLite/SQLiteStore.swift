@@ -23,6 +23,7 @@ public final class SQLiteStore: OrchardStore {
                 processor_reference TEXT, created_at INTEGER NOT NULL)
             """)
         try Self.migratePayments(database)
+        try Self.migrateShop(database)
         try database.execute(
             """
             CREATE TABLE IF NOT EXISTS registered_merchants (
@@ -40,24 +41,26 @@ public final class SQLiteStore: OrchardStore {
         let priced = try Self.encode(order.priced)
         try await database.run { db in
             try db.execute(
-                "INSERT INTO orders (id, merchant, state, priced, application_data, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
                     .text(order.id), .text(order.merchantIdentifier), .text(order.state.rawValue), .text(priced),
-                    .blob(order.applicationData), .integer(Int64(order.createdAt.timeIntervalSince1970)),
+                    .blob(order.applicationData), .time(order.createdAt), order.expiresAt.map(SQLiteValue.time) ?? .null,
                 ])
         }
     }
 
     public func order(id: String) async throws -> OrderRecord? {
         let rows = try await database.run { db in
-            try db.query("SELECT id, merchant, state, priced, application_data, created_at FROM orders WHERE id = ?", [.text(id)])
+            try db.query(
+                "SELECT id, merchant, state, priced, application_data, created_at, expires_at FROM orders WHERE id = ?", [.text(id)])
         }
         guard let row = rows.first, case .blob(let applicationData) = row[4] else { return nil }
         return OrderRecord(
             id: row[0].text ?? "", merchantIdentifier: row[1].text ?? "",
             state: OrderRecord.State(rawValue: row[2].text ?? "") ?? .open,
             priced: try JSONDecoder().decode(PricedOrder.self, from: Data((row[3].text ?? "").utf8)),
-            applicationData: applicationData, createdAt: Date(timeIntervalSince1970: TimeInterval(row[5].integer ?? 0)))
+            applicationData: applicationData, createdAt: row[5].date,
+            expiresAt: row[6].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) })
     }
 
     public func updateOpen(_ order: OrderRecord) async throws {

@@ -20,6 +20,7 @@ import OrchardCore
 ///   - directory: configured and registered merchants (default: the configured ones only).
 ///   - registration: Apple's Web Merchant Registration API, for the admin API.
 ///   - domainProbe: fetches domains' association files for `/admin/doctor?domains=true`.
+///   - webhooks: sends the webhook outbox to merchants' endpoints; nil: events are kept, not sent.
 ///   - expiryCheckInterval: how often certificate expiry is checked and logged.
 ///   - onServerRunning: called with the bound port once the server listens.
 public func buildApplication(
@@ -33,6 +34,7 @@ public func buildApplication(
     directory: MerchantDirectory? = nil,
     registration: (any MerchantRegistrationService)? = nil,
     domainProbe: (any DomainProbe)? = nil,
+    webhooks: (any WebhookTransport)? = nil,
     expiryCheckInterval: Duration = .seconds(86_400),
     logger: Logger = Logger(label: "orchard"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -51,9 +53,12 @@ public func buildApplication(
     MerchantSessionController(configuration: configuration, sessions: sessions).addRoutes(to: router)
     HealthController(configuration: configuration, directory: directory, time: time).addRoutes(to: router)
     OrdersController(configuration: configuration, store: store, time: time).addRoutes(to: router)
-    let engine = configuration.makePaymentsEngine(
-        store: store, processors: processors, vault: vault ?? configuration.vault ?? .ephemeral(), time: time, logger: logger)
+    let vault = vault ?? configuration.vault ?? .ephemeral()
+    let engine = configuration.makePaymentsEngine(store: store, processors: processors, vault: vault, time: time, logger: logger)
     AuthorizeController(engine: engine).addRoutes(to: router)
+    let v1 = router.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
+    PaymentRequestsController(store: store, vault: vault, time: time).addRoutes(to: v1, page: router)
+    PaymentsAPIController(store: store, engine: engine).addRoutes(to: v1)
     CheckoutController(configuration: configuration, simulator: simulator).addRoutes(to: router)
     if let simulator {
         SimulatedSheetController(configuration: configuration, simulator: simulator).addRoutes(to: router)
@@ -74,7 +79,13 @@ public func buildApplication(
     app.addServices(
         CertificateExpiryMonitor(
             certificates: configuration.certificates, time: time, interval: expiryCheckInterval, logger: logger),
-        PaymentReconciler(engine: engine, interval: configuration.reconciliation.interval, logger: logger))
+        PaymentReconciler(engine: engine, interval: configuration.reconciliation.interval, logger: logger),
+        PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger))
+    if let webhooks {
+        app.addServices(
+            WebhookDispatcher(
+                store: store, transport: webhooks, directory: directory, policy: configuration.webhooks, time: time, logger: logger))
+    }
     return app
 }
 

@@ -29,6 +29,15 @@ public final class MerchantDirectory: Sendable {
         return registered.withLock { $0.byDomain[domain] }.map { ($0, domain) }
     }
 
+    /// A configured merchant, or a registered one (served through the platform), by identifier.
+    public func merchant(identifier: String) -> MerchantConfiguration? {
+        if let merchant = configuration.merchants.first(where: { $0.merchantIdentifier == identifier }) { return merchant }
+        guard let platform = configuration.platform else { return nil }
+        return registered.withLock { $0.merchants.first { $0.partnerIdentifier == identifier } }.map {
+            Self.configuration(for: $0, platform: platform)
+        }
+    }
+
     /// Registered merchants, by partner identifier.
     public var registrations: [RegisteredMerchant] {
         registered.withLock { $0.merchants }

@@ -30,6 +30,9 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case domainTaken = "domain_taken"
         case registrationRejected = "registration_rejected"
         case platformNotConfigured = "platform_not_configured"
+        case refundTooLarge = "refund_too_large"
+        case idempotencyMismatch = "idempotency_mismatch"
+        case tooManyKeys = "too_many_keys"
     }
 
     public var code: Code
@@ -59,7 +62,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .ordersUnavailable: .notFound
         case .invalidCart, .invalidToken: .badRequest
         case .orderNotOpen, .replayedPayment: .conflict
-        case .paymentMismatch: .unprocessableContent
+        case .paymentMismatch, .refundTooLarge, .idempotencyMismatch, .tooManyKeys: .unprocessableContent
         case .paymentFailed: HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required")
         case .paymentUnknown: .gatewayTimeout
         case .processorRejected: .badGateway
@@ -84,6 +87,8 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
             case .processorRejected: .processorRejected
             case .paymentUnknown: .paymentUnknown
             case .invalidState: .invalidState
+            case .refundTooLarge: .refundTooLarge
+            case .idempotencyMismatch: .idempotencyMismatch
             case .storage: .internalError
             }
         self.init(code, error.message)

@@ -10,6 +10,8 @@ public struct OrchardRequestContext: RequestContext {
     /// The merchant whose domain the Host names (port ignored), and that domain; nil for an unknown host.
     public var merchant: MerchantConfiguration?
     public var domain: String?
+    /// The merchant whose secret API key authenticated a `/v1/` request.
+    public var apiMerchant: MerchantConfiguration?
     /// The largest JSON body `request.decode(as:context:)` reads (`server.maxBodyBytes`).
     public var maxBodyBytes = 16 * 1024
 
@@ -19,6 +21,12 @@ public struct OrchardRequestContext: RequestContext {
 
     public var requestDecoder: OrchardRequestDecoder { OrchardRequestDecoder() }
     public var responseEncoder: OrchardResponseEncoder { OrchardResponseEncoder() }
+
+    /// The merchant a `/v1/` call acts for; set by ``APIKeyMiddleware`` on every `/v1/` route.
+    public func requireAPIMerchant() throws(OrchardError) -> MerchantConfiguration {
+        guard let apiMerchant else { throw OrchardError(.unauthorized, "the payments API needs Authorization: Bearer <secret API key>") }
+        return apiMerchant
+    }
 
     /// The merchant serving this Host; an unknown host is a 421, here and nowhere else.
     public func requireMerchant() throws(OrchardError) -> (merchant: MerchantConfiguration, domain: String) {

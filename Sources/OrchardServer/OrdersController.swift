@@ -40,7 +40,7 @@ struct OrdersController {
         router.post("/api/orders/{id}/coupon") { request, context in
             let body = try await request.decode(as: CouponBody.self, context: context)
             return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
-                (order.items, order.shippingMethod.identifier, body.couponCode, order.shippingCountry)
+                (order.items, order.shippingMethod?.identifier, body.couponCode, order.shippingCountry)
             }
         }
         // The sheet's card changed: reprice from the catalogue. No method changes the price today,
@@ -48,7 +48,7 @@ struct OrdersController {
         router.post("/api/orders/{id}/payment-method") { request, context in
             _ = try await request.decode(as: PaymentMethodBody.self, context: context)
             return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
-                (order.items, order.shippingMethod.identifier, order.couponCode, order.shippingCountry)
+                (order.items, order.shippingMethod?.identifier, order.couponCode, order.shippingCountry)
             }
         }
     }
@@ -86,24 +86,22 @@ struct OrdersController {
         _ context: OrchardRequestContext, id: String, includeShippingMethods: Bool,
         change: (PricedOrder) -> ([CartItem], String?, String?, String?)
     ) async throws -> ApplePayUpdate {
-        let (merchant, catalogue) = try merchant(for: context)
-        let order = try await openOrder(id: id, merchant: merchant, store: store)
+        let (merchant, _) = try context.requireMerchant()
+        let order = try await openOrder(id: id, merchant: merchant, store: store, now: time.now)
         let (items, method, coupon, country) = change(order.priced)
         var updated = order
         var errors: [ApplePayErrorItem] = []
-        do {
-            updated.priced = try Pricing.price(
-                items: items, catalogue: catalogue, shippingMethodId: method, couponCode: coupon, shippingCountry: country, at: time.now)
-        } catch {
-            guard let item = ApplePayErrorItem(error) else { throw OrchardError(.invalidRequest, error.message) }
-            errors.append(item)
-            if error.code == .couponInvalid || error.code == .couponExpired {
-                // Drop the bad coupon but keep the rest of the change.
-                updated.priced =
-                    (try? Pricing.price(
-                        items: items, catalogue: catalogue, shippingMethodId: method, shippingCountry: country, at: time.now))
-                    ?? order.priced
+        let available: [Catalogue.ShippingMethod]
+        if let request = try await store.paymentRequest(id: order.id) {
+            (updated.priced, errors) = reprice(request.cart, order: order.priced, method: method, coupon: coupon, country: country)
+            available = request.cart.shippingMethods(for: updated.priced.shippingCountry)
+        } else {
+            guard let catalogue = merchant.catalogue else {
+                throw OrchardError(.ordersUnavailable, "this shop takes no orders (no catalogue configured)")
             }
+            (updated.priced, errors) = try reprice(
+                catalogue, order: order.priced, items: items, method: method, coupon: coupon, country: country)
+            available = Pricing.availableShippingMethods(catalogue: catalogue, country: updated.priced.shippingCountry)
         }
         if updated.priced != order.priced {
             do {
@@ -112,10 +110,45 @@ struct OrdersController {
                 throw OrchardError(.orderNotOpen, "this order is already paid")
             }
         }
-        let answer = ApplePayUpdate(
-            order: updated.priced, catalogue: catalogue, displayName: merchant.displayName, includeShippingMethods: includeShippingMethods,
+        return ApplePayUpdate(
+            order: updated.priced, displayName: merchant.displayName, shippingMethods: includeShippingMethods ? available : nil,
             errors: errors)
-        return answer
+    }
+
+    /// The catalogue's price for the change; a bad coupon is dropped but the rest of the change kept.
+    func reprice(
+        _ catalogue: Catalogue, order: PricedOrder, items: [CartItem], method: String?, coupon: String?, country: String?
+    ) throws -> (PricedOrder, [ApplePayErrorItem]) {
+        do {
+            return (
+                try Pricing.price(
+                    items: items, catalogue: catalogue, shippingMethodId: method, couponCode: coupon, shippingCountry: country, at: time.now
+                ),
+                []
+            )
+        } catch {
+            guard let item = ApplePayErrorItem(error) else { throw OrchardError(.invalidRequest, error.message) }
+            guard error.code == .couponInvalid || error.code == .couponExpired else { return (order, [item]) }
+            let withoutCoupon = try? Pricing.price(
+                items: items, catalogue: catalogue, shippingMethodId: method, shippingCountry: country, at: time.now)
+            return (withoutCoupon ?? order, [item])
+        }
+    }
+
+    /// The shop's cart with the shopper's choices: its own amount plus the shipping method for the
+    /// address (the one picked when it still ships there). Coupons are the shop's business.
+    func reprice(_ cart: ShopCart, order: PricedOrder, method: String?, coupon: String?, country: String?) -> (
+        PricedOrder, [ApplePayErrorItem]
+    ) {
+        if let coupon, !coupon.isEmpty, coupon != order.couponCode {
+            return (order, [ApplePayErrorItem(code: "couponCodeInvalid", message: "this shop takes no coupon codes here")])
+        }
+        let stillShips = method.map { id in cart.shippingMethods(for: country?.uppercased()).contains { $0.identifier == id } } ?? false
+        do {
+            return (try cart.price(shippingMethodId: stillShips ? method : nil, shippingCountry: country), [])
+        } catch {
+            return (order, ApplePayErrorItem(error).map { [$0] } ?? [ApplePayErrorItem(code: "unknown", message: error.message)])
+        }
     }
 
 }
@@ -124,12 +157,15 @@ struct OrdersController {
 ///
 /// An order whose last payment attempt has an unknown outcome is payable (`allowUnknown`) but
 /// not repriceable: the retry must charge the same amount under the same reference.
-func openOrder(id: String, merchant: MerchantConfiguration, store: any OrchardStore) async throws -> OrderRecord {
+func openOrder(id: String, merchant: MerchantConfiguration, store: any OrchardStore, now: Date) async throws -> OrderRecord {
     guard id.utf8.count <= 64, let order = try await store.order(id: id), order.merchantIdentifier == merchant.merchantIdentifier else {
         throw OrchardError(.notFound, "there is no such order")
     }
     switch order.state {
-    case .open: return order
+    case .open:
+        if let expiry = order.expiresAt, expiry <= now { throw OrchardError(.orderNotOpen, "this payment request has expired") }
+        return order
+    case .expired: throw OrchardError(.orderNotOpen, "this payment request has expired")
     case .pending, .unknown:
         throw OrchardError(.orderNotOpen, "this order's payment is being confirmed; it cannot change now")
     case .paid: throw OrchardError(.orderNotOpen, "this order is already paid")

@@ -13,9 +13,13 @@ public final class InMemoryStore: OrchardStore {
         var payloads: [String: [UInt8]] = [:]
         var transactions: Set<String> = []
         var merchants: [String: RegisteredMerchant] = [:]
+        var apiKeys: [APIKeyRecord] = []
+        var requests: [String: PaymentRequestRecord] = [:]
+        var refunds: [RefundRecord] = []
+        var events: [WebhookEvent] = []
     }
 
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     public init() {}
 
@@ -49,6 +53,9 @@ public final class InMemoryStore: OrchardStore {
             var claimed: PaymentRecord
             switch state.orders[draft.orderId]?.state {
             case .open:
+                if let expiry = state.orders[draft.orderId]?.expiresAt, expiry <= draft.createdAt {
+                    throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) has expired")
+                }
                 claimed = draft
                 claimed.reference = "\(draft.orderId)-\(state.payments.count { $0.orderId == draft.orderId } + 1)"
                 claimed.state = .pending
@@ -63,7 +70,7 @@ public final class InMemoryStore: OrchardStore {
                 claimed = state.payments[index]
             case .pending:
                 throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
-            case .paid, .cancelled, nil:
+            case .paid, .cancelled, .expired, nil:
                 throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) is not open")
             }
             state.orders[draft.orderId]?.state = .pending
@@ -74,7 +81,7 @@ public final class InMemoryStore: OrchardStore {
     }
 
     public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
-        state.withLock { state in
+        try state.withLock { state in
             guard let index = state.payments.firstIndex(where: { $0.id == change.paymentId }),
                 state.payments[index].orderId == change.orderId, state.payments[index].state == change.move.from,
                 state.orders[change.orderId]?.state == change.move.order.from
@@ -96,6 +103,10 @@ public final class InMemoryStore: OrchardStore {
             if PaymentLifecycle.isResolved(change.move.to) { state.payloads[payment.id] = nil }
             state.payments[index] = payment
             state.orders[change.orderId]?.state = change.move.order.to
+            // As in SQLite: an unknown outcome is reported once, on the first send.
+            if let type = change.move.event.webhook, change.move.to != .unknown || (payment.sends == 1 && payment.reconcileAttempts == 0) {
+                try Self.appendPaymentEvent(type, payment: payment, to: &state, at: change.at)
+            }
             return payment
         }
     }

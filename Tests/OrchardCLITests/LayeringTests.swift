@@ -8,9 +8,13 @@ struct LayeringTests {
     /// Modules each target must never import.
     static let forbidden: [String: Set<String>] = [
         "OrchardCore": [
-            "Hummingbird", "CurlClient", "CSQLite", "OrchardSQLite", "AppleGateway", "ProcessorClients", "OrchardServer", "NIOPosix",
+            "Hummingbird", "CurlClient", "CSQLite", "OrchardSQLite", "AppleGateway", "ProcessorClients", "ShopCallbacks", "OrchardServer",
+            "NIOPosix",
         ],
-        "OrchardServer": ["CurlClient", "CSQLite", "OrchardSQLite", "AppleGateway", "ProcessorClients", "OrchardTesting", "NIOSSL"],
+        "OrchardServer": [
+            "CurlClient", "CSQLite", "OrchardSQLite", "AppleGateway", "ProcessorClients", "ShopCallbacks", "OrchardTesting", "NIOSSL",
+        ],
+        "ShopCallbacks": ["OrchardServer", "Hummingbird", "AppleGateway", "ProcessorClients", "OrchardSQLite"],
         "AppleGateway": ["OrchardServer", "Hummingbird", "ProcessorClients", "OrchardSQLite"],
         "ProcessorClients": ["OrchardServer", "Hummingbird", "AppleGateway", "OrchardSQLite"],
         "OrchardSQLite": ["OrchardServer", "Hummingbird", "CurlClient", "AppleGateway", "ProcessorClients"],

@@ -23,6 +23,10 @@ public struct PaymentEngineError: Error, Sendable, Equatable, CustomStringConver
         case paymentUnknown
         /// The payment is in another state than the action needs.
         case invalidState
+        /// A refund larger than what is left to refund.
+        case refundTooLarge
+        /// An Idempotency-Key came back with another request.
+        case idempotencyMismatch
         /// The store failed before anything was sent: nothing was charged.
         case storage
     }

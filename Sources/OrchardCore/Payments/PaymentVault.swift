@@ -45,4 +45,24 @@ public struct PaymentVault: Sendable {
         let plain = try AES.GCM.open(try AES.GCM.SealedBox(combined: sealed), using: key)
         return try JSONDecoder().decode(RetryRequest.self, from: plain)
     }
+
+    /// The browser's capability for a payment request: its ID and a MAC of it under a key
+    /// derived from the vault key, so the same request always has the same secret and none is stored.
+    public func clientSecret(forRequest id: String) -> String {
+        "\(id)_secret_\(Hex.encode(clientSecretMAC(id)))"
+    }
+
+    /// The request a client secret opens, checked in constant time; nil for anything else.
+    public func requestId(fromClientSecret secret: String) -> String? {
+        guard secret.utf8.count <= 160, let range = secret.range(of: "_secret_") else { return nil }
+        let id = String(secret[..<range.lowerBound])
+        guard let mac = Hex.decode(String(secret[range.upperBound...])) else { return nil }
+        return ConstantTime.equal(mac, clientSecretMAC(id)) ? id : nil
+    }
+
+    private func clientSecretMAC(_ id: String) -> [UInt8] {
+        let derived = HMAC<SHA256>.authenticationCode(for: Array("orchard client secret v1".utf8), using: key)
+        let mac = HMAC<SHA256>.authenticationCode(for: Array(id.utf8), using: SymmetricKey(data: Data(derived)))
+        return Array(Array(mac).prefix(20))
+    }
 }

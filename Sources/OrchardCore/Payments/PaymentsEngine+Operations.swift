@@ -11,14 +11,15 @@ extension PaymentsEngine {
         var event: PaymentLifecycle.Event { self == .authorized ? .resolvedAuthorized : .resolvedRefused }
     }
 
-    /// Settles (captures) an authorized payment through its processor, then records it.
-    public func settle(paymentId: String) async throws(PaymentEngineError) -> PaymentRecord {
-        try await act(.settle, on: paymentId)
+    /// Settles (captures) an authorized payment through its processor, then records it. With a
+    /// merchant, another merchant's payment is not found.
+    public func settle(paymentId: String, merchantIdentifier: String? = nil) async throws(PaymentEngineError) -> PaymentRecord {
+        try await act(.settle, on: paymentId, merchantIdentifier: merchantIdentifier)
     }
 
     /// Cancels (voids) an authorized payment through its processor, then records it; the order closes.
-    public func cancel(paymentId: String) async throws(PaymentEngineError) -> PaymentRecord {
-        try await act(.cancel, on: paymentId)
+    public func cancel(paymentId: String, merchantIdentifier: String? = nil) async throws(PaymentEngineError) -> PaymentRecord {
+        try await act(.cancel, on: paymentId, merchantIdentifier: merchantIdentifier)
     }
 
     /// Records the processor's outcome of an unknown payment as an operator read it.
@@ -45,9 +46,14 @@ extension PaymentsEngine {
     }
 
     /// The processor first, then the record: a processor that refuses leaves the payment authorized.
-    private func act(_ event: PaymentLifecycle.Event, on id: String) async throws(PaymentEngineError) -> PaymentRecord {
+    private func act(_ event: PaymentLifecycle.Event, on id: String, merchantIdentifier: String?) async throws(PaymentEngineError)
+        -> PaymentRecord
+    {
         let move = PaymentLifecycle.move(event)
-        let payment = try await requirePayment(id)
+        let payment =
+            if let merchantIdentifier { try await requirePayment(id, merchantIdentifier: merchantIdentifier) } else {
+                try await requirePayment(id)
+            }
         guard payment.state == move.from else {
             throw PaymentEngineError(
                 .invalidState, "only an authorized payment can be \(move.to.rawValue); this one is \(payment.state.rawValue)")

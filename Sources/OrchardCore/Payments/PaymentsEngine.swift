@@ -177,7 +177,7 @@ public struct PaymentsEngine: Sendable {
             case .duplicateTransaction: throw PaymentEngineError(.replayedPayment, "this payment was already submitted")
             case .orderNotOpen: throw PaymentEngineError(.orderNotOpen, "this order is already paid or closed")
             case .paymentInProgress: throw PaymentEngineError.inProgress
-            case .storage, .domainTaken: throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
+            default: throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
             }
         } catch {
             logger.error("the payment could not be recorded before sending", metadata: ["error": "\(error)"])

@@ -14,6 +14,8 @@ public struct OrderRecord: Sendable, Codable, Equatable {
         case unknown
         /// Its payment was cancelled (voided) after authorization: closed for good.
         case cancelled
+        /// Open past its expiry: closed for good, nothing was paid.
+        case expired
     }
 
     public var id: String
@@ -23,10 +25,14 @@ public struct OrderRecord: Sendable, Codable, Equatable {
     /// The applicationData bytes sent in the payment request; tokens carry their SHA-256.
     public var applicationData: [UInt8]
     public var createdAt: Date
+    /// When an open order stops taking payments (payment requests); nil: never.
+    public var expiresAt: Date?
 
     public init(
-        id: String, merchantIdentifier: String, state: State, priced: PricedOrder, applicationData: [UInt8], createdAt: Date
+        id: String, merchantIdentifier: String, state: State, priced: PricedOrder, applicationData: [UInt8], createdAt: Date,
+        expiresAt: Date? = nil
     ) {
+        self.expiresAt = expiresAt
         self.id = id
         self.merchantIdentifier = merchantIdentifier
         self.state = state
@@ -124,6 +130,14 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case paymentInProgress
         /// The domain is already registered to another merchant.
         case domainTaken
+        /// A merchant already holds its most active API keys.
+        case limitReached
+        /// An idempotency key came back with another request body.
+        case idempotencyMismatch
+        /// A refund larger than what is left to refund.
+        case refundTooLarge
+        /// The object is not in a state that allows the change.
+        case invalidState
         /// The storage itself failed.
         case storage
     }
@@ -140,7 +154,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Durable orders and payments. SQLite is the embedded default; another database can follow.
-public protocol OrchardStore: Sendable {
+public protocol OrchardStore: ShopStore {
     func insert(_ order: OrderRecord) async throws
     func order(id: String) async throws -> OrderRecord?
     /// Replaces an open order's pricing; fails with ``StoreError/Code/orderNotOpen`` otherwise.

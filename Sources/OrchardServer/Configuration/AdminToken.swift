@@ -9,13 +9,10 @@ public struct AdminToken: Sendable, CustomStringConvertible {
 
     public init(_ token: String) { digest = Array(SHA256.hash(data: Array(token.utf8))) }
 
-    /// Compares SHA-256 digests byte by byte without an early exit, so neither the length
-    /// nor the first differing byte of the presented token shows in the timing.
+    /// Compares SHA-256 digests without an early exit, so neither the length nor the first
+    /// differing byte of the presented token shows in the timing.
     public func matches(_ presented: [UInt8]) -> Bool {
-        let other = Array(SHA256.hash(data: presented))
-        var difference: UInt8 = 0
-        for index in 0..<digest.count { difference |= other[index] ^ digest[index] }
-        return difference == 0
+        ConstantTime.equal(Array(SHA256.hash(data: presented)), digest)
     }
 
     public var description: String { "AdminToken(redacted)" }

@@ -59,6 +59,8 @@ public struct ConfigurationFile: Codable, Sendable {
         public var processingKeys: [ProcessingKeyFile]?
         /// Where authorized payments go (record only when absent).
         public var processor: ProcessorSection?
+        /// Where the merchant's signed events go (none when absent).
+        public var webhook: MerchantWebhook?
 
         public init(
             merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String?,
@@ -161,6 +163,7 @@ public struct ConfigurationFile: Codable, Sendable {
     public var admin: Admin?
     public var payments: Payments?
     public var checkout: Checkout?
+    public var webhooks: Webhooks?
     /// Where the SQLite database lives; relative to the config file. Default `state`.
     public var stateDirectory: String?
     public var merchants: [Merchant]

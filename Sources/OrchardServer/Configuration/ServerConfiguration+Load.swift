@@ -52,7 +52,8 @@ extension ServerConfiguration {
             platform: try file.platformIntegrator.map { integrator throws(ConfigurationError) in
                 try loadPlatform(integrator, source: values, time: time)
             },
-            adminToken: try file.admin?.token.map { value throws(ConfigurationError) in try AdminToken.load(value, values: values) })
+            adminToken: try file.admin?.token.map { value throws(ConfigurationError) in try AdminToken.load(value, values: values) },
+            webhooks: try resolveWebhookPolicy(file.webhooks))
     }
 
     /// `appleGateway`: an https Apple host (or an allowed test host), its trust and timeouts.
@@ -143,7 +144,8 @@ extension ServerConfiguration {
         return MerchantConfiguration(
             merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, domains: domains, identity: identity,
             identitySource: identityFiles.source(values), domainAssociation: association, catalogue: catalogue,
-            processingKeys: keys, processor: processor)
+            processingKeys: keys, processor: processor,
+            webhook: try resolveWebhook(merchant.webhook, label: label, values: values))
     }
 
     static func loadCatalogue(_ file: String, values: ConfigurationValues) throws(ConfigurationError) -> Catalogue {

@@ -30,6 +30,8 @@ public struct ServerConfiguration: Sendable {
     public var platform: MerchantConfiguration?
     /// The admin API's bearer token; nil turns the admin API off.
     public var adminToken: AdminToken?
+    /// How webhooks are retried.
+    public var webhooks = WebhookPolicy()
 
     /// Every certificate Orchard holds, for `/health` and expiry warnings.
     public var certificates: [ConfiguredCertificate] {

@@ -1,0 +1,152 @@
+import Foundation
+
+/// A cart the shop priced itself (the payments API): Orchard charges its `amount` plus the
+/// shipping method the shopper picks, and shows the shop's lines on the sheet.
+public struct ShopCart: Sendable, Codable, Equatable {
+    /// One line on the sheet; a discount is a negative line.
+    public struct Line: Sendable, Codable, Equatable {
+        public var label: String
+        /// Minor units.
+        public var amount: Int64
+
+        public init(label: String, amount: Int64) {
+            self.label = label
+            self.amount = amount
+        }
+    }
+
+    /// ISO 4217 alphabetic code.
+    public var currency: String
+    /// The merchant's country (Apple Pay's `countryCode`).
+    public var countryCode: String
+    /// The goods, in minor units, before shipping.
+    public var amount: Int64
+    /// Empty: the sheet shows the total alone.
+    public var lines: [Line]
+    /// Empty: nothing ships (no address is asked for unless required below).
+    public var shippingMethods: [Catalogue.ShippingMethod]
+    public var requiredShippingContactFields: [String]
+    public var requiredBillingContactFields: [String]
+    public var supportedNetworks: [String]
+
+    public static let maximumLines = 50
+    public static let maximumShippingMethods = 20
+    /// The largest amount accepted, in minor units: far above any card limit, far below overflow.
+    public static let maximumAmount: Int64 = 99_999_999_999
+    /// Apple Pay JS's contact fields.
+    public static let shippingContactFields: Set<String> = ["postalAddress", "name", "phoneticName", "phone", "email"]
+    public static let billingContactFields: Set<String> = ["postalAddress", "name", "phoneticName"]
+    /// Apple Pay JS's payment networks.
+    public static let networks: Set<String> = [
+        "amex", "bancomat", "bancontact", "cartesBancaires", "chinaUnionPay", "dankort", "discover", "eftpos", "electron", "elo",
+        "girocard", "interac", "jcb", "mada", "maestro", "masterCard", "mir", "privateLabel", "visa", "vPay",
+    ]
+    public static let defaultNetworks = ["amex", "discover", "masterCard", "visa"]
+
+    public init(
+        currency: String, countryCode: String, amount: Int64, lines: [Line] = [], shippingMethods: [Catalogue.ShippingMethod] = [],
+        requiredShippingContactFields: [String] = [], requiredBillingContactFields: [String] = [],
+        supportedNetworks: [String] = ShopCart.defaultNetworks
+    ) {
+        self.currency = currency
+        self.countryCode = countryCode
+        self.amount = amount
+        self.lines = lines
+        self.shippingMethods = shippingMethods
+        self.requiredShippingContactFields = requiredShippingContactFields
+        self.requiredBillingContactFields = requiredBillingContactFields
+        self.supportedNetworks = supportedNetworks
+    }
+
+    /// Checks everything the JSON cannot, each problem with its own message.
+    public func validated() throws(ApplePayError) -> ShopCart {
+        func refuse(_ message: String) -> ApplePayError { ApplePayError(.invalidCart, message) }
+        guard Currency(code: currency) != nil, currency == currency.uppercased() else {
+            throw refuse("currency must be an ISO 4217 code Orchard knows, in capitals (EUR, GBP, USD, …)")
+        }
+        guard Self.isCountry(countryCode) else { throw refuse("countryCode must be the merchant's ISO 3166 country, like GB") }
+        guard (1...Self.maximumAmount).contains(amount) else {
+            throw refuse("amount must be a whole number of minor units from 1 to \(Self.maximumAmount)")
+        }
+        guard lines.count <= Self.maximumLines else { throw refuse("at most \(Self.maximumLines) lineItems") }
+        for line in lines where !Self.isLabel(line.label) || abs(line.amount) > Self.maximumAmount {
+            throw refuse("each line item needs a label of 1–100 characters and an amount in minor units")
+        }
+        if !lines.isEmpty, lines.reduce(0, { $0 + $1.amount }) != amount {
+            throw refuse("the lineItems add up to \(lines.reduce(0) { $0 + $1.amount }), not the amount \(amount)")
+        }
+        guard shippingMethods.count <= Self.maximumShippingMethods,
+            Set(shippingMethods.map(\.identifier)).count == shippingMethods.count
+        else { throw refuse("at most \(Self.maximumShippingMethods) shipping methods, each with its own identifier") }
+        for method in shippingMethods {
+            guard (1...64).contains(method.identifier.count), Self.isLabel(method.label), method.detail.count <= 100,
+                (0...Self.maximumAmount).contains(method.amount), method.countries?.allSatisfy(Self.isCountry) ?? true
+            else {
+                throw refuse(
+                    "shipping method \(method.identifier.prefix(64)) needs an identifier, a label, an amount ≥ 0 and ISO 3166 countries")
+            }
+        }
+        guard requiredShippingContactFields.allSatisfy(Self.shippingContactFields.contains) else {
+            throw refuse("requiredShippingContactFields takes \(Self.shippingContactFields.sorted().joined(separator: ", "))")
+        }
+        guard requiredBillingContactFields.allSatisfy(Self.billingContactFields.contains) else {
+            throw refuse("requiredBillingContactFields takes \(Self.billingContactFields.sorted().joined(separator: ", "))")
+        }
+        guard !supportedNetworks.isEmpty, supportedNetworks.allSatisfy(Self.networks.contains) else {
+            throw refuse("supportedNetworks takes \(Self.networks.sorted().joined(separator: ", "))")
+        }
+        return self
+    }
+
+    /// The methods that ship to `country` (all of them before the shopper picked an address).
+    public func shippingMethods(for country: String?) -> [Catalogue.ShippingMethod] {
+        shippingMethods.filter { method in
+            guard let country, let countries = method.countries else { return true }
+            return countries.contains(country)
+        }
+    }
+
+    /// The cart with the chosen method (nil: the first one that ships to `shippingCountry`).
+    public func price(shippingMethodId: String? = nil, shippingCountry: String? = nil) throws(ApplePayError) -> PricedOrder {
+        let country = shippingCountry?.uppercased()
+        var method: Catalogue.ShippingMethod?
+        if !shippingMethods.isEmpty {
+            let available = shippingMethods(for: country)
+            if let shippingMethodId {
+                guard let chosen = available.first(where: { $0.identifier == shippingMethodId }) else {
+                    throw ApplePayError(.unknownShippingMethod, "shipping method \(shippingMethodId.prefix(64)) is not available")
+                }
+                method = chosen
+            } else {
+                guard let first = available.first else {
+                    throw ApplePayError(.addressUnserviceable, "we do not ship to \(country?.prefix(8) ?? "this address")")
+                }
+                method = first
+            }
+        }
+        let priced = lines.enumerated().map { index, line in
+            PricedOrder.Line(productId: "line-\(index + 1)", label: line.label, quantity: 1, unitPrice: line.amount, amount: line.amount)
+        }
+        return PricedOrder(
+            currency: currency, lines: priced, items: [], subtotal: amount, shippingMethod: method, couponCode: nil, discount: 0,
+            shippingCountry: country, total: amount + (method?.amount ?? 0))
+    }
+
+    /// The Apple Pay JS request for `order` (this cart priced).
+    public func paymentRequest(_ order: PricedOrder, displayName: String, applicationData: [UInt8]) -> ApplePayPaymentRequest {
+        ApplePayPaymentRequest(
+            order: order, countryCode: countryCode, supportedNetworks: supportedNetworks,
+            shippingMethods: ApplePayPaymentRequest.shippingMethods(order, available: shippingMethods(for: order.shippingCountry)),
+            requiredShippingContactFields: requiredShippingContactFields,
+            requiredBillingContactFields: requiredBillingContactFields.isEmpty ? nil : requiredBillingContactFields,
+            supportsCouponCode: false, displayName: displayName, applicationData: applicationData)
+    }
+
+    static func isCountry(_ code: String) -> Bool {
+        code.utf8.count == 2 && code.utf8.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+    }
+
+    static func isLabel(_ label: String) -> Bool {
+        (1...100).contains(label.count) && !label.contains(where: { $0.isNewline })
+    }
+}

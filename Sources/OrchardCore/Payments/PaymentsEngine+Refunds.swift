@@ -1,0 +1,94 @@
+import ApplePay
+import Foundation
+import Logging
+
+/// Refunds of settled payments: claimed against what is left, sent under their own reference,
+/// recorded as the processor answered. An answer not seen leaves the refund unknown; the same
+/// Idempotency-Key re-sends the same reference.
+extension PaymentsEngine {
+    /// Refunds `amount` (nil: all that is left) of a settled payment of `merchantIdentifier`.
+    public func refund(
+        paymentId: String, merchantIdentifier: String, amount: Int64?, idempotencyKey: String
+    ) async throws(PaymentEngineError) -> RefundRecord {
+        let payment = try await requirePayment(paymentId, merchantIdentifier: merchantIdentifier)
+        let refunded = try await storage { try await store.refunds(paymentId: paymentId) }
+        let left = payment.amount - refunded.filter(\.holdsAmount).reduce(0) { $0 + $1.amount }
+        let earlier = refunded.first { $0.idempotencyKey == idempotencyKey }
+        let wanted = amount ?? earlier?.amount ?? left
+        guard wanted > 0 else {
+            throw PaymentEngineError(.refundTooLarge, amount == nil ? "nothing is left to refund" : "a refund amount must be positive")
+        }
+        let draft = RefundRecord(
+            id: "re_" + RecordIdentifier.random(), paymentId: paymentId, amount: wanted, currency: payment.currency, state: .pending,
+            reference: "", idempotencyKey: idempotencyKey, createdAt: time.now)
+        let claimed: RefundRecord
+        do {
+            claimed = try await store.claimRefund(draft)
+        } catch let error as StoreError {
+            throw Self.refusal(error)
+        } catch {
+            throw PaymentEngineError(.storage, "the refund could not be recorded; nothing was refunded")
+        }
+        guard claimed.state == .pending else { return claimed }
+        let processor = processors.processor(forMerchant: merchantIdentifier)
+        guard processor.name == payment.processor else {
+            _ = try? await store.finishRefund(id: claimed.id, state: .refused, outcome: nil, at: time.now)
+            throw PaymentEngineError(
+                .invalidState, "this payment went through \(payment.processor), which is no longer the merchant's processor")
+        }
+        return try await send(claimed, of: payment, through: processor)
+    }
+
+    private func send(_ refund: RefundRecord, of payment: PaymentRecord, through processor: any PaymentProcessor)
+        async throws(PaymentEngineError) -> RefundRecord
+    {
+        var metadata: Logger.Metadata = [
+            "payment": "\(payment.id)", "refund": "\(refund.id)", "reference": "\(refund.reference)", "send": "\(refund.sends)",
+            "amount": "\(refund.amount) \(refund.currency)",
+        ]
+        var outcome: RefundOutcome?
+        do {
+            outcome = try await processor.refund(
+                RefundRequest(payment: payment, amount: refund.amount, reference: refund.reference, sends: refund.sends))
+        } catch {
+            metadata["error"] = "\(error)"
+        }
+        // A refusal of a re-send may mean the first send refunded: only an operator can tell.
+        let state: RefundState =
+            switch outcome?.status {
+            case .refunded: .refunded
+            case .refused: refund.sends == 1 ? .refused : .unknown
+            case nil: .unknown
+            }
+        let finished: RefundRecord?
+        do {
+            finished = try await store.finishRefund(id: refund.id, state: state, outcome: outcome, at: time.now)
+        } catch {
+            logger.critical("the processor answered a refund but the answer could not be stored", metadata: metadata)
+            throw PaymentEngineError(.paymentUnknown, "the refund's outcome could not be recorded; retry with the same Idempotency-Key")
+        }
+        guard let finished else { throw PaymentEngineError(.invalidState, "the refund changed meanwhile; reload it") }
+        metadata["state"] = "\(state.rawValue)"
+        logger.log(level: state == .refunded ? .info : .error, "refund \(state.rawValue)", metadata: metadata)
+        return finished
+    }
+
+    /// A payment of this merchant; another merchant's is "not found".
+    public func requirePayment(_ id: String, merchantIdentifier: String) async throws(PaymentEngineError) -> PaymentRecord {
+        let payment = try await requirePayment(id)
+        guard let order = try await storage({ try await store.order(id: payment.orderId) }),
+            order.merchantIdentifier == merchantIdentifier
+        else { throw PaymentEngineError(.notFound, "there is no payment \(id)") }
+        return payment
+    }
+
+    static func refusal(_ error: StoreError) -> PaymentEngineError {
+        switch error.code {
+        case .refundTooLarge: PaymentEngineError(.refundTooLarge, error.message)
+        case .idempotencyMismatch: PaymentEngineError(.idempotencyMismatch, error.message)
+        case .invalidState: PaymentEngineError(.invalidState, error.message)
+        case .paymentInProgress: PaymentEngineError(.paymentUnknown, error.message)
+        default: PaymentEngineError(.storage, "the refund could not be recorded; nothing was refunded")
+        }
+    }
+}

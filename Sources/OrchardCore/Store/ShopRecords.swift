@@ -1,0 +1,145 @@
+import ApplePay
+import Crypto
+import Foundation
+
+/// A merchant's secret API key as stored: its public ID and the SHA-256 of the secret, never the secret.
+public struct APIKeyRecord: Sendable, Codable, Equatable {
+    /// `key_` and 16 hex digits; the secret starts with it, so a lookup needs no scan.
+    public var id: String
+    public var merchantIdentifier: String
+    public var secretHash: [UInt8]
+    public var createdAt: Date
+    public var revokedAt: Date?
+
+    public init(id: String, merchantIdentifier: String, secretHash: [UInt8], createdAt: Date, revokedAt: Date? = nil) {
+        self.id = id
+        self.merchantIdentifier = merchantIdentifier
+        self.secretHash = secretHash
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+
+    /// Active keys a merchant may hold at once: one in use and its replacement.
+    public static let maximumActive = 2
+
+    /// A new key and its secret (`osk_<id>_<43 base64url characters>`, 256 random bits), shown once.
+    public static func generate(merchantIdentifier: String, at date: Date) -> (record: APIKeyRecord, secret: String) {
+        let id = "key_" + Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255) })
+        let random = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let secret = "osk_\(id)_\(random)"
+        return (APIKeyRecord(id: id, merchantIdentifier: merchantIdentifier, secretHash: hash(secret), createdAt: date), secret)
+    }
+
+    /// The key ID a presented secret names; nil for anything not shaped like a secret.
+    public static func keyId(ofSecret secret: String) -> String? {
+        let parts = secret.split(separator: "_", maxSplits: 3, omittingEmptySubsequences: false)
+        guard secret.utf8.count <= 128, parts.count == 4, parts[0] == "osk", parts[1] == "key", parts[2].utf8.count == 16 else {
+            return nil
+        }
+        return "key_\(parts[2])"
+    }
+
+    public static func hash(_ secret: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(secret.utf8)))
+    }
+
+    /// Whether `secret` is this key's, compared in constant time.
+    public func matches(_ secret: String) -> Bool {
+        ConstantTime.equal(Self.hash(secret), secretHash) && revokedAt == nil
+    }
+}
+
+/// Equality that takes the same time wherever the inputs differ.
+public enum ConstantTime {
+    public static func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}
+
+/// A payment request the shop's backend created (`POST /v1/payment-requests`); its order has the same ID.
+public struct PaymentRequestRecord: Sendable, Codable, Equatable {
+    public var id: String
+    public var merchantIdentifier: String
+    /// The shop's own reference (its order number).
+    public var reference: String
+    public var metadata: [String: String]
+    public var cart: ShopCart
+    public var idempotencyKey: String
+    /// SHA-256 of the creating request's body: the same key with another body is refused.
+    public var fingerprint: [UInt8]
+    public var expiresAt: Date
+    public var createdAt: Date
+
+    public init(
+        id: String, merchantIdentifier: String, reference: String, metadata: [String: String], cart: ShopCart, idempotencyKey: String,
+        fingerprint: [UInt8], expiresAt: Date, createdAt: Date
+    ) {
+        self.id = id
+        self.merchantIdentifier = merchantIdentifier
+        self.reference = reference
+        self.metadata = metadata
+        self.cart = cart
+        self.idempotencyKey = idempotencyKey
+        self.fingerprint = fingerprint
+        self.expiresAt = expiresAt
+        self.createdAt = createdAt
+    }
+}
+
+/// Where a refund stands.
+public enum RefundState: String, Sendable, Codable, CaseIterable {
+    /// With the processor right now.
+    case pending
+    case refunded
+    /// The processor refused it on its first send: nothing was refunded.
+    case refused
+    /// No definite answer: the same reference is re-sent by a retry with the same Idempotency-Key.
+    case unknown
+}
+
+/// A refund of a settled payment. Pending, refunded and unknown refunds all count against
+/// what is left to refund, so an unknown one can never let the total pass the payment.
+public struct RefundRecord: Sendable, Codable, Equatable {
+    public var id: String
+    public var paymentId: String
+    public var amount: Int64
+    public var currency: String
+    public var state: RefundState
+    /// Sent to the processor: `<payment reference>-r<n>`, the same on every re-send.
+    public var reference: String
+    /// The shop's Idempotency-Key for this refund.
+    public var idempotencyKey: String
+    public var sends: Int
+    public var processorReference: String?
+    public var processorCode: String?
+    public var processorMessage: String?
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    public init(
+        id: String, paymentId: String, amount: Int64, currency: String, state: RefundState, reference: String, idempotencyKey: String,
+        sends: Int = 1, processorReference: String? = nil, processorCode: String? = nil, processorMessage: String? = nil,
+        createdAt: Date, updatedAt: Date? = nil
+    ) {
+        self.id = id
+        self.paymentId = paymentId
+        self.amount = amount
+        self.currency = currency
+        self.state = state
+        self.reference = reference
+        self.idempotencyKey = idempotencyKey
+        self.sends = sends
+        self.processorReference = processorReference
+        self.processorCode = processorCode
+        self.processorMessage = processorMessage
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt ?? createdAt
+    }
+
+    /// Whether it counts against the payment's refundable amount.
+    public var holdsAmount: Bool { state != .refused }
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+/// What the payments API keeps beside orders and payments: API keys, payment requests,
+/// refunds and the webhook outbox. Every change is one transaction; every state move a
+/// compare-and-set.
+public protocol ShopStore: Sendable {
+    /// Adds a key; fails with ``StoreError/Code/limitReached`` when the merchant already holds
+    /// ``APIKeyRecord/maximumActive`` active keys.
+    func insertAPIKey(_ key: APIKeyRecord) async throws
+    func apiKey(id: String) async throws -> APIKeyRecord?
+    /// Every key (revoked ones too), of one merchant or of all, oldest first.
+    func apiKeys(merchantIdentifier: String?) async throws -> [APIKeyRecord]
+    /// False when there is no such active key.
+    func revokeAPIKey(id: String, at date: Date) async throws -> Bool
+
+    /// Inserts the request and its open order in one transaction, unless the merchant already
+    /// used its idempotency key: then the earlier request comes back (`created` false) when the
+    /// fingerprints match, and ``StoreError/Code/idempotencyMismatch`` otherwise.
+    func createPaymentRequest(_ request: PaymentRequestRecord, order: OrderRecord) async throws -> (
+        record: PaymentRequestRecord, created: Bool
+    )
+    func paymentRequest(id: String) async throws -> PaymentRequestRecord?
+    /// Moves open orders whose expiry has passed to `expired`, each with its
+    /// `payment_request.expired` event; returns their IDs.
+    func expireOrders(at date: Date, limit: Int) async throws -> [String]
+
+    /// In one transaction: the payment must be settled and the refund must fit in what pending,
+    /// refunded and unknown refunds leave. A refund with the same idempotency key comes back as
+    /// it is, or, when unknown, back to pending with one more send (its reference unchanged).
+    /// Fails with ``StoreError/Code/invalidState``, ``StoreError/Code/refundTooLarge``,
+    /// ``StoreError/Code/idempotencyMismatch`` or ``StoreError/Code/paymentInProgress``.
+    func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord
+    /// Moves a pending refund to its outcome (with `payment.refunded` when refunded); nil when it
+    /// was not pending.
+    func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord?
+    func refunds(paymentId: String) async throws -> [RefundRecord]
+
+    /// Pending events whose next attempt is due, oldest first.
+    func webhookEventsDue(at date: Date, limit: Int) async throws -> [WebhookEvent]
+    /// Records an attempt if the event is still pending at `attempt` attempts; false otherwise.
+    func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool
+    /// Newest first.
+    func webhookEvents(merchantIdentifier: String?, state: WebhookEvent.DeliveryState?, limit: Int) async throws -> [WebhookEvent]
+    func webhookEvent(id: String) async throws -> WebhookEvent?
+    /// Makes an event pending and due now, whatever became of it; false when there is none.
+    func replayWebhookEvent(id: String, at date: Date) async throws -> Bool
+}

@@ -1,0 +1,94 @@
+import ApplePay
+import Crypto
+import Foundation
+
+/// Where a merchant's webhooks go and the secret they are signed with.
+public struct WebhookEndpoint: Sendable {
+    public var url: String
+    public var secret: Secret
+
+    public init(url: String, secret: Secret) {
+        self.url = url
+        self.secret = secret
+    }
+
+    /// An https URL, or http to a loopback host (a sidecar on the same machine); nothing else.
+    public static func check(_ url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            let host = components.host?.lowercased(), !host.isEmpty, components.user == nil, components.password == nil
+        else { return "must be an absolute URL like https://shop.example/orchard/webhooks" }
+        let loopback = host == "localhost" || host == "127.0.0.1" || host == "::1"
+        guard scheme == "https" || (scheme == "http" && loopback) else {
+            return "must be https (plain http only to localhost, 127.0.0.1 or ::1)"
+        }
+        return nil
+    }
+}
+
+/// POSTs a webhook. Only the answer's status matters; throwing means no answer was seen.
+public protocol WebhookTransport: Sendable {
+    func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async throws -> Int
+}
+
+/// `Orchard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the scheme shops
+/// already use for their PSPs' webhooks. A receiver recomputes the MAC over the raw body,
+/// compares in constant time and refuses a timestamp older than its tolerance (replays).
+public enum WebhookSignature {
+    public static let header = "Orchard-Signature"
+
+    public static func sign(body: [UInt8], secret: Secret, timestamp: Int64) -> String {
+        "t=\(timestamp),v1=\(Hex.encode(mac(body: body, secret: secret, timestamp: timestamp)))"
+    }
+
+    /// Whether `header` signs `body` with `secret` within `tolerance` of `now`.
+    public static func verify(header: String, body: [UInt8], secret: Secret, now: Date, tolerance: TimeInterval = 300) -> Bool {
+        var timestamp: Int64?
+        var signatures: [[UInt8]] = []
+        for part in header.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard pair.count == 2 else { continue }
+            if pair[0] == "t" { timestamp = Int64(pair[1]) }
+            if pair[0] == "v1", let bytes = Hex.decode(pair[1]) { signatures.append(bytes) }
+        }
+        guard let timestamp, abs(now.timeIntervalSince1970 - TimeInterval(timestamp)) <= tolerance else { return false }
+        let expected = mac(body: body, secret: secret, timestamp: timestamp)
+        return signatures.contains { ConstantTime.equal($0, expected) }
+    }
+
+    static func mac(body: [UInt8], secret: Secret, timestamp: Int64) -> [UInt8] {
+        let signed = Array("\(timestamp).".utf8) + body
+        return Array(HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Array(secret.value.utf8))))
+    }
+}
+
+/// How webhooks are retried: exponential backoff from `firstRetry`, capped at `maximumRetry`,
+/// until `retryWindow` after the event; then it is `failed` until replayed.
+public struct WebhookPolicy: Sendable {
+    public var firstRetry: Duration
+    public var maximumRetry: Duration
+    public var retryWindow: Duration
+    /// One attempt's deadline.
+    public var timeout: Duration
+    /// How often the outbox is read for due events.
+    public var pollInterval: Duration
+
+    public init(
+        firstRetry: Duration = .seconds(30), maximumRetry: Duration = .seconds(3600), retryWindow: Duration = .seconds(3 * 86_400),
+        timeout: Duration = .seconds(10), pollInterval: Duration = .seconds(1)
+    ) {
+        self.firstRetry = firstRetry
+        self.maximumRetry = maximumRetry
+        self.retryWindow = retryWindow
+        self.timeout = timeout
+        self.pollInterval = pollInterval
+    }
+
+    /// When an event that failed `attempts` times (this one included) is next tried; nil: give up.
+    public func nextAttempt(after attempts: Int, createdAt: Date, now: Date) -> Date? {
+        let first = Double(firstRetry.components.seconds) + Double(firstRetry.components.attoseconds) / 1e18
+        let cap = Double(maximumRetry.components.seconds)
+        let delay = min(first * pow(2, Double(min(max(attempts - 1, 0), 30))), cap)
+        let next = now.addingTimeInterval(delay)
+        return next.timeIntervalSince(createdAt) > Double(retryWindow.components.seconds) ? nil : next
+    }
+}

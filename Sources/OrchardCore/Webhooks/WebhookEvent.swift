@@ -1,0 +1,140 @@
+import ApplePay
+import Foundation
+
+/// What a webhook tells the shop.
+public enum WebhookEventType: String, Sendable, Codable, CaseIterable {
+    case paymentAuthorized = "payment.authorized"
+    /// Declined by the issuer, or refused by the processor: nothing was charged.
+    case paymentRefused = "payment.refused"
+    /// The processor gave no definite answer; a later `payment.authorized` or `payment.refused` settles it.
+    case paymentUnknown = "payment.unknown"
+    case paymentSettled = "payment.settled"
+    case paymentCancelled = "payment.cancelled"
+    case paymentRefunded = "payment.refunded"
+    case paymentRequestExpired = "payment_request.expired"
+}
+
+extension PaymentLifecycle.Event {
+    /// The webhook a move sends; nil for the moves the shop need not hear about (sends).
+    public var webhook: WebhookEventType? {
+        switch self {
+        case .firstSend, .resend: nil
+        case .authorized, .resolvedAuthorized: .paymentAuthorized
+        case .declined, .rejected, .resolvedRefused: .paymentRefused
+        case .noAnswer, .stale: .paymentUnknown
+        case .settle: .paymentSettled
+        case .cancel: .paymentCancelled
+        }
+    }
+}
+
+/// One event in the durable outbox, with its delivery so far. Written in the same transaction
+/// as the change it reports, so no change goes unreported; delivered at least once.
+public struct WebhookEvent: Sendable, Codable, Equatable {
+    public enum DeliveryState: String, Sendable, Codable, CaseIterable {
+        /// Waiting for its first or next attempt.
+        case pending
+        /// The endpoint answered 2xx.
+        case delivered
+        /// Retried for the whole retry window without a 2xx; `replay` sends it again.
+        case failed
+        /// The merchant had no webhook endpoint when it was due; `replay` sends it once one is set.
+        case skipped
+    }
+
+    /// `evt_` and 32 hex digits: the same on every attempt, so a receiver can drop duplicates.
+    public var id: String
+    public var merchantIdentifier: String
+    public var type: WebhookEventType
+    /// The JSON body exactly as it is signed and sent.
+    public var payload: [UInt8]
+    public var createdAt: Date
+    public var state: DeliveryState
+    public var attempts: Int
+    public var nextAttemptAt: Date?
+    /// The last attempt's HTTP status (nil: no answer) and error.
+    public var lastStatus: Int?
+    public var lastError: String?
+    public var deliveredAt: Date?
+
+    public init(
+        id: String, merchantIdentifier: String, type: WebhookEventType, payload: [UInt8], createdAt: Date, state: DeliveryState = .pending,
+        attempts: Int = 0, nextAttemptAt: Date? = nil, lastStatus: Int? = nil, lastError: String? = nil, deliveredAt: Date? = nil
+    ) {
+        self.id = id
+        self.merchantIdentifier = merchantIdentifier
+        self.type = type
+        self.payload = payload
+        self.createdAt = createdAt
+        self.state = state
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.lastStatus = lastStatus
+        self.lastError = lastError
+        self.deliveredAt = deliveredAt
+    }
+
+    /// A new event about a payment (and the refund, for `payment.refunded`), its body rendered now.
+    public static func make(
+        _ type: WebhookEventType, merchantIdentifier: String, payment: PaymentRecord?, request: PaymentRequestRecord?,
+        refund: RefundRecord? = nil, refunded: Int64 = 0, at date: Date
+    ) throws -> WebhookEvent {
+        let id = "evt_" + RecordIdentifier.random()
+        let body = Body(
+            id: id, type: type.rawValue, created: date, merchantIdentifier: merchantIdentifier,
+            data: Body.Data(
+                payment: payment.map { PaymentView(payment: $0, request: request, refunded: refunded) },
+                paymentRequest: request.map { .init(id: $0.id, reference: $0.reference, metadata: $0.metadata) }, refund: refund))
+        return WebhookEvent(
+            id: id, merchantIdentifier: merchantIdentifier, type: type, payload: try PaymentView.encoder.encode(body).asBytes,
+            createdAt: date, nextAttemptAt: date)
+    }
+
+    struct Body: Encodable {
+        struct Data: Encodable {
+            var payment: PaymentView?
+            var paymentRequest: RequestReference?
+            var refund: RefundRecord?
+        }
+
+        struct RequestReference: Encodable {
+            var id: String
+            var reference: String
+            var metadata: [String: String]
+        }
+
+        var id: String
+        var type: String
+        var created: Date
+        var merchantIdentifier: String
+        var data: Data
+    }
+}
+
+/// What one delivery attempt found, for ``ShopStore/recordDelivery(_:)``.
+public struct WebhookDeliveryResult: Sendable {
+    public var eventId: String
+    /// The state the attempt was made from (a compare-and-set, so two deliverers never both record).
+    public var attempt: Int
+    public var state: WebhookEvent.DeliveryState
+    public var status: Int?
+    public var error: String?
+    public var at: Date
+    public var nextAttemptAt: Date?
+
+    public init(
+        eventId: String, attempt: Int, state: WebhookEvent.DeliveryState, status: Int?, error: String?, at: Date, nextAttemptAt: Date?
+    ) {
+        self.eventId = eventId
+        self.attempt = attempt
+        self.state = state
+        self.status = status
+        self.error = error
+        self.at = at
+        self.nextAttemptAt = nextAttemptAt
+    }
+}
+
+extension Data {
+    var asBytes: [UInt8] { [UInt8](self) }
+}

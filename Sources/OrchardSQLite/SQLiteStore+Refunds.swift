@@ -1,0 +1,118 @@
+import ApplePay
+import Foundation
+import OrchardCore
+
+/// Refunds: claimed against what is left of a settled payment, then moved to their outcome.
+extension SQLiteStore {
+    static let refundColumns = """
+        id, payment_id, amount, currency, state, reference, idempotency_key, sends, processor_reference, processor_code,
+        processor_message, created_at, updated_at
+        """
+
+    public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
+        try await database.run { db in
+            try db.transaction {
+                let earlier = try db.query(
+                    "SELECT \(Self.refundColumns) FROM refunds WHERE payment_id = ? AND idempotency_key = ?",
+                    [.text(draft.paymentId), .text(draft.idempotencyKey)]
+                ).first.map(Self.refund)
+                if let earlier { return try Self.reclaim(earlier, like: draft, in: db) }
+                guard
+                    let payment = try db.query("SELECT state, amount, reference FROM payments WHERE id = ?", [.text(draft.paymentId)])
+                        .first
+                else { throw StoreError(code: .invalidState, message: "there is no payment \(draft.paymentId)") }
+                guard payment[0].text == PaymentState.settled.rawValue else {
+                    throw StoreError(
+                        code: .invalidState,
+                        message: "only a settled (captured) payment can be refunded; this one is \(payment[0].text ?? "?")"
+                            + (payment[0].text == PaymentState.authorized.rawValue ? ": cancel it instead" : ""))
+                }
+                let held =
+                    try db.query(
+                        "SELECT COALESCE(SUM(amount), 0), COUNT(*) FROM refunds WHERE payment_id = ? AND state != 'refused'",
+                        [.text(draft.paymentId)]
+                    ).first ?? []
+                let left = (payment[1].integer ?? 0) - (held.first?.integer ?? 0)
+                guard draft.amount <= left else {
+                    throw StoreError(
+                        code: .refundTooLarge, message: "the refund of \(draft.amount) is more than the \(left) left to refund")
+                }
+                let count =
+                    try db.query("SELECT COUNT(*) FROM refunds WHERE payment_id = ?", [.text(draft.paymentId)]).first?[0].integer ?? 0
+                var refund = draft
+                refund.state = .pending
+                refund.sends = 1
+                refund.reference = "\(payment[2].text ?? draft.paymentId)-r\(count + 1)"
+                try db.execute(
+                    "INSERT INTO refunds (\(Self.refundColumns)) VALUES (\(Self.placeholders(13)))",
+                    [
+                        .text(refund.id), .text(refund.paymentId), .integer(refund.amount), .text(refund.currency),
+                        .text(refund.state.rawValue), .text(refund.reference), .text(refund.idempotencyKey), .integer(1), .null, .null,
+                        .null, .time(refund.createdAt), .time(refund.createdAt),
+                    ])
+                return refund
+            }
+        }
+    }
+
+    /// The refund a repeated Idempotency-Key names: as it is, or re-sent when its outcome is unknown.
+    private static func reclaim(_ earlier: RefundRecord, like draft: RefundRecord, in db: SQLiteDatabase) throws -> RefundRecord {
+        guard earlier.amount == draft.amount else {
+            throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for a refund of \(earlier.amount)")
+        }
+        switch earlier.state {
+        case .pending:
+            throw StoreError(code: .paymentInProgress, message: "this refund is with the processor right now; ask again shortly")
+        case .refunded, .refused:
+            return earlier
+        case .unknown:
+            try db.execute(
+                "UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = ? WHERE id = ? AND state = 'unknown'",
+                [.time(draft.createdAt), .text(earlier.id)])
+            var resent = earlier
+            resent.state = .pending
+            resent.sends += 1
+            resent.updatedAt = draft.createdAt
+            return resent
+        }
+    }
+
+    public func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {
+        try await database.run { db in
+            try db.transaction { () -> RefundRecord? in
+                let changed = try db.execute(
+                    """
+                    UPDATE refunds SET state = ?, processor_reference = COALESCE(?, processor_reference), processor_code = ?,
+                    processor_message = ?, updated_at = ? WHERE id = ? AND state = 'pending'
+                    """,
+                    [
+                        .text(state.rawValue), outcome?.processorReference.map(SQLiteValue.text) ?? .null,
+                        outcome?.code.map(SQLiteValue.text) ?? .null, outcome?.message.map(SQLiteValue.text) ?? .null, .time(date),
+                        .text(id),
+                    ])
+                guard changed == 1,
+                    let refund = try db.query("SELECT \(Self.refundColumns) FROM refunds WHERE id = ?", [.text(id)]).first.map(Self.refund)
+                else { return nil }
+                if state == .refunded {
+                    try Self.insertPaymentEvent(.paymentRefunded, paymentId: refund.paymentId, refund: refund, in: db, at: date)
+                }
+                return refund
+            }
+        }
+    }
+
+    public func refunds(paymentId: String) async throws -> [RefundRecord] {
+        try await database.run { db in
+            try db.query("SELECT \(Self.refundColumns) FROM refunds WHERE payment_id = ? ORDER BY created_at, rowid", [.text(paymentId)])
+                .map(Self.refund)
+        }
+    }
+
+    static func refund(_ row: [SQLiteValue]) -> RefundRecord {
+        RefundRecord(
+            id: row[0].text ?? "", paymentId: row[1].text ?? "", amount: row[2].integer ?? 0, currency: row[3].text ?? "",
+            state: RefundState(rawValue: row[4].text ?? "") ?? .unknown, reference: row[5].text ?? "", idempotencyKey: row[6].text ?? "",
+            sends: Int(row[7].integer ?? 1), processorReference: row[8].text, processorCode: row[9].text, processorMessage: row[10].text,
+            createdAt: row[11].date, updatedAt: row[12].date)
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Hummingbird
+import OrchardCore
+
+/// `/v1/payments/{id}`: read a payment, capture or cancel it, refund it, through the processor
+/// that authorized it. Another merchant's payment is "not found".
+struct PaymentsAPIController {
+    let store: any OrchardStore
+    let engine: PaymentsEngine
+
+    struct RefundBody: Decodable {
+        /// Minor units; absent: everything not refunded yet.
+        var amount: Int64?
+    }
+
+    struct Detail: ResponseEncodable {
+        var payment: PaymentView
+        var refunds: [RefundRecord]
+    }
+
+    struct RefundList: ResponseEncodable {
+        var refunds: [RefundRecord]
+    }
+
+    func addRoutes(to v1: RouterGroup<OrchardRequestContext>) {
+        v1.get("payments/{id}") { _, context in
+            try await detail(try engine(context) { try await $0.requirePayment($1, merchantIdentifier: $2) })
+        }
+        v1.post("payments/{id}/capture") { _, context in
+            try await detail(try engine(context) { try await $0.settle(paymentId: $1, merchantIdentifier: $2) })
+        }
+        v1.post("payments/{id}/cancel") { _, context in
+            try await detail(try engine(context) { try await $0.cancel(paymentId: $1, merchantIdentifier: $2) })
+        }
+        v1.get("payments/{id}/refunds") { _, context in
+            let payment = try await engine(context) { try await $0.requirePayment($1, merchantIdentifier: $2) }
+            return RefundList(refunds: try await store.refunds(paymentId: payment.id))
+        }
+        v1.post("payments/{id}/refunds") { request, context in
+            let key = try idempotencyKey(request)
+            let body = try await request.decode(as: RefundBody.self, context: context)
+            let refund = try await engine(context) {
+                try await $0.refund(paymentId: $1, merchantIdentifier: $2, amount: body.amount, idempotencyKey: key)
+            }
+            let status: HTTPResponse.Status =
+                switch refund.state {
+                case .refunded: .created
+                case .refused: HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required")
+                case .pending, .unknown: .accepted
+                }
+            return EditedResponse(status: status, response: refund)
+        }
+    }
+
+    /// Runs an engine call for the authenticated merchant on the path's payment.
+    func engine<T>(
+        _ context: OrchardRequestContext, _ body: (PaymentsEngine, String, String) async throws -> T
+    ) async throws -> T {
+        let merchant = try context.requireAPIMerchant()
+        let id = try context.parameters.require("id")
+        do {
+            return try await body(engine, id, merchant.merchantIdentifier)
+        } catch let error as PaymentEngineError {
+            throw OrchardError(error)
+        }
+    }
+
+    func detail(_ payment: PaymentRecord) async throws -> Detail {
+        let refunds = try await store.refunds(paymentId: payment.id)
+        let request = try await store.paymentRequest(id: payment.orderId)
+        let refunded = refunds.filter { $0.state == .refunded }.reduce(0) { $0 + $1.amount }
+        return Detail(payment: PaymentView(payment: payment, request: request, refunded: refunded), refunds: refunds)
+    }
+}
+
+extension RefundRecord: ResponseEncodable {}

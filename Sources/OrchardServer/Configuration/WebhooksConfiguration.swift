@@ -1,0 +1,80 @@
+import Foundation
+import OrchardCore
+
+extension ConfigurationFile {
+    /// `merchants[].webhook`: where the merchant's events go and the secret they are signed with.
+    public struct MerchantWebhook: Codable, Sendable {
+        /// https, or http to localhost / 127.0.0.1 / ::1.
+        public var url: String
+        /// `env:NAME` or a file holding the signing secret (at least 32 characters), never the secret itself.
+        public var secret: String
+
+        public init(url: String, secret: String) {
+            self.url = url
+            self.secret = secret
+        }
+    }
+
+    /// `webhooks`: how deliveries are retried (every merchant alike).
+    public struct Webhooks: Codable, Sendable {
+        /// The wait before the first retry, doubling after each (default 30).
+        public var firstRetrySeconds: Int?
+        /// The longest wait between retries (default 3600).
+        public var maximumRetrySeconds: Int?
+        /// How long an event is retried before it is `failed` (default 72).
+        public var retryHours: Int?
+        /// One attempt's deadline (default 10000).
+        public var timeoutMilliseconds: Int?
+        /// How often the outbox is read (default 1000).
+        public var pollIntervalMilliseconds: Int?
+
+        public init(
+            firstRetrySeconds: Int? = nil, maximumRetrySeconds: Int? = nil, retryHours: Int? = nil, timeoutMilliseconds: Int? = nil,
+            pollIntervalMilliseconds: Int? = nil
+        ) {
+            self.firstRetrySeconds = firstRetrySeconds
+            self.maximumRetrySeconds = maximumRetrySeconds
+            self.retryHours = retryHours
+            self.timeoutMilliseconds = timeoutMilliseconds
+            self.pollIntervalMilliseconds = pollIntervalMilliseconds
+        }
+    }
+}
+
+extension ServerConfiguration {
+    /// The shortest webhook secret accepted: 128 bits as hex is 32 characters.
+    static let minimumWebhookSecret = 32
+
+    static func resolveWebhook(_ file: ConfigurationFile.MerchantWebhook?, label: String, values: ConfigurationValues)
+        throws(ConfigurationError) -> WebhookEndpoint?
+    {
+        guard let file else { return nil }
+        if let problem = WebhookEndpoint.check(file.url) { throw ConfigurationError("\(label).webhook.url \(problem)") }
+        let text = String(decoding: try values.read(file.secret, what: "\(label).webhook.secret (env:NAME or a file)"), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.utf8.count >= minimumWebhookSecret else {
+            throw ConfigurationError(
+                "\(values.describe(file.secret)): \(label).webhook.secret must be at least \(minimumWebhookSecret) characters (try `openssl rand -hex 32`)"
+            )
+        }
+        return WebhookEndpoint(url: file.url, secret: Secret(text))
+    }
+
+    static func resolveWebhookPolicy(_ file: ConfigurationFile.Webhooks?) throws(ConfigurationError) -> WebhookPolicy {
+        let first = file?.firstRetrySeconds ?? 30
+        let maximum = file?.maximumRetrySeconds ?? 3600
+        let hours = file?.retryHours ?? 72
+        let timeout = file?.timeoutMilliseconds ?? 10_000
+        let poll = file?.pollIntervalMilliseconds ?? 1000
+        guard (1...3600).contains(first), (first...86_400).contains(maximum), (1...720).contains(hours), (1000...29_000).contains(timeout),
+            (100...60_000).contains(poll)
+        else {
+            throw ConfigurationError(
+                "webhooks: firstRetrySeconds must be 1–3600, maximumRetrySeconds from it to 86400, retryHours 1–720, timeoutMilliseconds 1000–29000 and pollIntervalMilliseconds 100–60000"
+            )
+        }
+        return WebhookPolicy(
+            firstRetry: .seconds(first), maximumRetry: .seconds(maximum), retryWindow: .seconds(hours * 3600),
+            timeout: .milliseconds(timeout), pollInterval: .milliseconds(poll))
+    }
+}

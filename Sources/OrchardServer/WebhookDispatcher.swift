@@ -1,0 +1,142 @@
+import ApplePay
+import Foundation
+import Logging
+import OrchardCore
+import ServiceLifecycle
+
+/// Delivers the webhook outbox: every due event is signed and POSTed to its merchant's
+/// endpoint; a 2xx marks it delivered, anything else (or no answer) schedules the next try
+/// along ``WebhookPolicy``. The schedule lives in the store, so deliveries survive restarts; an
+/// event is marked delivered only after a 2xx, so it is sent at least once.
+public struct WebhookDispatcher: Service {
+    let store: any OrchardStore
+    let transport: any WebhookTransport
+    let directory: MerchantDirectory
+    let policy: WebhookPolicy
+    let time: TimeSource
+    let logger: Logger
+
+    public init(
+        store: any OrchardStore, transport: any WebhookTransport, directory: MerchantDirectory, policy: WebhookPolicy,
+        time: TimeSource, logger: Logger
+    ) {
+        self.store = store
+        self.transport = transport
+        self.directory = directory
+        self.policy = policy
+        self.time = time
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                _ = await deliverDue()
+                try? await Task.sleep(for: policy.pollInterval)
+            }
+        }
+    }
+
+    /// One pass over the due events: merchants in parallel, each merchant's events in order.
+    /// Returns how many were attempted.
+    public func deliverDue(limit: Int = 100) async -> Int {
+        let due: [WebhookEvent]
+        do {
+            due = try await store.webhookEventsDue(at: time.now, limit: limit)
+        } catch {
+            logger.error("the webhook outbox could not be read", metadata: ["error": "\(error)"])
+            return 0
+        }
+        let byMerchant = Dictionary(grouping: due, by: \.merchantIdentifier)
+        await withTaskGroup(of: Void.self) { group in
+            for events in byMerchant.values {
+                group.addTask {
+                    for event in events { await deliver(event) }
+                }
+            }
+        }
+        return due.count
+    }
+
+    func deliver(_ event: WebhookEvent) async {
+        var metadata: Logger.Metadata = [
+            "event": "\(event.id)", "type": "\(event.type.rawValue)", "merchant": "\(event.merchantIdentifier)",
+            "attempt": "\(event.attempts + 1)",
+        ]
+        guard let endpoint = directory.merchant(identifier: event.merchantIdentifier)?.webhook else {
+            await record(event, .skipped, status: nil, error: "the merchant has no webhook endpoint", next: nil)
+            return
+        }
+        let now = time.now
+        let headers: [(name: String, value: String)] = [
+            (name: "Content-Type", value: "application/json"),
+            (
+                name: WebhookSignature.header,
+                value: WebhookSignature.sign(body: event.payload, secret: endpoint.secret, timestamp: Int64(now.timeIntervalSince1970))
+            ),
+            (name: "Orchard-Event-Id", value: event.id), (name: "Orchard-Event-Type", value: event.type.rawValue),
+            (name: "User-Agent", value: "Orchard-Webhooks/1"),
+        ]
+        var status: Int?
+        var failure: String?
+        do {
+            status = try await transport.post(url: endpoint.url, headers: headers, body: event.payload, timeout: policy.timeout)
+        } catch {
+            failure = "\(error)"
+        }
+        if let status, (200..<300).contains(status) {
+            await record(event, .delivered, status: status, error: nil, next: nil)
+            return
+        }
+        let next = policy.nextAttempt(after: event.attempts + 1, createdAt: event.createdAt, now: time.now)
+        let reason = failure ?? "the endpoint answered HTTP \(status ?? 0)"
+        metadata["error"] = "\(reason)"
+        if let next {
+            metadata["retryAt"] = "\(next)"
+            logger.warning("webhook not delivered; retrying", metadata: metadata)
+        } else {
+            logger.error("webhook not delivered within the retry window; `orchard webhooks replay` sends it again", metadata: metadata)
+        }
+        await record(event, next == nil ? .failed : .pending, status: status, error: reason, next: next)
+    }
+
+    func record(_ event: WebhookEvent, _ state: WebhookEvent.DeliveryState, status: Int?, error: String?, next: Date?) async {
+        let result = WebhookDeliveryResult(
+            eventId: event.id, attempt: event.attempts, state: state, status: status, error: error.map { String($0.prefix(500)) },
+            at: time.now, nextAttemptAt: next)
+        do {
+            _ = try await store.recordDelivery(result)
+        } catch {
+            logger.error("a webhook attempt could not be recorded; it will be sent again", metadata: ["event": "\(event.id)"])
+        }
+    }
+}
+
+/// Moves open payment requests past their expiry to `expired` (with their webhook), every `interval`.
+public struct PaymentRequestExpiry: Service {
+    let store: any OrchardStore
+    let interval: Duration
+    let time: TimeSource
+    let logger: Logger
+
+    public init(store: any OrchardStore, interval: Duration, time: TimeSource, logger: Logger) {
+        self.store = store
+        self.interval = interval
+        self.time = time
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    let expired = try await store.expireOrders(at: time.now, limit: 500)
+                    if !expired.isEmpty { logger.info("payment requests expired", metadata: ["count": "\(expired.count)"]) }
+                } catch {
+                    logger.error("expired payment requests could not be closed", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+}

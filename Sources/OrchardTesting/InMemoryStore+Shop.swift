@@ -1,0 +1,192 @@
+import ApplePay
+import Foundation
+import OrchardCore
+import Synchronization
+
+/// API keys, payment requests, refunds and the webhook outbox, in memory, with the SQLite store's semantics.
+extension InMemoryStore {
+    public func insertAPIKey(_ key: APIKeyRecord) async throws {
+        try state.withLock { state in
+            let active = state.apiKeys.count { $0.merchantIdentifier == key.merchantIdentifier && $0.revokedAt == nil }
+            guard active < APIKeyRecord.maximumActive else {
+                throw StoreError(
+                    code: .limitReached, message: "\(key.merchantIdentifier) already has \(active) active API keys: revoke one first")
+            }
+            state.apiKeys.append(key)
+        }
+    }
+
+    public func apiKey(id: String) async throws -> APIKeyRecord? {
+        state.withLock { $0.apiKeys.first { $0.id == id } }
+    }
+
+    public func apiKeys(merchantIdentifier: String?) async throws -> [APIKeyRecord] {
+        state.withLock { $0.apiKeys.filter { merchantIdentifier == nil || $0.merchantIdentifier == merchantIdentifier } }
+    }
+
+    public func revokeAPIKey(id: String, at date: Date) async throws -> Bool {
+        state.withLock { state in
+            guard let index = state.apiKeys.firstIndex(where: { $0.id == id && $0.revokedAt == nil }) else { return false }
+            state.apiKeys[index].revokedAt = date
+            return true
+        }
+    }
+
+    public func createPaymentRequest(_ request: PaymentRequestRecord, order: OrderRecord) async throws -> (
+        record: PaymentRequestRecord, created: Bool
+    ) {
+        try state.withLock { state in
+            if let earlier = state.requests.values.first(where: {
+                $0.merchantIdentifier == request.merchantIdentifier && $0.idempotencyKey == request.idempotencyKey
+            }) {
+                guard earlier.fingerprint == request.fingerprint else {
+                    throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for another request body")
+                }
+                return (earlier, false)
+            }
+            state.orders[order.id] = order
+            state.requests[request.id] = request
+            return (request, true)
+        }
+    }
+
+    public func paymentRequest(id: String) async throws -> PaymentRequestRecord? {
+        state.withLock { $0.requests[id] }
+    }
+
+    public func expireOrders(at date: Date, limit: Int) async throws -> [String] {
+        try state.withLock { state in
+            let due = state.orders.values.filter { $0.state == .open && ($0.expiresAt.map { $0 <= date } ?? false) }.prefix(limit)
+            for order in due {
+                state.orders[order.id]?.state = .expired
+                state.events.append(
+                    try WebhookEvent.make(
+                        .paymentRequestExpired, merchantIdentifier: order.merchantIdentifier, payment: nil,
+                        request: state.requests[order.id], at: date))
+            }
+            return due.map(\.id)
+        }
+    }
+
+    public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
+        try state.withLock { state in
+            if let index = state.refunds.firstIndex(where: { $0.paymentId == draft.paymentId && $0.idempotencyKey == draft.idempotencyKey })
+            {
+                let earlier = state.refunds[index]
+                guard earlier.amount == draft.amount else {
+                    throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for a refund of \(earlier.amount)")
+                }
+                switch earlier.state {
+                case .pending: throw StoreError(code: .paymentInProgress, message: "this refund is with the processor right now")
+                case .refunded, .refused: return earlier
+                case .unknown:
+                    state.refunds[index].state = .pending
+                    state.refunds[index].sends += 1
+                    state.refunds[index].updatedAt = draft.createdAt
+                    return state.refunds[index]
+                }
+            }
+            guard let payment = state.payments.first(where: { $0.id == draft.paymentId }) else {
+                throw StoreError(code: .invalidState, message: "there is no payment \(draft.paymentId)")
+            }
+            guard payment.state == .settled else {
+                throw StoreError(
+                    code: .invalidState, message: "only a settled (captured) payment can be refunded; this one is \(payment.state.rawValue)"
+                )
+            }
+            let mine = state.refunds.filter { $0.paymentId == draft.paymentId }
+            let left = payment.amount - mine.filter(\.holdsAmount).reduce(0) { $0 + $1.amount }
+            guard draft.amount <= left else {
+                throw StoreError(code: .refundTooLarge, message: "the refund of \(draft.amount) is more than the \(left) left to refund")
+            }
+            var refund = draft
+            refund.state = .pending
+            refund.sends = 1
+            refund.reference = "\(payment.reference)-r\(mine.count + 1)"
+            state.refunds.append(refund)
+            return refund
+        }
+    }
+
+    public func finishRefund(id: String, state refundState: RefundState, outcome: RefundOutcome?, at date: Date) async throws
+        -> RefundRecord?
+    {
+        try state.withLock { state in
+            guard let index = state.refunds.firstIndex(where: { $0.id == id && $0.state == .pending }) else { return nil }
+            state.refunds[index].state = refundState
+            state.refunds[index].processorReference = outcome?.processorReference ?? state.refunds[index].processorReference
+            state.refunds[index].processorCode = outcome?.code
+            state.refunds[index].processorMessage = outcome?.message
+            state.refunds[index].updatedAt = date
+            let refund = state.refunds[index]
+            if refundState == .refunded, let payment = state.payments.first(where: { $0.id == refund.paymentId }) {
+                try Self.appendPaymentEvent(.paymentRefunded, payment: payment, refund: refund, to: &state, at: date)
+            }
+            return refund
+        }
+    }
+
+    public func refunds(paymentId: String) async throws -> [RefundRecord] {
+        state.withLock { $0.refunds.filter { $0.paymentId == paymentId } }
+    }
+
+    static func appendPaymentEvent(
+        _ type: WebhookEventType, payment: PaymentRecord, refund: RefundRecord? = nil, to state: inout State, at date: Date
+    ) throws {
+        let refunded = state.refunds.filter { $0.paymentId == payment.id && $0.state == .refunded }.reduce(0) { $0 + $1.amount }
+        state.events.append(
+            try WebhookEvent.make(
+                type, merchantIdentifier: state.orders[payment.orderId]?.merchantIdentifier ?? "", payment: payment,
+                request: state.requests[payment.orderId], refund: refund, refunded: refunded, at: date))
+    }
+
+    public func webhookEventsDue(at date: Date, limit: Int) async throws -> [WebhookEvent] {
+        state.withLock { state in
+            Array(
+                state.events.filter { $0.state == .pending && ($0.nextAttemptAt.map { $0 <= date } ?? false) }
+                    .sorted { ($0.nextAttemptAt ?? date) < ($1.nextAttemptAt ?? date) }.prefix(limit))
+        }
+    }
+
+    public func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool {
+        state.withLock { state in
+            guard
+                let index = state.events.firstIndex(where: {
+                    $0.id == result.eventId && $0.state == .pending && $0.attempts == result.attempt
+                })
+            else { return false }
+            state.events[index].state = result.state
+            state.events[index].attempts += 1
+            state.events[index].nextAttemptAt = result.nextAttemptAt
+            state.events[index].lastStatus = result.status
+            state.events[index].lastError = result.error
+            if result.state == .delivered { state.events[index].deliveredAt = result.at }
+            return true
+        }
+    }
+
+    public func webhookEvents(merchantIdentifier: String?, state wanted: WebhookEvent.DeliveryState?, limit: Int) async throws
+        -> [WebhookEvent]
+    {
+        state.withLock { state in
+            Array(
+                state.events.reversed().filter {
+                    (merchantIdentifier == nil || $0.merchantIdentifier == merchantIdentifier) && (wanted == nil || $0.state == wanted)
+                }
+                .prefix(limit))
+        }
+    }
+
+    public func webhookEvent(id: String) async throws -> WebhookEvent? {
+        state.withLock { $0.events.first { $0.id == id } }
+    }
+
+    public func replayWebhookEvent(id: String, at date: Date) async throws -> Bool {
+        state.withLock { state in
+            guard let index = state.events.firstIndex(where: { $0.id == id }) else { return false }
+            state.events[index].state = .pending
+            state.events[index].nextAttemptAt = date
+            return true
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import CurlClient
+import OrchardCore
+
+/// Webhooks over their own libcurl client (the shops' endpoints never share connections with
+/// Apple's or the processors'): system trust, no redirects followed, small answers only. Plain
+/// http is allowed here because configuration lets it through only to loopback hosts.
+public final class CurlWebhookTransport: WebhookTransport {
+    let http: CurlHTTPClient
+
+    public init() throws {
+        http = try CurlHTTPClient(configuration: .init(allowedSchemes: ["https", "http"]))
+    }
+
+    deinit {
+        http.shutdown()
+    }
+
+    public func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async throws -> Int {
+        let response = try await http.execute(
+            CurlRequest(
+                method: "POST", url: url, headers: headers, body: body,
+                timeouts: CurlTimeouts(connect: min(.seconds(3), timeout), total: timeout)))
+        return response.status
+    }
+}

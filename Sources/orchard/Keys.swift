@@ -1,0 +1,89 @@
+import ArgumentParser
+import Foundation
+import OrchardCore
+import OrchardRuntime
+import OrchardServer
+
+/// `orchard keys …`: the merchants' secret API keys for the payments API (`/v1/`), kept in the
+/// configured store (a running Orchard sees a new key at once).
+struct Keys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create, list and revoke merchants' secret API keys for the payments API.",
+        discussion: """
+            A merchant holds at most two active keys: create the new one, deploy it, then revoke \
+            the old one. The secret is printed once and stored only as its SHA-256.
+            """,
+        subcommands: [Create.self, List.self, Revoke.self])
+
+    struct StoreOptions: ParsableArguments {
+        @Option(help: "The configuration file (JSON).")
+        var config: String = "Config/orchard.json"
+
+        /// The configuration and its store, or one line and exit status 1.
+        func open() async -> (ServerConfiguration, any OrchardStore) {
+            do {
+                let configuration = try ServerConfiguration.load(path: config)
+                return (configuration, try configuration.openStore())
+            } catch {
+                fail(error.message)
+            }
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a key and print its secret (once).")
+
+        @OptionGroup var store: StoreOptions
+        @Option(help: "The merchant identifier: a configured merchant's, or a registered merchant's partner ID.")
+        var merchant: String
+
+        func run() async throws {
+            let (configuration, store) = await store.open()
+            let registered = try await store.registeredMerchants()
+            let directory = MerchantDirectory(configuration: configuration, registered: registered)
+            guard directory.merchant(identifier: merchant) != nil else {
+                fail("there is no merchant \(merchant): give a configured merchantIdentifier or a registered partner ID")
+            }
+            let (record, secret) = APIKeyRecord.generate(merchantIdentifier: merchant, at: Date())
+            do {
+                try await store.insertAPIKey(record)
+            } catch let error as StoreError {
+                fail(error.message)
+            }
+            say("created \(record.id) for \(merchant)")
+            say("secret (shown once; keep it in the shop's backend only):")
+            say(secret)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List keys (never their secrets).")
+
+        @OptionGroup var store: StoreOptions
+        @Option(help: "Only this merchant's keys.") var merchant: String?
+
+        func run() async throws {
+            let (_, store) = await store.open()
+            let keys = try await store.apiKeys(merchantIdentifier: merchant)
+            if keys.isEmpty { say("no API keys") }
+            let formatter = ISO8601DateFormatter()
+            for key in keys {
+                let state = key.revokedAt.map { "revoked \(formatter.string(from: $0))" } ?? "active"
+                say("\(key.id)  \(key.merchantIdentifier)  created \(formatter.string(from: key.createdAt))  \(state)")
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a key: calls with it get 401 from now on.")
+
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The key ID (key_…), as `orchard keys list` shows it.") var key: String
+
+        func run() async throws {
+            let (_, store) = await store.open()
+            guard try await store.revokeAPIKey(id: key, at: Date()) else { fail("there is no active key \(key)") }
+            say("revoked \(key)")
+        }
+    }
+}

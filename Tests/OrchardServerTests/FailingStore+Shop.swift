@@ -1,0 +1,33 @@
+import Foundation
+import OrchardCore
+import Synchronization
+
+/// The payments API's part of the store, passed through; refunds' outcomes fail like transitions.
+extension FailingStore {
+    func insertAPIKey(_ key: APIKeyRecord) async throws { try await inner.insertAPIKey(key) }
+    func apiKey(id: String) async throws -> APIKeyRecord? { try await inner.apiKey(id: id) }
+    func apiKeys(merchantIdentifier: String?) async throws -> [APIKeyRecord] {
+        try await inner.apiKeys(merchantIdentifier: merchantIdentifier)
+    }
+    func revokeAPIKey(id: String, at date: Date) async throws -> Bool { try await inner.revokeAPIKey(id: id, at: date) }
+    func createPaymentRequest(_ request: PaymentRequestRecord, order: OrderRecord) async throws -> (
+        record: PaymentRequestRecord, created: Bool
+    ) { try await inner.createPaymentRequest(request, order: order) }
+    func paymentRequest(id: String) async throws -> PaymentRequestRecord? { try await inner.paymentRequest(id: id) }
+    func expireOrders(at date: Date, limit: Int) async throws -> [String] { try await inner.expireOrders(at: date, limit: limit) }
+    func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord { try await inner.claimRefund(draft) }
+    func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {
+        if failing.load(ordering: .relaxed) { throw DiskFull() }
+        return try await inner.finishRefund(id: id, state: state, outcome: outcome, at: date)
+    }
+    func refunds(paymentId: String) async throws -> [RefundRecord] { try await inner.refunds(paymentId: paymentId) }
+    func webhookEventsDue(at date: Date, limit: Int) async throws -> [WebhookEvent] {
+        try await inner.webhookEventsDue(at: date, limit: limit)
+    }
+    func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool { try await inner.recordDelivery(result) }
+    func webhookEvents(merchantIdentifier: String?, state: WebhookEvent.DeliveryState?, limit: Int) async throws -> [WebhookEvent] {
+        try await inner.webhookEvents(merchantIdentifier: merchantIdentifier, state: state, limit: limit)
+    }
+    func webhookEvent(id: String) async throws -> WebhookEvent? { try await inner.webhookEvent(id: id) }
+    func replayWebhookEvent(id: String, at date: Date) async throws -> Bool { try await inner.replayWebhookEvent(id: id, at: date) }
+}
