@@ -303,6 +303,7 @@ let package = Package(
                 "OrchardSQLite",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 "ProcessorClients",
+                "ShopCallbacks",
                 "OrchardTesting",
                 "CurlClient",
                 "orchard",

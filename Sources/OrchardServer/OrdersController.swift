@@ -93,7 +93,7 @@ struct OrdersController {
         var errors: [ApplePayErrorItem] = []
         let available: [Catalogue.ShippingMethod]
         if let request = try await store.paymentRequest(id: order.id) {
-            (updated.priced, errors) = reprice(request.cart, order: order.priced, method: method, coupon: coupon, country: country)
+            (updated.priced, errors) = try reprice(request.cart, order: order.priced, method: method, coupon: coupon, country: country)
             available = request.cart.shippingMethods(for: updated.priced.shippingCountry)
         } else {
             guard let catalogue = merchant.catalogue else {
@@ -135,19 +135,19 @@ struct OrdersController {
         }
     }
 
-    /// The shop's cart with the shopper's choices: its own amount plus the shipping method for the
-    /// address (the one picked when it still ships there). Coupons are the shop's business.
-    func reprice(_ cart: ShopCart, order: PricedOrder, method: String?, coupon: String?, country: String?) -> (
+    /// The shop's cart with the shopper's choices: its own amount plus the chosen shipping method
+    /// (nil after an address change: the first that ships there). Coupons are the shop's business.
+    func reprice(_ cart: ShopCart, order: PricedOrder, method: String?, coupon: String?, country: String?) throws -> (
         PricedOrder, [ApplePayErrorItem]
     ) {
         if let coupon, !coupon.isEmpty, coupon != order.couponCode {
             return (order, [ApplePayErrorItem(code: "couponCodeInvalid", message: "this shop takes no coupon codes here")])
         }
-        let stillShips = method.map { id in cart.shippingMethods(for: country?.uppercased()).contains { $0.identifier == id } } ?? false
         do {
-            return (try cart.price(shippingMethodId: stillShips ? method : nil, shippingCountry: country), [])
+            return (try cart.price(shippingMethodId: method, shippingCountry: country), [])
         } catch {
-            return (order, ApplePayErrorItem(error).map { [$0] } ?? [ApplePayErrorItem(code: "unknown", message: error.message)])
+            guard let item = ApplePayErrorItem(error) else { throw OrchardError(.invalidRequest, error.message) }
+            return (order, [item])
         }
     }
 

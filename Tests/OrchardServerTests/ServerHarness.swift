@@ -91,6 +91,7 @@ struct ServerHarness {
         environment: [String: String] = [:], expiryCheckInterval: Duration = .seconds(86_400), time: TimeSource = .system,
         logHandler: (any LogHandler)? = nil,
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 },
+        webhooks: (any WebhookTransport)? = nil,
         configure: (inout ConfigurationFile, TemporaryDirectory) throws -> Void = { _, _ in },
         _ body: (ServerHarness) async throws -> Void
     ) async throws {
@@ -115,7 +116,7 @@ struct ServerHarness {
             registration: configuration.platform.map {
                 AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
             },
-            expiryCheckInterval: expiryCheckInterval, logger: logger
+            webhooks: webhooks, expiryCheckInterval: expiryCheckInterval, logger: logger
         ) { port in
             portContinuation.yield(port)
         }
@@ -150,6 +151,22 @@ struct ServerHarness {
         if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
         return try await client.execute(
             CurlRequest(method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body))
+    }
+
+    /// Creates a secret API key for `merchant` straight in the store, as `orchard keys create` does.
+    func apiKey(for merchant: String = TestMaterial.merchantIdentifier) async throws -> String {
+        let (record, secret) = APIKeyRecord.generate(merchantIdentifier: merchant, at: Date())
+        try await store.insertAPIKey(record)
+        return secret
+    }
+
+    /// A payments-API call from the shop's backend.
+    func api(
+        _ method: String, _ path: String, key: String, json: String? = nil, idempotencyKey: String? = nil
+    ) async throws -> CurlResponse {
+        var headers = [(name: "Authorization", value: "Bearer \(key)")]
+        if let idempotencyKey { headers.append((name: "Idempotency-Key", value: idempotencyKey)) }
+        return try await send(method, path, host: "api.internal", body: json.map { Array($0.utf8) }, extraHeaders: headers)
     }
 
     func requestSession(

@@ -1,0 +1,104 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import OrchardCore
+import Synchronization
+
+/// A shop's webhook endpoint on loopback http: records every delivery, verifies its signature
+/// as a shop would, answers the status it is told to, and can go down and come back on the
+/// same port.
+public final class MockWebhookReceiver: Sendable {
+    /// One request as received.
+    public struct Delivery: Sendable {
+        public var eventId: String
+        public var type: String
+        public var signature: String
+        public var body: [UInt8]
+        public var status: Int
+        /// Whether the signature held (secret, and a timestamp within five minutes) when it arrived.
+        public var verified: Bool
+
+        public var json: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] }
+    }
+
+    public let secret: Secret
+    private let channels = ChannelTracker()
+    private let state = Mutex<(deliveries: [Delivery], status: Int, port: Int)>(([], 200, 0))
+
+    public init(secret: String) {
+        self.secret = Secret(secret)
+    }
+
+    public var port: Int { state.withLock { $0.port } }
+    public var url: String { "http://127.0.0.1:\(port)/orchard/webhooks" }
+    public var deliveries: [Delivery] { state.withLock { $0.deliveries } }
+    /// Deliveries answered 2xx: what the shop acted on.
+    public var accepted: [Delivery] { deliveries.filter { (200..<300).contains($0.status) } }
+
+    /// The status every later delivery gets.
+    public func answer(_ status: Int) { state.withLock { $0.status = status } }
+
+    /// Listens on `port` (0: a free one, then the same one on every later start).
+    @discardableResult
+    public func start() async throws -> Int {
+        let port = try await channels.listen(host: "127.0.0.1", port: state.withLock { $0.port }) { [self] channel in
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+            try channel.pipeline.syncOperations.addHandler(WebhookReceiverHandler(receiver: self))
+        }
+        state.withLock { $0.port = port }
+        return port
+    }
+
+    /// Stops listening and drops every connection: deliveries fail to connect until ``start()``.
+    public func stop() async {
+        await channels.closeAll()
+    }
+
+    /// Records a request and returns the status to answer.
+    func receive(headers: HTTPHeaders, body: [UInt8]) -> Int {
+        let signature = headers[WebhookSignature.header].first ?? ""
+        let verified = WebhookSignature.verify(header: signature, body: body, secret: secret, now: Date())
+        return state.withLock { state in
+            state.deliveries.append(
+                Delivery(
+                    eventId: headers["Orchard-Event-Id"].first ?? "", type: headers["Orchard-Event-Type"].first ?? "",
+                    signature: signature, body: body, status: state.status, verified: verified))
+            return state.status
+        }
+    }
+
+    /// Waits until `condition` holds on the deliveries, polling up to `timeout`.
+    public func wait(
+        timeout: Duration = .seconds(15), until condition: @Sendable ([Delivery]) -> Bool
+    ) async throws -> [Delivery] {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let seen = deliveries
+            if condition(seen) { return seen }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return deliveries
+    }
+}
+
+final class WebhookReceiverHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let receiver: MockWebhookReceiver
+    private var collector = RequestCollector(limit: 256 * 1024)
+
+    init(receiver: MockWebhookReceiver) { self.receiver = receiver }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let (head, body, _) = collector.consume(unwrapInboundIn(data)) else { return }
+        let status = head.method == .POST ? receiver.receive(headers: head.headers, body: body) : 405
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Length", value: "0")
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .init(statusCode: status), headers: headers))),
+            promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}

@@ -1,0 +1,242 @@
+import CurlClient
+import Foundation
+import OrchardCore
+import OrchardServer
+import OrchardTesting
+import ShopCallbacks
+import Testing
+
+/// The payments API as a shop's backend uses it, over real HTTP: keys, payment requests,
+/// the page paying one, capture, refunds and the signed webhooks that report each step.
+@Suite("Payments API (/v1): keys, payment requests, refunds, webhooks")
+struct PaymentsAPITests {
+    static let webhookSecret = "whsec-" + String(repeating: "5eb63bbbe01eeed0", count: 3)
+    static let cart = """
+        {"amount": 1234, "currency": "EUR", "reference": "order-1001", "metadata": {"cart": "c-77"},
+         "lineItems": [{"label": "Tea", "amount": 1034}, {"label": "Gift wrap", "amount": 200}],
+         "shippingMethods": [{"identifier": "post", "label": "Post", "detail": "3 days", "amount": 500},
+                             {"identifier": "courier", "label": "Courier", "amount": 1500, "countries": ["FR"]}],
+         "requiredShippingContactFields": ["postalAddress", "email"]}
+        """
+
+    /// The harness with a webhook endpoint for the main merchant, fast retries and a second merchant.
+    static func with(receiver: MockWebhookReceiver? = nil, _ body: (ServerHarness) async throws -> Void) async throws {
+        try await ServerHarness.with(
+            otherMockMerchants: MoreMerchants.mockMerchants, environment: ["SHOP_WEBHOOK_SECRET": webhookSecret],
+            webhooks: try CurlWebhookTransport(),
+            configure: { file, directory in
+                try MoreMerchants.addSecondMerchant(&file, directory)
+                file.webhooks = .init(firstRetrySeconds: 1, maximumRetrySeconds: 2, pollIntervalMilliseconds: 100)
+                if let receiver { file.merchants[0].webhook = .init(url: receiver.url, secret: "env:SHOP_WEBHOOK_SECRET") }
+            }, body)
+    }
+
+    @Test("calls without a valid key get 401 and change nothing; a revoked key stops working")
+    func keys() async throws {
+        try await Self.with { server in
+            let key = try await server.apiKey()
+            let id = try #require(APIKeyRecord.keyId(ofSecret: key))
+            let forged = "osk_\(id)_" + String(repeating: "A", count: 43)
+            for bad in ["", "osk_nonsense", forged, "Basic \(key)"] {
+                let response = try await server.api(
+                    "POST", "/v1/payment-requests", key: bad, json: Self.cart, idempotencyKey: "k-\(bad.count)")
+                #expect(response.status == 401, "\(bad.prefix(12))")
+                #expect(response.errorCode == "unauthorized")
+            }
+            let none = try await server.send("GET", "/v1/payment-requests/x", host: "api.internal")
+            #expect(none.status == 401)
+            #expect(try await server.store.webhookEvents(merchantIdentifier: nil, state: nil, limit: 10).isEmpty)
+
+            let second = try await server.apiKey()
+            await #expect(throws: StoreError.self) { _ = try await server.apiKey() }  // two active at most
+            #expect(try await server.store.revokeAPIKey(id: id, at: Date()))
+            let revoked = try await server.api("GET", "/v1/payment-requests/x", key: key)
+            #expect(revoked.status == 401)
+            let other = try await server.api("GET", "/v1/payment-requests/x", key: second)
+            #expect(other.status == 404)
+        }
+    }
+
+    @Test("a payment request is created once per Idempotency-Key, even 20 times at once; another body is a 422")
+    func idempotency() async throws {
+        try await Self.with { server in
+            let key = try await server.apiKey()
+            let answers = try await withThrowingTaskGroup(of: CurlResponse.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        try await server.api("POST", "/v1/payment-requests", key: key, json: Self.cart, idempotencyKey: "same")
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.filter { $0.status == 201 }.count == 1)
+            #expect(answers.filter { $0.status == 200 }.count == 19)
+            let ids = Set(answers.compactMap { $0.json?["id"] as? String })
+            let secrets = Set(answers.compactMap { $0.json?["clientSecret"] as? String })
+            #expect(ids.count == 1 && secrets.count == 1)
+
+            let reordered = try await server.api(
+                "POST", "/v1/payment-requests", key: key, json: Self.cart.replacingOccurrences(of: "\n", with: " "), idempotencyKey: "same")
+            #expect(reordered.status == 200)
+            let changed = try await server.api(
+                "POST", "/v1/payment-requests", key: key, json: Self.cart.replacingOccurrences(of: "order-1001", with: "order-1002"),
+                idempotencyKey: "same")
+            #expect(changed.status == 422)
+            #expect(changed.errorCode == "idempotency_mismatch")
+            let missing = try await server.api("POST", "/v1/payment-requests", key: key, json: Self.cart)
+            #expect(missing.status == 400)
+            #expect(missing.errorMessage?.contains("Idempotency-Key") == true)
+        }
+    }
+
+    @Test("bad carts are refused with a message naming the problem, and create nothing")
+    func validation() async throws {
+        try await Self.with { server in
+            let key = try await server.apiKey()
+            let cases: [(String, String)] = [
+                (#"{"amount": 0, "currency": "EUR", "reference": "r"}"#, "amount"),
+                (#"{"amount": 100, "currency": "XXX", "reference": "r"}"#, "currency"),
+                (#"{"amount": 100, "currency": "EUR", "reference": ""}"#, "reference"),
+                (#"{"amount": 100, "currency": "EUR", "reference": "r", "lineItems": [{"label": "A", "amount": 99}]}"#, "add up"),
+                (#"{"amount": 100, "currency": "EUR", "reference": "r", "supportedNetworks": ["bitcoin"]}"#, "supportedNetworks"),
+                (#"{"amount": 100, "currency": "EUR", "reference": "r", "requiredShippingContactFields": ["ssn"]}"#, "requiredShipping"),
+                (#"{"amount": 100, "currency": "EUR", "reference": "r", "expiresInSeconds": 5}"#, "expiresInSeconds"),
+                (#"{"amount": "1.00", "currency": "EUR", "reference": "r"}"#, "JSON"),
+            ]
+            for (index, (body, word)) in cases.enumerated() {
+                let response = try await server.api("POST", "/v1/payment-requests", key: key, json: body, idempotencyKey: "v\(index)")
+                #expect(response.status == 400, "\(body)")
+                #expect(response.errorMessage?.contains(word) == true, "\(response.errorMessage ?? "") should name \(word)")
+            }
+        }
+    }
+
+    @Test("the page pays a payment request; capture, refunds and each step's signed webhook follow")
+    func payCaptureRefund() async throws {
+        let receiver = MockWebhookReceiver(secret: Self.webhookSecret)
+        try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        try await Self.with(receiver: receiver) { server in
+            let key = try await server.apiKey()
+            let created = try await server.api("POST", "/v1/payment-requests", key: key, json: Self.cart, idempotencyKey: "pay-1")
+            #expect(created.status == 201)
+            let id = try #require(created.json?["id"] as? String)
+            let secret = try #require(created.json?["clientSecret"] as? String)
+            #expect(created.json?["status"] as? String == "requires_payment")
+            #expect(created.json?["total"] as? Int == 1734)
+
+            // The page: open by client secret on the shop's domain, pick the courier, pay.
+            let forged = try await server.send(
+                "POST", "/api/payment-requests/open", body: Array(#"{"clientSecret": "\#(id)_secret_00"}"#.utf8))
+            #expect(forged.status == 404)
+            let opened = try await server.send("POST", "/api/payment-requests/open", body: Array(#"{"clientSecret": "\#(secret)"}"#.utf8))
+            #expect(opened.status == 200)
+            let request = try #require(opened.json?["paymentRequest"] as? [String: Any])
+            #expect((request["lineItems"] as? [[String: Any]])?.count == 3)
+            #expect(request["requiredShippingContactFields"] as? [String] == ["postalAddress", "email"])
+            let abroad = try await server.send(
+                "POST", "/api/orders/\(id)/shipping-contact", body: Array(#"{"countryCode": "DE"}"#.utf8))
+            #expect((abroad.json?["newShippingMethods"] as? [[String: Any]])?.count == 1)
+            let courier = try await server.send(
+                "POST", "/api/orders/\(id)/shipping-method", body: Array(#"{"identifier": "courier"}"#.utf8))
+            #expect(courier.status == 400)  // the courier does not ship to Germany
+            let france = try await server.send("POST", "/api/orders/\(id)/shipping-contact", body: Array(#"{"countryCode": "FR"}"#.utf8))
+            #expect(france.status == 200)
+            let chosen = try await server.send(
+                "POST", "/api/orders/\(id)/shipping-method", body: Array(#"{"identifier": "courier"}"#.utf8))
+            #expect((chosen.json?["newTotal"] as? [String: Any])?["amount"] as? String == "27.34")
+            let pay = try OrdersAuthorizeTests().paymentBody(orderId: id, request: request, amount: 2734)
+            let authorized = try await server.send("POST", "/api/apple-pay/authorize", body: pay)
+            #expect(authorized.status == 200)
+            let paymentId = try #require(authorized.json?["paymentId"] as? String)
+
+            let paid = try await server.api("GET", "/v1/payment-requests/\(id)", key: key)
+            #expect(paid.json?["status"] as? String == "paid")
+            #expect((paid.json?["payments"] as? [[String: Any]])?.first?["id"] as? String == paymentId)
+            let tooEarly = try await server.api("POST", "/v1/payments/\(paymentId)/refunds", key: key, json: "{}", idempotencyKey: "r0")
+            #expect(tooEarly.status == 409)
+            #expect(tooEarly.errorMessage?.contains("cancel it instead") == true)
+            let captured = try await server.api("POST", "/v1/payments/\(paymentId)/capture", key: key)
+            #expect((captured.json?["payment"] as? [String: Any])?["state"] as? String == "settled")
+
+            // Refunds: two partials, one over what is left, then the rest; a repeated key refunds nothing more.
+            let first = try await server.api(
+                "POST", "/v1/payments/\(paymentId)/refunds", key: key, json: #"{"amount": 1000}"#, idempotencyKey: "r1")
+            #expect(first.status == 201)
+            #expect(first.json?["state"] as? String == "refunded")
+            let again = try await server.api(
+                "POST", "/v1/payments/\(paymentId)/refunds", key: key, json: #"{"amount": 1000}"#, idempotencyKey: "r1")
+            #expect(again.json?["id"] as? String == first.json?["id"] as? String)
+            let second = try await server.api(
+                "POST", "/v1/payments/\(paymentId)/refunds", key: key, json: #"{"amount": 700}"#, idempotencyKey: "r2")
+            #expect(second.status == 201)
+            let over = try await server.api(
+                "POST", "/v1/payments/\(paymentId)/refunds", key: key, json: #"{"amount": 1035}"#, idempotencyKey: "r3")
+            #expect(over.status == 422)
+            #expect(over.errorCode == "refund_too_large")
+            let rest = try await server.api("POST", "/v1/payments/\(paymentId)/refunds", key: key, json: "{}", idempotencyKey: "r4")
+            #expect(rest.json?["amount"] as? Int == 1034)
+            let detail = try await server.api("GET", "/v1/payments/\(paymentId)", key: key)
+            #expect((detail.json?["payment"] as? [String: Any])?["amountRefunded"] as? Int == 2734)
+            #expect((detail.json?["refunds"] as? [[String: Any]])?.count == 3)
+
+            let expected = ["payment.authorized", "payment.settled", "payment.refunded", "payment.refunded", "payment.refunded"]
+            let seen = try await receiver.wait { $0.count >= expected.count }
+            #expect(seen.map(\.type) == expected)
+            #expect(seen.allSatisfy { $0.verified })
+            #expect(Set(seen.map(\.eventId)).count == expected.count)
+            let authorizedEvent = try #require(seen.first?.json)
+            let data = try #require(authorizedEvent["data"] as? [String: Any])
+            #expect((data["paymentRequest"] as? [String: Any])?["reference"] as? String == "order-1001")
+            #expect((data["payment"] as? [String: Any])?["amount"] as? Int == 2734)
+
+            // Another merchant sees none of it, and cannot act on it.
+            let otherKey = try await server.apiKey(for: TestMaterial.secondMerchantIdentifier)
+            for (method, path) in [
+                ("GET", "/v1/payment-requests/\(id)"), ("GET", "/v1/payments/\(paymentId)"), ("POST", "/v1/payments/\(paymentId)/cancel"),
+            ] {
+                let response = try await server.api(method, path, key: otherKey)
+                #expect(response.status == 404, "\(method) \(path)")
+            }
+            let refundOther = try await server.api(
+                "POST", "/v1/payments/\(paymentId)/refunds", key: otherKey, json: "{}", idempotencyKey: "steal")
+            #expect(refundOther.status == 404)
+            #expect(try await server.store.refunds(paymentId: paymentId).count == 3)
+        }
+    }
+
+    @Test("a receiver that is down, then fails, gets each event once it answers 2xx, never again after")
+    func webhookRetries() async throws {
+        let receiver = MockWebhookReceiver(secret: Self.webhookSecret)
+        try await receiver.start()
+        await receiver.stop()  // down, on a port the configuration already names
+        try await Self.with(receiver: receiver) { server in
+            let key = try await server.apiKey()
+            let created = try await server.api("POST", "/v1/payment-requests", key: key, json: Self.cart, idempotencyKey: "w-1")
+            let id = try #require(created.json?["id"] as? String)
+            let request = try #require(created.json?["paymentRequest"] as? [String: Any])
+            let pay = try OrdersAuthorizeTests().paymentBody(orderId: id, request: request, amount: 1734)
+            #expect(try await server.send("POST", "/api/apple-pay/authorize", body: pay).status == 200)
+            try await Task.sleep(for: .seconds(2))
+            let pending = try await server.store.webhookEvents(merchantIdentifier: nil, state: .pending, limit: 10)
+            #expect(pending.count == 1)
+            #expect((pending.first?.attempts ?? 0) >= 1)
+            #expect(pending.first?.lastError != nil)
+
+            receiver.answer(500)
+            try await receiver.start()
+            let failing = try await receiver.wait { $0.count >= 2 }
+            #expect(failing.allSatisfy { $0.status == 500 })
+            receiver.answer(204)
+            let delivered = try await receiver.wait { $0.contains { $0.status == 204 } }
+            try await Task.sleep(for: .seconds(3))  // time for a wrong second delivery to show
+            #expect(receiver.accepted.count == 1)
+            #expect(Set(receiver.deliveries.map(\.eventId)).count == 1)
+            #expect(delivered.allSatisfy { $0.verified })
+            let event = try #require(try await server.store.webhookEvent(id: receiver.accepted[0].eventId))
+            #expect(event.state == .delivered)
+            #expect(event.lastStatus == 204)
+        }
+        await receiver.stop()
+    }
+}
