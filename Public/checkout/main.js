@@ -2,8 +2,7 @@
 // pay, and the outcome. Automation hooks: [data-testid="apple-pay-button"] and
 // [data-testid="payment-result"] with data-status = success | failure | cancelled | unavailable.
 
-import { getJSON, postJSON } from './api.js';
-import { checkAvailability, startPayment } from './apple-pay.js';
+import { getJSON, mount, postJSON } from '../orchard.js';
 import { format, t } from './strings.js';
 
 const MAX_QUANTITY = 9;
@@ -17,11 +16,10 @@ const state = {
   quantities: new Map(),
   order: null,
   ordering: null,
-  version: null,
-  available: false,
   paying: false,
   paid: false,
-  button: null,
+  /** The button's controller from orchard.js. */
+  checkout: null,
 };
 
 function element(tag, attributes = {}, children = []) {
@@ -102,6 +100,10 @@ function renderTotals(lineItems, total) {
   else delete cell.dataset.amount;
 }
 
+function updateButton() {
+  state.checkout?.refresh();
+}
+
 function changeQuantity(productId, delta) {
   const next = Math.min(MAX_QUANTITY, Math.max(0, (state.quantities.get(productId) ?? 0) + delta));
   state.quantities.set(productId, next);
@@ -144,102 +146,24 @@ async function createOrder() {
   }
 }
 
-// ---- the button ----
+// ---- the button: Orchard's module, the same one shops embed ----
 
-function buttonUsable() {
-  return state.available && state.order !== null && !state.paying && !state.paid;
-}
-
-function updateButton() {
-  const button = state.button;
-  if (!button) return;
-  const usable = buttonUsable();
-  button.setAttribute('aria-disabled', String(!usable));
-  if (button instanceof HTMLButtonElement) button.disabled = !usable;
-  button.hidden = state.paid;
-}
-
-function onPay() {
-  if (!buttonUsable()) return;
-  clearResult();
-  try {
-    startPayment({
-      order: state.order,
-      version: state.version,
-      t,
-      format,
-      on: {
-        totals: (update) => renderTotals(update.newLineItems, update.newTotal),
-        attemptFailed: (message) => showResult('failure', t.failureTitle, message),
-        outcome: finishPayment,
-      },
-    });
-  } catch (error) {
-    showResult('failure', t.failureTitle, format(t.sessionFailed, { reason: error?.message ?? String(error) }));
-    return;
-  }
-  state.paying = true;
-  updateButton();
-  renderProducts();
-}
-
-function finishPayment(status, detail, answer) {
+function finishPayment({ status, detail, orderId }) {
   state.paying = false;
   if (status === 'success') {
     state.paid = true;
     const total = part('total').dataset.amount;
-    showResult('success', t.successTitle, format(t.successDetail, { order: answer.orderId, amount: money(total) }));
+    showResult('success', t.successTitle, format(t.successDetail, { order: orderId, amount: money(total) }));
   } else if (status === 'cancelled') {
     showResult('cancelled', t.cancelledTitle, detail);
+  } else if (status === 'unavailable') {
+    showResult('unavailable', t.unavailableTitle, t.unavailableDetail);
+    return;
   } else {
     showResult('failure', t.failureTitle, detail);
   }
-  updateButton();
   renderProducts();
   result.focus();
-}
-
-/** The page's own button, drawn in CSS (Safari draws Apple's own through -apple-pay-button). */
-function cssButton() {
-  const button = element('button', {
-    type: 'button', class: 'apple-pay-button', 'data-testid': 'apple-pay-button', 'aria-label': t.payButton, lang: t.locale,
-  }, [element('span', { class: 'apple-pay-button-text', text: t.payButton })]);
-  button.addEventListener('click', onPay);
-  return button;
-}
-
-/** Apple's <apple-pay-button>, once Apple's SDK has defined it. */
-function sdkButton() {
-  const button = element('apple-pay-button', {
-    buttonstyle: 'black', type: 'buy', locale: t.locale, 'data-testid': 'apple-pay-button', role: 'button', tabindex: '0',
-    'aria-label': t.payButton,
-  });
-  button.addEventListener('click', onPay);
-  button.addEventListener('keydown', (event) => {
-    if (event.key === 'Enter' || event.key === ' ') {
-      event.preventDefault();
-      onPay();
-    }
-  });
-  return button;
-}
-
-function showButton(button) {
-  const hadFocus = state.button && document.activeElement === state.button;
-  state.button = button;
-  part('pay-slot').replaceChildren(button);
-  updateButton();
-  if (hadFocus) button.focus();
-}
-
-/** Loads Apple's SDK without ever waiting for it: the page's own button is already there. */
-function loadAppleSDK(url) {
-  customElements.whenDefined('apple-pay-button').then(() => {
-    if (state.available && !state.paid && !state.paying) showButton(sdkButton());
-  });
-  const script = element('script', { src: url, crossorigin: 'anonymous', async: '' });
-  script.addEventListener('error', () => console.info('Apple Pay JS SDK did not load; the page keeps its own button.'));
-  document.head.append(script);
 }
 
 function restart() {
@@ -248,9 +172,8 @@ function restart() {
   clearResult();
   renderProducts();
   createOrder();
-  const button = customElements.get('apple-pay-button') ? sdkButton() : cssButton();
-  showButton(button);
-  button.focus();
+  state.checkout.reset();
+  state.checkout.button?.focus();
 }
 
 async function main() {
@@ -266,25 +189,25 @@ async function main() {
   const { settings } = state;
   part('shop-name').textContent = settings.displayName;
   document.title = `${t.title} · ${settings.displayName}`;
-  if (settings.simulatedSheet && !('ApplePaySession' in window)) {
-    try {
-      await import(settings.simulatedSheet);
-    } catch (error) {
-      console.warn('The demo sheet did not load', error);
-    }
-  }
   state.quantities = new Map(settings.products.slice(0, 1).map((product) => [product.id, 1]));
   renderProducts();
   const ordered = createOrder();
-  const availability = await checkAvailability(settings.merchantIdentifier);
-  state.available = availability.available;
-  state.version = availability.version ?? null;
-  if (!state.available) {
-    showResult('unavailable', t.unavailableTitle, t.unavailableDetail);
-  } else {
-    showButton(cssButton());
-    if (settings.applePaySDK) loadAppleSDK(settings.applePaySDK);
-  }
+  state.checkout = await mount(part('pay-slot'), {
+    order: () => state.order,
+    merchantIdentifier: settings.merchantIdentifier,
+    simulatedSheet: settings.simulatedSheet,
+    applePaySDK: settings.applePaySDK,
+    buttonClass: 'apple-pay-button',
+    strings: t,
+    onStart: () => {
+      clearResult();
+      state.paying = true;
+      renderProducts();
+    },
+    onTotals: (update) => renderTotals(update.newLineItems, update.newTotal),
+    onAttemptFailed: ({ message }) => showResult('failure', t.failureTitle, message),
+    onOutcome: finishPayment,
+  });
   await ordered;
 }
 

@@ -57,7 +57,9 @@ public func buildApplication(
     let engine = configuration.makePaymentsEngine(store: store, processors: processors, vault: vault, time: time, logger: logger)
     AuthorizeController(engine: engine).addRoutes(to: router)
     let v1 = router.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
-    PaymentRequestsController(store: store, vault: vault, time: time).addRoutes(to: v1, page: router)
+    PaymentRequestsController(
+        store: store, vault: vault, time: time, simulatedSheet: simulator == nil ? nil : SimulatedSheetController.scriptPath
+    ).addRoutes(to: v1, page: router)
     PaymentsAPIController(store: store, engine: engine).addRoutes(to: v1)
     CheckoutController(configuration: configuration, simulator: simulator).addRoutes(to: router)
     if let simulator {

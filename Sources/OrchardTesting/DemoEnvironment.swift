@@ -1,3 +1,4 @@
+import ApplePay
 import Crypto
 import Foundation
 import X509
@@ -144,7 +145,7 @@ public struct DemoEnvironment: Sendable {
     @discardableResult
     public func writeServerConfiguration(
         gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
-        processor: String = "record", processorPort: Int = 0
+        processor: String = "record", processorPort: Int = 0, webhookURL: String? = nil
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -191,6 +192,12 @@ public struct DemoEnvironment: Sendable {
             default:
                 break
             }
+        }
+        if let webhookURL {
+            // A fresh signing secret beside the configuration, for the shop's receiver to read.
+            let secret = Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
+            merchant["webhook"] = ["url": webhookURL, "secret": try writeSecret("webhook-secret", secret)]
+            configuration["webhooks"] = ["firstRetrySeconds": 1, "maximumRetrySeconds": 5, "pollIntervalMilliseconds": 200]
         }
         configuration["merchants"] = [merchant]
         let data = try JSONSerialization.data(

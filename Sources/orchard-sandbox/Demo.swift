@@ -30,6 +30,11 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Where payments go: record (stored only), or worldpay / worldline (mock processors started beside the gateway).")
     var processor: String = "record"
 
+    @Option(
+        help: "Send the merchant's webhooks here (https, or http on loopback); the signing secret is written to <state-dir>/webhook-secret."
+    )
+    var webhookUrl: String?
+
     @OptionGroup var faults: FaultOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -51,7 +56,7 @@ struct Demo: AsyncParsableCommand {
             ? URL(fileURLWithPath: "Config/catalogue.json").standardizedFileURL.path : try environment.builtInCatalogue()
         let path = try environment.writeServerConfiguration(
             gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue,
-            applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort)
+            applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort, webhookURL: webhookUrl)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)

@@ -12,6 +12,8 @@ struct PaymentRequestsController {
     let store: any OrchardStore
     let vault: PaymentVault
     let time: TimeSource
+    /// The demo's simulated sheet, named to the page that opens a request; nil outside the demo.
+    let simulatedSheet: String?
 
     static let defaultExpiry = 1800
     static let expiryRange = 60...604_800
@@ -61,7 +63,9 @@ struct PaymentRequestsController {
             guard let id = vault.requestId(fromClientSecret: body.clientSecret) else {
                 throw OrchardError(.notFound, "there is no such payment request (check the clientSecret)")
             }
-            return try await view(try await requireRequest(id, merchant: merchant), merchant: merchant)
+            var view = try await view(try await requireRequest(id, merchant: merchant), merchant: merchant)
+            view.simulatedSheet = simulatedSheet
+            return view
         }
     }
 
@@ -171,6 +175,7 @@ func idempotencyKey(_ request: Request) throws -> String {
 /// A payment request as the API answers it.
 struct PaymentRequestView: ResponseEncodable {
     var id: String
+    var merchantIdentifier: String
     /// For the page's `orchard.js`: opens this request, nothing else.
     var clientSecret: String
     /// `requires_payment`, `processing`, `paid`, `cancelled` or `expired`.
@@ -185,12 +190,15 @@ struct PaymentRequestView: ResponseEncodable {
     var createdAt: Date
     var paymentRequest: ApplePayPaymentRequest
     var payments: [PaymentView]
+    /// Only to the page, only in the demo: the `ApplePaySession` test double's module.
+    var simulatedSheet: String?
 
     init(
         record: PaymentRequestRecord, order: OrderRecord, clientSecret: String, now: Date, paymentRequest: ApplePayPaymentRequest,
         payments: [PaymentView]
     ) {
         id = record.id
+        merchantIdentifier = record.merchantIdentifier
         self.clientSecret = clientSecret
         status =
             switch order.state {

@@ -444,7 +444,7 @@ class SimulatedApplePaySession extends EventTarget {
     this.#showMessage('Authorizing…', false);
     let token;
     try {
-      const response = await fetch('/demo/token', {
+      const response = await fetch(new URL('token', import.meta.url), {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify({
@@ -481,7 +481,8 @@ class SimulatedApplePayError {
 }
 
 if (!('ApplePaySession' in window)) {
-  const link = element('link', { rel: 'stylesheet', href: '/demo/simulated-sheet.css' });
+  // Beside this module, so the sheet also works where Orchard is served under a path prefix.
+  const link = element('link', { rel: 'stylesheet', href: new URL('simulated-sheet.css', import.meta.url).href });
   document.head.append(link);
   window.ApplePaySession = SimulatedApplePaySession;
   window.ApplePayError = SimulatedApplePayError;

@@ -1,0 +1,203 @@
+"""A small shop, as a developer would write one around Orchard: its own page and backend, which
+creates payment requests through Orchard's payments API and verifies Orchard's webhooks; and real
+nginx in front, serving the shop and proxying Orchard under /orchard/ with the snippet Orchard
+ships (Config/nginx/orchard-locations.conf, included unchanged). Loopback only."""
+
+import hashlib
+import hmac
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NGINX = os.environ.get("NGINX", shutil.which("nginx") or "/usr/sbin/nginx")
+SNIPPET = ROOT / "Config" / "nginx" / "orchard-locations.conf"
+
+PAGE = b"""<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>Tea Shop checkout</title>
+<script type="module" src="/shop.js"></script></head>
+<body>
+  <h1>Tea Shop</h1>
+  <p>Order <span data-testid="shop-reference"></span>: 12.34 EUR plus delivery</p>
+  <div id="apple-pay"></div>
+  <p data-testid="payment-result" role="status"></p>
+</body>
+</html>
+"""
+
+SCRIPT = b"""import { mount } from '/orchard/orchard.js';
+
+const result = document.querySelector('[data-testid="payment-result"]');
+const answer = await fetch('/checkout', { method: 'POST' });
+const { clientSecret, reference } = await answer.json();
+document.querySelector('[data-testid="shop-reference"]').textContent = reference;
+mount(document.getElementById('apple-pay'), {
+  clientSecret,
+  onOutcome: ({ status, detail, paymentId }) => {
+    result.dataset.status = status;
+    result.dataset.paymentId = paymentId ?? '';
+    result.textContent = status === 'success' ? 'Thank you!' : detail;
+  },
+});
+"""
+
+
+def verify_webhook(secret, signature_header, body, tolerance=300, now=None):
+    """The check a shop runs on each webhook (the README's Python example): recompute the HMAC over
+    "<t>.<raw body>", compare in constant time, refuse an old timestamp (a replay)."""
+    try:
+        parts = dict(item.split("=", 1) for item in signature_header.split(","))
+        timestamp = int(parts["t"])
+    except (KeyError, ValueError):
+        return False
+    if abs((now or time.time()) - timestamp) > tolerance:
+        return False
+    expected = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, parts.get("v1", ""))
+
+
+class ShopBackend:
+    """The shop's backend: its page, `POST /checkout` (a payment request for the basket, made with
+    the secret API key, server to server) and `POST /webhooks/orchard` (verified, recorded)."""
+
+    def __init__(self, orchard_url, api_key, webhook_secret):
+        shop = self
+        self.orchard_url = orchard_url
+        self.api_key = api_key
+        self.webhook_secret = webhook_secret
+        self.webhooks = []  # (event id, type, verified, body, signature)
+        self.created = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                if self.path == "/":
+                    self.reply(200, PAGE, "text/html; charset=utf-8")
+                elif self.path == "/shop.js":
+                    self.reply(200, SCRIPT, "text/javascript")
+                else:
+                    self.reply(404, b"", "text/plain")
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path == "/checkout":
+                    created = shop.create_payment_request()
+                    self.reply(200, json.dumps({"clientSecret": created["clientSecret"],
+                                                "reference": created["reference"]}).encode(), "application/json")
+                elif self.path == "/webhooks/orchard":
+                    signature = self.headers.get("Orchard-Signature", "")
+                    verified = verify_webhook(shop.webhook_secret, signature, body)
+                    shop.webhooks.append((self.headers.get("Orchard-Event-Id"), self.headers.get("Orchard-Event-Type"),
+                                          verified, body, signature))
+                    self.reply(204 if verified else 400, b"", "text/plain")
+                else:
+                    self.reply(404, b"", "text/plain")
+
+            def reply(self, status, body, content_type):
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def webhook_url(self):
+        return f"http://127.0.0.1:{self.port}/webhooks/orchard"
+
+    def create_payment_request(self):
+        reference = f"tea-{len(self.created) + 1001}"
+        body = {
+            "amount": 1234, "currency": "EUR", "reference": reference, "metadata": {"customer": "c-42"},
+            "lineItems": [{"label": "Sencha 100 g", "amount": 1034}, {"label": "Gift wrap", "amount": 200}],
+            "shippingMethods": [{"identifier": "post", "label": "Post", "detail": "3 days", "amount": 490}],
+            "requiredShippingContactFields": ["postalAddress", "email"],
+        }
+        request = urllib.request.Request(
+            self.orchard_url + "/v1/payment-requests", data=json.dumps(body).encode(), method="POST",
+            headers={"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json",
+                     "Idempotency-Key": str(uuid.uuid4())})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            created = json.load(response)
+        self.created.append(created)
+        return created
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Nginx:
+    """Real nginx on a free loopback port: `/` to the shop, Orchard through the shipped snippet."""
+
+    def __init__(self, shop_port, orchard_port):
+        self.folder = tempfile.TemporaryDirectory(prefix="orchard-nginx-")
+        prefix = Path(self.folder.name)
+        import socket
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        (prefix / "nginx.conf").write_text(f"""{user}worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log {prefix}/access.log;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    upstream orchard {{ server 127.0.0.1:{orchard_port}; keepalive 16; }}
+    upstream shop {{ server 127.0.0.1:{shop_port}; }}
+    server {{
+        listen 127.0.0.1:{self.port};
+        server_name localhost;
+        include {SNIPPET};
+        location / {{ proxy_pass http://shop; proxy_set_header Host $host; }}
+    }}
+}}
+""")
+        self.prefix = prefix
+        check = subprocess.run([NGINX, "-t", "-p", str(prefix), "-c", str(prefix / "nginx.conf")],
+                               capture_output=True, text=True)
+        if check.returncode != 0:
+            raise RuntimeError("nginx refused the configuration:\n" + check.stderr)
+        self.process = subprocess.Popen(
+            [NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            self.stop()
+            raise RuntimeError("nginx did not start")
+        self.url = f"http://localhost:{self.port}"
+
+    def access_log(self):
+        return (self.prefix / "access.log").read_text()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+        self.folder.cleanup()

@@ -1,0 +1,116 @@
+"""A shop's own checkout page pays through Orchard: the example shop's backend creates a payment
+request with its API key, its page embeds Orchard's button module behind real nginx, headless
+Chromium pays on the simulated sheet, and the shop verifies the signed webhook."""
+
+import json
+import subprocess
+import sys
+import time
+import unittest
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from example_shop import Nginx, ShopBackend, verify_webhook  # noqa: E402
+from harness import BUTTON, DESKTOP, RESULT, ROOT, Browser, Demo  # noqa: E402
+
+ORCHARD = Path(__file__).resolve().parents[2] / ".build" / "debug" / "orchard"
+
+
+class ShopTests(unittest.TestCase):
+    def setUp(self):
+        self.shop = ShopBackend(orchard_url=None, api_key=None, webhook_secret=None)
+        self.addCleanup(self.shop.stop)
+        self.demo = Demo("--webhook-url", self.shop.webhook_url)
+        self.addCleanup(self.demo.stop)
+        self.shop.orchard_url = self.demo.url
+        # The shop developer's first step: a secret API key for the merchant, shown once.
+        created = subprocess.run(
+            [str(ORCHARD), "keys", "create", "--config", str(self.demo.state_dir / "orchard.json"),
+             "--merchant", "merchant.dev.orchard.demo"],
+            check=True, capture_output=True, text=True, timeout=60).stdout
+        self.shop.api_key = next(line for line in created.splitlines() if line.startswith("osk_"))
+        self.shop.webhook_secret = (self.demo.state_dir / "webhook-secret").read_text().strip()
+        self.nginx = Nginx(shop_port=self.shop.port, orchard_port=self.demo.port)
+        self.addCleanup(self.nginx.stop)
+
+    def browser(self):
+        browser = Browser(DESKTOP)
+        self.addCleanup(browser.quit)
+        return browser
+
+    def wait_webhook(self, event_type, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            found = [hook for hook in self.shop.webhooks if hook[1] == event_type]
+            if found:
+                return found[0]
+            time.sleep(0.05)
+        self.fail(f"no {event_type} webhook within {timeout} s (got {[hook[1] for hook in self.shop.webhooks]})")
+
+    def test_the_shop_page_pays_and_the_shop_verifies_the_webhook(self):
+        browser = self.browser()
+        browser.open(self.nginx.url + "/")
+        browser.wait_button_enabled().click()
+        browser.wait_sheet("ready")
+        self.assertEqual(browser.sheet_total(), "17.24")  # the shop's 12.34 and its 4.90 post
+        browser.screenshot("10-shop-sheet")
+        browser.find('[data-testid="sheet-pay"]').click()
+        browser.wait(lambda: browser.find(RESULT).get_attribute("data-status") == "success", 20, "success on the shop's page")
+        payment_id = browser.find(RESULT).get_attribute("data-payment-id")
+        browser.screenshot("11-shop-paid")
+        self.assertEqual(browser.problems(allowed=[r"/favicon\.ico"]), [])  # the shop has no icon
+        # Every call the page made went through nginx to Orchard, under /orchard/.
+        log = self.nginx.access_log()
+        for path in ["/orchard/orchard.js", "/orchard/api/payment-requests/open", "/orchard/api/apple-pay/session",
+                     "/orchard/api/apple-pay/authorize"]:
+            self.assertIn(path, log)
+
+        event_id, _, verified, body, signature = self.wait_webhook("payment.authorized")
+        self.assertTrue(verified, "the shop's check accepts Orchard's signature")
+        event = json.loads(body)
+        self.assertEqual(event["id"], event_id)
+        self.assertEqual(event["data"]["payment"]["id"], payment_id)
+        self.assertEqual(event["data"]["payment"]["amount"], 1724)
+        self.assertEqual(event["data"]["paymentRequest"]["reference"], self.shop.created[0]["reference"])
+        self.assertEqual(event["data"]["paymentRequest"]["metadata"], {"customer": "c-42"})
+
+        # A tampered body, a replay after the tolerance, another secret: each fails the shop's check.
+        tampered = body.replace(b'"amount":1724', b'"amount":1')
+        self.assertNotEqual(tampered, body)
+        self.assertFalse(verify_webhook(self.shop.webhook_secret, signature, tampered))
+        timestamp = int(signature.split(",")[0].split("=")[1])
+        self.assertTrue(verify_webhook(self.shop.webhook_secret, signature, body, now=timestamp + 60))
+        self.assertFalse(verify_webhook(self.shop.webhook_secret, signature, body, now=timestamp + 301))
+        self.assertFalse(verify_webhook("another-secret", signature, body))
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.shop.port}/webhooks/orchard", data=tampered, method="POST",
+            headers={"Orchard-Signature": signature, "Content-Type": "application/json"})
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=5)
+        self.assertEqual(refused.exception.code, 400)
+
+        # The shop's backend sees the request paid through the API.
+        status = urllib.request.Request(
+            f"{self.demo.url}/v1/payment-requests/{self.shop.created[0]['id']}",
+            headers={"Authorization": f"Bearer {self.shop.api_key}"})
+        with urllib.request.urlopen(status, timeout=5) as response:
+            self.assertEqual(json.load(response)["status"], "paid")
+
+    def test_the_payments_api_is_not_reachable_through_the_shop_and_the_association_file_is(self):
+        for path in ["/orchard/v1/payment-requests", "/orchard/admin/merchants"]:
+            with self.assertRaises(urllib.error.HTTPError) as blocked:
+                urllib.request.urlopen(self.nginx.url + path, timeout=5)
+            self.assertEqual(blocked.exception.code, 404, path)
+        association = "/.well-known/apple-developer-merchantid-domain-association"
+        with urllib.request.urlopen(self.nginx.url + association, timeout=5) as proxied:
+            through_nginx = proxied.read()
+        direct = urllib.request.Request(self.demo.url + association, headers={"Host": "localhost"})
+        with urllib.request.urlopen(direct, timeout=5) as response:
+            self.assertEqual(through_nginx, response.read())
+        self.assertGreater(len(through_nginx), 0)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
