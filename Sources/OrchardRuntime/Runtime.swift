@@ -59,6 +59,12 @@ public func runServer(
         fail(error.message)
     }
     let registered = try await store.registeredMerchants()
+    let settings: [String: MerchantSettings]
+    do {
+        settings = try await configuration.loadRegisteredSettings(store: store)
+    } catch {
+        fail(error.message)
+    }
     if !registered.isEmpty && configuration.platform == nil {
         logger.warning("the registry holds registered merchants but no platformIntegrator is configured: they are not served")
     }
@@ -69,11 +75,12 @@ public func runServer(
         processors: ProcessorFactory.make(merchants: configuration.merchants, http: http),
         vault: vault,
         simulator: simulator,
-        directory: MerchantDirectory(configuration: configuration, registered: registered),
+        directory: MerchantDirectory(configuration: configuration, registered: registered, settings: settings),
         registration: configuration.platform.map {
             AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
         },
         domainProbe: CurlDomainProbe(http: http),
+        processorMaker: CurlProcessorMaker(http: http),
         webhooks: try CurlWebhookTransport(),
         logger: logger,
         onServerRunning: onServerRunning)

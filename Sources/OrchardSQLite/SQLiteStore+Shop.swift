@@ -31,7 +31,24 @@ extension SQLiteStore {
                 sends INTEGER NOT NULL, processor_reference TEXT, processor_code TEXT, processor_message TEXT,
                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, UNIQUE (payment_id, idempotency_key))
             """)
+        try database.execute(
+            "CREATE TABLE IF NOT EXISTS merchant_settings (partner_id TEXT PRIMARY KEY, sealed BLOB NOT NULL, updated_at INTEGER NOT NULL)")
         try migrateWebhooks(database)
+    }
+
+    public func sealedMerchantSettings() async throws -> [String: [UInt8]] {
+        let rows = try await database.run { db in try db.query("SELECT partner_id, sealed FROM merchant_settings") }
+        return Dictionary(uniqueKeysWithValues: rows.map { ($0[0].text ?? "", $0[1].blob ?? []) })
+    }
+
+    public func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {
+        try await database.run { db in
+            try db.execute(
+                """
+                INSERT INTO merchant_settings (partner_id, sealed, updated_at) VALUES (?, ?, ?)
+                ON CONFLICT(partner_id) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at
+                """, [.text(partnerIdentifier), .blob(sealed), .time(date)])
+        }
     }
 
     // MARK: API keys

@@ -125,6 +125,7 @@ public final class SQLiteStore: OrchardStore {
             try db.transaction {
                 try db.execute("DELETE FROM registered_domains WHERE partner_id = ?", [.text(partnerIdentifier)])
                 try db.execute("DELETE FROM registered_merchants WHERE partner_id = ?", [.text(partnerIdentifier)])
+                try db.execute("DELETE FROM merchant_settings WHERE partner_id = ?", [.text(partnerIdentifier)])
             }
         }
     }

@@ -17,6 +17,9 @@ struct AdminController {
     let domainProbe: (any DomainProbe)?
     let engine: PaymentsEngine
     let time: TimeSource
+    /// Where registered merchants' processors are set when an operator changes them.
+    let processors: PaymentProcessors
+    let processorMaker: (any ProcessorMaker)?
 
     struct RegisterBody: Decodable {
         var partnerInternalMerchantIdentifier: String
@@ -87,6 +90,7 @@ struct AdminController {
             try await unregister(request, id: try Self.partnerIdentifier(context), context: context)
         }
         addPaymentRoutes(to: admin)
+        addShopRoutes(to: admin)
         // What loading the configuration cannot prove: merchant IDs, association files, keys'
         // publicKeyHash, and (live=true) Apple's answer for each domain.
         admin.get("doctor") { request, _ in

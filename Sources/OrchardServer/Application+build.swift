@@ -20,6 +20,7 @@ import OrchardCore
 ///   - directory: configured and registered merchants (default: the configured ones only).
 ///   - registration: Apple's Web Merchant Registration API, for the admin API.
 ///   - domainProbe: fetches domains' association files for `/admin/doctor?domains=true`.
+///   - processorMaker: makes registered merchants' processors from their settings (nil: they record only).
 ///   - webhooks: sends the webhook outbox to merchants' endpoints; nil: events are kept, not sent.
 ///   - expiryCheckInterval: how often certificate expiry is checked and logged.
 ///   - onServerRunning: called with the bound port once the server listens.
@@ -34,6 +35,7 @@ public func buildApplication(
     directory: MerchantDirectory? = nil,
     registration: (any MerchantRegistrationService)? = nil,
     domainProbe: (any DomainProbe)? = nil,
+    processorMaker: (any ProcessorMaker)? = nil,
     webhooks: (any WebhookTransport)? = nil,
     expiryCheckInterval: Duration = .seconds(86_400),
     logger: Logger = Logger(label: "orchard"),
@@ -48,6 +50,9 @@ public func buildApplication(
         router.add(middleware: FileMiddleware(fileProvider: EmbeddedFileProvider.builtIn, searchForIndexHtml: true))
     }
     let directory = directory ?? MerchantDirectory(configuration: configuration)
+    for (partner, settings) in directory.settings {
+        processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: partner)
+    }
     router.add(middleware: MerchantMiddleware(directory: directory, maxBodyBytes: configuration.maxBodyBytes))
     DomainAssociationController().addRoutes(to: router)
     MerchantSessionController(configuration: configuration, sessions: sessions).addRoutes(to: router)
@@ -68,7 +73,7 @@ public func buildApplication(
     if let token = configuration.adminToken {
         AdminController(
             configuration: configuration, directory: directory, store: store, registration: registration, sessions: sessions,
-            domainProbe: domainProbe, engine: engine, time: time
+            domainProbe: domainProbe, engine: engine, time: time, processors: processors, processorMaker: processorMaker
         )
         .addRoutes(to: router, token: token)
     }

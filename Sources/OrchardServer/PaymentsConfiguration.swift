@@ -91,7 +91,8 @@ extension ServerConfiguration {
         }
         return PaymentsEngine(
             store: store, processors: processors, verifier: TokenVerifier(root: tokenRoot, policy: tokenPolicy),
-            decryptors: decryptors, vault: vault, time: time, policy: paymentsPolicy, logger: logger)
+            decryptors: decryptors, platformDecryptor: platform.flatMap { decryptors[$0.merchantIdentifier] }, vault: vault, time: time,
+            policy: paymentsPolicy, logger: logger)
     }
 
     /// The configured payment vault, or the one whose key file is in the state folder.

@@ -189,4 +189,12 @@ extension InMemoryStore {
             return true
         }
     }
+
+    public func sealedMerchantSettings() async throws -> [String: [UInt8]] {
+        state.withLock { $0.settings }
+    }
+
+    public func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {
+        state.withLock { $0.settings[partnerIdentifier] = sealed }
+    }
 }

@@ -17,6 +17,7 @@ public final class InMemoryStore: OrchardStore {
         var requests: [String: PaymentRequestRecord] = [:]
         var refunds: [RefundRecord] = []
         var events: [WebhookEvent] = []
+        var settings: [String: [UInt8]] = [:]
     }
 
     let state = Mutex(State())
@@ -168,6 +169,9 @@ public final class InMemoryStore: OrchardStore {
     }
 
     public func deleteRegistration(partnerIdentifier: String) async throws {
-        state.withLock { _ = $0.merchants.removeValue(forKey: partnerIdentifier) }
+        state.withLock { state in
+            state.merchants[partnerIdentifier] = nil
+            state.settings[partnerIdentifier] = nil
+        }
     }
 }

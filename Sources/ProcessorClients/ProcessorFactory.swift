@@ -23,3 +23,16 @@ public enum ProcessorFactory {
         return PaymentProcessors(byMerchant: byMerchant)
     }
 }
+
+/// Registered merchants' processors, on the shared libcurl client.
+public struct CurlProcessorMaker: ProcessorMaker {
+    let http: CurlHTTPClient
+
+    public init(http: CurlHTTPClient) {
+        self.http = http
+    }
+
+    public func processor(for settings: any ProcessorSettings) -> any PaymentProcessor {
+        (settings as? any CurlProcessorSettings)?.makeProcessor(http: http) ?? RecordOnlyProcessor()
+    }
+}

@@ -30,4 +30,8 @@ extension FailingStore {
     }
     func webhookEvent(id: String) async throws -> WebhookEvent? { try await inner.webhookEvent(id: id) }
     func replayWebhookEvent(id: String, at date: Date) async throws -> Bool { try await inner.replayWebhookEvent(id: id, at: date) }
+    func sealedMerchantSettings() async throws -> [String: [UInt8]] { try await inner.sealedMerchantSettings() }
+    func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {
+        try await inner.saveSealedMerchantSettings(partnerIdentifier: partnerIdentifier, sealed: sealed, at: date)
+    }
 }

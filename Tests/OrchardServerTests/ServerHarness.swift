@@ -55,6 +55,7 @@ struct ServerHarness {
     let port: Int
     let store: any OrchardStore
     let stateDirectory: String
+    let configuration: ServerConfiguration
 
     var gateway: MockAppleGateway { fixture.gateway }
 
@@ -112,11 +113,13 @@ struct ServerHarness {
         let app = buildApplication(
             configuration: configuration, sessions: sessions, store: store,
             processors: ProcessorFactory.make(merchants: configuration.merchants, http: http), time: time, simulator: simulator,
-            directory: MerchantDirectory(configuration: configuration, registered: try await store.registeredMerchants()),
+            directory: MerchantDirectory(
+                configuration: configuration, registered: try await store.registeredMerchants(),
+                settings: try await configuration.loadRegisteredSettings(store: store)),
             registration: configuration.platform.map {
                 AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
             },
-            webhooks: webhooks, expiryCheckInterval: expiryCheckInterval, logger: logger
+            processorMaker: CurlProcessorMaker(http: http), webhooks: webhooks, expiryCheckInterval: expiryCheckInterval, logger: logger
         ) { port in
             portContinuation.yield(port)
         }
@@ -127,7 +130,7 @@ struct ServerHarness {
             guard let port = await iterator.next() else { throw CancellationError() }
             let harness = ServerHarness(
                 fixture: fixture, sessions: sessions, client: client, port: port, store: store,
-                stateDirectory: configuration.stateDirectory)
+                stateDirectory: configuration.stateDirectory, configuration: configuration)
             do {
                 try await body(harness)
             } catch {

@@ -26,11 +26,16 @@ public struct PaymentVault: Sendable {
 
     /// A key given as 64 hex digits (`openssl rand -hex 32`), surrounding whitespace ignored.
     public static func parseKey(_ bytes: [UInt8], name: String) throws(ConfigurationError) -> PaymentVault {
+        PaymentVault(key: try parseHexKey(bytes, name: name, setting: "payments.vaultKey"))
+    }
+
+    /// A 256-bit key written as 64 hex digits; the message names the `setting` and the source.
+    public static func parseHexKey(_ bytes: [UInt8], name: String, setting: String) throws(ConfigurationError) -> SymmetricKey {
         let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.utf8.count == 64, let key = Hex.decode(text), key.count == 32 else {
-            throw ConfigurationError("\(name): payments.vaultKey must be 64 hex digits (try `openssl rand -hex 32`)")
+            throw ConfigurationError("\(name): \(setting) must be 64 hex digits (try `openssl rand -hex 32`)")
         }
-        return PaymentVault(key: SymmetricKey(data: key))
+        return SymmetricKey(data: key)
     }
 
     func seal(_ request: RetryRequest) throws -> [UInt8] {

@@ -61,6 +61,8 @@ public struct PaymentsEngine: Sendable {
     let processors: PaymentProcessors
     let verifier: TokenVerifier
     let decryptors: [String: TokenDecryptor]
+    /// The platform integrator's keys, for merchants it registered.
+    let platformDecryptor: TokenDecryptor?
     let vault: PaymentVault
     let time: TimeSource
     public let policy: Policy
@@ -69,15 +71,18 @@ public struct PaymentsEngine: Sendable {
     /// - Parameters:
     ///   - verifier: checks tokens against Apple's root (or the demo's test root).
     ///   - decryptors: each merchant's processing keys, by merchant identifier.
+    ///   - platformDecryptor: the platform integrator's keys, for every other (registered) merchant.
     ///   - vault: seals the requests kept for re-sending unknown payments.
     public init(
         store: any OrchardStore, processors: PaymentProcessors, verifier: TokenVerifier, decryptors: [String: TokenDecryptor],
-        vault: PaymentVault, time: TimeSource = .system, policy: Policy = Policy(), logger: Logger = Logger(label: "orchard.payments")
+        platformDecryptor: TokenDecryptor? = nil, vault: PaymentVault, time: TimeSource = .system, policy: Policy = Policy(),
+        logger: Logger = Logger(label: "orchard.payments")
     ) {
         self.store = store
         self.processors = processors
         self.verifier = verifier
         self.decryptors = decryptors
+        self.platformDecryptor = platformDecryptor
         self.vault = vault
         self.time = time
         self.policy = policy
@@ -142,7 +147,8 @@ public struct PaymentsEngine: Sendable {
         let verified: TokenVerifier.Verified
         let payment: DecryptedPayment
         do throws(ApplePayError) {
-            guard let decryptor = decryptors[order.merchantIdentifier] else {
+            // A merchant without keys of its own was registered by the platform: its tokens are encrypted to the platform.
+            guard let decryptor = decryptors[order.merchantIdentifier] ?? platformDecryptor else {
                 throw ApplePayError(.unknownProcessingKey, "the merchant has no processing keys")
             }
             verified = try verifier.verify(attempt.token.paymentData, at: time.now)

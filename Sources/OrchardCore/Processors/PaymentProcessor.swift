@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import Synchronization
 
 /// What a processor is handed: the verified, decrypted payment for an order.
 public struct AuthorizationRequest: Sendable {
@@ -142,20 +143,33 @@ public struct RecordOnlyProcessor: PaymentProcessor {
     }
 }
 
-/// The processor of each merchant.
-public struct PaymentProcessors: Sendable {
+/// Makes the processor client for checked settings: the runtime hands the server one, so
+/// merchants registered while it runs get their processor without a restart.
+public protocol ProcessorMaker: Sendable {
+    func processor(for settings: any ProcessorSettings) -> any PaymentProcessor
+}
+
+/// The processor of each merchant: the configured ones, fixed at startup, and the registered
+/// ones, replaced when an operator changes their settings.
+public final class PaymentProcessors: Sendable {
     let byMerchant: [String: any PaymentProcessor]
     let fallback: any PaymentProcessor
+    private let registered = Mutex<[String: any PaymentProcessor]>([:])
 
-    /// `fallback` serves every merchant without its own entry (registered merchants among them).
+    /// `fallback` serves every merchant without its own entry.
     public init(byMerchant: [String: any PaymentProcessor] = [:], fallback: any PaymentProcessor = RecordOnlyProcessor()) {
         self.byMerchant = byMerchant
         self.fallback = fallback
     }
 
-    public static let recordOnly = PaymentProcessors()
+    public static var recordOnly: PaymentProcessors { PaymentProcessors() }
 
     public func processor(forMerchant merchantIdentifier: String) -> any PaymentProcessor {
-        byMerchant[merchantIdentifier] ?? fallback
+        byMerchant[merchantIdentifier] ?? registered.withLock { $0[merchantIdentifier] } ?? fallback
+    }
+
+    /// Sets (nil: removes) a registered merchant's processor; configured merchants keep theirs.
+    public func setRegistered(_ processor: (any PaymentProcessor)?, forMerchant merchantIdentifier: String) {
+        registered.withLock { $0[merchantIdentifier] = processor }
     }
 }

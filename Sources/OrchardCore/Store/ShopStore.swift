@@ -44,4 +44,9 @@ public protocol ShopStore: Sendable {
     func webhookEvent(id: String) async throws -> WebhookEvent?
     /// Makes an event pending and due now, whatever became of it; false when there is none.
     func replayWebhookEvent(id: String, at date: Date) async throws -> Bool
+
+    /// Registered merchants' settings (processor, webhook), sealed by the server: opaque here.
+    func sealedMerchantSettings() async throws -> [String: [UInt8]]
+    /// Creates or replaces one registered merchant's sealed settings.
+    func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws
 }

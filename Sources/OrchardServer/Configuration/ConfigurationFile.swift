@@ -134,6 +134,9 @@ public struct ConfigurationFile: Codable, Sendable {
         public var domainAssociationFile: String?
         /// Decrypt the tokens of registered merchants (they encrypt to the platform).
         public var processingKeys: [ProcessingKeyFile]?
+        /// The key (64 hex digits, `env:NAME` or a file) sealing registered merchants' processor and
+        /// webhook settings at rest; the admin API sets none without it.
+        public var settingsKey: String?
 
         public init(
             merchantIdentifier: String, identityCertificate: String?, identityKey: String?, domainAssociationFile: String? = nil,

@@ -53,7 +53,13 @@ extension ServerConfiguration {
                 try loadPlatform(integrator, source: values, time: time)
             },
             adminToken: try file.admin?.token.map { value throws(ConfigurationError) in try AdminToken.load(value, values: values) },
-            webhooks: try resolveWebhookPolicy(file.webhooks))
+            webhooks: try resolveWebhookPolicy(file.webhooks), processorDrivers: processors,
+            settingsVault: try file.platformIntegrator?.settingsKey.map { value throws(ConfigurationError) in
+                SettingsVault(
+                    key: try PaymentVault.parseHexKey(
+                        values.read(value, what: "platformIntegrator.settingsKey"), name: values.describe(value),
+                        setting: "platformIntegrator.settingsKey"))
+            })
     }
 
     /// `appleGateway`: an https Apple host (or an allowed test host), its trust and timeouts.

@@ -32,6 +32,10 @@ public struct ServerConfiguration: Sendable {
     public var adminToken: AdminToken?
     /// How webhooks are retried.
     public var webhooks = WebhookPolicy()
+    /// The processor types this program is built with, for settings given through the admin API.
+    public var processorDrivers: [any ProcessorDriver] = [RecordOnlyDriver()]
+    /// Seals registered merchants' settings (`platformIntegrator.settingsKey`); nil: none can be set.
+    public var settingsVault: SettingsVault?
 
     /// Every certificate Orchard holds, for `/health` and expiry warnings.
     public var certificates: [ConfiguredCertificate] {

@@ -13,13 +13,26 @@ public final class MerchantDirectory: Sendable {
     struct Registered {
         var merchants: [RegisteredMerchant] = []
         var byDomain: [String: MerchantConfiguration] = [:]
+        /// Processor and webhook, by partner identifier, as an operator set them.
+        var settings: [String: MerchantSettings] = [:]
     }
 
-    /// A directory of the configured merchants and `registered` ones.
-    public init(configuration: ServerConfiguration, registered: [RegisteredMerchant] = []) {
+    /// A directory of the configured merchants and `registered` ones with their `settings`.
+    public init(configuration: ServerConfiguration, registered: [RegisteredMerchant] = [], settings: [String: MerchantSettings] = [:]) {
         self.configuration = configuration
-        self.registered = Mutex(Registered())
+        self.registered = Mutex(Registered(settings: settings))
         replaceRegistrations(registered)
+    }
+
+    /// Registered merchants' settings, by partner identifier.
+    public var settings: [String: MerchantSettings] {
+        registered.withLock { $0.settings }
+    }
+
+    /// Sets a registered merchant's processor and webhook.
+    public func setSettings(_ settings: MerchantSettings, forPartner partnerIdentifier: String) {
+        registered.withLock { $0.settings[partnerIdentifier] = settings }
+        replaceRegistrations(registrations)
     }
 
     /// The merchant serving a Host header value (port ignored, case-insensitive), if any.
@@ -33,8 +46,10 @@ public final class MerchantDirectory: Sendable {
     public func merchant(identifier: String) -> MerchantConfiguration? {
         if let merchant = configuration.merchants.first(where: { $0.merchantIdentifier == identifier }) { return merchant }
         guard let platform = configuration.platform else { return nil }
-        return registered.withLock { $0.merchants.first { $0.partnerIdentifier == identifier } }.map {
-            Self.configuration(for: $0, platform: platform)
+        return registered.withLock { state in
+            state.merchants.first { $0.partnerIdentifier == identifier }.map {
+                Self.configuration(for: $0, platform: platform, settings: state.settings[$0.partnerIdentifier])
+            }
         }
     }
 
@@ -53,25 +68,34 @@ public final class MerchantDirectory: Sendable {
 
     /// Swaps in the registry's current contents (after a registration change).
     public func replaceRegistrations(_ merchants: [RegisteredMerchant]) {
-        var byDomain: [String: MerchantConfiguration] = [:]
-        if let platform = configuration.platform {
-            for merchant in merchants {
-                let serving = Self.configuration(for: merchant, platform: platform)
-                for domain in merchant.domains where configuration.merchant(forHost: domain) == nil {
-                    byDomain[domain] = serving
+        registered.withLock { state in
+            var byDomain: [String: MerchantConfiguration] = [:]
+            if let platform = configuration.platform {
+                for merchant in merchants {
+                    let serving = Self.configuration(
+                        for: merchant, platform: platform, settings: state.settings[merchant.partnerIdentifier])
+                    for domain in merchant.domains where configuration.merchant(forHost: domain) == nil {
+                        byDomain[domain] = serving
+                    }
                 }
             }
+            state.merchants = merchants
+            state.byDomain = byDomain
         }
-        registered.withLock { $0 = Registered(merchants: merchants, byDomain: byDomain) }
     }
 
     /// A registered merchant served through the platform: the platform's certificate and
-    /// keys, the partner's identifier as `merchantIdentifier` and its name on the sheet.
-    static func configuration(for merchant: RegisteredMerchant, platform: MerchantConfiguration) -> MerchantConfiguration {
+    /// keys, the partner's identifier as `merchantIdentifier`, its name on the sheet, and the
+    /// processor and webhook an operator set for it (record only and none until then).
+    static func configuration(for merchant: RegisteredMerchant, platform: MerchantConfiguration, settings: MerchantSettings?)
+        -> MerchantConfiguration
+    {
         var serving = platform
         serving.merchantIdentifier = merchant.partnerIdentifier
         serving.displayName = merchant.name
         serving.domains = merchant.domains
+        serving.processor = settings?.processor ?? RecordOnlySettings()
+        serving.webhook = settings?.webhook
         return serving
     }
 }

@@ -1,0 +1,114 @@
+import Crypto
+import Foundation
+import OrchardCore
+
+/// What an operator sets for a registered merchant through the admin API: its processor (the
+/// same keys as `merchants[].processor`, but each secret given as itself, not as `env:` or a
+/// file) and its webhook endpoint. Stored sealed with `platformIntegrator.settingsKey`.
+public struct MerchantSettingsFile: Codable, Sendable {
+    public struct Webhook: Codable, Sendable {
+        public var url: String
+        /// The signing secret itself (at least 32 characters).
+        public var secret: String
+
+        public init(url: String, secret: String) {
+            self.url = url
+            self.secret = secret
+        }
+    }
+
+    public var processor: ProcessorSection?
+    public var webhook: Webhook?
+
+    public init(processor: ProcessorSection? = nil, webhook: Webhook? = nil) {
+        self.processor = processor
+        self.webhook = webhook
+    }
+}
+
+/// A registered merchant's settings, checked.
+public struct MerchantSettings: Sendable {
+    public var processor: any ProcessorSettings
+    public var webhook: WebhookEndpoint?
+}
+
+/// Seals registered merchants' settings with AES-256-GCM under `platformIntegrator.settingsKey`,
+/// bound to the merchant (its partner ID is the associated data), so a copy of the database
+/// alone holds no processor credential and one merchant's settings cannot be moved to another.
+public struct SettingsVault: Sendable {
+    let key: SymmetricKey
+
+    public init(key: SymmetricKey) {
+        self.key = key
+    }
+
+    func seal(_ file: MerchantSettingsFile, partnerIdentifier: String) throws -> [UInt8] {
+        let sealed = try AES.GCM.seal(try JSONEncoder().encode(file), using: key, authenticating: Array(partnerIdentifier.utf8))
+        guard let combined = sealed.combined else { throw ConfigurationError("the settings could not be sealed") }
+        return Array(combined)
+    }
+
+    func open(_ sealed: [UInt8], partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettingsFile {
+        do {
+            let box = try AES.GCM.SealedBox(combined: sealed)
+            return try JSONDecoder().decode(
+                MerchantSettingsFile.self, from: try AES.GCM.open(box, using: key, authenticating: Array(partnerIdentifier.utf8)))
+        } catch {
+            throw ConfigurationError(
+                "platformIntegrator.settingsKey does not open the stored settings of \(partnerIdentifier): it is not the key they were sealed with (restore the right key; the settings cannot be read without it)"
+            )
+        }
+    }
+}
+
+/// Values given through the admin API: each is the value itself.
+struct LiteralValues: ConfigurationReader {
+    func read(_ reference: String, what: String) throws(ConfigurationError) -> [UInt8] { Array(reference.utf8) }
+    func describe(_ reference: String) -> String { "(the value given)" }
+}
+
+extension ServerConfiguration {
+    /// Checks settings the way the configuration file's merchants are checked.
+    func resolveSettings(_ file: MerchantSettingsFile, partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettings {
+        let label = "settings of \(partnerIdentifier)"
+        var processor: any ProcessorSettings = RecordOnlySettings()
+        if var section = file.processor {
+            section.label = "\(label): processor"
+            guard let driver = processorDrivers.first(where: { $0.type == section.type }) else {
+                throw ConfigurationError("\(section.label).type must be one of \(processorDrivers.map(\.type).joined(separator: ", "))")
+            }
+            processor = try driver.settings(from: section, values: LiteralValues())
+        }
+        var webhook: WebhookEndpoint?
+        if let hook = file.webhook {
+            if let problem = WebhookEndpoint.check(hook.url) { throw ConfigurationError("\(label): webhook.url \(problem)") }
+            guard hook.secret.utf8.count >= Self.minimumWebhookSecret else {
+                throw ConfigurationError("\(label): webhook.secret must be at least \(Self.minimumWebhookSecret) characters")
+            }
+            webhook = WebhookEndpoint(url: hook.url, secret: Secret(hook.secret))
+        }
+        return MerchantSettings(processor: processor, webhook: webhook)
+    }
+
+    /// Every registered merchant's settings, opened and checked: the server does not start on a
+    /// missing or wrong key, or settings that no longer check.
+    public func loadRegisteredSettings(store: any OrchardStore) async throws(ConfigurationError) -> [String: MerchantSettings] {
+        let sealed: [String: [UInt8]]
+        do {
+            sealed = try await store.sealedMerchantSettings()
+        } catch {
+            throw ConfigurationError("the registered merchants' settings could not be read (\(error))")
+        }
+        guard !sealed.isEmpty else { return [:] }
+        guard let vault = settingsVault else {
+            throw ConfigurationError(
+                "the registry holds sealed settings for \(sealed.count) registered merchant(s): set platformIntegrator.settingsKey to the key they were sealed with"
+            )
+        }
+        var settings: [String: MerchantSettings] = [:]
+        for (partner, bytes) in sealed {
+            settings[partner] = try resolveSettings(try vault.open(bytes, partnerIdentifier: partner), partnerIdentifier: partner)
+        }
+        return settings
+    }
+}
