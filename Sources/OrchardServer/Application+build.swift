@@ -36,7 +36,7 @@ public func buildApplication(
     registration: (any MerchantRegistrationService)? = nil,
     domainProbe: (any DomainProbe)? = nil,
     processorMaker: (any ProcessorMaker)? = nil,
-    webhooks: (any WebhookTransport)? = nil,
+    webhooks: (any ShopTransport)? = nil,
     expiryCheckInterval: Duration = .seconds(86_400),
     logger: Logger = Logger(label: "orchard"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }

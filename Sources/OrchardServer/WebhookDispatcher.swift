@@ -10,14 +10,14 @@ import ServiceLifecycle
 /// event is marked delivered only after a 2xx, so it is sent at least once.
 public struct WebhookDispatcher: Service {
     let store: any OrchardStore
-    let transport: any WebhookTransport
+    let transport: any ShopTransport
     let directory: MerchantDirectory
     let policy: WebhookPolicy
     let time: TimeSource
     let logger: Logger
 
     public init(
-        store: any OrchardStore, transport: any WebhookTransport, directory: MerchantDirectory, policy: WebhookPolicy,
+        store: any OrchardStore, transport: any ShopTransport, directory: MerchantDirectory, policy: WebhookPolicy,
         time: TimeSource, logger: Logger
     ) {
         self.store = store
@@ -80,7 +80,7 @@ public struct WebhookDispatcher: Service {
         var status: Int?
         var failure: String?
         do {
-            status = try await transport.post(url: endpoint.url, headers: headers, body: event.payload, timeout: policy.timeout)
+            status = try await transport.post(url: endpoint.url, headers: headers, body: event.payload, timeout: policy.timeout).status
         } catch {
             failure = "\(error)"
         }

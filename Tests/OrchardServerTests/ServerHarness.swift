@@ -92,7 +92,7 @@ struct ServerHarness {
         environment: [String: String] = [:], expiryCheckInterval: Duration = .seconds(86_400), time: TimeSource = .system,
         logHandler: (any LogHandler)? = nil,
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 },
-        webhooks: (any WebhookTransport)? = nil,
+        webhooks: (any ShopTransport)? = nil,
         configure: (inout ConfigurationFile, TemporaryDirectory) throws -> Void = { _, _ in },
         _ body: (ServerHarness) async throws -> Void
     ) async throws {

@@ -25,9 +25,11 @@ public struct WebhookEndpoint: Sendable {
     }
 }
 
-/// POSTs a webhook. Only the answer's status matters; throwing means no answer was seen.
-public protocol WebhookTransport: Sendable {
-    func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async throws -> Int
+/// POSTs to the shop (webhooks, quotes); throwing means no answer was seen.
+public protocol ShopTransport: Sendable {
+    func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async throws -> (
+        status: Int, body: [UInt8]
+    )
 }
 
 /// `Orchard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the scheme shops

@@ -1,10 +1,10 @@
 import CurlClient
 import OrchardCore
 
-/// Webhooks over their own libcurl client (the shops' endpoints never share connections with
+/// Calls to the shop (webhooks, quotes) over their own libcurl client (the shops' endpoints never share connections with
 /// Apple's or the processors'): system trust, no redirects followed, small answers only. Plain
 /// http is allowed here because configuration lets it through only to loopback hosts.
-public final class CurlWebhookTransport: WebhookTransport {
+public final class CurlShopTransport: ShopTransport {
     let http: CurlHTTPClient
 
     public init() throws {
@@ -15,11 +15,13 @@ public final class CurlWebhookTransport: WebhookTransport {
         http.shutdown()
     }
 
-    public func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async throws -> Int {
+    public func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async throws -> (
+        status: Int, body: [UInt8]
+    ) {
         let response = try await http.execute(
             CurlRequest(
                 method: "POST", url: url, headers: headers, body: body,
                 timeouts: CurlTimeouts(connect: min(.seconds(3), timeout), total: timeout)))
-        return response.status
+        return (response.status, response.body)
     }
 }
