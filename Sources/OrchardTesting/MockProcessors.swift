@@ -336,7 +336,12 @@ public final class MockProcessors: Sendable {
                     409, ["errorName": "entityIsInWrongState", "message": "the payment is \(state.charges[index].state.rawValue)"])
             }
             state.charges[index].state = settle ? .settled : .cancelled
-            return Self.reply(202, ["_links": [:]])
+            // As Worldpay's, a settlement's answer is where the refund links come from.
+            let refunds = "https://\(host):\(port)/payments/settlements/refunds"
+            let links = [
+                "payments:refund": ["href": "\(refunds)/full/\(key)"], "payments:partialRefund": ["href": "\(refunds)/partials/\(key)"],
+            ]
+            return Self.reply(202, ["_links": settle ? links : [:]])
         }
     }
 }

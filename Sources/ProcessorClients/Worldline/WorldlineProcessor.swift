@@ -147,8 +147,10 @@ public struct WorldlineProcessor: PaymentProcessor {
         }
     }
 
-    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {
+    /// Captures the payment; a refund needs only the payment ID, so there are no links to learn.
+    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] {
         try await act(payment, "capture", body: ["amount": payment.amount, "isFinal": true])
+        return [:]
     }
 
     public func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {

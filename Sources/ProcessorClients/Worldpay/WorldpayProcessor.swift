@@ -73,12 +73,29 @@ public struct WorldpayProcessor: PaymentProcessor {
         }
     }
 
-    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {
-        try await follow(payment, "settle")
+    /// Follows the settle link; the answer's `_links` carry the refund links, which only a
+    /// settlement hands out.
+    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] {
+        let answer = try await follow(payment, "settle")
+        return Self.actions(answer.json, ["refund", "partialRefund"], baseURL: settings.connection.baseURL)
     }
 
     public func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {
         try await follow(payment, "cancel")
+    }
+
+    /// The answer's `_links` for these actions, as absolute URLs keyed by action. Worldpay's
+    /// guides name the relations `payments:<action>` up to v6 and `cardPayments:<action>` in
+    /// v7; either is read. An href without an origin is taken as on the configured one.
+    static func actions(_ json: [String: Any], _ names: [String], baseURL: String) -> [String: String] {
+        let links = json["_links"] as? [String: Any] ?? [:]
+        var actions: [String: String] = [:]
+        for action in names {
+            let link = links["payments:\(action)"] ?? links["cardPayments:\(action)"]
+            guard let href = (link as? [String: Any])?["href"] as? String else { continue }
+            actions[action] = href.hasPrefix("/") ? baseURL + href : href
+        }
+        return actions
     }
 
     public func refund(_ request: RefundRequest) async throws -> RefundOutcome {
@@ -86,7 +103,8 @@ public struct WorldpayProcessor: PaymentProcessor {
         throw ProcessorActionError("Worldpay refunds are not built yet")
     }
 
-    func follow(_ payment: PaymentRecord, _ action: String) async throws(ProcessorActionError) {
+    @discardableResult
+    func follow(_ payment: PaymentRecord, _ action: String) async throws(ProcessorActionError) -> ProcessorHTTP.Answer {
         guard let url = payment.links[action] else { throw ProcessorActionError("Worldpay gave no \(action) link for this payment") }
         let answer: ProcessorHTTP.Answer
         do {
@@ -99,6 +117,7 @@ public struct WorldpayProcessor: PaymentProcessor {
         guard (200..<300).contains(answer.status) else {
             throw ProcessorActionError("Worldpay answered HTTP \(answer.status): \(answer.json["message"] as? String ?? "")")
         }
+        return answer
     }
 
     static func string(_ value: Any?) -> String? {
