@@ -55,6 +55,8 @@ struct ServerHarness {
     let port: Int
     let store: any OrchardStore
     let stateDirectory: String
+    /// The processors the server calls, each merchant's as configured.
+    let processors: PaymentProcessors
 
     var gateway: MockAppleGateway { fixture.gateway }
 
@@ -108,9 +110,9 @@ struct ServerHarness {
         let sessions = CountingSessions(inner: AppleGatewayClient(http: http, endpoint: configuration.gateway, logger: logger))
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let store = wrapStore(try configuration.openStore())
+        let processors = ProcessorFactory.make(merchants: configuration.merchants, http: http)
         let app = buildApplication(
-            configuration: configuration, sessions: sessions, store: store,
-            processors: ProcessorFactory.make(merchants: configuration.merchants, http: http), time: time, simulator: simulator,
+            configuration: configuration, sessions: sessions, store: store, processors: processors, time: time, simulator: simulator,
             directory: MerchantDirectory(configuration: configuration, registered: try await store.registeredMerchants()),
             registration: configuration.platform.map {
                 AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
@@ -126,7 +128,7 @@ struct ServerHarness {
             guard let port = await iterator.next() else { throw CancellationError() }
             let harness = ServerHarness(
                 fixture: fixture, sessions: sessions, client: client, port: port, store: store,
-                stateDirectory: configuration.stateDirectory)
+                stateDirectory: configuration.stateDirectory, processors: processors)
             do {
                 try await body(harness)
             } catch {

@@ -98,9 +98,46 @@ public struct WorldpayProcessor: PaymentProcessor {
         return actions
     }
 
+    /// A full refund follows the settle answer's `refund` link, a partial one its `partialRefund`
+    /// link with `value` (minor units, the payment's currency) and `reference`; both send the
+    /// refund's reference.
+    ///
+    /// Not confirmed in Worldpay's documentation: that Worldpay deduplicates on the refund's
+    /// `reference` (its guides describe no idempotency for refunds), and the full refund's
+    /// `reference` (a v7 specification lists it as optional; the guides say no body is needed).
+    /// So a re-send may meet our own first send: after the first send, a 4xx proves nothing and
+    /// is reported as no answer. Nor do the guides name refunds' refusal errors: any `errorName`
+    /// on a first send's 400, 401, 403, 404 or 415 is the refusal's code.
     public func refund(_ request: RefundRequest) async throws -> RefundOutcome {
-        // PLACEHOLDER: replaced by the refund calls in this branch's next commit.
-        throw ProcessorActionError("Worldpay refunds are not built yet")
+        let action = request.isFull ? "refund" : "partialRefund"
+        guard let url = request.payment.links[action] else {
+            // Nothing was ever sent under this reference: a settled payment's links do not change.
+            return RefundOutcome(
+                status: .refused, code: "no_refund_link",
+                message: "Worldpay gave no \(action) link for this payment (not settled, or settled before Orchard kept refund links)")
+        }
+        var body: [String: Any] = ["reference": request.reference]
+        if !request.isFull { body["value"] = ["amount": request.amount, "currency": request.payment.currency] }
+        let answer: ProcessorHTTP.Answer
+        do {
+            answer = try await client.send("POST", url: url, headers: headers, body: try ProcessorHTTP.encode(body))
+        } catch let error as ProcessorActionError {
+            // Refused before sending (a link off the configured origin): nothing left Orchard.
+            return RefundOutcome(status: .refused, code: "link_not_on_origin", message: error.description)
+        }
+        let accepted = (200..<300).contains(answer.status) && !answer.json.isEmpty
+        let refusal = [400, 401, 403, 404, 415].contains(answer.status) && request.sends == 1
+        if accepted {
+            // Worldpay's 202 says it took the refund; it pays out later.
+            return RefundOutcome(status: .refunded, processorReference: Self.string(answer.json["commandId"]))
+        }
+        if refusal {
+            return RefundOutcome(
+                status: .refused, code: (answer.json["errorName"] as? String) ?? "http_\(answer.status)",
+                message: answer.json["message"] as? String)
+        }
+        // 5xx, 409, a 2xx without Worldpay's body, a re-send's 4xx: nothing definite.
+        throw ProcessorNoAnswer("Worldpay answered the refund with HTTP \(answer.status), not a definite outcome (send \(request.sends))")
     }
 
     @discardableResult
