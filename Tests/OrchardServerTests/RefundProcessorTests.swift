@@ -50,7 +50,7 @@ struct SettledPayment {
 
 @Suite("Refunds through Worldpay Access and Worldline Direct (mock processors over loopback HTTPS)")
 struct RefundProcessorTests {
-    static let kinds: [ProcessorFixture.Kind] = [.worldpay]
+    static let kinds: [ProcessorFixture.Kind] = [.worldpay, .worldlineEncrypted]
 
     @Test("a full refund of a settled payment: refunded once, for the whole amount; nothing is left for another", arguments: kinds)
     func fullRefund(kind: ProcessorFixture.Kind) async throws {
@@ -180,6 +180,23 @@ struct RefundProcessorTests {
                 #expect(fixture.mock.received.count == requests + 1)
             }
             #expect(fixture.mock.refunds.isEmpty)
+        }
+    }
+
+    @Test("Worldline: the refund is signed (v1HMAC over its path and idempotence key) and its key is the refund's reference")
+    func worldlineSigned() async throws {
+        try await ProcessorFixture.with(.worldlineEncrypted, admin: true) { fixture in
+            let settled = try await SettledPayment.make(fixture)
+            #expect(try await settled.refund(100, 1).status == .refunded)
+            let sent = try #require(fixture.mock.received.last)
+            #expect(sent.path.hasSuffix("/refund"))
+            #expect(sent.header("X-GCS-Idempotence-Key") == settled.reference(1))
+            let expected = WorldlineProcessor.authorization(
+                method: "POST", contentType: try #require(sent.header("Content-Type")), date: try #require(sent.header("Date")),
+                gcsHeaders: [(name: "X-GCS-Idempotence-Key", value: settled.reference(1))], path: sent.path,
+                keyId: ProcessorFixture.worldline.apiKeyId, secret: ProcessorFixture.worldline.secretApiKey)
+            #expect(sent.header("Authorization") == expected)
+            #expect(expected.hasPrefix("GCS v1HMAC:\(ProcessorFixture.worldline.apiKeyId):"))
         }
     }
 }
