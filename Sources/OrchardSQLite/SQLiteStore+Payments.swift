@@ -112,12 +112,15 @@ extension SQLiteStore {
         var assignments = ["state = ?", "updated_at = ?"]
         var values: [SQLiteValue] = [.text(change.move.to.rawValue), .integer(Int64(change.at.timeIntervalSince1970))]
         if let outcome = change.outcome {
-            assignments += ["processor_reference = ?", "processor_code = ?", "processor_message = ?", "links = ?"]
+            assignments += ["processor_reference = ?", "processor_code = ?", "processor_message = ?"]
             values += [
                 outcome.processorReference.map(SQLiteValue.text) ?? .null, outcome.code.map(SQLiteValue.text) ?? .null,
                 outcome.message.map(SQLiteValue.text) ?? .null,
-                .text(String(decoding: try JSONEncoder().encode(outcome.links), as: UTF8.self)),
             ]
+        }
+        if let links = change.links ?? change.outcome?.links {
+            assignments.append("links = ?")
+            values.append(.text(String(decoding: try JSONEncoder().encode(links), as: UTF8.self)))
         }
         if change.countsReconcileAttempt {
             assignments += ["sends = sends + 1", "reconcile_attempts = reconcile_attempts + 1"]

@@ -96,6 +96,7 @@ public final class InMemoryStore: OrchardStore {
                 payment.processorMessage = outcome.message
                 payment.links = outcome.links
             }
+            if let links = change.links { payment.links = links }
             if change.countsReconcileAttempt {
                 payment.sends += 1
                 payment.reconcileAttempts += 1

@@ -93,6 +93,8 @@ public final class MockProcessors: Sendable {
         /// References whose (slow) charge is still being processed, until when.
         var inProgress: [String: ContinuousClock.Instant] = [:]
         var received: [MockProcessorRequest] = []
+        var refundBehaviour: MockRefundBehaviour = .accept
+        var refunds: [MockRefund] = []
     }
     private let channels = ChannelTracker()
 
@@ -166,6 +168,7 @@ public final class MockProcessors: Sendable {
     func handle(_ request: MockProcessorRequest) -> Reply {
         state.withLock { $0.received.append(request) }
         let path = request.path
+        if let refund = refundRoute(request) { return refund }
         if path == "/payments/authorizations" && request.method == "POST" { return worldpayAuthorize(request) }
         if path.hasPrefix("/payments/settlements/full/") || path.hasPrefix("/payments/authorizations/cancellations/") {
             return worldpayAction(request)
@@ -248,7 +251,7 @@ public final class MockProcessors: Sendable {
         Self.reply(status, ["errorName": name, "message": message])
     }
 
-    private func worldpayAuthorized(_ request: MockProcessorRequest) -> Reply? {
+    func worldpayAuthorized(_ request: MockProcessorRequest) -> Reply? {
         let expected = "Basic " + Data("\(worldpay.username):\(worldpay.password)".utf8).base64EncodedString()
         guard request.header("Authorization") == expected else {
             return worldpayError(401, "accessDenied", "Access to the requested resource has been denied")
@@ -336,7 +339,12 @@ public final class MockProcessors: Sendable {
                     409, ["errorName": "entityIsInWrongState", "message": "the payment is \(state.charges[index].state.rawValue)"])
             }
             state.charges[index].state = settle ? .settled : .cancelled
-            return Self.reply(202, ["_links": [:]])
+            // As Worldpay's, a settlement's answer is where the refund links come from.
+            let refunds = "https://\(host):\(port)/payments/settlements/refunds"
+            let links = [
+                "payments:refund": ["href": "\(refunds)/full/\(key)"], "payments:partialRefund": ["href": "\(refunds)/partials/\(key)"],
+            ]
+            return Self.reply(202, ["_links": settle ? links : [:]])
         }
     }
 }

@@ -139,7 +139,9 @@ final class SimulatedProcessor: PaymentProcessor {
         }
     }
 
-    func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
+    func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] {
+        ["refund": "https://psp.example/refunds/\(payment.reference)"]
+    }
     func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
     func refund(_ request: RefundRequest) async throws -> RefundOutcome { RefundOutcome(status: .refunded) }
 }

@@ -195,7 +195,10 @@ struct PaymentsEngineTests {
             await #expect(throws: PaymentEngineError(.replayedPayment, "this payment was already submitted")) {
                 try await bench.engine.authorize(attempt)
             }
-            #expect(try await bench.engine.settle(paymentId: payment.id).state == .settled)
+            let settled = try await bench.engine.settle(paymentId: payment.id)
+            #expect(settled.state == .settled)
+            #expect(settled.links == ["refund": "https://psp.example/refunds/\(payment.reference)"], "the settle answer's links are kept")
+            #expect(try await bench.store.payment(id: payment.id)?.processorReference == payment.processorReference)
             await #expect(throws: PaymentEngineError.self) { try await bench.engine.cancel(paymentId: payment.id) }
             let second = try await bench.order()
             let other = try await bench.tap(second).get()

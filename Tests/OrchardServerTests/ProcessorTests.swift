@@ -323,6 +323,13 @@ struct ProcessorTests {
             let cancelled = try await admin("POST", "/admin/payments/\(paymentIds[1])/cancel")
             #expect(cancelled.status == 200)
             #expect(fixture.mock.charges.map(\.state) == [.settled, .cancelled])
+            let settledPayment = try #require(try await fixture.server.store.payment(id: paymentIds[0]))
+            #expect(settledPayment.links["settle"] != nil, "the authorization's links stay")
+            if kind == .worldpay {
+                // Worldpay hands out its refund links only in the settle answer.
+                #expect(settledPayment.links["refund"]?.contains("/payments/settlements/refunds/full/") == true)
+                #expect(settledPayment.links["partialRefund"]?.contains("/payments/settlements/refunds/partials/") == true)
+            }
             let again = try await admin("POST", "/admin/payments/\(paymentIds[0])/settle")
             #expect(again.status == 409)
             #expect(again.errorCode == "invalid_state")

@@ -56,6 +56,8 @@ struct ServerHarness {
     let store: any OrchardStore
     let stateDirectory: String
     let configuration: ServerConfiguration
+    /// The processors the server calls, each merchant's as configured.
+    let processors: PaymentProcessors
 
     var gateway: MockAppleGateway { fixture.gateway }
 
@@ -110,9 +112,9 @@ struct ServerHarness {
         let sessions = CountingSessions(inner: AppleGatewayClient(http: http, endpoint: configuration.gateway, logger: logger))
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let store = wrapStore(try configuration.openStore())
+        let processors = ProcessorFactory.make(merchants: configuration.merchants, http: http)
         let app = buildApplication(
-            configuration: configuration, sessions: sessions, store: store,
-            processors: ProcessorFactory.make(merchants: configuration.merchants, http: http), time: time, simulator: simulator,
+            configuration: configuration, sessions: sessions, store: store, processors: processors, time: time, simulator: simulator,
             directory: MerchantDirectory(
                 configuration: configuration, registered: try await store.registeredMerchants(),
                 settings: try await configuration.loadRegisteredSettings(store: store)),
@@ -130,7 +132,7 @@ struct ServerHarness {
             guard let port = await iterator.next() else { throw CancellationError() }
             let harness = ServerHarness(
                 fixture: fixture, sessions: sessions, client: client, port: port, store: store,
-                stateDirectory: configuration.stateDirectory, configuration: configuration)
+                stateDirectory: configuration.stateDirectory, configuration: configuration, processors: processors)
             do {
                 try await body(harness)
             } catch {

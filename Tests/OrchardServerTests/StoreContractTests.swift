@@ -85,6 +85,14 @@ struct StoreContractTests {
                 await storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t4", payment: "p4")) } == .orderNotOpen)
             #expect(try await store.payments(orderId: "o1").count == 1)
             #expect(try await store.payments(state: .authorized, limit: 5).map(\.id) == ["p1"])
+
+            let refundLinks = ["settle": "https://psp/s", "refund": "https://psp/r"]
+            let settle = PaymentTransition(
+                paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.settle), at: later, links: refundLinks)
+            let settled = try #require(try await store.transition(settle))
+            #expect(settled.state == .settled && settled.links == refundLinks)
+            #expect(settled.processorReference == "psp-1", "links alone leave the processor's reference as it was")
+            #expect(try await store.payment(id: "p1")?.links == refundLinks)
         }
     }
 

@@ -109,10 +109,14 @@ public struct PaymentTransition: Sendable {
     public var countsReconcileAttempt = false
     /// When the reconciler next re-sends an unknown payment.
     public var nextReconcileAt: Date?
+    /// When set, the payment's links become these (written after ``outcome``'s), leaving its
+    /// processor reference, code and message as they are: a settle records the refund links the
+    /// processor answered with this way.
+    public var links: [String: String]?
 
     public init(
         paymentId: String, orderId: String, move: PaymentLifecycle.Move, at: Date, outcome: AuthorizationOutcome? = nil,
-        countsReconcileAttempt: Bool = false, nextReconcileAt: Date? = nil
+        countsReconcileAttempt: Bool = false, nextReconcileAt: Date? = nil, links: [String: String]? = nil
     ) {
         self.paymentId = paymentId
         self.orderId = orderId
@@ -121,5 +125,6 @@ public struct PaymentTransition: Sendable {
         self.outcome = outcome
         self.countsReconcileAttempt = countsReconcileAttempt
         self.nextReconcileAt = nextReconcileAt
+        self.links = links
     }
 }

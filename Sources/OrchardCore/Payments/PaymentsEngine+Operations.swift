@@ -67,9 +67,12 @@ extension PaymentsEngine {
                 .invalidState,
                 "this payment went through \(payment.processor), which is no longer the merchant's processor; act on it there")
         }
+        var links: [String: String]?
         do {
             if event == .settle {
-                try await processor.settle(payment)
+                // What the processor offers next (its refund links) joins the links it gave at authorization.
+                let learned = try await processor.settle(payment)
+                if !learned.isEmpty { links = payment.links.merging(learned) { $1 } }
             } else {
                 try await processor.cancel(payment)
             }
@@ -78,7 +81,7 @@ extension PaymentsEngine {
                 "processor refused a back-office action", metadata: ["payment": "\(id)", "action": "\(event)", "error": "\(error)"])
             throw PaymentEngineError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
         }
-        let change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now)
+        let change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links)
         guard let updated = try await storage({ try await store.transition(change) }) else {
             throw PaymentEngineError(.invalidState, "the payment changed meanwhile; reload it")
         }

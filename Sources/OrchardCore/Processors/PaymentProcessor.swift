@@ -73,7 +73,10 @@ public protocol PaymentProcessor: Sendable {
     /// Throws (``ProcessorNoAnswer`` or any error) when the outcome is not definite; the engine
     /// then keeps the payment unknown and re-sends the same reference later.
     func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome
-    func settle(_ payment: PaymentRecord) async throws(ProcessorActionError)
+    /// Settles (captures) an authorized payment. Returns the follow-up actions the processor's
+    /// answer offers (`refund`, `partialRefund`) and their URLs, which the engine adds to the
+    /// payment's links: Worldpay hands out its refund links only here.
+    func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String]
     func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError)
     /// Refunds part or all of a settled payment under the refund's own reference. Throws (any
     /// error) when the outcome is not definite: the refund is then unknown and a retry re-sends
@@ -136,7 +139,7 @@ public struct RecordOnlyProcessor: PaymentProcessor {
     }
 
     /// Nothing to call: the back office settles with its own processor; Orchard records the state.
-    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
+    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] { [:] }
     public func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
     public func refund(_ request: RefundRequest) async throws -> RefundOutcome {
         RefundOutcome(status: .refunded, processorReference: "recorded:\(request.reference)")

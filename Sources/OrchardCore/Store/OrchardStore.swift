@@ -81,7 +81,8 @@ public struct PaymentRecord: Sendable, Codable, Equatable {
     /// The processor's refusal or error code and description.
     public var processorCode: String?
     public var processorMessage: String?
-    /// Follow-up actions the processor offered (`settle`, `cancel`) and their URLs.
+    /// Follow-up actions the processor offered (`settle`, `cancel` at authorization; `refund`,
+    /// `partialRefund` once settled, for processors that hand them out) and their URLs.
     public var links: [String: String]
     /// How often the reference was sent: by the shopper's first tap, their retries and the reconciler.
     public var sends: Int = 1

@@ -147,22 +147,80 @@ public struct WorldlineProcessor: PaymentProcessor {
         }
     }
 
-    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) {
+    /// Captures the payment; a refund needs only the payment ID, so there are no links to learn.
+    public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] {
         try await act(payment, "capture", body: ["amount": payment.amount, "isFinal": true])
+        return [:]
     }
 
     public func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {
         try await act(payment, "cancel", body: [:])
     }
 
+    /// `POST /v2/{merchantId}/payments/{paymentId}/refund` with the amount and the refund's
+    /// reference as `references.merchantReference`, its reference also the idempotence key: a
+    /// re-send gets Worldline's first answer again (within Worldline's idempotence window).
+    ///
+    /// A refund Worldline itself declined (a `refundResult`, or a refund, `REJECTED` or
+    /// `CANCELLED`) is refused on any send: with the key, it is the answer to the first. A 400,
+    /// 401, 403, 404 or 415 (or a 402 with Worldline's `errors`) refuses only on the first send:
+    /// later, it may be about our own earlier refund. `REFUND_REQUESTED` and `REFUNDED` are
+    /// refunded; any other status, 409 (the key in progress) and 5xx are no answer.
+    ///
+    /// Confirmed from Worldline's SDKs: the request's fields, the answer's `id`, `status` and
+    /// `refundOutput`, the error answer's `refundResult`, and 409 with error 1409 for a key in
+    /// progress. Not confirmed: the HTTP status of a declined refund (the SDKs read
+    /// `refundResult` on any error status; 402 as for payments is assumed), the refund status
+    /// names `REFUND_REQUESTED` and `REFUNDED` (documented for Worldline Connect; Direct's status
+    /// page names `REJECTED` for refunds), and how long Worldline keeps an idempotence key.
     public func refund(_ request: RefundRequest) async throws -> RefundOutcome {
-        // PLACEHOLDER: replaced by the refund calls in this branch's next commit.
-        throw ProcessorActionError("Worldline refunds are not built yet")
+        guard let id = Self.paymentId(request.payment) else {
+            return RefundOutcome(status: .refused, code: "no_payment_id", message: "this payment has no Worldline payment ID")
+        }
+        let path = "\(paymentsPath)/\(id)/refund"
+        let body = try ProcessorHTTP.encode([
+            "amountOfMoney": ["amount": request.amount, "currencyCode": request.payment.currency],
+            "references": ["merchantReference": request.reference],
+        ])
+        let answer = try await client.send(
+            "POST", url: settings.connection.baseURL + path,
+            headers: signedHeaders(method: "POST", path: path, idempotenceKey: request.reference), body: body)
+        let declined = answer.json["refundResult"] as? [String: Any]
+        let refund = declined ?? ((200..<300).contains(answer.status) ? answer.json : nil)
+        let status = refund?["status"] as? String
+        let firstError = (answer.json["errors"] as? [[String: Any]])?.first
+        let code = firstError.flatMap { Self.string($0["errorCode"] ?? $0["code"]) }
+        let echoed = ((refund?["refundOutput"] as? [String: Any])?["references"] as? [String: Any])?["merchantReference"] as? String
+        if let echoed, echoed != request.reference {
+            throw ProcessorNoAnswer("Worldline answered for refund reference \(echoed), not \(request.reference)")
+        }
+        let refusal = RefundOutcome(
+            status: .refused, processorReference: refund?["id"] as? String, code: code ?? status ?? "http_\(answer.status)",
+            message: firstError?["message"] as? String)
+        if (200..<300).contains(answer.status), status == "REFUND_REQUESTED" || status == "REFUNDED" {
+            return RefundOutcome(status: .refunded, processorReference: refund?["id"] as? String, code: status)
+        }
+        if (200..<500).contains(answer.status), status == "REJECTED" || status == "CANCELLED" {
+            return refusal
+        }
+        // A bare 402 from anything in between says nothing; Worldline's carries its errors.
+        let requestRefused = [400, 401, 403, 404, 415].contains(answer.status) || (answer.status == 402 && firstError != nil)
+        if requestRefused && status == nil && request.sends == 1 {
+            return refusal
+        }
+        throw ProcessorNoAnswer(
+            "Worldline answered the refund with HTTP \(answer.status)\(status.map { " (\($0))" } ?? ""), not a definite outcome")
+    }
+
+    /// The payment's Worldline ID, when it is one that can go in a path.
+    static func paymentId(_ payment: PaymentRecord) -> String? {
+        guard let id = payment.processorReference, !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
+        else { return nil }
+        return id
     }
 
     func act(_ payment: PaymentRecord, _ action: String, body: [String: Any]) async throws(ProcessorActionError) {
-        guard let id = payment.processorReference, !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
-        else { throw ProcessorActionError("this payment has no Worldline payment ID") }
+        guard let id = Self.paymentId(payment) else { throw ProcessorActionError("this payment has no Worldline payment ID") }
         let path = "\(paymentsPath)/\(id)/\(action)"
         let answer: ProcessorHTTP.Answer
         do {
