@@ -132,14 +132,16 @@ public struct ShopCart: Sendable, Codable, Equatable {
             shippingCountry: country, total: amount + (method?.amount ?? 0))
     }
 
-    /// The Apple Pay JS request for `order` (this cart priced).
-    public func paymentRequest(_ order: PricedOrder, displayName: String, applicationData: [UInt8]) -> ApplePayPaymentRequest {
+    /// The Apple Pay JS request for `order` (this cart priced); coupons only when the shop prices them.
+    public func paymentRequest(_ order: PricedOrder, displayName: String, applicationData: [UInt8], supportsCoupons: Bool = false)
+        -> ApplePayPaymentRequest
+    {
         ApplePayPaymentRequest(
             order: order, countryCode: countryCode, supportedNetworks: supportedNetworks,
             shippingMethods: ApplePayPaymentRequest.shippingMethods(order, available: shippingMethods(for: order.shippingCountry)),
             requiredShippingContactFields: requiredShippingContactFields,
             requiredBillingContactFields: requiredBillingContactFields.isEmpty ? nil : requiredBillingContactFields,
-            supportsCouponCode: false, displayName: displayName, applicationData: applicationData)
+            supportsCouponCode: supportsCoupons, displayName: displayName, applicationData: applicationData)
     }
 
     static func isCountry(_ code: String) -> Bool {

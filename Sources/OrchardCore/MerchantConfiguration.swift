@@ -21,12 +21,15 @@ public struct MerchantConfiguration: Sendable {
     public var processor: any ProcessorSettings
     /// Where the merchant's webhooks go; nil: events are kept but not sent.
     public var webhook: WebhookEndpoint?
+    /// The shop's quote URL, asked to price each change on the sheet of a payments-API request; nil: Orchard prices.
+    public var quote: WebhookEndpoint?
 
     public init(
         merchantIdentifier: String, displayName: String, domains: [String], identity: MerchantIdentity, identitySource: String,
         domainAssociation: [UInt8]? = nil, catalogue: Catalogue? = nil, processingKeys: [ProcessingKey] = [],
-        processor: any ProcessorSettings = RecordOnlySettings(), webhook: WebhookEndpoint? = nil
+        processor: any ProcessorSettings = RecordOnlySettings(), webhook: WebhookEndpoint? = nil, quote: WebhookEndpoint? = nil
     ) {
+        self.quote = quote
         self.webhook = webhook
         self.merchantIdentifier = merchantIdentifier
         self.displayName = displayName

@@ -81,7 +81,7 @@ public func runServer(
         },
         domainProbe: CurlDomainProbe(http: http),
         processorMaker: CurlProcessorMaker(http: http),
-        webhooks: try CurlShopTransport(),
+        shopCalls: try CurlShopTransport(),
         logger: logger,
         onServerRunning: onServerRunning)
     try await app.runService()

@@ -21,7 +21,8 @@ import OrchardCore
 ///   - registration: Apple's Web Merchant Registration API, for the admin API.
 ///   - domainProbe: fetches domains' association files for `/admin/doctor?domains=true`.
 ///   - processorMaker: makes registered merchants' processors from their settings (nil: they record only).
-///   - webhooks: sends the webhook outbox to merchants' endpoints; nil: events are kept, not sent.
+///   - shopCalls: sends the webhook outbox to merchants' endpoints and asks their quote URLs; nil:
+///     events are kept, not sent, and Orchard prices every change itself.
 ///   - expiryCheckInterval: how often certificate expiry is checked and logged.
 ///   - onServerRunning: called with the bound port once the server listens.
 public func buildApplication(
@@ -36,7 +37,7 @@ public func buildApplication(
     registration: (any MerchantRegistrationService)? = nil,
     domainProbe: (any DomainProbe)? = nil,
     processorMaker: (any ProcessorMaker)? = nil,
-    webhooks: (any ShopTransport)? = nil,
+    shopCalls: (any ShopTransport)? = nil,
     expiryCheckInterval: Duration = .seconds(86_400),
     logger: Logger = Logger(label: "orchard"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -57,7 +58,10 @@ public func buildApplication(
     DomainAssociationController().addRoutes(to: router)
     MerchantSessionController(configuration: configuration, sessions: sessions).addRoutes(to: router)
     HealthController(configuration: configuration, directory: directory, time: time).addRoutes(to: router)
-    OrdersController(configuration: configuration, store: store, time: time).addRoutes(to: router)
+    OrdersController(
+        configuration: configuration, store: store, time: time,
+        quotes: shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }
+    ).addRoutes(to: router)
     let vault = vault ?? configuration.vault ?? .ephemeral()
     let engine = configuration.makePaymentsEngine(store: store, processors: processors, vault: vault, time: time, logger: logger)
     AuthorizeController(engine: engine).addRoutes(to: router)
@@ -88,10 +92,10 @@ public func buildApplication(
             certificates: configuration.certificates, time: time, interval: expiryCheckInterval, logger: logger),
         PaymentReconciler(engine: engine, interval: configuration.reconciliation.interval, logger: logger),
         PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger))
-    if let webhooks {
+    if let shopCalls {
         app.addServices(
             WebhookDispatcher(
-                store: store, transport: webhooks, directory: directory, policy: configuration.webhooks, time: time, logger: logger))
+                store: store, transport: shopCalls, directory: directory, policy: configuration.webhooks, time: time, logger: logger))
     }
     return app
 }

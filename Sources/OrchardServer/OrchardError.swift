@@ -33,6 +33,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case refundTooLarge = "refund_too_large"
         case idempotencyMismatch = "idempotency_mismatch"
         case tooManyKeys = "too_many_keys"
+        case quoteFailed = "quote_failed"
     }
 
     public var code: Code
@@ -55,7 +56,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .invalidJSON, .invalidValidationURL, .invalidRequest, .invalidRegistration: .badRequest
         case .unauthorized: .unauthorized
         case .domainTaken: .conflict
-        case .registrationRejected: .badGateway
+        case .registrationRejected, .quoteFailed: .badGateway
         case .platformNotConfigured: .notImplemented
         case .unknownHost: .misdirectedRequest
         case .notFound: .notFound

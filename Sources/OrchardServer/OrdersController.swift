@@ -11,6 +11,8 @@ struct OrdersController {
     let configuration: ServerConfiguration
     let store: any OrchardStore
     let time: TimeSource
+    /// The shops' quote URLs, for merchants that price sheet changes themselves.
+    let quotes: QuoteClient?
 
     struct CreateBody: Decodable { var items: [CartItem] }
     struct ShippingContactBody: Decodable { var countryCode: String? }
@@ -93,8 +95,14 @@ struct OrdersController {
         var errors: [ApplePayErrorItem] = []
         let available: [Catalogue.ShippingMethod]
         if let request = try await store.paymentRequest(id: order.id) {
-            (updated.priced, errors) = try reprice(request.cart, order: order.priced, method: method, coupon: coupon, country: country)
-            available = request.cart.shippingMethods(for: updated.priced.shippingCountry)
+            var cart = request.cart
+            if let endpoint = merchant.quote, let quotes {
+                (cart, updated.priced, errors) = try await quoted(
+                    request, order: order.priced, method: method, coupon: coupon, country: country, endpoint: endpoint, quotes: quotes)
+            } else {
+                (updated.priced, errors) = try reprice(cart, order: order.priced, method: method, coupon: coupon, country: country)
+            }
+            available = cart.shippingMethods(for: updated.priced.shippingCountry)
         } else {
             guard let catalogue = merchant.catalogue else {
                 throw OrchardError(.ordersUnavailable, "this shop takes no orders (no catalogue configured)")
@@ -133,6 +141,36 @@ struct OrdersController {
                 items: items, catalogue: catalogue, shippingMethodId: method, shippingCountry: country, at: time.now)
             return (withoutCoupon ?? order, [item])
         }
+    }
+
+    /// The shop's own price for the change, from its quote URL: its amount, lines and methods, the
+    /// method it selects (else the shopper's, else the first that ships) and its errors. Anything
+    /// that does not check fails the update and keeps the old total.
+    func quoted(
+        _ request: PaymentRequestRecord, order: PricedOrder, method: String?, coupon: String?, country: String?,
+        endpoint: WebhookEndpoint, quotes: QuoteClient
+    ) async throws -> (ShopCart, PricedOrder, [ApplePayErrorItem]) {
+        let question = QuoteRequest(
+            paymentRequestId: request.id, reference: request.reference, metadata: request.metadata, currency: request.cart.currency,
+            amount: request.cart.amount, countryCode: country ?? order.shippingCountry, shippingMethod: method, couponCode: coupon)
+        let answer = try await quotes.quote(question, endpoint: endpoint)
+        let cart: ShopCart
+        do {
+            cart = try answer.cart(replacing: request.cart)
+        } catch {
+            throw quotes.failure("answered a cart that does not check: \(error.message)", question)
+        }
+        let offered = cart.shippingMethods(for: country?.uppercased())
+        let chosen = [answer.shippingMethod, method].compactMap { $0 }.first { id in offered.contains { $0.identifier == id } }
+        var priced: PricedOrder
+        do {
+            priced = try cart.price(shippingMethodId: chosen, shippingCountry: country)
+        } catch {
+            // Nothing ships there: the shop's errors (or Apple Pay's) with the old total.
+            return (cart, order, answer.errors ?? ApplePayErrorItem(error).map { [$0] } ?? [])
+        }
+        priced.couponCode = answer.couponCode
+        return (cart, priced, answer.errors ?? [])
     }
 
     /// The shop's cart with the shopper's choices: its own amount plus the chosen shipping method

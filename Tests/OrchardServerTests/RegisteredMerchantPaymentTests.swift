@@ -34,7 +34,7 @@ struct RegisteredMerchantPaymentTests {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants,
             environment: MoreMerchants.environment.merging(["SETTINGS_KEY": Self.settingsKey]) { $1 },
-            webhooks: try CurlShopTransport(),
+            shopCalls: try CurlShopTransport(),
             configure: { file, directory in
                 try MoreMerchants.all(&file, directory)
                 file.platformIntegrator?.settingsKey = "env:SETTINGS_KEY"

@@ -94,7 +94,7 @@ struct ServerHarness {
         environment: [String: String] = [:], expiryCheckInterval: Duration = .seconds(86_400), time: TimeSource = .system,
         logHandler: (any LogHandler)? = nil,
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 },
-        webhooks: (any ShopTransport)? = nil,
+        shopCalls: (any ShopTransport)? = nil,
         configure: (inout ConfigurationFile, TemporaryDirectory) throws -> Void = { _, _ in },
         _ body: (ServerHarness) async throws -> Void
     ) async throws {
@@ -121,7 +121,7 @@ struct ServerHarness {
             registration: configuration.platform.map {
                 AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
             },
-            processorMaker: CurlProcessorMaker(http: http), webhooks: webhooks, expiryCheckInterval: expiryCheckInterval, logger: logger
+            processorMaker: CurlProcessorMaker(http: http), shopCalls: shopCalls, expiryCheckInterval: expiryCheckInterval, logger: logger
         ) { port in
             portContinuation.yield(port)
         }

@@ -61,6 +61,9 @@ public struct ConfigurationFile: Codable, Sendable {
         public var processor: ProcessorSection?
         /// Where the merchant's signed events go (none when absent).
         public var webhook: MerchantWebhook?
+        /// The shop's quote URL and its signing secret: asked to price each sheet change of a
+        /// payments-API request (absent: Orchard prices from the request's shipping methods).
+        public var quote: MerchantWebhook?
 
         public init(
             merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String?,

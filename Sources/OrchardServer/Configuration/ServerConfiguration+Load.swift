@@ -151,7 +151,8 @@ extension ServerConfiguration {
             merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, domains: domains, identity: identity,
             identitySource: identityFiles.source(values), domainAssociation: association, catalogue: catalogue,
             processingKeys: keys, processor: processor,
-            webhook: try resolveWebhook(merchant.webhook, label: label, values: values))
+            webhook: try resolveWebhook(merchant.webhook, label: "\(label).webhook", values: values),
+            quote: try resolveWebhook(merchant.quote, label: "\(label).quote", values: values))
     }
 
     static func loadCatalogue(_ file: String, values: ConfigurationValues) throws(ConfigurationError) -> Catalogue {

@@ -49,12 +49,12 @@ extension ServerConfiguration {
         throws(ConfigurationError) -> WebhookEndpoint?
     {
         guard let file else { return nil }
-        if let problem = WebhookEndpoint.check(file.url) { throw ConfigurationError("\(label).webhook.url \(problem)") }
-        let text = String(decoding: try values.read(file.secret, what: "\(label).webhook.secret (env:NAME or a file)"), as: UTF8.self)
+        if let problem = WebhookEndpoint.check(file.url) { throw ConfigurationError("\(label).url \(problem)") }
+        let text = String(decoding: try values.read(file.secret, what: "\(label).secret (env:NAME or a file)"), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.utf8.count >= minimumWebhookSecret else {
             throw ConfigurationError(
-                "\(values.describe(file.secret)): \(label).webhook.secret must be at least \(minimumWebhookSecret) characters (try `openssl rand -hex 32`)"
+                "\(values.describe(file.secret)): \(label).secret must be at least \(minimumWebhookSecret) characters (try `openssl rand -hex 32`)"
             )
         }
         return WebhookEndpoint(url: file.url, secret: Secret(text))

@@ -96,6 +96,7 @@ public final class MerchantDirectory: Sendable {
         serving.domains = merchant.domains
         serving.processor = settings?.processor ?? RecordOnlySettings()
         serving.webhook = settings?.webhook
+        serving.quote = settings?.quote
         return serving
     }
 }

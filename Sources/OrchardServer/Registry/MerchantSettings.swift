@@ -19,10 +19,13 @@ public struct MerchantSettingsFile: Codable, Sendable {
 
     public var processor: ProcessorSection?
     public var webhook: Webhook?
+    /// The shop's quote URL and its signing secret, same shape as the webhook.
+    public var quote: Webhook?
 
-    public init(processor: ProcessorSection? = nil, webhook: Webhook? = nil) {
+    public init(processor: ProcessorSection? = nil, webhook: Webhook? = nil, quote: Webhook? = nil) {
         self.processor = processor
         self.webhook = webhook
+        self.quote = quote
     }
 }
 
@@ -30,6 +33,7 @@ public struct MerchantSettingsFile: Codable, Sendable {
 public struct MerchantSettings: Sendable {
     public var processor: any ProcessorSettings
     public var webhook: WebhookEndpoint?
+    public var quote: WebhookEndpoint?
 }
 
 /// Seals registered merchants' settings with AES-256-GCM under `platformIntegrator.settingsKey`,
@@ -79,15 +83,16 @@ extension ServerConfiguration {
             }
             processor = try driver.settings(from: section, values: LiteralValues())
         }
-        var webhook: WebhookEndpoint?
-        if let hook = file.webhook {
-            if let problem = WebhookEndpoint.check(hook.url) { throw ConfigurationError("\(label): webhook.url \(problem)") }
+        func endpoint(_ hook: MerchantSettingsFile.Webhook?, _ name: String) throws(ConfigurationError) -> WebhookEndpoint? {
+            guard let hook else { return nil }
+            if let problem = WebhookEndpoint.check(hook.url) { throw ConfigurationError("\(label): \(name).url \(problem)") }
             guard hook.secret.utf8.count >= Self.minimumWebhookSecret else {
-                throw ConfigurationError("\(label): webhook.secret must be at least \(Self.minimumWebhookSecret) characters")
+                throw ConfigurationError("\(label): \(name).secret must be at least \(Self.minimumWebhookSecret) characters")
             }
-            webhook = WebhookEndpoint(url: hook.url, secret: Secret(hook.secret))
+            return WebhookEndpoint(url: hook.url, secret: Secret(hook.secret))
         }
-        return MerchantSettings(processor: processor, webhook: webhook)
+        return MerchantSettings(
+            processor: processor, webhook: try endpoint(file.webhook, "webhook"), quote: try endpoint(file.quote, "quote"))
     }
 
     /// Every registered merchant's settings, opened and checked: the server does not start on a

@@ -1,0 +1,54 @@
+import ApplePay
+import Foundation
+import Logging
+import OrchardCore
+
+/// Asks the shop's quote URL to price a change the shopper made on the sheet: signed like
+/// webhooks, answered within 3 s or not at all. Any failure keeps the old total and fails the
+/// update, so the sheet never shows a total the shop did not give.
+struct QuoteClient: Sendable {
+    let transport: any ShopTransport
+    let time: TimeSource
+    let logger: Logger
+
+    static let deadline = Duration.seconds(3)
+    /// The codes Apple Pay JS accepts in an update's errors.
+    static let appleErrorCodes: Set<String> = [
+        "shippingContactInvalid", "billingContactInvalid", "addressUnserviceable", "couponCodeInvalid", "couponCodeExpired", "unknown",
+    ]
+
+    func quote(_ request: QuoteRequest, endpoint: WebhookEndpoint) async throws(OrchardError) -> QuoteAnswer {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = (try? encoder.encode(request)).map(Array.init) ?? []
+        let headers: [(name: String, value: String)] = [
+            (name: "Content-Type", value: "application/json"), (name: "Accept", value: "application/json"),
+            (
+                name: WebhookSignature.header,
+                value: WebhookSignature.sign(body: body, secret: endpoint.secret, timestamp: Int64(time.now.timeIntervalSince1970))
+            ),
+            (name: "User-Agent", value: "Orchard-Quotes/1"),
+        ]
+        let answer: (status: Int, body: [UInt8])
+        do {
+            answer = try await transport.post(url: endpoint.url, headers: headers, body: body, timeout: Self.deadline)
+        } catch {
+            throw failure("did not answer within 3 s", request)
+        }
+        guard (200..<300).contains(answer.status) else { throw failure("answered HTTP \(answer.status)", request) }
+        guard let quote = try? JSONDecoder().decode(QuoteAnswer.self, from: Data(answer.body)) else {
+            throw failure("answered something other than a quote ({amount, lineItems, shippingMethods, …})", request)
+        }
+        guard (quote.errors ?? []).allSatisfy({ Self.appleErrorCodes.contains($0.code) }) else {
+            throw failure("answered an error code Apple Pay does not know", request)
+        }
+        return quote
+    }
+
+    func failure(_ what: String, _ request: QuoteRequest) -> OrchardError {
+        logger.error(
+            "the shop's quote URL failed; the total is unchanged",
+            metadata: ["paymentRequest": "\(request.paymentRequestId)", "problem": "\(what)"])
+        return OrchardError(.quoteFailed, "the shop could not price this change (its quote URL \(what)); the total is unchanged")
+    }
+}
