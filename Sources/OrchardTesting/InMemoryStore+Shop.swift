@@ -21,7 +21,15 @@ extension InMemoryStore {
     }
 
     public func apiKeys(merchantIdentifier: String?) async throws -> [APIKeyRecord] {
-        state.withLock { $0.apiKeys.filter { merchantIdentifier == nil || $0.merchantIdentifier == merchantIdentifier } }
+        state.withLock { state in
+            state.apiKeys.enumerated().filter { merchantIdentifier == nil || $0.element.merchantIdentifier == merchantIdentifier }
+                .sorted {
+                    ($0.element.merchantIdentifier, $0.element.createdAt, $0.offset) < (
+                        $1.element.merchantIdentifier, $1.element.createdAt, $1.offset
+                    )
+                }
+                .map(\.element)
+        }
     }
 
     public func revokeAPIKey(id: String, at date: Date) async throws -> Bool {
@@ -169,11 +177,12 @@ extension InMemoryStore {
         -> [WebhookEvent]
     {
         state.withLock { state in
-            Array(
-                state.events.reversed().filter {
-                    (merchantIdentifier == nil || $0.merchantIdentifier == merchantIdentifier) && (wanted == nil || $0.state == wanted)
-                }
-                .prefix(limit))
+            state.events.enumerated().filter {
+                (merchantIdentifier == nil || $0.element.merchantIdentifier == merchantIdentifier)
+                    && (wanted == nil || $0.element.state == wanted)
+            }
+            .sorted { ($0.element.createdAt, $0.offset) > ($1.element.createdAt, $1.offset) }
+            .prefix(limit).map(\.element)
         }
     }
 

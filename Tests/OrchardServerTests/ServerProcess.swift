@@ -16,25 +16,33 @@ final class ServerProcess: Sendable {
     private let process = Mutex<Process?>(nil)
     private let environment: [String: String]
 
-    /// Writes the configuration: the test merchant on Worldline (the mock at `processorURL`), the
-    /// admin API, and a reconciler that runs every second.
-    init(processorURL: String, processorTimeoutMilliseconds: Int = 1000) throws {
+    /// Writes the configuration: the test merchant on Worldline (the mock at `processorURL`; record
+    /// only when nil), the admin API, a reconciler that runs every second, then `configure`'s
+    /// changes; `environment` joins the process's.
+    init(
+        processorURL: String?, processorTimeoutMilliseconds: Int = 1000, environment extra: [String: String] = [:],
+        configure: (inout ConfigurationFile) -> Void = { _ in }
+    ) throws {
         directory = try TemporaryDirectory()
         port = try Self.freePort()
         var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
         file.server?.port = port
-        file.merchants[0].processor = ProcessorFixture.processor(
-            .worldlineEncrypted, baseURL: processorURL, timeout: processorTimeoutMilliseconds)
+        if let processorURL {
+            file.merchants[0].processor = ProcessorFixture.processor(
+                .worldlineEncrypted, baseURL: processorURL, timeout: processorTimeoutMilliseconds)
+        }
         file.payments?.reconcileIntervalSeconds = 1
         file.payments?.reconcileFirstDelaySeconds = 1
         file.payments?.reconcileMaximumDelaySeconds = 2
         file.payments?.reconcileMaximumAttempts = 100
         MoreMerchants.addAdmin(&file)
+        configure(&file)
         let encoder = JSONEncoder()
         encoder.outputFormatting = .prettyPrinted
         try directory.write("orchard.json", Array(try encoder.encode(file)))
         _ = FileManager.default.createFile(atPath: directory.path("server.log"), contents: nil)
         environment = ProcessorFixture.environment.merging(MoreMerchants.environment) { $1 }.merging(["LOG_LEVEL": "notice"]) { $1 }
+            .merging(extra) { $1 }
         client = try CurlHTTPClient(
             configuration: .init(timeouts: CurlTimeouts(connect: .seconds(2), total: .seconds(8)), allowedSchemes: ["http"]))
     }
@@ -68,6 +76,11 @@ final class ServerProcess: Sendable {
         let output = (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? ""
         Issue.record("orchard serve did not start: \(output.suffix(2000))")
         throw CancellationError()
+    }
+
+    /// Runs another `orchard` command on this server's configuration and environment.
+    func command(_ arguments: [String]) async throws -> OrchardProcess.Result {
+        try await OrchardProcess.runAsync(arguments + ["--config", directory.path("orchard.json")], environment: environment)
     }
 
     /// SIGKILL: no shutdown, no last write.

@@ -38,7 +38,8 @@ struct StoreContractTests {
             transactionId: transaction, sealedRequest: [9, 9, 9])
     }
 
-    func storeError(_ body: () async throws -> Void) async -> StoreError.Code? {
+    /// The code of the StoreError `body` throws; nil when it throws nothing (or something else).
+    static func storeError(_ body: () async throws -> Void) async -> StoreError.Code? {
         do {
             try await body()
             return nil
@@ -55,10 +56,10 @@ struct StoreContractTests {
             #expect(first.reference == "o1-1" && first.state == .pending && first.sends == 1)
             #expect(try await store.order(id: "o1")?.state == .pending)
             #expect(
-                await storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t1", payment: "p2")) }
+                await Self.storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t1", payment: "p2")) }
                     == .duplicateTransaction)
             #expect(
-                await storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t2", payment: "p2")) }
+                await Self.storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t2", payment: "p2")) }
                     == .paymentInProgress)
 
             let later = Self.now.addingTimeInterval(60)
@@ -82,7 +83,8 @@ struct StoreContractTests {
             #expect(try await store.order(id: "o1")?.state == .paid)
             #expect(try await store.retryPayload(paymentId: "p1") == nil, "the sealed request is gone once resolved")
             #expect(
-                await storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t4", payment: "p4")) } == .orderNotOpen)
+                await Self.storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t4", payment: "p4")) }
+                    == .orderNotOpen)
             #expect(try await store.payments(orderId: "o1").count == 1)
             #expect(try await store.payments(state: .authorized, limit: 5).map(\.id) == ["p1"])
 
@@ -112,7 +114,7 @@ struct StoreContractTests {
             #expect(second.reference == "o2-2")
             var repriced = try Self.order("o2")
             repriced.priced.total = 1
-            #expect(await storeError { try await store.updateOpen(repriced) } == .orderNotOpen, "a pending order cannot be repriced")
+            #expect(await Self.storeError { try await store.updateOpen(repriced) } == .orderNotOpen, "a pending order cannot be repriced")
         }
     }
 
@@ -125,7 +127,7 @@ struct StoreContractTests {
             try await store.saveRegistration(a)
             var b = a
             b.partnerIdentifier = "b"
-            #expect(await storeError { try await store.saveRegistration(b) } == .domainTaken)
+            #expect(await Self.storeError { try await store.saveRegistration(b) } == .domainTaken)
             b.domains = ["b.example"]
             try await store.saveRegistration(b)
             #expect(try await store.registeredMerchants().map(\.partnerIdentifier) == ["a", "b"])

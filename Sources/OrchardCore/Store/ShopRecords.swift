@@ -31,13 +31,23 @@ public struct APIKeyRecord: Sendable, Codable, Equatable {
         return (APIKeyRecord(id: id, merchantIdentifier: merchantIdentifier, secretHash: hash(secret), createdAt: date), secret)
     }
 
-    /// The key ID a presented secret names; nil for anything not shaped like a secret.
+    /// The key ID a presented secret names; nil for anything not shaped like a secret:
+    /// `osk_key_`, 16 lowercase hex digits, `_`, 43 base64url characters.
     public static func keyId(ofSecret secret: String) -> String? {
-        let parts = secret.split(separator: "_", maxSplits: 3, omittingEmptySubsequences: false)
-        guard secret.utf8.count <= 128, parts.count == 4, parts[0] == "osk", parts[1] == "key", parts[2].utf8.count == 16 else {
-            return nil
-        }
-        return "key_\(parts[2])"
+        let parts = secret.utf8.split(separator: UInt8(ascii: "_"), maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0].elementsEqual("osk".utf8), parts[1].elementsEqual("key".utf8),
+            parts[2].count == 16, parts[2].allSatisfy(isLowercaseHex), parts[3].count == 43, parts[3].allSatisfy(isBase64URL)
+        else { return nil }
+        return "key_" + String(decoding: parts[2], as: UTF8.self)
+    }
+
+    private static func isLowercaseHex(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+    }
+
+    private static func isBase64URL(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
     }
 
     public static func hash(_ secret: String) -> [UInt8] {

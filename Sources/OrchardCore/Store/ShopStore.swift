@@ -8,7 +8,7 @@ public protocol ShopStore: Sendable {
     /// ``APIKeyRecord/maximumActive`` active keys.
     func insertAPIKey(_ key: APIKeyRecord) async throws
     func apiKey(id: String) async throws -> APIKeyRecord?
-    /// Every key (revoked ones too), of one merchant or of all, oldest first.
+    /// Every key (revoked ones too), of one merchant or of all (merchant by merchant), oldest first.
     func apiKeys(merchantIdentifier: String?) async throws -> [APIKeyRecord]
     /// False when there is no such active key.
     func revokeAPIKey(id: String, at date: Date) async throws -> Bool
@@ -39,7 +39,7 @@ public protocol ShopStore: Sendable {
     func webhookEventsDue(at date: Date, limit: Int) async throws -> [WebhookEvent]
     /// Records an attempt if the event is still pending at `attempt` attempts; false otherwise.
     func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool
-    /// Newest first.
+    /// Newest first (by creation, then by writing).
     func webhookEvents(merchantIdentifier: String?, state: WebhookEvent.DeliveryState?, limit: Int) async throws -> [WebhookEvent]
     func webhookEvent(id: String) async throws -> WebhookEvent?
     /// Makes an event pending and due now, whatever became of it; false when there is none.
