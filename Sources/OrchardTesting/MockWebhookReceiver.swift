@@ -24,7 +24,7 @@ public final class MockWebhookReceiver: Sendable {
 
     public let secret: Secret
     private let channels = ChannelTracker()
-    private let state = Mutex<(deliveries: [Delivery], status: Int, port: Int)>(([], 200, 0))
+    private let state = Mutex<(deliveries: [Delivery], status: Int, body: [UInt8], delay: Duration, port: Int)>(([], 200, [], .zero, 0))
 
     public init(secret: String) {
         self.secret = Secret(secret)
@@ -36,8 +36,14 @@ public final class MockWebhookReceiver: Sendable {
     /// Deliveries answered 2xx: what the shop acted on.
     public var accepted: [Delivery] { deliveries.filter { (200..<300).contains($0.status) } }
 
-    /// The status every later delivery gets.
-    public func answer(_ status: Int) { state.withLock { $0.status = status } }
+    /// The status (and body, after `delay`) every later request gets: a quote URL answers JSON.
+    public func answer(_ status: Int, body: String = "", delay: Duration = .zero) {
+        state.withLock {
+            $0.status = status
+            $0.body = Array(body.utf8)
+            $0.delay = delay
+        }
+    }
 
     /// Listens on `port` (0: a free one, then the same one on every later start).
     @discardableResult
@@ -55,8 +61,8 @@ public final class MockWebhookReceiver: Sendable {
         await channels.closeAll()
     }
 
-    /// Records a request and returns the status to answer.
-    func receive(headers: HTTPHeaders, body: [UInt8]) -> Int {
+    /// Records a request and returns the answer: status, body and delay.
+    func receive(headers: HTTPHeaders, body: [UInt8]) -> (status: Int, body: [UInt8], delay: Duration) {
         let signature = headers[WebhookSignature.header].first ?? ""
         let verified = WebhookSignature.verify(header: signature, body: body, secret: secret, now: Date())
         return state.withLock { state in
@@ -64,7 +70,7 @@ public final class MockWebhookReceiver: Sendable {
                 Delivery(
                     eventId: headers["Orchard-Event-Id"].first ?? "", type: headers["Orchard-Event-Type"].first ?? "",
                     signature: signature, body: body, status: state.status, verified: verified))
-            return state.status
+            return (state.status, state.body, state.delay)
         }
     }
 
@@ -93,12 +99,24 @@ final class WebhookReceiverHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let (head, body, _) = collector.consume(unwrapInboundIn(data)) else { return }
-        let status = head.method == .POST ? receiver.receive(headers: head.headers, body: body) : 405
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Length", value: "0")
-        context.write(
-            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .init(statusCode: status), headers: headers))),
-            promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        let answer = head.method == .POST ? receiver.receive(headers: head.headers, body: body) : (405, [], .zero)
+        let respond = { [self] in
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Length", value: String(answer.body.count))
+            headers.add(name: "Content-Type", value: "application/json")
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .init(statusCode: answer.status), headers: headers))),
+                promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: answer.body)))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        }
+        if answer.delay > .zero {
+            let (seconds, attoseconds) = answer.delay.components
+            context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {
+                respond()
+            }
+        } else {
+            respond()
+        }
     }
 }

@@ -156,7 +156,8 @@ struct PaymentRequestsController {
         return PaymentRequestView(
             record: record, order: order, clientSecret: vault.clientSecret(forRequest: record.id), now: time.now,
             paymentRequest: record.cart.paymentRequest(
-                order.priced, displayName: merchant.displayName, applicationData: order.applicationData),
+                order.priced, displayName: merchant.displayName, applicationData: order.applicationData,
+                supportsCoupons: merchant.quote != nil),
             payments: payments)
     }
 }
