@@ -265,7 +265,8 @@ export function startPayment({ order, version, on, t = defaultStrings }) {
   return session;
 }
 
-function element(tag, attributes = {}, children = []) {
+/** A DOM element with attributes (`text` sets its text) and children; pages may use it too. */
+export function element(tag, attributes = {}, children = []) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(attributes)) {
     if (key === 'text') node.textContent = value;

@@ -2,7 +2,7 @@
 // pay, and the outcome. Automation hooks: [data-testid="apple-pay-button"] and
 // [data-testid="payment-result"] with data-status = success | failure | cancelled | unavailable.
 
-import { getJSON, mount, postJSON } from '../orchard.js';
+import { element, getJSON, mount, postJSON } from '../orchard.js';
 import { format, t } from './strings.js';
 
 const MAX_QUANTITY = 9;
@@ -21,16 +21,6 @@ const state = {
   /** The button's controller from orchard.js. */
   checkout: null,
 };
-
-function element(tag, attributes = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attributes)) {
-    if (key === 'text') node.textContent = value;
-    else node.setAttribute(key, value);
-  }
-  node.append(...children);
-  return node;
-}
 
 /** Amounts stay the server's decimal strings; Intl formats the string itself, never a float of it. */
 function money(amount) {

@@ -154,19 +154,8 @@ public enum Pricing {
         if let country, !catalogue.shippingCountries.contains(country) {
             throw ApplePayError(.addressUnserviceable, "we do not ship to \(country.prefix(8))")
         }
-        let available = availableShippingMethods(catalogue: catalogue, country: country)
-        let method: Catalogue.ShippingMethod
-        if let shippingMethodId {
-            guard let chosen = available.first(where: { $0.identifier == shippingMethodId }) else {
-                throw ApplePayError(.unknownShippingMethod, "shipping method \(shippingMethodId.prefix(64)) is not available")
-            }
-            method = chosen
-        } else {
-            guard let first = available.first else {
-                throw ApplePayError(.addressUnserviceable, "no shipping method serves \(country ?? "this address")")
-            }
-            method = first
-        }
+        let method = try chooseShippingMethod(
+            shippingMethodId, from: availableShippingMethods(catalogue: catalogue, country: country), country: country)
         let subtotal = lines.reduce(0) { $0 + $1.amount }
         var discount: Int64 = 0
         var appliedCoupon: String?
@@ -188,6 +177,22 @@ public enum Pricing {
             currency: catalogue.currency, lines: lines, items: items, subtotal: subtotal, shippingMethod: method,
             couponCode: appliedCoupon, discount: discount, shippingCountry: country,
             total: subtotal - discount + method.amount)
+    }
+
+    /// The method `id` names among those `available`, or the first when `id` is nil.
+    static func chooseShippingMethod(_ id: String?, from available: [Catalogue.ShippingMethod], country: String?)
+        throws(ApplePayError) -> Catalogue.ShippingMethod
+    {
+        if let id {
+            guard let chosen = available.first(where: { $0.identifier == id }) else {
+                throw ApplePayError(.unknownShippingMethod, "shipping method \(id.prefix(64)) is not available")
+            }
+            return chosen
+        }
+        guard let first = available.first else {
+            throw ApplePayError(.addressUnserviceable, "no shipping method serves \(country?.prefix(8) ?? "this address")")
+        }
+        return first
     }
 
     public static func availableShippingMethods(catalogue: Catalogue, country: String?) -> [Catalogue.ShippingMethod] {

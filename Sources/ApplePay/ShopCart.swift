@@ -109,21 +109,9 @@ public struct ShopCart: Sendable, Codable, Equatable {
     /// The cart with the chosen method (nil: the first one that ships to `shippingCountry`).
     public func price(shippingMethodId: String? = nil, shippingCountry: String? = nil) throws(ApplePayError) -> PricedOrder {
         let country = shippingCountry?.uppercased()
-        var method: Catalogue.ShippingMethod?
-        if !shippingMethods.isEmpty {
-            let available = shippingMethods(for: country)
-            if let shippingMethodId {
-                guard let chosen = available.first(where: { $0.identifier == shippingMethodId }) else {
-                    throw ApplePayError(.unknownShippingMethod, "shipping method \(shippingMethodId.prefix(64)) is not available")
-                }
-                method = chosen
-            } else {
-                guard let first = available.first else {
-                    throw ApplePayError(.addressUnserviceable, "we do not ship to \(country?.prefix(8) ?? "this address")")
-                }
-                method = first
-            }
-        }
+        let method =
+            shippingMethods.isEmpty
+            ? nil : try Pricing.chooseShippingMethod(shippingMethodId, from: shippingMethods(for: country), country: country)
         let priced = lines.enumerated().map { index, line in
             PricedOrder.Line(productId: "line-\(index + 1)", label: line.label, quantity: 1, unitPrice: line.amount, amount: line.amount)
         }
