@@ -111,6 +111,43 @@ struct PaymentsAPITests {
         }
     }
 
+    /// Creates the cart's payment request and pays it as the page would: opened by its client
+    /// secret, the courier chosen after an address it does not serve, then authorized.
+    func payThroughPage(_ server: ServerHarness, key: String) async throws -> (id: String, paymentId: String) {
+        let created = try await server.api("POST", "/v1/payment-requests", key: key, json: Self.cart, idempotencyKey: "pay-1")
+        #expect(created.status == 201)
+        let id = try #require(created.json?["id"] as? String)
+        let secret = try #require(created.json?["clientSecret"] as? String)
+        #expect(created.json?["status"] as? String == "requires_payment")
+        #expect(created.json?["total"] as? Int == 1734)
+
+        // The page: open by client secret on the shop's domain, pick the courier, pay.
+        let forged = try await server.send(
+            "POST", "/api/payment-requests/open", body: Array(#"{"clientSecret": "\#(id)_secret_00"}"#.utf8))
+        #expect(forged.status == 404)
+        let opened = try await server.send("POST", "/api/payment-requests/open", body: Array(#"{"clientSecret": "\#(secret)"}"#.utf8))
+        #expect(opened.status == 200)
+        let request = try #require(opened.json?["paymentRequest"] as? [String: Any])
+        #expect((request["lineItems"] as? [[String: Any]])?.count == 3)
+        #expect(request["requiredShippingContactFields"] as? [String] == ["postalAddress", "email"])
+        let abroad = try await server.send(
+            "POST", "/api/orders/\(id)/shipping-contact", body: Array(#"{"countryCode": "DE"}"#.utf8))
+        #expect((abroad.json?["newShippingMethods"] as? [[String: Any]])?.count == 1)
+        let courier = try await server.send(
+            "POST", "/api/orders/\(id)/shipping-method", body: Array(#"{"identifier": "courier"}"#.utf8))
+        #expect(courier.status == 400)  // the courier does not ship to Germany
+        let france = try await server.send("POST", "/api/orders/\(id)/shipping-contact", body: Array(#"{"countryCode": "FR"}"#.utf8))
+        #expect(france.status == 200)
+        let chosen = try await server.send(
+            "POST", "/api/orders/\(id)/shipping-method", body: Array(#"{"identifier": "courier"}"#.utf8))
+        #expect((chosen.json?["newTotal"] as? [String: Any])?["amount"] as? String == "27.34")
+        let pay = try OrdersAuthorizeTests().paymentBody(orderId: id, request: request, amount: 2734)
+        let authorized = try await server.send("POST", "/api/apple-pay/authorize", body: pay)
+        #expect(authorized.status == 200)
+        let paymentId = try #require(authorized.json?["paymentId"] as? String)
+        return (id, paymentId)
+    }
+
     @Test("the page pays a payment request; capture, refunds and each step's signed webhook follow")
     func payCaptureRefund() async throws {
         let receiver = MockWebhookReceiver(secret: Self.webhookSecret)
@@ -118,38 +155,7 @@ struct PaymentsAPITests {
         defer { Task { await receiver.stop() } }
         try await Self.with(receiver: receiver) { server in
             let key = try await server.apiKey()
-            let created = try await server.api("POST", "/v1/payment-requests", key: key, json: Self.cart, idempotencyKey: "pay-1")
-            #expect(created.status == 201)
-            let id = try #require(created.json?["id"] as? String)
-            let secret = try #require(created.json?["clientSecret"] as? String)
-            #expect(created.json?["status"] as? String == "requires_payment")
-            #expect(created.json?["total"] as? Int == 1734)
-
-            // The page: open by client secret on the shop's domain, pick the courier, pay.
-            let forged = try await server.send(
-                "POST", "/api/payment-requests/open", body: Array(#"{"clientSecret": "\#(id)_secret_00"}"#.utf8))
-            #expect(forged.status == 404)
-            let opened = try await server.send("POST", "/api/payment-requests/open", body: Array(#"{"clientSecret": "\#(secret)"}"#.utf8))
-            #expect(opened.status == 200)
-            let request = try #require(opened.json?["paymentRequest"] as? [String: Any])
-            #expect((request["lineItems"] as? [[String: Any]])?.count == 3)
-            #expect(request["requiredShippingContactFields"] as? [String] == ["postalAddress", "email"])
-            let abroad = try await server.send(
-                "POST", "/api/orders/\(id)/shipping-contact", body: Array(#"{"countryCode": "DE"}"#.utf8))
-            #expect((abroad.json?["newShippingMethods"] as? [[String: Any]])?.count == 1)
-            let courier = try await server.send(
-                "POST", "/api/orders/\(id)/shipping-method", body: Array(#"{"identifier": "courier"}"#.utf8))
-            #expect(courier.status == 400)  // the courier does not ship to Germany
-            let france = try await server.send("POST", "/api/orders/\(id)/shipping-contact", body: Array(#"{"countryCode": "FR"}"#.utf8))
-            #expect(france.status == 200)
-            let chosen = try await server.send(
-                "POST", "/api/orders/\(id)/shipping-method", body: Array(#"{"identifier": "courier"}"#.utf8))
-            #expect((chosen.json?["newTotal"] as? [String: Any])?["amount"] as? String == "27.34")
-            let pay = try OrdersAuthorizeTests().paymentBody(orderId: id, request: request, amount: 2734)
-            let authorized = try await server.send("POST", "/api/apple-pay/authorize", body: pay)
-            #expect(authorized.status == 200)
-            let paymentId = try #require(authorized.json?["paymentId"] as? String)
-
+            let (id, paymentId) = try await payThroughPage(server, key: key)
             let paid = try await server.api("GET", "/v1/payment-requests/\(id)", key: key)
             #expect(paid.json?["status"] as? String == "paid")
             #expect((paid.json?["payments"] as? [[String: Any]])?.first?["id"] as? String == paymentId)

@@ -22,6 +22,41 @@ struct RegisteredMerchantPaymentTests {
         try await server.send(method, path, body: body.map { Array($0.utf8) }, extraHeaders: MoreMerchants.authorization)
     }
 
+    /// Sets the partner's Worldpay processor and webhook through the admin API (a bad section
+    /// first, which changes nothing) and returns a new API key's secret.
+    func configure(_ server: ServerHarness, partner: String, mock: MockProcessors, receiver: MockWebhookReceiver) async throws
+        -> String
+    {
+        // Before settings, the processor is record-only; a bad section changes nothing.
+        let typo = try await admin(
+            server, "PUT", "/admin/merchants/\(partner)/settings", #"{"processor": {"type": "worldpay", "entity": "x"}}"#)
+        #expect(typo.status == 400)
+        #expect(typo.errorMessage?.contains("username") == true)
+        #expect(try await server.store.sealedMerchantSettings().isEmpty)
+
+        let ca = String(decoding: TestMaterial.shared.caPEM, as: UTF8.self).replacingOccurrences(of: "\n", with: "\\n")
+        let account = ProcessorFixture.worldpay
+        let settings = """
+            {"processor": {"type": "worldpay", "baseURL": "\(mock.baseURL)", "caFile": "\(ca)", "allowNonProductionHost": true,
+                           "entity": "\(account.entity)", "username": "\(account.username)", "password": "\(account.password)"},
+             "webhook": {"url": "\(receiver.url)", "secret": "\(Self.webhookSecret)"}}
+            """
+        let set = try await admin(server, "PUT", "/admin/merchants/\(partner)/settings", settings)
+        #expect(set.status == 200)
+        #expect(set.json?["processor"] as? String == "worldpay")
+        #expect(!String(decoding: set.body, as: UTF8.self).contains(account.password))
+        let sealed = try #require(try await server.store.sealedMerchantSettings()[Self.partner])
+        #expect(!sealed.isEmpty)
+        #expect(!String(decoding: sealed, as: UTF8.self).contains(account.password), "sealed, not stored in clear")
+
+        let key = try await admin(server, "POST", "/admin/merchants/\(partner)/api-keys")
+        #expect(key.status == 201)
+        let secret = try #require(key.json?["secret"] as? String)
+        let listed = try await admin(server, "GET", "/admin/merchants/\(partner)/api-keys")
+        #expect(!String(decoding: listed.body, as: UTF8.self).contains(secret))
+        return secret
+    }
+
     @Test("register, set a Worldpay processor and a webhook, create a key, and the partner's shop takes a payment")
     func paysThroughItsProcessor() async throws {
         let mock = try MockProcessors(
@@ -48,33 +83,7 @@ struct RegisteredMerchantPaymentTests {
             )
             #expect(registered.status == 201)
 
-            // Before settings, the processor is record-only; a bad section changes nothing.
-            let typo = try await admin(
-                server, "PUT", "/admin/merchants/\(partner)/settings", #"{"processor": {"type": "worldpay", "entity": "x"}}"#)
-            #expect(typo.status == 400)
-            #expect(typo.errorMessage?.contains("username") == true)
-            #expect(try await server.store.sealedMerchantSettings().isEmpty)
-
-            let ca = String(decoding: TestMaterial.shared.caPEM, as: UTF8.self).replacingOccurrences(of: "\n", with: "\\n")
-            let account = ProcessorFixture.worldpay
-            let settings = """
-                {"processor": {"type": "worldpay", "baseURL": "\(mock.baseURL)", "caFile": "\(ca)", "allowNonProductionHost": true,
-                               "entity": "\(account.entity)", "username": "\(account.username)", "password": "\(account.password)"},
-                 "webhook": {"url": "\(receiver.url)", "secret": "\(Self.webhookSecret)"}}
-                """
-            let set = try await admin(server, "PUT", "/admin/merchants/\(partner)/settings", settings)
-            #expect(set.status == 200)
-            #expect(set.json?["processor"] as? String == "worldpay")
-            #expect(!String(decoding: set.body, as: UTF8.self).contains(account.password))
-            let sealed = try #require(try await server.store.sealedMerchantSettings()[Self.partner])
-            #expect(!sealed.isEmpty)
-            #expect(!String(decoding: sealed, as: UTF8.self).contains(account.password), "sealed, not stored in clear")
-
-            let key = try await admin(server, "POST", "/admin/merchants/\(partner)/api-keys")
-            #expect(key.status == 201)
-            let secret = try #require(key.json?["secret"] as? String)
-            let listed = try await admin(server, "GET", "/admin/merchants/\(partner)/api-keys")
-            #expect(!String(decoding: listed.body, as: UTF8.self).contains(secret))
+            let secret = try await configure(server, partner: partner, mock: mock, receiver: receiver)
 
             let created = try await server.api(
                 "POST", "/v1/payment-requests", key: secret,
