@@ -314,128 +314,165 @@ function sdkButton(t, onPay) {
   return button;
 }
 
+/** One mounted button: its state, the page's callbacks, and the session it starts. */
+class Checkout {
+  constructor(container, options) {
+    this.container = container;
+    this.options = options;
+    this.t = { ...defaultStrings, ...(options.strings ?? {}) };
+    this.order = null;
+    this.version = null;
+    this.available = false;
+    this.paying = false;
+    this.done = false;
+    this.button = null;
+    this.onPay = () => this.pay();
+  }
+
+  emit(name, detail, callback) {
+    callback?.(detail);
+    this.container.dispatchEvent(new CustomEvent(`orchard:${name}`, { detail, bubbles: true }));
+  }
+
+  outcome(status, detail, answer) {
+    this.paying = false;
+    this.done = status === 'success' || status === 'unavailable';
+    this.refresh();
+    const reported = { status, detail, orderId: answer?.orderId ?? null, paymentId: answer?.paymentId ?? null };
+    this.emit('outcome', reported, this.options.onOutcome);
+  }
+
+  currentOrder() {
+    return this.options.order ? this.options.order() : this.order;
+  }
+
+  usable() {
+    return this.available && this.currentOrder() != null && !this.paying && !this.done;
+  }
+
+  refresh() {
+    const button = this.button;
+    if (!button) return;
+    button.setAttribute('aria-disabled', String(!this.usable()));
+    if (button instanceof HTMLButtonElement) button.disabled = !this.usable();
+    button.hidden = this.done;
+  }
+
+  pay() {
+    if (!this.usable()) return;
+    const { t, options } = this;
+    try {
+      startPayment({
+        order: this.currentOrder(),
+        version: this.version,
+        t,
+        on: {
+          totals: (update) => this.emit('totals', update, options.onTotals),
+          attemptFailed: (message) => this.emit('attemptfailed', { message }, options.onAttemptFailed),
+          outcome: (status, detail, answer) => this.outcome(status, detail, answer),
+        },
+      });
+    } catch (error) {
+      this.emit('outcome', { status: 'failure', detail: format(t.sessionFailed, { reason: error?.message ?? String(error) }) },
+        options.onOutcome);
+      return;
+    }
+    this.paying = true;
+    this.refresh();
+    this.emit('start', { orderId: this.currentOrder().orderId }, options.onStart);
+  }
+
+  show(button) {
+    const hadFocus = this.button && document.activeElement === this.button;
+    this.button = button;
+    this.container.replaceChildren(button);
+    this.refresh();
+    if (hadFocus) button.focus();
+  }
+
+  showButton() {
+    this.show(customElements.get('apple-pay-button') ? sdkButton(this.t, this.onPay) : cssButton(this.t, this.options.buttonClass, this.onPay));
+  }
+
+  /** The shop's payment request, by its client secret; false when there is nothing to pay. */
+  async open() {
+    let opened;
+    try {
+      opened = await postJSON('api/payment-requests/open', { clientSecret: this.options.clientSecret });
+    } catch (error) {
+      this.outcome('failure', error.message);
+      return false;
+    }
+    this.merchantIdentifier = opened.merchantIdentifier;
+    this.simulatedSheet ??= opened.simulatedSheet;
+    this.order = { orderId: opened.id, paymentRequest: opened.paymentRequest };
+    this.emit('ready', opened, this.options.onReady);
+    if (opened.status === 'requires_payment') return true;
+    const paid = opened.status === 'paid';
+    const payment = opened.payments?.find((p) => p.state === 'authorized' || p.state === 'settled');
+    this.outcome(paid ? 'success' : 'failure', paid ? this.t.alreadyPaid : format(this.t.closed, { status: opened.status }),
+      { orderId: opened.id, paymentId: payment?.id });
+    return false;
+  }
+
+  /** Loads Apple's SDK without ever waiting for it: the module's own button is already there. */
+  loadAppleSDK(url) {
+    customElements.whenDefined('apple-pay-button').then(() => {
+      if (!this.done && !this.paying) this.show(sdkButton(this.t, this.onPay));
+    });
+    const script = element('script', { src: url, crossorigin: 'anonymous', async: '' });
+    script.addEventListener('error', () => console.info('Apple Pay JS SDK did not load; the page keeps its own button.'));
+    document.head.append(script);
+  }
+
+  async start() {
+    this.merchantIdentifier = this.options.merchantIdentifier;
+    this.simulatedSheet = this.options.simulatedSheet;
+    if (this.options.clientSecret && !(await this.open())) return;
+    if (this.simulatedSheet && !('ApplePaySession' in window)) {
+      try {
+        await import(new URL(this.simulatedSheet.replace(/^\//, ''), BASE).href);
+      } catch (error) {
+        console.warn('The demo sheet did not load', error);
+      }
+    }
+    const availability = await checkAvailability(this.merchantIdentifier);
+    this.available = availability.available;
+    this.version = availability.version ?? null;
+    if (!this.available) {
+      this.outcome('unavailable', this.t.unavailableDetail);
+      return;
+    }
+    this.show(cssButton(this.t, this.options.buttonClass, this.onPay));
+    if (this.options.applePaySDK) this.loadAppleSDK(this.options.applePaySDK);
+  }
+}
+
 /**
  * Puts the Apple Pay button in `container` and runs payments from it.
  *
  * Options: `clientSecret` (a payment request from the shop's backend) or `order` (a function
  * returning the page's current `{orderId, paymentRequest}`, or null while there is none);
  * `merchantIdentifier` (with `order`), `applePaySDK` (a URL: use Apple's <apple-pay-button>),
- * `buttonClass`, `strings`, and the callbacks `onReady(paymentRequest)`, `onStart({orderId})`, `onTotals(update)`,
- * `onAttemptFailed({message})` and `onOutcome({status, detail, orderId, paymentId})` with status
- * success | failure | cancelled | unavailable. Each is also dispatched on `container` as
- * `orchard:ready`, `orchard:start`, `orchard:totals`, `orchard:attemptfailed` and `orchard:outcome`.
+ * `buttonClass`, `strings`, and the callbacks `onReady(paymentRequest)`, `onStart({orderId})`,
+ * `onTotals(update)`, `onAttemptFailed({message})` and `onOutcome({status, detail, orderId,
+ * paymentId})` with status success | failure | cancelled | unavailable. Each is also dispatched
+ * on `container` as `orchard:ready`, `orchard:start`, `orchard:totals`, `orchard:attemptfailed`
+ * and `orchard:outcome`.
  *
- * Returns a controller: `available`, `refresh()` (the page's order changed) and `reset()` (pay again).
+ * Returns a controller: `available`, `button`, `refresh()` (the page's order changed) and
+ * `reset()` (show the button again for a new order after a payment).
  */
 export async function mount(container, options = {}) {
-  const t = { ...defaultStrings, ...(options.strings ?? {}) };
-  const state = { order: null, version: null, available: false, paying: false, done: false, button: null };
-  const emit = (name, detail, callback) => {
-    callback?.(detail);
-    container.dispatchEvent(new CustomEvent(`orchard:${name}`, { detail, bubbles: true }));
-  };
-  const outcome = (status, detail, answer) => {
-    state.paying = false;
-    state.done = status === 'success' || status === 'unavailable';
-    refresh();
-    emit('outcome', { status, detail, orderId: answer?.orderId ?? null, paymentId: answer?.paymentId ?? null }, options.onOutcome);
-  };
-  const currentOrder = () => (options.order ? options.order() : state.order);
-  const usable = () => state.available && currentOrder() != null && !state.paying && !state.done;
-
-  function refresh() {
-    const button = state.button;
-    if (!button) return;
-    button.setAttribute('aria-disabled', String(!usable()));
-    if (button instanceof HTMLButtonElement) button.disabled = !usable();
-    button.hidden = state.done;
-  }
-
-  function onPay() {
-    if (!usable()) return;
-    try {
-      startPayment({
-        order: currentOrder(),
-        version: state.version,
-        t,
-        on: {
-          totals: (update) => emit('totals', update, options.onTotals),
-          attemptFailed: (message) => emit('attemptfailed', { message }, options.onAttemptFailed),
-          outcome,
-        },
-      });
-    } catch (error) {
-      emit('outcome', { status: 'failure', detail: format(t.sessionFailed, { reason: error?.message ?? String(error) }) }, options.onOutcome);
-      return;
-    }
-    state.paying = true;
-    refresh();
-    emit('start', { orderId: currentOrder().orderId }, options.onStart);
-  }
-
-  function show(button) {
-    const hadFocus = state.button && document.activeElement === state.button;
-    state.button = button;
-    container.replaceChildren(button);
-    refresh();
-    if (hadFocus) button.focus();
-  }
-
-  const controller = {
-    get available() { return state.available; },
-    get button() { return state.button; },
-    refresh,
-    /** After a payment: show the button again for a new order. */
-    reset() {
-      state.done = false;
-      show(customElements.get('apple-pay-button') ? sdkButton(t, onPay) : cssButton(t, options.buttonClass, onPay));
+  const checkout = new Checkout(container, options);
+  await checkout.start();
+  return {
+    get available() { return checkout.available; },
+    get button() { return checkout.button; },
+    refresh: () => checkout.refresh(),
+    reset: () => {
+      checkout.done = false;
+      checkout.showButton();
     },
   };
-
-  let merchantIdentifier = options.merchantIdentifier;
-  let simulatedSheet = options.simulatedSheet;
-  if (options.clientSecret) {
-    let opened;
-    try {
-      opened = await postJSON('api/payment-requests/open', { clientSecret: options.clientSecret });
-    } catch (error) {
-      outcome('failure', error.message);
-      return controller;
-    }
-    merchantIdentifier = opened.merchantIdentifier;
-    simulatedSheet ??= opened.simulatedSheet;
-    state.order = { orderId: opened.id, paymentRequest: opened.paymentRequest };
-    emit('ready', opened, options.onReady);
-    if (opened.status !== 'requires_payment') {
-      state.available = false;
-      outcome(opened.status === 'paid' ? 'success' : 'failure', opened.status === 'paid' ? t.alreadyPaid : format(t.closed, { status: opened.status }),
-        { orderId: opened.id, paymentId: opened.payments?.find((p) => p.state === 'authorized' || p.state === 'settled')?.id });
-      return controller;
-    }
-  }
-  if (simulatedSheet && !('ApplePaySession' in window)) {
-    try {
-      await import(new URL(simulatedSheet.replace(/^\//, ''), BASE).href);
-    } catch (error) {
-      console.warn('The demo sheet did not load', error);
-    }
-  }
-  const availability = await checkAvailability(merchantIdentifier);
-  state.available = availability.available;
-  state.version = availability.version ?? null;
-  if (!state.available) {
-    outcome('unavailable', t.unavailableDetail);
-    return controller;
-  }
-  show(cssButton(t, options.buttonClass, onPay));
-  if (options.applePaySDK) {
-    // Never waited for: the module's own button is already there.
-    customElements.whenDefined('apple-pay-button').then(() => {
-      if (!state.done && !state.paying) show(sdkButton(t, onPay));
-    });
-    const script = element('script', { src: options.applePaySDK, crossorigin: 'anonymous', async: '' });
-    script.addEventListener('error', () => console.info('Apple Pay JS SDK did not load; the page keeps its own button.'));
-    document.head.append(script);
-  }
-  return controller;
 }
