@@ -12,6 +12,11 @@ public struct CurlRequest: Sendable {
     public var trust: TLSTrust
     /// Overrides the client's default timeouts for this request.
     public var timeouts: CurlTimeouts?
+    /// Opens a new connection for this request. libcurl silently sends a request again when a
+    /// reused connection turns out dead before any answer, which may be after the server acted
+    /// on it; a fresh connection is never retried that way, so a call that must not be
+    /// repeated without an idempotency key asks for one.
+    public var freshConnection = false
 
     public init(
         method: String = "GET",

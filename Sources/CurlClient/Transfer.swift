@@ -55,6 +55,7 @@ final class Transfer: @unchecked Sendable {
         try set(CURLOPT_FOLLOWLOCATION, 0)
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_TCP_KEEPALIVE, 1)
+        if request.freshConnection { try set(CURLOPT_FRESH_CONNECT, 1) }
         try set(CURLOPT_CONNECTTIMEOUT_MS, timeouts.connect.milliseconds)
         try set(CURLOPT_TIMEOUT_MS, timeouts.total.milliseconds)
         try set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))

@@ -13,15 +13,20 @@ struct ProcessorHTTP: Sendable {
     }
 
     /// Sends `body`; a transport failure (timeout, reset, refused) is ``ProcessorNoAnswer``.
-    func send(_ method: String, url: String, headers: [(name: String, value: String)], body: [UInt8]?) async throws -> Answer {
+    /// `fresh`: on a new connection, so libcurl never repeats it by itself (see
+    /// `CurlRequest.freshConnection`), for a processor that may not de-duplicate.
+    func send(_ method: String, url: String, headers: [(name: String, value: String)], body: [UInt8]?, fresh: Bool = false)
+        async throws -> Answer
+    {
         guard endpoint.owns(url) else { throw ProcessorActionError("refusing to call \(url): not on \(endpoint.baseURL)") }
         let trust = TLSTrust(caPEM: endpoint.trust.caPEM)
         let response: CurlResponse
         do {
-            response = try await http.execute(
-                CurlRequest(
-                    method: method, url: url, headers: headers, body: body, trust: trust,
-                    timeouts: CurlTimeouts(connect: endpoint.connectTimeout, total: endpoint.timeout)))
+            var request = CurlRequest(
+                method: method, url: url, headers: headers, body: body, trust: trust,
+                timeouts: CurlTimeouts(connect: endpoint.connectTimeout, total: endpoint.timeout))
+            request.freshConnection = fresh
+            response = try await http.execute(request)
         } catch {
             throw ProcessorNoAnswer("\(error.kind.rawValue): \(error.message)")
         }

@@ -139,6 +139,18 @@ struct RefundProcessorTests {
         }
     }
 
+    @Test("Worldpay calls go on a fresh connection: a refund whose connection drops after the charge reaches Worldpay once")
+    func noSilentResend() async throws {
+        try await ProcessorFixture.with(.worldpay, admin: true) { fixture in
+            let settled = try await SettledPayment.make(fixture)  // leaves pooled connections to reuse
+            fixture.mock.refundBehaviour = .dropAfterRefund
+            let before = fixture.mock.received.count { $0.path.contains("efund") }
+            await #expect(throws: ProcessorNoAnswer.self) { try await settled.refund(300, 1) }
+            let sent = fixture.mock.received.count { $0.path.contains("efund") } - before
+            #expect(sent == 1, "libcurl re-sent the refund by itself \(sent - 1) time(s)")
+        }
+    }
+
     @Test("a refusal is trusted on a reference's first send only, unless the processor declined the refund itself", arguments: kinds)
     func refusalOnResend(kind: ProcessorFixture.Kind) async throws {
         try await ProcessorFixture.with(kind, admin: true) { fixture in

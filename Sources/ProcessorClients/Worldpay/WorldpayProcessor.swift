@@ -4,7 +4,9 @@ import Foundation
 import OrchardCore
 
 /// Worldpay Access: `POST /payments/authorizations` with the Apple Pay token as `walletToken`;
-/// Worldpay decrypts it. Settle and cancel follow the `_links` Worldpay returned.
+/// Worldpay decrypts it. Settle and cancel follow the `_links` Worldpay returned. Every call is
+/// on a fresh connection: its documentation promises no de-duplication, and libcurl would
+/// otherwise re-send a POST by itself when a reused connection dies under it.
 public struct WorldpayProcessor: PaymentProcessor {
     public static let mediaType = "application/vnd.worldpay.payments-v7+json"
 
@@ -44,7 +46,7 @@ public struct WorldpayProcessor: PaymentProcessor {
 
     public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {
         let answer = try await client.send(
-            "POST", url: settings.connection.baseURL + "/payments/authorizations", headers: headers, body: try body(request))
+            "POST", url: settings.connection.baseURL + "/payments/authorizations", headers: headers, body: try body(request), fresh: true)
         switch answer.status {
         case 200..<300:
             let links = answer.json["_links"] as? [String: Any] ?? [:]
@@ -120,7 +122,7 @@ public struct WorldpayProcessor: PaymentProcessor {
         if !request.isFull { body["value"] = ["amount": request.amount, "currency": request.payment.currency] }
         let answer: ProcessorHTTP.Answer
         do {
-            answer = try await client.send("POST", url: url, headers: headers, body: try ProcessorHTTP.encode(body))
+            answer = try await client.send("POST", url: url, headers: headers, body: try ProcessorHTTP.encode(body), fresh: true)
         } catch let error as ProcessorActionError {
             // Refused before sending (a link off the configured origin): nothing left Orchard.
             return RefundOutcome(status: .refused, code: "link_not_on_origin", message: error.description)
@@ -145,7 +147,7 @@ public struct WorldpayProcessor: PaymentProcessor {
         guard let url = payment.links[action] else { throw ProcessorActionError("Worldpay gave no \(action) link for this payment") }
         let answer: ProcessorHTTP.Answer
         do {
-            answer = try await client.send("POST", url: url, headers: headers, body: nil)
+            answer = try await client.send("POST", url: url, headers: headers, body: nil, fresh: true)
         } catch let error as ProcessorActionError {
             throw error
         } catch {
