@@ -108,6 +108,17 @@ extension SQLiteStore {
         }
     }
 
+    public func refundsToReconcile(pendingBefore: Date, maximumSends: Int, limit: Int) async throws -> [RefundRecord] {
+        try await database.run { db in
+            try db.query(
+                """
+                SELECT \(Self.refundColumns) FROM refunds
+                WHERE (state = 'unknown' AND sends <= ?) OR (state = 'pending' AND updated_at < ?) ORDER BY updated_at, rowid LIMIT ?
+                """, [.integer(Int64(maximumSends)), .time(pendingBefore), .integer(Int64(limit))]
+            ).map(Self.refund)
+        }
+    }
+
     static func refund(_ row: [SQLiteValue]) -> RefundRecord {
         RefundRecord(
             id: row[0].text ?? "", paymentId: row[1].text ?? "", amount: row[2].integer ?? 0, currency: row[3].text ?? "",

@@ -31,6 +31,7 @@ extension SQLiteStore {
                 sends INTEGER NOT NULL, processor_reference TEXT, processor_code TEXT, processor_message TEXT,
                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, UNIQUE (payment_id, idempotency_key))
             """)
+        try database.execute("CREATE INDEX IF NOT EXISTS refunds_by_state ON refunds(state, updated_at)")
         try database.execute(
             "CREATE TABLE IF NOT EXISTS merchant_settings (partner_id TEXT PRIMARY KEY, sealed BLOB NOT NULL, updated_at INTEGER NOT NULL)")
         try migrateWebhooks(database)

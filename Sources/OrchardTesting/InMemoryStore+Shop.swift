@@ -134,6 +134,16 @@ extension InMemoryStore {
         }
     }
 
+    public func refundsToReconcile(pendingBefore: Date, maximumSends: Int, limit: Int) async throws -> [RefundRecord] {
+        state.withLock { state in
+            Array(
+                state.refunds.filter {
+                    ($0.state == .unknown && $0.sends <= maximumSends) || ($0.state == .pending && $0.updatedAt < pendingBefore)
+                }
+                .sorted { $0.updatedAt < $1.updatedAt }.prefix(limit))
+        }
+    }
+
     public func refunds(paymentId: String) async throws -> [RefundRecord] {
         state.withLock { $0.refunds.filter { $0.paymentId == paymentId } }
     }

@@ -21,6 +21,9 @@ extension FailingStore {
         return try await inner.finishRefund(id: id, state: state, outcome: outcome, at: date)
     }
     func refunds(paymentId: String) async throws -> [RefundRecord] { try await inner.refunds(paymentId: paymentId) }
+    func refundsToReconcile(pendingBefore: Date, maximumSends: Int, limit: Int) async throws -> [RefundRecord] {
+        try await inner.refundsToReconcile(pendingBefore: pendingBefore, maximumSends: maximumSends, limit: limit)
+    }
     func webhookEventsDue(at date: Date, limit: Int) async throws -> [WebhookEvent] {
         try await inner.webhookEventsDue(at: date, limit: limit)
     }

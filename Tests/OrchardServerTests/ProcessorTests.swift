@@ -58,7 +58,8 @@ struct ProcessorFixture {
 
     static func with(
         _ kind: Kind, password: String = "env:WP_PASSWORD", timeout: Int? = nil, admin: Bool = false, logHandler: (any LogHandler)? = nil,
-        wrapStore: (SQLiteStore) -> any OrchardStore = { $0 }, _ body: (ProcessorFixture) async throws -> Void
+        wrapStore: (SQLiteStore) -> any OrchardStore = { $0 }, reconcileEverySecond: Bool = false,
+        _ body: (ProcessorFixture) async throws -> Void
     ) async throws {
         let mock = try MockProcessors(serverIdentity: TestMaterial.shared.server, worldpay: worldpay, worldline: worldline)
         try await mock.start()
@@ -69,6 +70,10 @@ struct ProcessorFixture {
             configure: { file, _ in
                 file.merchants[0].processor = processor(kind, baseURL: mock.baseURL, password: password, timeout: timeout)
                 if admin { MoreMerchants.addAdmin(&file) }
+                if reconcileEverySecond {
+                    file.payments?.reconcileIntervalSeconds = 1
+                    file.payments?.reconcileFirstDelaySeconds = 1
+                }
             }
         ) { server in
             try await body(ProcessorFixture(server: server, mock: mock))

@@ -14,6 +14,9 @@ extension PaymentsEngine {
         public var resolved = 0
         /// Unknown payments the reconciler gave up on or cannot re-send: an operator's now.
         public var needOperator = 0
+        /// Unknown (or stale pending) refunds re-sent, and how many of them got a definite answer.
+        public var refundsResent = 0
+        public var refundsResolved = 0
 
         public init(stale: Int = 0, resent: Int = 0, resolved: Int = 0, needOperator: Int = 0) {
             self.stale = stale
@@ -57,6 +60,7 @@ extension PaymentsEngine {
     public func reconcile(limit: Int = 50) async -> ReconcileReport {
         var report = ReconcileReport()
         report.stale = await recoverStalePending()
+        (report.refundsResent, report.refundsResolved) = await reconcileRefunds(limit: limit)
         let due: [PaymentRecord]
         do {
             due = try await store.paymentsDueForReconciliation(at: time.now, limit: limit)
@@ -138,7 +142,7 @@ extension PaymentsEngine {
         }
         do {
             let retry = try vault.unseal(sealed)
-            guard let decryptor = decryptors[order.merchantIdentifier] else {
+            guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
                 throw PaymentEngineError(.invalidToken, "the merchant has no processing keys")
             }
             let decrypted = try decryptor.decrypt(try retry.token.paymentData.decoded())

@@ -147,8 +147,7 @@ public struct PaymentsEngine: Sendable {
         let verified: TokenVerifier.Verified
         let payment: DecryptedPayment
         do throws(ApplePayError) {
-            // A merchant without keys of its own was registered by the platform: its tokens are encrypted to the platform.
-            guard let decryptor = decryptors[order.merchantIdentifier] ?? platformDecryptor else {
+            guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
                 throw ApplePayError(.unknownProcessingKey, "the merchant has no processing keys")
             }
             verified = try verifier.verify(attempt.token.paymentData, at: time.now)
@@ -258,6 +257,12 @@ public struct PaymentsEngine: Sendable {
             logger.error("processor gave no definite answer: payment outcome unknown", metadata: metadata)
             throw PaymentEngineError.unknownOutcome
         }
+    }
+
+    /// The merchant's processing keys; a merchant without its own was registered by the
+    /// platform, whose keys its tokens are encrypted to.
+    func decryptor(forMerchant merchantIdentifier: String) -> TokenDecryptor? {
+        decryptors[merchantIdentifier] ?? platformDecryptor
     }
 
     /// Runs a store call; any failure is a storage error before anything was sent.

@@ -34,6 +34,9 @@ public protocol ShopStore: Sendable {
     /// was not pending.
     func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord?
     func refunds(paymentId: String) async throws -> [RefundRecord]
+    /// Unknown refunds re-sent fewer than `maximumSends` times, and pending ones untouched since
+    /// before `pendingBefore` (no call in flight), least recently changed first.
+    func refundsToReconcile(pendingBefore: Date, maximumSends: Int, limit: Int) async throws -> [RefundRecord]
 
     /// Pending events whose next attempt is due, oldest first.
     func webhookEventsDue(at date: Date, limit: Int) async throws -> [WebhookEvent]

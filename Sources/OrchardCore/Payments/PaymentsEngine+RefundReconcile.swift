@@ -1,0 +1,54 @@
+import ApplePay
+import Foundation
+import Logging
+
+/// Refunds the shop did not hear back about are not left to it alone: the reconciler turns a
+/// refund left pending (its process stopped, or its write failed) unknown, and re-sends every
+/// unknown refund under its own reference, backing off as for payments, until the processor's
+/// answer arrives or the attempts are used up (then an operator checks the processor).
+extension PaymentsEngine {
+    /// One pass over refunds; returns how many were re-sent and how many of those got an answer.
+    func reconcileRefunds(limit: Int) async -> (resent: Int, resolved: Int) {
+        let now = time.now
+        let candidates: [RefundRecord]
+        do {
+            candidates = try await store.refundsToReconcile(
+                pendingBefore: now.addingTimeInterval(-policy.staleAfter), maximumSends: policy.maximumReconcileAttempts, limit: limit)
+        } catch {
+            logger.error("cannot list refunds to reconcile", metadata: ["error": "\(error)"])
+            return (0, 0)
+        }
+        var resent = 0
+        var resolved = 0
+        for candidate in candidates {
+            var refund = candidate
+            if refund.state == .pending {
+                guard let unknown = try? await store.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: now) else { continue }
+                logger.warning(
+                    "a refund was left pending (the process stopped or its write failed): now unknown, to be re-sent",
+                    metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)"])
+                refund = unknown
+            }
+            // Re-sends so far count as attempts: the first waits the first delay, and so on.
+            guard let due = policy.nextReconcile(after: refund.sends - 1, now: refund.updatedAt), due <= now,
+                let merchant = try? await merchantOf(paymentId: refund.paymentId)
+            else { continue }
+            resent += 1
+            let answered = try? await self.refund(
+                paymentId: refund.paymentId, merchantIdentifier: merchant, amount: refund.amount, idempotencyKey: refund.idempotencyKey)
+            if let answered, answered.state != .unknown {
+                resolved += 1
+            } else if refund.sends >= policy.maximumReconcileAttempts {
+                logger.error(
+                    "an unknown refund is still unknown after every re-send: check it in the processor's records",
+                    metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)"])
+            }
+        }
+        return (resent, resolved)
+    }
+
+    private func merchantOf(paymentId: String) async throws -> String? {
+        guard let payment = try await store.payment(id: paymentId) else { return nil }
+        return try await store.order(id: payment.orderId)?.merchantIdentifier
+    }
+}

@@ -1,0 +1,73 @@
+import CurlClient
+import Foundation
+import OrchardCore
+import OrchardTesting
+import Synchronization
+import Testing
+
+/// Refunds the shop never retried are still settled: the reconciler re-sends unknown refunds
+/// under their own reference, and turns a refund left pending by a failed write unknown first.
+@Suite("The reconciler finishes unknown and abandoned refunds")
+struct RefundReconcileTests {
+    /// Polls the store until the refund reaches `state`, up to `timeout`.
+    func wait(_ fixture: ProcessorFixture, payment: String, for state: RefundState, timeout: Duration = .seconds(20)) async throws
+        -> RefundRecord?
+    {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let refund = try await fixture.server.store.refunds(paymentId: payment).first, refund.state == state { return refund }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return try await fixture.server.store.refunds(paymentId: payment).first
+    }
+
+    @Test(
+        "a refund the processor did not answer is re-sent in the background and refunds once",
+        arguments: [
+            ProcessorFixture.Kind.worldpay, .worldlineEncrypted,
+        ])
+    func unknownIsResent(kind: ProcessorFixture.Kind) async throws {
+        try await ProcessorFixture.with(kind, admin: true, reconcileEverySecond: true) { fixture in
+            let settled = try await SettledPayment.make(fixture)
+            let key = try await fixture.server.apiKey()
+            fixture.mock.refundBehaviour = .status(503)
+            let answer = try await fixture.server.api(
+                "POST", "/v1/payments/\(settled.payment.id)/refunds", key: key, json: #"{"amount": 400}"#, idempotencyKey: "r-1")
+            #expect(answer.status == 202)
+            #expect(answer.json?["state"] as? String == "unknown")
+            fixture.mock.refundBehaviour = .accept
+            let refund = try #require(try await wait(fixture, payment: settled.payment.id, for: .refunded))
+            #expect(refund.state == .refunded)
+            #expect(refund.sends == 2, "one re-send, under the same reference")
+            #expect(settled.refunded == [400], "refunded once")
+        }
+    }
+
+    @Test("a refund whose answer could not be written stays pending, then is found, re-sent and refunds once")
+    func abandonedPending() async throws {
+        nonisolated(unsafe) var failing: FailingStore?
+        try await ProcessorFixture.with(
+            .worldlineEncrypted, timeout: 1000, admin: true,
+            wrapStore: { store in
+                let wrapped = FailingStore(store)
+                failing = wrapped
+                return wrapped
+            }, reconcileEverySecond: true
+        ) { fixture in
+            let settled = try await SettledPayment.make(fixture)
+            let key = try await fixture.server.apiKey()
+            let store = try #require(failing)
+            store.failing.store(true, ordering: .relaxed)
+            let answer = try await fixture.server.api(
+                "POST", "/v1/payments/\(settled.payment.id)/refunds", key: key, json: #"{"amount": 250}"#, idempotencyKey: "r-2")
+            #expect(answer.status == 504)
+            store.failing.store(false, ordering: .relaxed)
+            #expect(try await fixture.server.store.refunds(paymentId: settled.payment.id).first?.state == .pending)
+            #expect(settled.refunded == [250], "the processor refunded; only the write failed")
+            // Pending longer than the processor's timeout + 5 s: unknown, then re-sent.
+            let refund = try #require(try await wait(fixture, payment: settled.payment.id, for: .refunded, timeout: .seconds(30)))
+            #expect(refund.state == .refunded)
+            #expect(settled.refunded == [250], "the re-send got the first answer again, not a second refund")
+        }
+    }
+}
