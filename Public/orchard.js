@@ -146,6 +146,16 @@ export function paymentRequestFor(serverRequest, version) {
   return request;
 }
 
+/** What Apple Pay reveals of the address before payment: enough for a shop to price delivery. */
+function redactedAddress(contact) {
+  return {
+    countryCode: contact?.countryCode ?? null,
+    postalCode: contact?.postalCode ?? null,
+    locality: contact?.locality ?? null,
+    administrativeArea: contact?.administrativeArea ?? null,
+  };
+}
+
 function applePayError({ code = 'unknown', contactField, message = '' }) {
   return typeof window.ApplePayError === 'function'
     ? new window.ApplePayError(code, contactField, message)
@@ -223,7 +233,7 @@ export function startPayment({ order, version, on, t = defaultStrings }) {
       session.completePaymentMethodSelection({ newTotal: u.newTotal, newLineItems: u.newLineItems }))();
 
   session.onshippingcontactselected = (event) =>
-    repriced('shipping-contact', { countryCode: event.shippingContact?.countryCode ?? null }, (u) =>
+    repriced('shipping-contact', redactedAddress(event.shippingContact), (u) =>
       session.completeShippingContactSelection(u))();
 
   session.onshippingmethodselected = (event) =>

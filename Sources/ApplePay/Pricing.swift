@@ -106,6 +106,8 @@ public struct PricedOrder: Sendable, Codable, Equatable {
     public var couponCode: String?
     public var discount: Int64
     public var shippingCountry: String?
+    /// The rest of the address Apple Pay reveals before payment, for a shop that prices by it.
+    public var shippingAddress: RedactedAddress?
     public var total: Int64
 
     public init(
@@ -121,6 +123,22 @@ public struct PricedOrder: Sendable, Codable, Equatable {
         self.discount = discount
         self.shippingCountry = shippingCountry
         self.total = total
+    }
+}
+
+/// The shipping address as Apple Pay JS gives it before the shopper pays: enough to price
+/// delivery, never a street or a name.
+public struct RedactedAddress: Sendable, Codable, Equatable {
+    public var countryCode: String?
+    public var postalCode: String?
+    public var locality: String?
+    public var administrativeArea: String?
+
+    public init(countryCode: String?, postalCode: String? = nil, locality: String? = nil, administrativeArea: String? = nil) {
+        self.countryCode = countryCode
+        self.postalCode = postalCode
+        self.locality = locality
+        self.administrativeArea = administrativeArea
     }
 }
 

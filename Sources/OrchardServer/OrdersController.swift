@@ -15,7 +15,20 @@ struct OrdersController {
     let quotes: QuoteClient?
 
     struct CreateBody: Decodable { var items: [CartItem] }
-    struct ShippingContactBody: Decodable { var countryCode: String? }
+    /// What Apple Pay reveals of the address before payment (each at most 64 characters is kept).
+    struct ShippingContactBody: Decodable {
+        var countryCode: String?
+        var postalCode: String?
+        var locality: String?
+        var administrativeArea: String?
+
+        var address: RedactedAddress {
+            func clip(_ value: String?) -> String? { value.map { String($0.prefix(64)) } }
+            return RedactedAddress(
+                countryCode: clip(countryCode), postalCode: clip(postalCode), locality: clip(locality),
+                administrativeArea: clip(administrativeArea))
+        }
+    }
     struct ShippingMethodBody: Decodable { var identifier: String }
     struct CouponBody: Decodable { var couponCode: String }
     struct PaymentMethodBody: Decodable { var type: String? }
@@ -29,7 +42,9 @@ struct OrdersController {
         router.post("/api/orders") { request, context in try await create(request, context: context) }
         router.post("/api/orders/{id}/shipping-contact") { request, context in
             let body = try await request.decode(as: ShippingContactBody.self, context: context)
-            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: true) { order in
+            return try await update(
+                context, id: try context.parameters.require("id"), includeShippingMethods: true, address: body.address
+            ) { order in
                 (order.items, nil, order.couponCode, body.countryCode ?? "")
             }
         }
@@ -85,7 +100,7 @@ struct OrdersController {
 
     /// Reprices an open order; shopper-fixable problems come back as Apple Pay errors with the previous totals.
     func update(
-        _ context: OrchardRequestContext, id: String, includeShippingMethods: Bool,
+        _ context: OrchardRequestContext, id: String, includeShippingMethods: Bool, address: RedactedAddress? = nil,
         change: (PricedOrder) -> ([CartItem], String?, String?, String?)
     ) async throws -> ApplePayUpdate {
         let (merchant, _) = try context.requireMerchant()
@@ -98,7 +113,9 @@ struct OrdersController {
             var cart = request.cart
             if let endpoint = merchant.quote, let quotes {
                 (cart, updated.priced, errors) = try await quoted(
-                    request, order: order.priced, method: method, coupon: coupon, country: country, endpoint: endpoint, quotes: quotes)
+                    request, order: order.priced, method: method, coupon: coupon,
+                    address: address ?? order.priced.shippingAddress ?? RedactedAddress(countryCode: country), endpoint: endpoint,
+                    quotes: quotes)
             } else {
                 (updated.priced, errors) = try reprice(cart, order: order.priced, method: method, coupon: coupon, country: country)
             }
@@ -147,12 +164,13 @@ struct OrdersController {
     /// method it selects (else the shopper's, else the first that ships) and its errors. Anything
     /// that does not check fails the update and keeps the old total.
     func quoted(
-        _ request: PaymentRequestRecord, order: PricedOrder, method: String?, coupon: String?, country: String?,
+        _ request: PaymentRequestRecord, order: PricedOrder, method: String?, coupon: String?, address: RedactedAddress,
         endpoint: WebhookEndpoint, quotes: QuoteClient
     ) async throws -> (ShopCart, PricedOrder, [ApplePayErrorItem]) {
+        let country = address.countryCode
         let question = QuoteRequest(
             paymentRequestId: request.id, reference: request.reference, metadata: request.metadata, currency: request.cart.currency,
-            amount: request.cart.amount, countryCode: country ?? order.shippingCountry, shippingMethod: method, couponCode: coupon)
+            amount: request.cart.amount, shippingContact: address, shippingMethod: method, couponCode: coupon)
         let answer = try await quotes.quote(question, endpoint: endpoint)
         let cart: ShopCart
         do {
@@ -170,6 +188,7 @@ struct OrdersController {
             return (cart, order, answer.errors ?? ApplePayErrorItem(error).map { [$0] } ?? [])
         }
         priced.couponCode = answer.couponCode
+        priced.shippingAddress = address
         return (cart, priced, answer.errors ?? [])
     }
 

@@ -41,18 +41,22 @@ struct QuoteTests {
             #expect((created.json?["paymentRequest"] as? [String: Any])?["supportsCouponCode"] as? Bool == true)
 
             quotes.answer(200, body: Self.quote)
-            let france = try await update(server, id, "shipping-contact", #"{"countryCode": "FR"}"#)
+            let france = try await update(
+                server, id, "shipping-contact", #"{"countryCode": "FR", "postalCode": "75011", "locality": "Paris"}"#)
             #expect(france.status == 200)
             #expect((france.json?["newTotal"] as? [String: Any])?["amount"] as? String == "23.00")
             #expect((france.json?["newShippingMethods"] as? [[String: Any]])?.first?["identifier"] as? String == "local")
             #expect(try await server.store.order(id: id)?.priced.total == 2300)
             let asked = try #require(quotes.deliveries.last)
             #expect(asked.verified, "signed like a webhook")
-            #expect((asked.json?["shippingContact"] as? [String: Any])?["countryCode"] as? String == "FR")
+            let contact = asked.json?["shippingContact"] as? [String: Any]
+            #expect(contact?["countryCode"] as? String == "FR" && contact?["postalCode"] as? String == "75011")
             #expect(asked.json?["reference"] as? String == "order-1001")
 
             let coupon = try await update(server, id, "coupon", #"{"couponCode": "TEA20"}"#)
             #expect(quotes.deliveries.last?.json?["couponCode"] as? String == "TEA20")
+            let kept = quotes.deliveries.last?.json?["shippingContact"] as? [String: Any]
+            #expect(kept?["postalCode"] as? String == "75011", "a later change is quoted for the same address")
             #expect(coupon.status == 200)
 
             // Failures: an error status, no answer in 3 s, nonsense, lines that do not add up, an unknown error code.

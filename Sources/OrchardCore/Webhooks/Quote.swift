@@ -4,9 +4,6 @@ import Foundation
 /// What Orchard asks the shop's quote URL when the shopper changes the sheet: the request, the
 /// address (as Apple Pay reveals it before payment), the chosen method and coupon.
 public struct QuoteRequest: Codable, Sendable, Equatable {
-    public struct Contact: Codable, Sendable, Equatable {
-        public var countryCode: String?
-    }
 
     public var paymentRequestId: String
     public var reference: String
@@ -14,20 +11,21 @@ public struct QuoteRequest: Codable, Sendable, Equatable {
     public var currency: String
     /// The amount the request was created with.
     public var amount: Int64
-    public var shippingContact: Contact?
+    /// As much of the address as Apple Pay reveals before payment.
+    public var shippingContact: RedactedAddress?
     public var shippingMethod: String?
     public var couponCode: String?
 
     public init(
-        paymentRequestId: String, reference: String, metadata: [String: String], currency: String, amount: Int64, countryCode: String?,
-        shippingMethod: String?, couponCode: String?
+        paymentRequestId: String, reference: String, metadata: [String: String], currency: String, amount: Int64,
+        shippingContact: RedactedAddress?, shippingMethod: String?, couponCode: String?
     ) {
         self.paymentRequestId = paymentRequestId
         self.reference = reference
         self.metadata = metadata
         self.currency = currency
         self.amount = amount
-        shippingContact = countryCode.map { Contact(countryCode: $0) }
+        self.shippingContact = shippingContact
         self.shippingMethod = shippingMethod
         self.couponCode = couponCode
     }
