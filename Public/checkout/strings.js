@@ -1,5 +1,6 @@
-// Every string the shopper sees, in one place. To localise, copy `en`, translate the
-// values, and pick the table in `strings` below (the keys are the contract).
+// Every string of this page, in one place. To localise, copy `en`, translate the values, and
+// pick the table in `strings` below (the keys are the contract). The payment session's own
+// messages are `defaultStrings` in ../orchard.js; a key of the same name here overrides one.
 
 const en = {
   locale: 'en',
@@ -24,13 +25,6 @@ const en = {
   failureTitle: 'Payment not completed',
   cancelledTitle: 'Payment cancelled',
   cancelledDetail: 'Nothing was charged. Your basket is still here when you are ready.',
-  validationFailed: 'Apple Pay could not be started: {reason}.',
-  updateFailed: 'The total could not be updated: {reason}.',
-  authorizeFailed: '{reason}',
-  authorizeTimedOut: 'The shop did not answer in time. Your payment may still go through: check your order before paying again.',
-  sessionFailed: 'Apple Pay could not open: {reason}.',
-  timedOut: 'the shop did not answer in time',
-  networkError: 'the network connection failed',
   restart: 'Start a new order',
 };
 

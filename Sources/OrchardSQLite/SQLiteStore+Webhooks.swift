@@ -37,9 +37,12 @@ extension SQLiteStore {
         guard let payment = try db.query("SELECT \(paymentColumns) FROM payments WHERE id = ?", [.text(paymentId)]).first.map(payment),
             let merchant = try db.query("SELECT merchant FROM orders WHERE id = ?", [.text(payment.orderId)]).first?[0].text
         else { return }
+        // Only a settled payment has refunds: the sum is not looked up on the authorization path.
         let refunded =
-            try db.query("SELECT COALESCE(SUM(amount), 0) FROM refunds WHERE payment_id = ? AND state = 'refunded'", [.text(paymentId)])
-            .first?[0].integer ?? 0
+            payment.state == .settled
+            ? try db.query(
+                "SELECT COALESCE(SUM(amount), 0) FROM refunds WHERE payment_id = ? AND state = 'refunded'", [.text(paymentId)]
+            ).first?[0].integer ?? 0 : 0
         let request = try paymentRequest(in: db, id: payment.orderId)
         try insertEvent(
             in: db,
