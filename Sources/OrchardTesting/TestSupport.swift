@@ -51,32 +51,20 @@ public enum OrchardProcess {
         return URL(fileURLWithPath: name)
     }
 
-    /// Runs `executable` to completion, blocking the calling thread.
+    /// Runs `executable` to completion, blocking the calling thread; `stdin` is written to it first.
     public static func run(
-        _ arguments: [String], environment: [String: String]? = nil, executable: URL = orchard, currentDirectory: URL? = nil
+        _ arguments: [String], environment: [String: String]? = nil, executable: URL = orchard, currentDirectory: URL? = nil,
+        stdin: [UInt8]? = nil
     ) throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
-        let errors = Pipe()
-        let output = Pipe()
-        process.standardError = errors
-        process.standardOutput = output
-        try process.run()
-        // Read both pipes concurrently so neither fills up and blocks the child.
-        let errorData = Mutex(Data())
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            errorData.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() }
-            done.signal()
-        }.start()
-        let stdout = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        done.wait()
-        return Result(
-            status: process.terminationStatus, stdout: [UInt8](stdout), stderr: errorData.withLock { String(decoding: $0, as: UTF8.self) })
+        let child = try ChildProcess(
+            executable.path, arguments, environment: environment, currentDirectory: currentDirectory?.path, stdin: stdin)
+        let (stdout, stderr) = child.readToEnd()
+        return Result(status: child.wait(), stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// A program found on the `PATH` (`openssl`), run like ``run(_:environment:executable:currentDirectory:stdin:)``.
+    public static func tool(_ name: String, _ arguments: [String], stdin: [UInt8]? = nil) throws -> Result {
+        try run([name] + arguments, executable: URL(fileURLWithPath: "/usr/bin/env"), stdin: stdin)
     }
 
     /// ``run(_:environment:executable:currentDirectory:)`` on its own thread, so a server in the

@@ -19,13 +19,9 @@ enum AppleFixture {
 
 /// Runs the system `openssl` (CI installs it) to build PKCS#12 files the way other tools do.
 func openssl(_ arguments: [String]) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["openssl"] + arguments
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw CertificateToolError("openssl \(arguments.first ?? "") failed") }
+    guard try OrchardProcess.tool("openssl", arguments).status == 0 else {
+        throw CertificateToolError("openssl \(arguments.first ?? "") failed")
+    }
 }
 
 @Suite("orchard certs: CSRs, Apple .cer import, and inspection of PEM, DER and PKCS#12")

@@ -7,21 +7,16 @@ import Testing
 @Suite("orchard-sandbox demo as a process")
 struct DemoCommandTests {
     /// Starts the demo in `folder` and returns it with the port it printed.
-    func startDemo(in folder: URL) throws -> (process: Process, port: Int) {
-        let process = Process()
-        process.executableURL = OrchardProcess.sandbox
-        process.arguments = ["demo", "--port", "0", "--log-level", "error"]
-        process.currentDirectoryURL = folder
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+    func startDemo(in folder: URL) throws -> (process: ChildProcess, port: Int) {
+        let process = try ChildProcess(
+            OrchardProcess.sandbox.path, ["demo", "--port", "0", "--log-level", "error"], currentDirectory: folder.path,
+            output: .captureStdout)
         let port = Mutex<Int?>(nil)
         let found = DispatchSemaphore(value: 0)
         Thread {
             var text = ""
             while port.withLock({ $0 }) == nil {
-                let chunk = output.fileHandleForReading.availableData
+                let chunk = process.readOutput()
                 if chunk.isEmpty { break }
                 text += String(decoding: chunk, as: UTF8.self)
                 if let range = text.range(of: #"checkout page:\s+http://localhost:(\d+)/"#, options: .regularExpression) {
@@ -33,7 +28,8 @@ struct DemoCommandTests {
         }.start()
         _ = found.wait(timeout: .now() + 60)
         guard let bound = port.withLock({ $0 }) else {
-            process.terminate()
+            process.send(SIGTERM)
+            process.wait()
             throw DemoDidNotStart()
         }
         return (process, bound)
@@ -49,8 +45,8 @@ struct DemoCommandTests {
         #expect(!FileManager.default.fileExists(atPath: directory.path("Public")))
         let (process, port) = try startDemo(in: directory.url)
         defer {
-            process.terminate()
-            process.waitUntilExit()
+            process.send(SIGTERM)
+            process.wait()
         }
         let client = try CurlHTTPClient(configuration: .init(allowedSchemes: ["http"]))
         defer { client.shutdown() }

@@ -403,20 +403,9 @@ struct ProcessorTests {
             path: "/v2/PSPID/payments", keyId: "KEY1", secret: "s3cr3t")
         let subject =
             "POST\napplication/json; charset=utf-8\nSun, 22 Nov 2026 01:02:03 GMT\nx-gcs-clientmetainfo:abc\nx-gcs-idempotence-key:order-1\n/v2/PSPID/payments\n"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "dgst", "-sha256", "-hmac", "s3cr3t", "-binary"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(subject.utf8))
-        try input.fileHandleForWriting.close()
-        let mac = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(mac.count == 32)
-        #expect(authorization == "GCS v1HMAC:KEY1:\(mac.base64EncodedString())")
+        let mac = try OrchardProcess.tool("openssl", ["dgst", "-sha256", "-hmac", "s3cr3t", "-binary"], stdin: Array(subject.utf8))
+        #expect(mac.status == 0 && mac.stdout.count == 32)
+        #expect(authorization == "GCS v1HMAC:KEY1:\(Data(mac.stdout).base64EncodedString())")
     }
 
     @Test("processor configuration: secrets only from env or files, https, known hosts unless allowed")

@@ -13,7 +13,7 @@ final class ServerProcess: Sendable {
     let port: Int
     let client: CurlHTTPClient
     let minter = TokenMinter(chain: ServerHarness.tokenChain)
-    private let process = Mutex<Process?>(nil)
+    private let process = Mutex<ChildProcess?>(nil)
     private let environment: [String: String]
 
     /// Writes the configuration: the test merchant on Worldline (the mock at `processorURL`; record
@@ -57,15 +57,9 @@ final class ServerProcess: Sendable {
 
     /// Starts the server and waits until it answers.
     func start() async throws {
-        let child = Process()
-        child.executableURL = OrchardProcess.orchard
-        child.arguments = ["serve", "--config", directory.path("orchard.json")]
-        child.environment = environment
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: directory.path("server.log")))
-        log.seekToEndOfFile()
-        child.standardError = log
-        child.standardOutput = log
-        try child.run()
+        let child = try ChildProcess(
+            OrchardProcess.orchard.path, ["serve", "--config", directory.path("orchard.json")], environment: environment,
+            output: .file(directory.path("server.log")))
         process.withLock { $0 = child }
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
@@ -86,15 +80,15 @@ final class ServerProcess: Sendable {
     /// SIGKILL: no shutdown, no last write.
     func kill() {
         guard let child = process.withLock({ $0.take() }) else { return }
-        if child.isRunning { Foundation.kill(child.processIdentifier, SIGKILL) }
-        child.waitUntilExit()
+        child.send(SIGKILL)
+        child.wait()
     }
 
     /// SIGTERM, and waits for the exit.
     func stop() {
         guard let child = process.withLock({ $0.take() }) else { return }
-        if child.isRunning { child.terminate() }
-        child.waitUntilExit()
+        child.send(SIGTERM)
+        child.wait()
     }
 
     func send(_ method: String, _ path: String, body: [UInt8]? = nil, admin: Bool = false) async throws -> CurlResponse {
