@@ -41,6 +41,12 @@ final class ChannelTracker: Sendable {
         return channel.localAddress?.port ?? 0
     }
 
+    /// Closes every open connection and keeps listening.
+    func closeConnections() async {
+        let children = channels.withLock { Array($0.children.values) }
+        for child in children { try? await child.close() }
+    }
+
     /// Stops listening and closes every open connection.
     func closeAll() async {
         let (server, children) = channels.withLock { state in

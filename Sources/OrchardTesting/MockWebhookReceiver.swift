@@ -25,6 +25,8 @@ public final class MockWebhookReceiver: Sendable {
     public let secret: Secret
     private let channels = ChannelTracker()
     private let state = Mutex<(deliveries: [Delivery], status: Int, body: [UInt8], delay: Duration, port: Int)>(([], 200, [], .zero, 0))
+    /// While down, every connection is closed unanswered; the port stays bound, so nothing else can take it meanwhile.
+    private let down = Atomic<Bool>(false)
 
     public init(secret: String) {
         self.secret = Secret(secret)
@@ -49,6 +51,10 @@ public final class MockWebhookReceiver: Sendable {
     @discardableResult
     public func start() async throws -> Int {
         let port = try await channels.listen(host: "127.0.0.1", port: state.withLock { $0.port }) { [self] channel in
+            if isDown {
+                channel.close(promise: nil)
+                return
+            }
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
             try channel.pipeline.syncOperations.addHandler(WebhookReceiverHandler(receiver: self))
         }
@@ -56,10 +62,23 @@ public final class MockWebhookReceiver: Sendable {
         return port
     }
 
-    /// Stops listening and drops every connection: deliveries fail to connect until ``start()``.
+    /// Stops listening and drops every connection (the end of a test).
     public func stop() async {
         await channels.closeAll()
     }
+
+    /// Goes down: every connection, open or new, is closed without an answer until ``comeBack()``.
+    public func goDown() async {
+        down.store(true, ordering: .sequentiallyConsistent)
+        await channels.closeConnections()
+    }
+
+    /// Answers again.
+    public func comeBack() {
+        down.store(false, ordering: .sequentiallyConsistent)
+    }
+
+    var isDown: Bool { down.load(ordering: .sequentiallyConsistent) }
 
     /// Records a request and returns the answer: status, body and delay.
     func receive(headers: HTTPHeaders, body: [UInt8]) -> (status: Int, body: [UInt8], delay: Duration) {

@@ -215,7 +215,7 @@ struct PaymentsAPITests {
     func webhookRetries() async throws {
         let receiver = MockWebhookReceiver(secret: Self.webhookSecret)
         try await receiver.start()
-        await receiver.stop()  // down, on a port the configuration already names
+        await receiver.goDown()  // connections closed unanswered, on the port the configuration names
         try await Self.with(receiver: receiver) { server in
             let key = try await server.apiKey()
             let created = try await server.api("POST", "/v1/payment-requests", key: key, json: Self.cart, idempotencyKey: "w-1")
@@ -230,7 +230,7 @@ struct PaymentsAPITests {
             #expect(pending.first?.lastError != nil)
 
             receiver.answer(500)
-            try await receiver.start()
+            receiver.comeBack()
             let failing = try await receiver.wait { $0.count >= 2 }
             #expect(failing.allSatisfy { $0.status == 500 })
             receiver.answer(204)

@@ -75,10 +75,10 @@ struct QuoteTests {
                 #expect(ContinuousClock.now - started < .seconds(3.9), "the 3 s deadline held")
                 #expect(try await server.store.order(id: id)?.priced.total == 2300)
             }
-            await quotes.stop()
+            await quotes.goDown()
             let down = try await update(server, id, "shipping-method", #"{"identifier": "post"}"#)
             #expect(down.status == 502)
-            try await quotes.start()
+            quotes.comeBack()
 
             // The shop's errors reach the sheet with its totals.
             quotes.answer(200, body: #"{"amount": 2000, "errors": [{"code": "couponCodeExpired", "message": "TEA20 ended yesterday"}]}"#)

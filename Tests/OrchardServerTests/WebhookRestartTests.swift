@@ -43,7 +43,7 @@ struct WebhookRestartTests {
     func deliveredAfterRestart(stop: Stop) async throws {
         let receiver = MockWebhookReceiver(secret: Self.secret)
         try await receiver.start()
-        await receiver.stop()  // down, on the port the configuration names
+        await receiver.goDown()  // connections closed unanswered, on the port the configuration names
         let server = try Self.server(receiver: receiver)
         try await server.start()
         let (orderId, request) = try await server.order()
@@ -64,7 +64,7 @@ struct WebhookRestartTests {
         #expect(event.type == .paymentAuthorized && event.state == .pending && event.attempts >= 1 && event.lastError != nil)
         #expect(receiver.deliveries.isEmpty)
 
-        try await receiver.start()
+        receiver.comeBack()
         try await server.start()
         let once = "delivered after \(event.attempts + 1) attempt(s), last HTTP 200"
         let delivered = try await Self.listed(server) { $0.contains { $0.hasPrefix(event.id) && $0.contains("delivered") } }
