@@ -45,7 +45,7 @@ extension ServerConfiguration {
     /// The shortest webhook secret accepted: 128 bits as hex is 32 characters.
     static let minimumWebhookSecret = 32
 
-    static func resolveWebhook(_ file: ConfigurationFile.MerchantWebhook?, label: String, values: ConfigurationValues)
+    static func resolveWebhook(_ file: ConfigurationFile.MerchantWebhook?, label: String, values: any ConfigurationReader)
         throws(ConfigurationError) -> WebhookEndpoint?
     {
         guard let file else { return nil }

@@ -6,16 +6,8 @@ import OrchardCore
 /// same keys as `merchants[].processor`, but each secret given as itself, not as `env:` or a
 /// file) and its webhook endpoint. Stored sealed with `platformIntegrator.settingsKey`.
 public struct MerchantSettingsFile: Codable, Sendable {
-    public struct Webhook: Codable, Sendable {
-        public var url: String
-        /// The signing secret itself (at least 32 characters).
-        public var secret: String
-
-        public init(url: String, secret: String) {
-            self.url = url
-            self.secret = secret
-        }
-    }
+    /// The same shape as `merchants[].webhook`, but `secret` holds the secret itself.
+    public typealias Webhook = ConfigurationFile.MerchantWebhook
 
     public var processor: ProcessorSection?
     public var webhook: Webhook?
@@ -83,16 +75,9 @@ extension ServerConfiguration {
             }
             processor = try driver.settings(from: section, values: LiteralValues())
         }
-        func endpoint(_ hook: MerchantSettingsFile.Webhook?, _ name: String) throws(ConfigurationError) -> WebhookEndpoint? {
-            guard let hook else { return nil }
-            if let problem = WebhookEndpoint.check(hook.url) { throw ConfigurationError("\(label): \(name).url \(problem)") }
-            guard hook.secret.utf8.count >= Self.minimumWebhookSecret else {
-                throw ConfigurationError("\(label): \(name).secret must be at least \(Self.minimumWebhookSecret) characters")
-            }
-            return WebhookEndpoint(url: hook.url, secret: Secret(hook.secret))
-        }
         return MerchantSettings(
-            processor: processor, webhook: try endpoint(file.webhook, "webhook"), quote: try endpoint(file.quote, "quote"))
+            processor: processor, webhook: try Self.resolveWebhook(file.webhook, label: "\(label): webhook", values: LiteralValues()),
+            quote: try Self.resolveWebhook(file.quote, label: "\(label): quote", values: LiteralValues()))
     }
 
     /// Every registered merchant's settings, opened and checked: the server does not start on a
