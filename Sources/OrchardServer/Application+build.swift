@@ -92,6 +92,13 @@ public func buildApplication(
             certificates: configuration.certificates, time: time, interval: expiryCheckInterval, logger: logger),
         PaymentReconciler(engine: engine, interval: configuration.reconciliation.interval, logger: logger),
         PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger))
+    if configuration.platform != nil {
+        // Instances sharing one database learn each other's registrations within this interval.
+        app.addServices(
+            RegistrySync(
+                store: store, directory: directory, processors: processors, processorMaker: processorMaker,
+                interval: .seconds(2), logger: logger))
+    }
     if let shopCalls {
         app.addServices(
             WebhookDispatcher(

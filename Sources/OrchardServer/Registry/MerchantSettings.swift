@@ -90,15 +90,23 @@ extension ServerConfiguration {
             throw ConfigurationError("the registered merchants' settings could not be read (\(error))")
         }
         guard !sealed.isEmpty else { return [:] }
-        guard let vault = settingsVault else {
+        guard settingsVault != nil else {
             throw ConfigurationError(
                 "the registry holds sealed settings for \(sealed.count) registered merchant(s): set platformIntegrator.settingsKey to the key they were sealed with"
             )
         }
         var settings: [String: MerchantSettings] = [:]
         for (partner, bytes) in sealed {
-            settings[partner] = try resolveSettings(try vault.open(bytes, partnerIdentifier: partner), partnerIdentifier: partner)
+            settings[partner] = try openSettings(bytes, partnerIdentifier: partner)
         }
         return settings
+    }
+
+    /// One registered merchant's sealed settings, opened and checked.
+    func openSettings(_ sealed: [UInt8], partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettings {
+        guard let vault = settingsVault else {
+            throw ConfigurationError("platformIntegrator.settingsKey is not set: \(partnerIdentifier)'s settings cannot be opened")
+        }
+        return try resolveSettings(try vault.open(sealed, partnerIdentifier: partnerIdentifier), partnerIdentifier: partnerIdentifier)
     }
 }

@@ -1,0 +1,71 @@
+import Foundation
+import Logging
+import OrchardCore
+import ServiceLifecycle
+
+/// Keeps this instance's ``MerchantDirectory`` in step with the registry in the store, so a
+/// merchant registered (or a setting changed) through another instance sharing the database is
+/// served here within one interval. Each pass reads the registry and the sealed settings and
+/// swaps in only what changed; settings that do not open or check are logged and the ones this
+/// instance holds are kept (the instance that saved them checked them with the same key).
+public struct RegistrySync: Service {
+    let store: any OrchardStore
+    let directory: MerchantDirectory
+    let processors: PaymentProcessors
+    let processorMaker: (any ProcessorMaker)?
+    let interval: Duration
+    let logger: Logger
+
+    public init(
+        store: any OrchardStore, directory: MerchantDirectory, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?,
+        interval: Duration, logger: Logger
+    ) {
+        self.store = store
+        self.directory = directory
+        self.processors = processors
+        self.processorMaker = processorMaker
+        self.interval = interval
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            var seen: [String: [UInt8]] = [:]
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                seen = await refresh(seenSettings: seen)
+            }
+        }
+    }
+
+    /// One pass; returns the sealed settings now applied, to compare against next time (the
+    /// first pass re-applies what startup loaded: once, and harmless).
+    func refresh(seenSettings: [String: [UInt8]]) async -> [String: [UInt8]] {
+        let registered: [RegisteredMerchant]
+        let sealed: [String: [UInt8]]
+        do {
+            registered = try await store.registeredMerchants()
+            sealed = try await store.sealedMerchantSettings()
+        } catch {
+            logger.warning("the registry could not be read; the next pass tries again", metadata: ["error": "\(error)"])
+            return seenSettings
+        }
+        var applied = seenSettings
+        for (partner, bytes) in sealed where seenSettings[partner] != bytes {
+            applied[partner] = bytes
+            do {
+                let settings = try directory.configuration.openSettings(bytes, partnerIdentifier: partner)
+                directory.setSettings(settings, forPartner: partner)
+                processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: partner)
+            } catch {
+                logger.error(
+                    "a registered merchant's settings changed in the store but do not open here",
+                    metadata: ["merchant": "\(partner)", "error": "\(error.message)"])
+            }
+        }
+        if directory.registrations != registered {
+            directory.replaceRegistrations(registered)
+        }
+        return applied
+    }
+}

@@ -1,0 +1,45 @@
+import CurlClient
+import Foundation
+import OrchardCore
+import OrchardServer
+import OrchardTesting
+import Testing
+
+/// Instances sharing one database: a registration written by another instance (here, straight
+/// into the store this server reads) is served here within seconds, and a deletion stops it.
+@Suite("Registry changes from another instance are picked up")
+struct RegistrySyncTests {
+    static let domain = "sync-shop.example"
+
+    /// Polls the association file on `domain` until it answers `status`, for at most 5 s.
+    func waitForAssociation(_ server: ServerHarness, status: Int) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(5)
+        var last = 0
+        while ContinuousClock.now < deadline {
+            last = Int(try await server.send("GET", "/.well-known/apple-developer-merchantid-domain-association", host: Self.domain).status)
+            if last == status { return last }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return last
+    }
+
+    @Test("a domain registered in the store by another instance is served within 5 s, and stops being served once deleted")
+    func picksUpRegistrations() async throws {
+        try await ServerHarness.with(
+            otherMockMerchants: MoreMerchants.mockMerchants, environment: MoreMerchants.environment, configure: MoreMerchants.all
+        ) { server in
+            #expect(try await waitForAssociation(server, status: 404) == 404)
+            let now = Date()
+            try await server.store.saveRegistration(
+                RegisteredMerchant(
+                    partnerIdentifier: "sync-partner", name: "Sync Shop", encryptTo: TestMaterial.platformMerchantIdentifier,
+                    merchantUrl: nil, domains: [Self.domain], createdAt: now, updatedAt: now))
+            #expect(try await waitForAssociation(server, status: 200) == 200)
+            let file = try await server.send("GET", "/.well-known/apple-developer-merchantid-domain-association", host: Self.domain)
+            #expect(file.body == MoreMerchants.platformAssociation)
+
+            try await server.store.deleteRegistration(partnerIdentifier: "sync-partner")
+            #expect(try await waitForAssociation(server, status: 404) == 404)
+        }
+    }
+}
