@@ -31,7 +31,7 @@ public struct AppleGatewayClient: MerchantSessionService {
         let response: CurlResponse
         do {
             response = try await connection.send(
-                "POST", path: "/paymentservices/paymentSession", body: Array(body), identity: merchant.identity)
+                "POST", path: "/paymentservices/paymentSession", body: Array(body), identity: merchant.identity, call: "session")
         } catch {
             Counter(label: "orchard_merchant_sessions_total", dimensions: [("outcome", "\(error.kind)")]).increment()
             logger.error(
@@ -39,9 +39,8 @@ public struct AppleGatewayClient: MerchantSessionService {
                 metadata: ["merchant": "\(merchant.merchantIdentifier)", "error": "\(error.message)", "hint": "\(error.hint)"])
             throw error
         }
+        // Its latency is the gateway's `orchard_apple_gateway_request_duration_seconds{call="session"}`.
         let elapsed = ContinuousClock.now - started
-        Timer(label: "orchard_merchant_session_duration").recordNanoseconds(
-            elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
         guard (200..<300).contains(response.status) else {
             Counter(label: "orchard_merchant_sessions_total", dimensions: [("outcome", "rejected")]).increment()
             // Apple's message is for the operator's log only, never for the browser.

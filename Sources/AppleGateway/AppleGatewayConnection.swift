@@ -2,6 +2,7 @@ import ApplePay
 import CurlClient
 import Foundation
 import Logging
+import Metrics
 import OrchardCore
 
 /// What the session and registration clients share: Apple's gateway origin, its trust and
@@ -12,18 +13,25 @@ struct AppleGatewayConnection: Sendable {
     let endpoint: RemoteEndpoint
 
     /// Sends one JSON call; transport failures become ``GatewayError`` (timed out or unreachable),
-    /// any HTTP answer is returned for the caller to judge.
-    func send(_ method: String, path: String, body: [UInt8]?, identity: MerchantIdentity) async throws(GatewayError) -> CurlResponse {
+    /// any HTTP answer is returned for the caller to judge. `call` names it in the metrics
+    /// (`session` or `registration`).
+    func send(_ method: String, path: String, body: [UInt8]?, identity: MerchantIdentity, call: String) async throws(GatewayError)
+        -> CurlResponse
+    {
         var headers: [(name: String, value: String)] = [(name: "Accept", value: "application/json")]
         if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
         let trust = TLSTrust(caPEM: endpoint.trust.caPEM)
+        let started = ContinuousClock.now
         do {
-            return try await http.execute(
+            let response = try await http.execute(
                 CurlRequest(
                     method: method, url: endpoint.baseURL + path, headers: headers, body: body,
                     identity: .pem(certificate: identity.certificatePEM, key: identity.keyPEM), trust: trust,
                     timeouts: CurlTimeouts(connect: endpoint.connectTimeout, total: endpoint.timeout)))
+            GatewayMetrics.answered(call: call, response: response, elapsed: ContinuousClock.now - started)
+            return response
         } catch {
+            GatewayMetrics.failed(call: call, kind: error.kind.rawValue, elapsed: ContinuousClock.now - started)
             switch error.kind {
             case .timedOut: throw GatewayError(.timedOut, "no answer within \(endpoint.timeout) (\(error.message))")
             default: throw GatewayError(.unreachable, "\(error.kind.rawValue): \(error.message)")
@@ -35,5 +43,37 @@ struct AppleGatewayConnection: Sendable {
     static func appleMessage(_ body: [UInt8]) -> String {
         let json = (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]) ?? [:]
         return (json["statusMessage"] as? String) ?? String(decoding: body.prefix(200), as: UTF8.self)
+    }
+}
+
+/// Apple gateway metrics (swift-metrics only): latency, failures by kind, and whether each call
+/// paid for a new TLS handshake or reused a connection (libcurl's count of connections it opened).
+enum GatewayMetrics {
+    static func answered(call: String, response: CurlResponse, elapsed: Duration) {
+        record(call: call, elapsed: elapsed)
+        if response.newConnections > 0 {
+            Counter(label: "orchard_apple_gateway_tls_handshakes_total", dimensions: [("call", call)]).increment(
+                by: response.newConnections)
+        } else {
+            Counter(label: "orchard_apple_gateway_reused_connections_total", dimensions: [("call", call)]).increment()
+        }
+        if !(200..<300).contains(response.status) {
+            Counter(
+                label: "orchard_apple_gateway_errors_total", dimensions: [("call", call), ("kind", "status_\(response.status / 100)xx")]
+            )
+            .increment()
+        }
+    }
+
+    /// No HTTP answer: `kind` is the transport's (connectFailed, tls, timedOut, connectionLost, …).
+    static func failed(call: String, kind: String, elapsed: Duration) {
+        record(call: call, elapsed: elapsed)
+        Counter(label: "orchard_apple_gateway_errors_total", dimensions: [("call", call), ("kind", kind)]).increment()
+    }
+
+    private static func record(call: String, elapsed: Duration) {
+        let (seconds, attoseconds) = elapsed.components
+        Timer(label: "orchard_apple_gateway_request_duration_seconds", dimensions: [("call", call)])
+            .recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

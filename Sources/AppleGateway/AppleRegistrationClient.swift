@@ -49,7 +49,8 @@ public struct AppleRegistrationClient: MerchantRegistrationService {
         }
         let response: CurlResponse
         do {
-            response = try await connection.send(method, path: "/paymentservices" + path, body: bytes, identity: platform.identity)
+            response = try await connection.send(
+                method, path: "/paymentservices" + path, body: bytes, identity: platform.identity, call: "registration")
         } catch {
             logger.error("merchant registration call failed", metadata: ["call": "\(what)", "error": "\(error.message)"])
             throw error

@@ -68,6 +68,7 @@ extension PaymentsEngine {
                 "this payment went through \(payment.processor), which is no longer the merchant's processor; act on it there")
         }
         var links: [String: String]?
+        let started = ContinuousClock.now
         do {
             if event == .settle {
                 // What the processor offers next (its refund links) joins the links it gave at authorization.
@@ -76,7 +77,11 @@ extension PaymentsEngine {
             } else {
                 try await processor.cancel(payment)
             }
+            EngineMetrics.processorCall(
+                processor: processor.name, operation: "\(event)", outcome: "accepted", elapsed: ContinuousClock.now - started)
         } catch {
+            EngineMetrics.processorCall(
+                processor: processor.name, operation: "\(event)", outcome: "refused", elapsed: ContinuousClock.now - started)
             logger.error(
                 "processor refused a back-office action", metadata: ["payment": "\(id)", "action": "\(event)", "error": "\(error)"])
             throw PaymentEngineError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")

@@ -47,6 +47,7 @@ extension PaymentsEngine {
             "amount": "\(refund.amount) \(refund.currency)",
         ]
         var outcome: RefundOutcome?
+        let started = ContinuousClock.now
         do {
             outcome = try await processor.refund(
                 RefundRequest(payment: payment, amount: refund.amount, reference: refund.reference, sends: refund.sends))
@@ -60,6 +61,8 @@ extension PaymentsEngine {
             case .refused: refund.sends == 1 ? .refused : .unknown
             case nil: .unknown
             }
+        EngineMetrics.processorCall(
+            processor: processor.name, operation: "refund", outcome: state.rawValue, elapsed: ContinuousClock.now - started)
         let finished: RefundRecord?
         do {
             finished = try await store.finishRefund(id: refund.id, state: state, outcome: outcome, at: time.now)

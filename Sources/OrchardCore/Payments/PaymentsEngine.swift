@@ -150,8 +150,11 @@ public struct PaymentsEngine: Sendable {
             guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
                 throw ApplePayError(.unknownProcessingKey, "the merchant has no processing keys")
             }
-            verified = try verifier.verify(attempt.token.paymentData, at: time.now)
-            payment = try decryptor.decrypt(verified.decoded)
+            let now = time.now
+            verified = try EngineMetrics.tokenStep("verify") { () throws(ApplePayError) in
+                try verifier.verify(attempt.token.paymentData, at: now)
+            }
+            payment = try EngineMetrics.tokenStep("decrypt") { () throws(ApplePayError) in try decryptor.decrypt(verified.decoded) }
         } catch {
             logger.warning(
                 "payment token refused",
@@ -211,6 +214,8 @@ public struct PaymentsEngine: Sendable {
             case nil: .noAnswer
             }
         let elapsed = ContinuousClock.now - started
+        EngineMetrics.processorCall(
+            processor: processor.name, operation: "authorize", outcome: event == .noAnswer ? "no_answer" : "\(event)", elapsed: elapsed)
         var metadata: Logger.Metadata = [
             "order": "\(payment.orderId)", "payment": "\(payment.id)", "processor": "\(processor.name)",
             "reference": "\(payment.reference)", "send": "\(payment.sends)",

@@ -189,6 +189,10 @@ public protocol OrchardStore: ShopStore {
     func saveRegistration(_ merchant: RegisteredMerchant) async throws
     /// Forgets a registered merchant and its domains.
     func deleteRegistration(partnerIdentifier: String) async throws
+
+    /// Payments by state and the webhook outbox's backlog, for the metrics gauges; nil when the
+    /// store cannot count cheaply (the default), and the gauges are then left out.
+    func operationalCounts() async throws -> OperationalCounts?
 }
 
 /// A merchant a platform integrator registered with Apple, as the registry keeps it.

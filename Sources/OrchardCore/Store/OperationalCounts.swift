@@ -1,0 +1,22 @@
+import Foundation
+
+/// What the metrics gauges show of the store, read every few seconds: one cheap count per table.
+public struct OperationalCounts: Sendable, Equatable {
+    /// Payments by state; a state without payments may be absent.
+    public var payments: [PaymentState: Int]
+    /// Webhook events waiting for their first or next attempt.
+    public var pendingWebhooks: Int
+    /// When the oldest of them was written; nil when none waits.
+    public var oldestPendingWebhook: Date?
+
+    public init(payments: [PaymentState: Int], pendingWebhooks: Int, oldestPendingWebhook: Date?) {
+        self.payments = payments
+        self.pendingWebhooks = pendingWebhooks
+        self.oldestPendingWebhook = oldestPendingWebhook
+    }
+}
+
+extension OrchardStore {
+    /// No counts: a store has to say how to count without reading every row.
+    public func operationalCounts() async throws -> OperationalCounts? { nil }
+}
