@@ -24,6 +24,7 @@ import OrchardCore
 ///   - shopCalls: sends the webhook outbox to merchants' endpoints and asks their quote URLs; nil:
 ///     events are kept, not sent, and Orchard prices every change itself.
 ///   - expiryCheckInterval: how often certificate expiry is checked and logged.
+///   - activity: requests in flight and the draining flag, for the graceful shutdown.
 ///   - onServerRunning: called with the bound port once the server listens.
 public func buildApplication(
     configuration: ServerConfiguration,
@@ -39,10 +40,12 @@ public func buildApplication(
     processorMaker: (any ProcessorMaker)? = nil,
     shopCalls: (any ShopTransport)? = nil,
     expiryCheckInterval: Duration = .seconds(86_400),
+    activity: ServerActivity = ServerActivity(),
     logger: Logger = Logger(label: "orchard"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = Router(context: OrchardRequestContext.self)
+    router.add(middleware: HTTPMetricsMiddleware(activity: activity))
     router.add(middleware: SecurityHeadersMiddleware(contentSecurityPolicy: configuration.contentSecurityPolicy))
     router.add(middleware: LogRequestsMiddleware(.debug))
     if let folder = configuration.publicDirectory {
@@ -99,6 +102,11 @@ public func buildApplication(
                 store: store, directory: directory, processors: processors, processorMaker: processorMaker,
                 interval: .seconds(2), logger: logger))
     }
+    if let metrics = configuration.metrics {
+        app.addServices(
+            OperationalGauges(
+                store: store, certificates: configuration.certificates, time: time, interval: metrics.refreshInterval, logger: logger))
+    }
     if let shopCalls {
         app.addServices(
             WebhookDispatcher(
@@ -111,6 +119,11 @@ public func buildApplication(
 public func logStartup(_ configuration: ServerConfiguration, time: TimeSource, logger: Logger) {
     if configuration.trustsTestTokenRoot {
         logger.warning("payments.testTokenRootCertificate is set: payment tokens are verified against a TEST root, not Apple's")
+    }
+    if let metrics = configuration.metrics, !metrics.isLoopback {
+        logger.warning(
+            "metrics.host is not a loopback address: /metrics is reachable from the network; keep it behind a firewall",
+            metadata: ["host": "\(metrics.host)", "port": "\(metrics.port)"])
     }
     if !configuration.gateway.isProductionHost {
         logger.warning(

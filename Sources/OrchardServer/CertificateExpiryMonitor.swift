@@ -23,12 +23,7 @@ public struct CertificateExpiryMonitor: Service {
 
     /// Checks until the server shuts down; shutdown is a normal end, not an error.
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                check()
-                try? await Task.sleep(for: interval)
-            }
-        }
+        await repeatUntilShutdown(every: interval) { check() }
     }
 
     /// The certificates it warned about.

@@ -17,18 +17,15 @@ public struct PaymentReconciler: Service {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                let report = await engine.reconcile()
-                if report != PaymentsEngine.ReconcileReport() {
-                    logger.notice(
-                        "payments reconciled",
-                        metadata: [
-                            "stale": "\(report.stale)", "resent": "\(report.resent)", "resolved": "\(report.resolved)",
-                            "needOperator": "\(report.needOperator)",
-                        ])
-                }
-                try? await Task.sleep(for: interval)
+        await repeatUntilShutdown(every: interval) {
+            let report = await engine.reconcile()
+            if report != PaymentsEngine.ReconcileReport() {
+                logger.notice(
+                    "payments reconciled",
+                    metadata: [
+                        "stale": "\(report.stale)", "resent": "\(report.resent)", "resolved": "\(report.resolved)",
+                        "needOperator": "\(report.needOperator)",
+                    ])
             }
         }
     }

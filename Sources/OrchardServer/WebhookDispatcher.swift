@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Logging
+import Metrics
 import OrchardCore
 import ServiceLifecycle
 
@@ -29,12 +30,7 @@ public struct WebhookDispatcher: Service {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                _ = await deliverDue()
-                try? await Task.sleep(for: policy.pollInterval)
-            }
-        }
+        await repeatUntilShutdown(every: policy.pollInterval) { _ = await deliverDue() }
     }
 
     /// One pass over the due events: merchants in parallel, each merchant's events in order.
@@ -101,6 +97,9 @@ public struct WebhookDispatcher: Service {
     }
 
     func record(_ event: WebhookEvent, _ state: WebhookEvent.DeliveryState, status: Int?, error: String?, next: Date?) async {
+        // A still-pending event after an attempt is a retry to come.
+        Counter(label: "orchard_webhook_deliveries_total", dimensions: [("outcome", state == .pending ? "retry" : state.rawValue)])
+            .increment()
         let result = WebhookDeliveryResult(
             eventId: event.id, attempt: event.attempts, state: state, status: status, error: error.map { String($0.prefix(500)) },
             at: time.now, nextAttemptAt: next)
@@ -127,15 +126,12 @@ public struct PaymentRequestExpiry: Service {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    let expired = try await store.expireOrders(at: time.now, limit: 500)
-                    if !expired.isEmpty { logger.info("payment requests expired", metadata: ["count": "\(expired.count)"]) }
-                } catch {
-                    logger.error("expired payment requests could not be closed", metadata: ["error": "\(error)"])
-                }
-                try? await Task.sleep(for: interval)
+        await repeatUntilShutdown(every: interval) {
+            do {
+                let expired = try await store.expireOrders(at: time.now, limit: 500)
+                if !expired.isEmpty { logger.info("payment requests expired", metadata: ["count": "\(expired.count)"]) }
+            } catch {
+                logger.error("expired payment requests could not be closed", metadata: ["error": "\(error)"])
             }
         }
     }

@@ -5,19 +5,21 @@ import Testing
 /// The dependency direction, held on the sources: CLI → server → contracts ← adapters.
 @Suite("Layering: what each target may import")
 struct LayeringTests {
-    /// Modules each target must never import.
+    /// Modules each target must never import. Only the runtime knows the metrics backend
+    /// (Prometheus); everything else records through swift-metrics.
     static let forbidden: [String: Set<String>] = [
         "OrchardCore": [
             "Hummingbird", "CurlClient", "CSQLite", "OrchardSQLite", "AppleGateway", "ProcessorClients", "ShopCallbacks", "OrchardServer",
-            "NIOPosix",
+            "NIOPosix", "Prometheus",
         ],
         "OrchardServer": [
             "CurlClient", "CSQLite", "OrchardSQLite", "AppleGateway", "ProcessorClients", "ShopCallbacks", "OrchardTesting", "NIOSSL",
+            "Prometheus",
         ],
-        "ShopCallbacks": ["OrchardServer", "Hummingbird", "AppleGateway", "ProcessorClients", "OrchardSQLite"],
-        "AppleGateway": ["OrchardServer", "Hummingbird", "ProcessorClients", "OrchardSQLite"],
-        "ProcessorClients": ["OrchardServer", "Hummingbird", "AppleGateway", "OrchardSQLite"],
-        "OrchardSQLite": ["OrchardServer", "Hummingbird", "CurlClient", "AppleGateway", "ProcessorClients"],
+        "ShopCallbacks": ["OrchardServer", "Hummingbird", "AppleGateway", "ProcessorClients", "OrchardSQLite", "Prometheus"],
+        "AppleGateway": ["OrchardServer", "Hummingbird", "ProcessorClients", "OrchardSQLite", "Prometheus"],
+        "ProcessorClients": ["OrchardServer", "Hummingbird", "AppleGateway", "OrchardSQLite", "Prometheus"],
+        "OrchardSQLite": ["OrchardServer", "Hummingbird", "CurlClient", "AppleGateway", "ProcessorClients", "Prometheus"],
         "OrchardRuntime": ["OrchardTesting", "NIOSSL"],
         "orchard": ["OrchardTesting", "NIOSSL"],
     ]

@@ -10,6 +10,8 @@ public struct ConfigurationFile: Codable, Sendable {
         public var publicDirectory: String?
         /// Largest request body accepted by the API, in bytes.
         public var maxBodyBytes: Int?
+        /// How long SIGTERM waits for in-flight requests before cutting them (default 25).
+        public var drainTimeoutSeconds: Int?
 
         public init(host: String? = nil, port: Int? = nil, publicDirectory: String? = nil, maxBodyBytes: Int? = nil) {
             self.host = host
@@ -170,6 +172,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var payments: Payments?
     public var checkout: Checkout?
     public var webhooks: Webhooks?
+    public var metrics: Metrics?
+    public var log: Log?
     /// Where the SQLite database lives; relative to the config file. Default `state`.
     public var stateDirectory: String?
     public var merchants: [Merchant]

@@ -59,7 +59,9 @@ extension ServerConfiguration {
                     key: try PaymentVault.parseHexKey(
                         values.read(value, what: "platformIntegrator.settingsKey"), name: values.describe(value),
                         setting: "platformIntegrator.settingsKey"))
-            })
+            },
+            metrics: try resolveMetrics(file.metrics, serverPort: port), log: try resolveLog(file.log),
+            drainTimeout: try resolveDrainTimeout(file.server))
     }
 
     /// `appleGateway`: an https Apple host (or an allowed test host), its trust and timeouts.

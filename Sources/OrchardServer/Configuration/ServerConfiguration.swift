@@ -36,6 +36,12 @@ public struct ServerConfiguration: Sendable {
     public var processorDrivers: [any ProcessorDriver] = [RecordOnlyDriver()]
     /// Seals registered merchants' settings (`platformIntegrator.settingsKey`); nil: none can be set.
     public var settingsVault: SettingsVault?
+    /// The Prometheus listener (`metrics`); nil: none.
+    public var metrics: MetricsListener?
+    /// The `log` section: format and level, unless the command line says otherwise.
+    public var log = LogSettings()
+    /// How long a SIGTERM waits for in-flight requests and background work (`server.drainTimeoutSeconds`).
+    public var drainTimeout = ServerConfiguration.defaultDrainTimeout
 
     /// Every certificate Orchard holds, for `/health` and expiry warnings.
     public var certificates: [ConfiguredCertificate] {
