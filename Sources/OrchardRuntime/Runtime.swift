@@ -9,24 +9,41 @@ import OrchardCore
 import OrchardSQLite
 import OrchardServer
 import ProcessorClients
+import ServiceLifecycle
 import ShopCallbacks
 
 /// Options shared by the commands that log.
 public struct LoggingOptions: ParsableArguments {
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default: LOG_LEVEL or info).")
-    public var logLevel: String = ProcessInfo.processInfo.environment["LOG_LEVEL"] ?? "info"
+    @Option(
+        help:
+            "Log level: trace, debug, info, notice, warning, error, critical (default: LOG_LEVEL, else the configuration's log.level, else info)."
+    )
+    public var logLevel: String?
+
+    @Option(help: "Log line format: text, or json for one JSON object per line (default: the configuration's log.format, else text).")
+    public var logFormat: String?
 
     public init() {}
 
+    /// The level asked for on the command line or in LOG_LEVEL, if any.
+    var requestedLevel: String? { logLevel ?? ProcessInfo.processInfo.environment["LOG_LEVEL"] }
+
     public func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level \(logLevel)") }
+        if let level = requestedLevel, Logger.Level(rawValue: level) == nil { throw ValidationError("unknown log level \(level)") }
+        if let format = logFormat, LogFormat(rawValue: format) == nil {
+            throw ValidationError("unknown log format \(format): text or json")
+        }
     }
 
-    /// Sends logs to standard error at the chosen level.
-    public func bootstrap(label: String) -> Logger {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+    /// Sends logs to standard error in the chosen format and level: the command line's, else the
+    /// configuration file's `log` section (`configured`), else text at info.
+    public func bootstrap(label: String, configured: LogSettings = LogSettings()) -> Logger {
+        let format = logFormat.flatMap(LogFormat.init(rawValue:)) ?? configured.format ?? .text
+        LoggingSystem.bootstrap { label -> any LogHandler in
+            format == .json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+        }
         var logger = Logger(label: label)
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        logger.logLevel = requestedLevel.flatMap(Logger.Level.init(rawValue:)) ?? configured.level ?? .info
         return logger
     }
 }
@@ -42,12 +59,15 @@ public func say(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
-/// Starts the server for a loaded configuration and runs until interrupted.
+/// Starts the server (and the metrics listener, when configured) for a loaded configuration and
+/// runs until SIGTERM or SIGINT, then drains: see ``runUntilSignalled(_:drainTimeout:activity:logger:)``.
 public func runServer(
     _ configuration: ServerConfiguration, simulator: (any SimulatedApplePay)? = nil, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws {
     logStartup(configuration, time: .system, logger: logger)
+    // Before anything records a metric: a swift-metrics object keeps the backend it was made with.
+    let registry = configuration.metrics.map { _ in PrometheusMetrics.registry }
     let http = try CurlHTTPClient()
     defer { http.shutdown() }
     let store: SQLiteStore
@@ -68,6 +88,7 @@ public func runServer(
     if !registered.isEmpty && configuration.platform == nil {
         logger.warning("the registry holds registered merchants but no platformIntegrator is configured: they are not served")
     }
+    let activity = ServerActivity()
     let app = buildApplication(
         configuration: configuration,
         sessions: AppleGatewayClient(http: http, endpoint: configuration.gateway, logger: logger),
@@ -82,9 +103,14 @@ public func runServer(
         domainProbe: CurlDomainProbe(http: http),
         processorMaker: CurlProcessorMaker(http: http),
         shopCalls: try CurlShopTransport(),
+        activity: activity,
         logger: logger,
         onServerRunning: onServerRunning)
-    try await app.runService()
+    var services: [any Service] = [app]
+    if let listener = configuration.metrics, let registry {
+        services.insert(PrometheusMetrics.application(listener: listener, registry: registry, logger: logger), at: 0)
+    }
+    try await runUntilSignalled(services, drainTimeout: configuration.drainTimeout, activity: activity, logger: logger)
 }
 
 extension ServerConfiguration {

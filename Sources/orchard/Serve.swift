@@ -13,13 +13,14 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        let logger = logging.bootstrap(label: "orchard")
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: config)
         } catch {
             fail(error.message)
         }
+        // After loading: the configuration's `log` section picks the format and level.
+        let logger = logging.bootstrap(label: "orchard", configured: configuration.log)
         try await runServer(configuration, logger: logger)
     }
 }
