@@ -15,17 +15,20 @@ final class ServerProcess: Sendable {
     let minter = TokenMinter(chain: ServerHarness.tokenChain)
     private let process = Mutex<ChildProcess?>(nil)
     private let environment: [String: String]
+    private let arguments: [String]
 
     /// Writes the configuration: the test merchant on Worldline (the mock at `processorURL`; record
     /// only when nil), the admin API, a reconciler that runs every second, then `configure`'s
-    /// changes; `environment` joins the process's.
+    /// changes; `environment` joins the process's, `arguments` join `serve`'s, and sessions go to a
+    /// mock gateway on `gatewayPort` (nothing listens on the default).
     init(
         processorURL: String?, processorTimeoutMilliseconds: Int = 1000, environment extra: [String: String] = [:],
-        configure: (inout ConfigurationFile) -> Void = { _ in }
+        arguments: [String] = [], gatewayPort: Int = 9, configure: (inout ConfigurationFile) -> Void = { _ in }
     ) throws {
         directory = try TemporaryDirectory()
         port = try Self.freePort()
-        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        self.arguments = arguments
+        var file = try ServerHarness.configurationFile(gatewayPort: gatewayPort, directory: directory)
         file.server?.port = port
         if let processorURL {
             file.merchants[0].processor = ProcessorFixture.processor(
@@ -58,7 +61,7 @@ final class ServerProcess: Sendable {
     /// Starts the server and waits until it answers.
     func start() async throws {
         let child = try ChildProcess(
-            OrchardProcess.orchard.path, ["serve", "--config", directory.path("orchard.json")], environment: environment,
+            OrchardProcess.orchard.path, ["serve", "--config", directory.path("orchard.json")] + arguments, environment: environment,
             output: .file(directory.path("server.log")))
         process.withLock { $0 = child }
         let deadline = ContinuousClock.now + .seconds(30)
@@ -90,6 +93,27 @@ final class ServerProcess: Sendable {
         child.send(SIGTERM)
         child.wait()
     }
+
+    /// Sends `signal` and returns at once.
+    func signal(_ signal: Int32) {
+        process.withLock { $0 }?.send(signal)
+    }
+
+    /// Waits up to `limit` for the process to end, without blocking a thread: its exit status, or
+    /// 128 + the signal that ended it; nil while it still runs (or was never started).
+    func exitStatus(within limit: Duration) async -> Int32? {
+        guard let child = process.withLock({ $0 }) else { return nil }
+        let deadline = ContinuousClock.now + limit
+        while child.isRunning {
+            guard ContinuousClock.now < deadline else { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        process.withLock { $0 = nil }
+        return child.wait()
+    }
+
+    /// What the process wrote to standard output and error so far.
+    var output: String { (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? "" }
 
     func send(_ method: String, _ path: String, body: [UInt8]? = nil, admin: Bool = false) async throws -> CurlResponse {
         var headers: [(name: String, value: String)] = [(name: "Host", value: ServerHarness.domain)]

@@ -1,0 +1,182 @@
+import ApplePay
+import CurlClient
+import Foundation
+import Logging
+import OrchardCore
+import OrchardRuntime
+import OrchardServer
+import OrchardTesting
+import Synchronization
+import Testing
+
+@Suite("JSON log lines")
+struct JSONLogTests {
+    @Test("a line is one JSON object: fixed fields, nested metadata, escaped quotes, newlines and control characters")
+    func lineShape() throws {
+        let metadata: Logger.Metadata = [
+            "quote": "say \"hi\"\nthen\tleave\u{01}", "nested": ["list": ["a", .stringConvertible(42)], "ünï": "cödé"],
+        ]
+        let bytes = JSONLogHandler.line(
+            time: Date(timeIntervalSince1970: 1_700_000_000.5), level: .warning, label: "orchard", message: "line one\nline two",
+            metadata: metadata)
+        #expect(bytes.last == 0x0A && bytes.dropLast().allSatisfy { $0 != 0x0A }, "one line, newline-terminated")
+        let parsed = try JSONSerialization.jsonObject(with: Data(bytes))
+        let object = try #require(parsed as? [String: Any])
+        #expect(object["time"] as? String == "2023-11-14T22:13:20.500Z")
+        #expect(object["level"] as? String == "warning")
+        #expect(object["label"] as? String == "orchard")
+        #expect(object["message"] as? String == "line one\nline two")
+        let fields = try #require(object["metadata"] as? [String: Any])
+        #expect(fields["quote"] as? String == "say \"hi\"\nthen\tleave\u{01}")
+        let nested = try #require(fields["nested"] as? [String: Any])
+        #expect(nested["list"] as? [String] == ["a", "42"])
+        #expect(nested["ünï"] as? String == "cödé")
+    }
+
+    @Test("the handler merges its own, the provider's and the call's metadata, the call's winning")
+    func merging() throws {
+        let lines = LockedLines()
+        var handler = JSONLogHandler(label: "t", metadataProvider: .init { ["request": "r1", "shared": "provider"] }) { lines.append($0) }
+        handler[metadataKey: "shared"] = "handler"
+        handler[metadataKey: "service"] = "orchard"
+        let logger = Logger(label: "t") { _ in handler }
+        logger.info("hello", metadata: ["shared": "call"])
+        let line = try #require(lines.all.first)
+        let parsed = try JSONSerialization.jsonObject(with: Data(line))
+        let object = try #require(parsed as? [String: Any])
+        #expect(object["metadata"] as? [String: String] == ["request": "r1", "service": "orchard", "shared": "call"])
+    }
+
+    @Test("a real `orchard serve` writes JSON lines from the configuration's log.format, with no secret in them")
+    func serveWritesJSON() async throws {
+        let fixture = try await GatewayFixture.start(domains: [ServerHarness.domain])
+        let webhookSecret = "whsec-" + String(repeating: "fedcba9876543210", count: 3)
+        let server = try ServerProcess(
+            processorURL: nil, environment: ["SHOP_WEBHOOK_SECRET": webhookSecret], arguments: ["--log-level", "debug"],
+            gatewayPort: fixture.port
+        ) { file in
+            file.log = .init(format: "json")
+            file.merchants[0].webhook = .init(url: "http://127.0.0.1:9/hooks", secret: "env:SHOP_WEBHOOK_SECRET")
+        }
+        try await server.start()
+        #expect(try await server.send("POST", "/api/apple-pay/session", body: MetricsTests.sessionBody).status == 200)
+        let key = try await server.send("POST", "/admin/merchants/\(TestMaterial.merchantIdentifier)/api-keys", admin: true)
+        let apiSecret = try #require(key.json?["secret"] as? String)
+        let (orderId, request) = try await server.order()
+        #expect(try await server.pay(orderId, request).status == 200)
+        let call = CurlRequest(
+            url: "http://127.0.0.1:\(server.port)/v1/payments/pay_missing", headers: [(name: "Authorization", value: "Bearer \(apiSecret)")]
+        )
+        #expect(try await server.client.execute(call).status == 404)
+        server.stop()
+
+        let output = server.output
+        let lines = output.split(separator: "\n")
+        let objects = jsonLogLines(output)
+        #expect(!lines.isEmpty && objects.count == lines.count, "every line is a JSON object: \(lines.prefix(3))")
+        for object in objects {
+            #expect(Set(object.keys) == ["time", "level", "label", "message", "metadata"], "\(object)")
+            #expect(Logger.Level(rawValue: object["level"] as? String ?? "") != nil)
+            #expect((object["time"] as? String)?.hasSuffix("Z") == true)
+        }
+        let session = objects.first { $0["message"] as? String == "merchant session obtained" }
+        #expect((session?["metadata"] as? [String: Any])?["merchant"] as? String == TestMaterial.merchantIdentifier)
+        #expect(objects.contains { $0["level"] as? String == "debug" }, "--log-level debug applies")
+        for secret in [MoreMerchants.adminToken, apiSecret, webhookSecret] {
+            #expect(!output.contains(secret), "a secret reached the log")
+        }
+        let identityKey = String(decoding: try Data(contentsOf: server.directory.url.appendingPathComponent("identity.key")), as: UTF8.self)
+        let keyLine = try #require(identityKey.split(separator: "\n").dropFirst().first)
+        #expect(!output.contains(keyLine), "the identity key reached the log")
+        await fixture.gateway.stop()
+    }
+}
+
+/// Lines a test handler writes, kept in order.
+final class LockedLines: Sendable {
+    private let lines = Mutex<[[UInt8]]>([])
+    func append(_ line: [UInt8]) { lines.withLock { $0.append(line) } }
+    var all: [[UInt8]] { lines.withLock { $0 } }
+}
+
+@Suite("The metrics, log and drain settings")
+struct ObservabilityConfigurationTests {
+    func resolve(_ mutate: (inout ConfigurationFile) -> Void) throws -> ServerConfiguration {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        mutate(&file)
+        return try ServerConfiguration.resolve(file, relativeTo: directory.url.path)
+    }
+
+    func problem(_ mutate: (inout ConfigurationFile) -> Void) -> String? {
+        do {
+            _ = try resolve(mutate)
+            return nil
+        } catch {
+            return (error as? ConfigurationError)?.message ?? "\(error)"
+        }
+    }
+
+    @Test("defaults: no metrics listener, text logs at the command line's level, a 25 s drain")
+    func defaults() throws {
+        let configuration = try resolve { _ in }
+        #expect(configuration.metrics == nil)
+        #expect(configuration.log == LogSettings())
+        #expect(configuration.drainTimeout == .seconds(25))
+        let metrics = try resolve { $0.metrics = .init() }
+        #expect(metrics.metrics == MetricsListener(host: "127.0.0.1", port: 9464, refreshInterval: .seconds(15)))
+        #expect(metrics.metrics?.isLoopback == true)
+        let set = try resolve {
+            $0.log = .init(format: "json", level: "notice")
+            $0.server?.drainTimeoutSeconds = 5
+        }
+        #expect(set.log == LogSettings(format: .json, level: .notice))
+        #expect(set.drainTimeout == .seconds(5))
+    }
+
+    @Test("bad values are refused, naming the setting")
+    func refused() {
+        #expect(problem { $0.metrics = .init(port: 70_000) }?.contains("port must be 0–65535") == true)
+        let clash = problem {
+            $0.metrics = .init(port: 8080)
+            $0.server?.port = 8080
+        }
+        #expect(clash?.contains("is server.port too") == true)
+        #expect(problem { $0.metrics = .init(refreshIntervalSeconds: 0) }?.contains("refreshIntervalSeconds 1–3600") == true)
+        #expect(problem { $0.log = .init(format: "yaml") }?.contains("log.format must be \"text\" or \"json\"") == true)
+        #expect(problem { $0.log = .init(level: "loud") }?.contains("log.level must be one of") == true)
+        #expect(problem { $0.server?.drainTimeoutSeconds = 0 }?.contains("server.drainTimeoutSeconds must be 1–300") == true)
+    }
+
+    @Test("a key the metrics or log section does not read stops loading")
+    func unknownKeys() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        let encoded = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(file))
+        var json = try #require(encoded as? [String: Any])
+        for (section, body) in [("metrics", ["prot": 9464]), ("log", ["fromat": "json"])] {
+            json[section] = body
+            try directory.write("orchard.json", Array(try JSONSerialization.data(withJSONObject: json)))
+            do {
+                _ = try ServerConfiguration.load(path: directory.path("orchard.json"), environment: [:])
+                Issue.record("\(section) with a misspelt key loaded")
+            } catch {
+                #expect(error.message.contains("is not a \(section) setting"), "\(error.message)")
+            }
+            json[section] = nil
+        }
+    }
+
+    @Test("a metrics listener off loopback is logged as a warning at startup")
+    func publicMetricsWarns() throws {
+        let handler = CapturingLogHandler()
+        let logger = Logger(label: "t") { _ in handler }
+        logStartup(try resolve { $0.metrics = .init(host: "0.0.0.0") }, time: .system, logger: logger)
+        #expect(handler.warnings(containing: "metrics.host is not a loopback address").count == 1)
+        let quiet = CapturingLogHandler()
+        logStartup(try resolve { $0.metrics = .init(host: "127.0.0.1") }, time: .system, logger: Logger(label: "t") { _ in quiet })
+        #expect(quiet.warnings(containing: "metrics.host").isEmpty)
+    }
+}

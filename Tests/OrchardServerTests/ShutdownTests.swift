@@ -1,0 +1,116 @@
+import CurlClient
+import Foundation
+import OrchardServer
+import OrchardTesting
+import Synchronization
+import Testing
+
+/// Log lines of a `--log-format json` process, each parsed as one JSON object.
+func jsonLogLines(_ output: String) -> [[String: Any]] {
+    output.split(separator: "\n").compactMap { line in
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+    }
+}
+
+@Suite("Graceful shutdown of a real `orchard serve`: drain, refuse, exit 0")
+struct ShutdownTests {
+    /// A server whose sessions come from a mock gateway answering after `latency`.
+    static func server(latency: Duration, drainTimeoutSeconds: Int) async throws -> (ServerProcess, GatewayFixture) {
+        let fixture = try await GatewayFixture.start(domains: [ServerHarness.domain], faults: .init(latency: latency))
+        let server = try ServerProcess(processorURL: nil, arguments: ["--log-format", "json"], gatewayPort: fixture.port) { file in
+            file.appleGateway?.timeoutMilliseconds = 9000
+            file.server?.drainTimeoutSeconds = drainTimeoutSeconds
+        }
+        try await server.start()
+        return (server, fixture)
+    }
+
+    /// Starts a merchant-session request and returns once the gateway holds it (so it is in flight).
+    /// On a connection of its own: libcurl would send it again on a new one if a reused connection closed.
+    static func sessionInFlight(_ server: ServerProcess, _ fixture: GatewayFixture) async throws -> Task<CurlResponse, any Error> {
+        var session = CurlRequest(
+            method: "POST", url: "http://127.0.0.1:\(server.port)/api/apple-pay/session",
+            headers: [(name: "Host", value: ServerHarness.domain), (name: "Content-Type", value: "application/json")],
+            body: MetricsTests.sessionBody)
+        session.freshConnection = true
+        let request = Task { [session] in try await server.client.execute(session) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while fixture.gateway.receivedSessionRequests.isEmpty {
+            guard ContinuousClock.now < deadline else { throw CancellationError() }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return request
+    }
+
+    /// Tries a new connection until one is refused; false if none was by the deadline.
+    static func newConnectionRefused(_ server: ServerProcess, within limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            var probe = CurlRequest(url: "http://127.0.0.1:\(server.port)/health", headers: [(name: "Host", value: ServerHarness.domain)])
+            probe.freshConnection = true
+            probe.timeouts = CurlTimeouts(connect: .milliseconds(500), total: .seconds(1))
+            do {
+                _ = try await server.client.execute(probe)
+            } catch {
+                if error.kind == .connectFailed { return true }
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    @Test(
+        "a signal lets the session in flight finish with Apple's bytes, refuses new connections meanwhile, and exits 0",
+        arguments: [SIGTERM, SIGINT])
+    func drainsInFlight(signal: Int32) async throws {
+        let (server, fixture) = try await Self.server(latency: .seconds(3), drainTimeoutSeconds: 20)
+        let request = try await Self.sessionInFlight(server, fixture)
+        let answered = Flag()
+        let watcher = Task {
+            _ = try? await request.value
+            answered.set()
+        }
+        server.signal(signal)
+
+        #expect(await Self.newConnectionRefused(server, within: .seconds(2)), "a connection opened after the signal was accepted")
+        #expect(!answered.isSet, "the refusal came while the session was still in flight")
+        let response = try await request.value
+        _ = await watcher.value
+        #expect(response.status == 200)
+        #expect(response.body == fixture.gateway.issuedSessions.last, "Apple's session, byte for byte")
+        let status = await server.exitStatus(within: .seconds(20))
+        #expect(status == 0, "\(server.output.suffix(2000))")
+
+        let lines = jsonLogLines(server.output)
+        let draining = lines.first { ($0["message"] as? String)?.hasPrefix("shutting down") == true }
+        #expect((draining?["metadata"] as? [String: Any])?["inFlight"] as? String == "1", "\(lines.suffix(5))")
+        #expect(lines.last?["message"] as? String == "Orchard stopped")
+        await fixture.gateway.stop()
+    }
+
+    @Test("a request slower than the drain timeout is cut, and the process still exits 0")
+    func cutsAfterDrainTimeout() async throws {
+        let (server, fixture) = try await Self.server(latency: .seconds(6), drainTimeoutSeconds: 1)
+        let request = try await Self.sessionInFlight(server, fixture)
+        server.signal(SIGTERM)
+        let status = await server.exitStatus(within: .seconds(15))
+        #expect(status == 0, "\(server.output.suffix(2000))")
+        // The client gets no answer: its connection closes (curl: "Empty reply from server").
+        switch await request.result {
+        case .success(let response):
+            Issue.record("a cut request was answered \(response.status)")
+        case .failure(let error):
+            #expect((error as? CurlError)?.kind == .connectionLost, "\(error)")
+        }
+        let lines = jsonLogLines(server.output)
+        #expect(lines.contains { ($0["message"] as? String)?.hasPrefix("the drain timeout passed") == true }, "\(lines.suffix(5))")
+        await fixture.gateway.stop()
+    }
+}
+
+/// A flag one task sets and another reads.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
+}
