@@ -48,7 +48,7 @@ public func runServer(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws {
     logStartup(configuration, time: .system, logger: logger)
-    let http = try CurlHTTPClient()
+    let http = try CurlHTTPClient(configuration: .init(outbound: configuration.outbound))
     defer { http.shutdown() }
     let store: SQLiteStore
     let vault: PaymentVault
@@ -81,7 +81,7 @@ public func runServer(
         },
         domainProbe: CurlDomainProbe(http: http),
         processorMaker: CurlProcessorMaker(http: http),
-        shopCalls: try CurlShopTransport(),
+        shopCalls: try CurlShopTransport(configuration: .init(outbound: configuration.outbound, allowedSchemes: ["https", "http"])),
         logger: logger,
         onServerRunning: onServerRunning)
     try await app.runService()

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Hummingbird
+import NIOCore
 import OrchardCore
 
 /// Orchard's request context: the merchant serving the request's Host, resolved once by
@@ -14,9 +15,15 @@ public struct OrchardRequestContext: RequestContext {
     public var apiMerchant: MerchantConfiguration?
     /// The largest JSON body `request.decode(as:context:)` reads (`server.maxBodyBytes`).
     public var maxBodyBytes = 16 * 1024
+    /// The socket's peer: the client, or the reverse proxy in front.
+    public let peerAddress: IPAddress?
+    /// The client as ``ClientAddressMiddleware`` resolved it (the peer unless that is a trusted proxy).
+    public var clientAddress: IPAddress?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        peerAddress = source.channel.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
+        clientAddress = peerAddress
     }
 
     public var requestDecoder: OrchardRequestDecoder { OrchardRequestDecoder() }
@@ -44,6 +51,10 @@ struct MerchantMiddleware: RouterMiddleware {
         _ request: Request, context: OrchardRequestContext,
         next: (Request, OrchardRequestContext) async throws -> Response
     ) async throws -> Response {
+        // Every route, whether it reads a body or not, refuses one announced past the limit.
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
+            throw OrchardError(.payloadTooLarge, "the request body is larger than \(maxBodyBytes) bytes")
+        }
         var context = context
         context.maxBodyBytes = maxBodyBytes
         if let (merchant, domain) = directory.merchant(forHost: request.head.authority) {

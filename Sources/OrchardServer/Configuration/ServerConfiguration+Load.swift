@@ -33,7 +33,7 @@ extension ServerConfiguration {
         let merchants = try resolveMerchants(file.merchants, values: values, time: time, processors: processors)
         let (maxBody, port) = try resolveServer(file.server)
         let payments = file.payments
-        return ServerConfiguration(
+        var resolved = ServerConfiguration(
             host: file.server?.host ?? "127.0.0.1",
             port: port,
             publicDirectory: try resolvePublicDirectory(file.server?.publicDirectory, values: values),
@@ -60,6 +60,8 @@ extension ServerConfiguration {
                         values.read(value, what: "platformIntegrator.settingsKey"), name: values.describe(value),
                         setting: "platformIntegrator.settingsKey"))
             })
+        try resolved.resolveOperations(file)
+        return resolved
     }
 
     /// `appleGateway`: an https Apple host (or an allowed test host), its trust and timeouts.
@@ -295,6 +297,7 @@ extension ConfigurationFile {
         } catch {
             throw ConfigurationError("\(path): cannot read the configuration file (\(ServerConfiguration.reason(error)))")
         }
+        try checkOperationsKeys(data)
         do {
             return try JSONDecoder().decode(ConfigurationFile.self, from: data)
         } catch {

@@ -36,6 +36,14 @@ public struct ServerConfiguration: Sendable {
     public var processorDrivers: [any ProcessorDriver] = [RecordOnlyDriver()]
     /// Seals registered merchants' settings (`platformIntegrator.settingsKey`); nil: none can be set.
     public var settingsVault: SettingsVault?
+    /// Rates, outbound bounds, client timeouts, order expiry and retention (OperationsConfiguration.swift).
+    public var limits = RateLimitSettings.defaults
+    public var outbound = OutboundSettings()
+    public var retention = RetentionPolicy()
+    public var ordersOpenFor: Duration = .seconds(3600)
+    public var idleTimeout: Duration = .seconds(60)
+    public var trustedProxies: [IPNetwork] = []
+    public var clientAddressHeader = "X-Forwarded-For"
 
     /// Every certificate Orchard holds, for `/health` and expiry warnings.
     public var certificates: [ConfiguredCertificate] {
