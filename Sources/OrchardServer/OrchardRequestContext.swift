@@ -51,10 +51,6 @@ struct MerchantMiddleware: RouterMiddleware {
         _ request: Request, context: OrchardRequestContext,
         next: (Request, OrchardRequestContext) async throws -> Response
     ) async throws -> Response {
-        // Every route, whether it reads a body or not, refuses one announced past the limit.
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
-            throw OrchardError(.payloadTooLarge, "the request body is larger than \(maxBodyBytes) bytes")
-        }
         var context = context
         context.maxBodyBytes = maxBodyBytes
         if let (merchant, domain) = directory.merchant(forHost: request.head.authority) {
