@@ -13,6 +13,7 @@ import Hummingbird
 /// An IP address as 16 bytes; an IPv4 address is kept mapped (`::ffff:a.b.c.d`) so one
 /// comparison serves both families.
 public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
+    /// 16 bytes, network order.
     public let bytes: [UInt8]
 
     /// Parses `203.0.113.7` or `2001:db8::1` (brackets allowed); nil for anything else.
@@ -30,6 +31,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         bytes = withUnsafeBytes(of: &v6) { Array($0) }
     }
 
+    /// True for an IPv4 address (kept as `::ffff:a.b.c.d`).
     public var isIPv4: Bool { bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF }
 
     public var description: String {
@@ -48,6 +50,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
 /// An address block: `10.0.0.0/8`, `fd00::/8`, or one address (`10.0.0.5`, a /32 or /128).
 public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
+    /// The block's first address, as written.
     public let address: IPAddress
     /// Leading bits that must match, out of 128 (an IPv4 /8 is 104 here).
     public let prefixBits: Int
@@ -65,6 +68,7 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
         self.prefixBits = bits + (address.isIPv4 ? 96 : 0)
     }
 
+    /// True when `candidate`'s first ``prefixBits`` bits are the block's.
     public func contains(_ candidate: IPAddress) -> Bool {
         var left = prefixBits
         for index in 0..<16 where left > 0 {

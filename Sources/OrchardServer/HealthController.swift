@@ -26,6 +26,7 @@ public final class Readiness: Sendable {
 
     public init() {}
 
+    /// The state now.
     public var state: State { State(rawValue: value.load(ordering: .acquiring)) ?? .starting }
 
     /// Ready, unless draining already began.
@@ -33,6 +34,7 @@ public final class Readiness: Sendable {
         _ = value.compareExchange(expected: State.starting.rawValue, desired: State.ready.rawValue, ordering: .acquiringAndReleasing)
     }
 
+    /// From now on `/health` answers 503 `draining`.
     public func markDraining() {
         value.store(State.draining.rawValue, ordering: .releasing)
     }

@@ -13,6 +13,7 @@ import Synchronization
 public final class RateLimiter: Sendable {
     /// Why a call was refused and when to try again.
     public struct Refusal: Sendable, Equatable {
+        /// Whose bucket was empty.
         public enum Scope: Sendable, Equatable { case client, merchant }
         public var scope: Scope
         /// Whole seconds until the bucket holds a token again (at least 1).
@@ -41,6 +42,7 @@ public final class RateLimiter: Sendable {
         var lastSweep: TimeInterval = 0
     }
 
+    /// The rules in force (`limits`).
     public let settings: RateLimitSettings
     let time: TimeSource
     private let state = Mutex(State())

@@ -20,6 +20,7 @@ public struct PurgeCutoffs: Sendable, Equatable {
 public struct PurgeCounts: Sendable, Equatable {
     /// Orders deleted (each with its payment request, when it had one).
     public var orders: Int
+    /// Webhook events deleted, delivered and failed together.
     public var webhookEvents: Int
 
     public init(orders: Int = 0, webhookEvents: Int = 0) {

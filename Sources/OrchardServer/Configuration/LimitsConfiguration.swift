@@ -98,8 +98,11 @@ public struct RateLimitSettings: Sendable {
         }
     }
 
+    /// Each action's bucket per client address (IPv4 address or IPv6 /64); absent: not limited.
     public var perClient: [Action: RateLimit]
+    /// Each action's bucket per merchant; absent: not limited.
     public var perMerchant: [Action: RateLimit]
+    /// The most client buckets kept at once.
     public var maxTrackedClients: Int
 
     /// Generous for shoppers (a sheet opens a session; a NAT shares an address) and for shops, tight for a script.
@@ -123,7 +126,9 @@ public struct RateLimitSettings: Sendable {
 
 /// How Orchard calls out; the runtime turns it into its HTTP client's settings.
 public struct OutboundSettings: Sendable, Equatable {
+    /// The proxy for every outbound call; nil: none (the environment's proxy variables never count).
     public var proxy: String?
+    /// Calls in flight per libcurl client, to one host, and to Apple for one merchant's sessions.
     public var maxTransfers = 256
     public var maxConcurrentPerHost = 64
     public var maxConcurrentPerMerchant = 16

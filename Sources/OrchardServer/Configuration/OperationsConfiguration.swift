@@ -32,8 +32,11 @@ extension ConfigurationFile {
 
 /// How long finished rows are kept; nil: forever.
 public struct RetentionPolicy: Sendable, Equatable {
+    /// After expiry, for orders that never had a payment.
     public var expiredOrders: Duration? = .seconds(30 * 86_400)
+    /// After delivery.
     public var deliveredWebhooks: Duration? = .seconds(30 * 86_400)
+    /// After creation, for failed and skipped events.
     public var failedWebhooks: Duration? = .seconds(90 * 86_400)
     /// How often the purge runs.
     public var interval: Duration = .seconds(3600)
