@@ -2,13 +2,18 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// A loopback listener that only counts the connections it accepts and closes them: a proxy
-/// that must never be used, or a check that a configured one is.
+/// A loopback listener that only counts the connections it accepts: a proxy that must never be
+/// used, a check that a configured one is, or (holding them open, answering nothing) an
+/// upstream whose calls stay in flight until the caller gives up.
 public final class ConnectionRecorder: Sendable {
     private let channels = ChannelTracker()
     private let accepted = Atomic<Int>(0)
+    private let holdOpen: Bool
 
-    public init() {}
+    /// - Parameter holdOpen: keep each connection open without answering (default: close it at once).
+    public init(holdOpen: Bool = false) {
+        self.holdOpen = holdOpen
+    }
 
     /// Connections accepted so far.
     public var connections: Int { accepted.load(ordering: .relaxed) }
@@ -20,7 +25,7 @@ public final class ConnectionRecorder: Sendable {
     public func start() async throws -> Int {
         try await channels.listen(host: "127.0.0.1", port: 0) { [self] channel in
             accepted.add(1, ordering: .relaxed)
-            channel.close(promise: nil)
+            if !holdOpen { channel.close(promise: nil) }
         }
     }
 

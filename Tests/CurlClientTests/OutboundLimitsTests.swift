@@ -6,73 +6,82 @@ import Testing
 
 @Suite("libcurl client bounds and hygiene: calls in flight, configured trust only, configured proxy only")
 struct OutboundLimitsTests {
-    func request(_ fixture: GatewayFixture, caPEM: [UInt8]? = nil, group: String? = nil) throws -> CurlRequest {
-        var request = CurlRequest(
+    func request(_ fixture: GatewayFixture, caPEM: [UInt8]? = nil) throws -> CurlRequest {
+        CurlRequest(
             method: "POST", url: fixture.baseURL + "/paymentservices/paymentSession",
             headers: [(name: "Content-Type", value: "application/json")], body: CurlClientTests.body,
             identity: .pem(
                 certificate: Array(try fixture.material.identity.certificatePEM.utf8), key: Array(try fixture.material.identity.keyPEM.utf8)
             ),
             trust: .caPEM(caPEM ?? fixture.material.caPEM), timeouts: CurlTimeouts(connect: .seconds(3), total: .seconds(10)))
+    }
+
+    /// Waits until `server` has accepted `count` connections: that many calls are in flight.
+    func waitForConnections(_ server: ConnectionRecorder, _ count: Int) async throws {
+        var waited = 0
+        while server.connections < count && waited < 1500 {
+            try await Task.sleep(for: .milliseconds(20))
+            waited += 1
+        }
+        try #require(server.connections == count)
+    }
+
+    /// A call to `server` that stays in flight until its task is cancelled (the server never answers).
+    func held(_ server: ConnectionRecorder, group: String? = nil) -> CurlRequest {
+        var request = CurlRequest(url: server.url + "/", timeouts: CurlTimeouts(connect: .seconds(5), total: .seconds(29)))
         request.concurrencyGroup = group
         return request
     }
 
-    /// Waits until the mock has received `count` requests (the earlier calls are in flight).
-    func waitForRequests(_ fixture: GatewayFixture, _ count: Int) async throws {
-        var waited = 0
-        while fixture.gateway.stats.requests < count && waited < 500 {
-            try await Task.sleep(for: .milliseconds(20))
-            waited += 1
-        }
-        try #require(fixture.gateway.stats.requests == count)
-    }
-
-    @Test("past maxConcurrentPerGroup or maxConcurrentPerHost a call fails at once as busy and is never sent")
+    @Test("past maxConcurrentPerGroup, maxConcurrentPerHost or maxTransfers a call fails at once as busy and is never sent")
     func busy() async throws {
-        let fixture = try await GatewayFixture.start(faults: MockGatewayFaults(latency: .seconds(2)))
-        defer { Task { await fixture.gateway.stop() } }
-        let client = try CurlHTTPClient(configuration: .init(maxTransfers: 3, maxConcurrentPerHost: 2, maxConcurrentPerGroup: 1))
-        defer { client.shutdown() }
-        async let first = client.execute(try request(fixture, group: "merchant A"))
-        try await waitForRequests(fixture, 1)
-        let sameGroup = await #expect(throws: CurlError.self) { _ = try await client.execute(try request(fixture, group: "merchant A")) }
-        #expect(sameGroup?.kind == .busy)
-        #expect(sameGroup?.message.contains("merchant A") == true)
-
-        async let second = client.execute(try request(fixture, group: "merchant B"))
-        try await waitForRequests(fixture, 2)
-        let sameHost = await #expect(throws: CurlError.self) { _ = try await client.execute(try request(fixture, group: "merchant C")) }
-        #expect(sameHost?.kind == .busy)
-        #expect(sameHost?.message.contains("127.0.0.1:\(fixture.port)") == true)
-
-        // Another origin still has room up to maxTransfers: a closed port fails, but it was tried.
-        let elsewhere = await #expect(throws: CurlError.self) {
-            _ = try await client.execute(
-                CurlRequest(url: "https://127.0.0.1:9/", timeouts: CurlTimeouts(connect: .seconds(1), total: .seconds(1))))
+        let slow = ConnectionRecorder(holdOpen: true)
+        let other = ConnectionRecorder(holdOpen: true)
+        try await slow.start()
+        try await other.start()
+        defer {
+            Task {
+                await slow.stop()
+                await other.stop()
+            }
         }
-        #expect(elsewhere?.kind == .connectFailed)
-        #expect(client.transfersInFlight == 2)
-        #expect(fixture.gateway.stats.requests == 2, "the refused calls never reached the gateway")
-
-        #expect(try await first.status == 200)
-        #expect(try await second.status == 200)
-        #expect(client.transfersInFlight == 0, "finished calls give their slots back")
-        #expect(try await client.execute(try request(fixture, group: "merchant A")).status == 200)
-    }
-
-    @Test("past maxTransfers any call fails at once as busy, whatever its origin")
-    func busyTotal() async throws {
-        let fixture = try await GatewayFixture.start(faults: MockGatewayFaults(latency: .seconds(2)))
-        defer { Task { await fixture.gateway.stop() } }
-        let client = try CurlHTTPClient(configuration: .init(maxTransfers: 1))
+        let client = try CurlHTTPClient(
+            configuration: .init(allowedSchemes: ["http"], maxTransfers: 3, maxConcurrentPerHost: 2, maxConcurrentPerGroup: 1))
         defer { client.shutdown() }
-        async let first = client.execute(try request(fixture))
-        try await waitForRequests(fixture, 1)
-        let refused = await #expect(throws: CurlError.self) { _ = try await client.execute(CurlRequest(url: "https://127.0.0.1:9/")) }
-        #expect(refused?.kind == .busy)
-        #expect(refused?.message == "1 requests are already in flight; not sent")
-        #expect(try await first.status == 200)
+        let first = Task { try await client.execute(held(slow, group: "merchant A")) }
+        try await waitForConnections(slow, 1)
+        let sameGroup = await #expect(throws: CurlError.self) { _ = try await client.execute(held(slow, group: "merchant A")) }
+        #expect(sameGroup?.kind == .busy)
+        #expect(sameGroup?.message == "1 requests for merchant A are already in flight; not sent")
+
+        let second = Task { try await client.execute(held(slow, group: "merchant B")) }
+        try await waitForConnections(slow, 2)
+        let sameHost = await #expect(throws: CurlError.self) { _ = try await client.execute(held(slow, group: "merchant C")) }
+        #expect(sameHost?.kind == .busy)
+        #expect(sameHost?.message == "2 requests to \(slow.url) are already in flight; not sent")
+
+        // Another origin has room until maxTransfers is reached.
+        let third = Task { try await client.execute(held(other)) }
+        try await waitForConnections(other, 1)
+        let total = await #expect(throws: CurlError.self) { _ = try await client.execute(held(other)) }
+        #expect(total?.kind == .busy)
+        #expect(total?.message == "3 requests are already in flight; not sent")
+        #expect(client.transfersInFlight == 3)
+        #expect(slow.connections == 2 && other.connections == 1, "the refused calls never connected")
+
+        for task in [first, second, third] { task.cancel() }
+        for task in [first, second, third] {
+            guard case .failure(let error) = await task.result else {
+                Issue.record("a held call finished")
+                continue
+            }
+            #expect((error as? CurlError)?.kind == .cancelled)
+        }
+        #expect(client.transfersInFlight == 0, "finished calls give their slots back")
+        let again = Task { try await client.execute(held(slow, group: "merchant A")) }
+        try await waitForConnections(slow, 3)
+        again.cancel()
+        _ = await again.result
     }
 
     @Test("a configured CA replaces the system store: libcurl loads no CA file or folder of its own, and another CA's server is refused")

@@ -131,7 +131,7 @@ struct LimitsServerTests {
     @Test("a merchant's calls to Apple past outbound.maxConcurrentPerMerchant fail at once with 503 and Retry-After, unsent")
     func busyGateway() async throws {
         try await ServerHarness.with(
-            faults: MockGatewayFaults(latency: .seconds(2)), timeoutMilliseconds: 8000,
+            faults: MockGatewayFaults(latency: .seconds(5)), timeoutMilliseconds: 10_000,
             configure: { file, _ in
                 file.outbound = .init(maxConcurrentPerMerchant: 1)
             }
