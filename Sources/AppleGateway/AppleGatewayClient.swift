@@ -31,7 +31,9 @@ public struct AppleGatewayClient: MerchantSessionService {
         let response: CurlResponse
         do {
             response = try await connection.send(
-                "POST", path: "/paymentservices/paymentSession", body: Array(body), identity: merchant.identity, call: "session")
+                "POST", path: "/paymentservices/paymentSession", body: Array(body), identity: merchant.identity, call: "session",
+                // One merchant's burst cannot take every call to Apple the process allows.
+                group: "merchant-sessions " + merchant.merchantIdentifier)
         } catch {
             Counter(label: "orchard_merchant_sessions_total", dimensions: [("outcome", "\(error.kind)")]).increment()
             logger.error(

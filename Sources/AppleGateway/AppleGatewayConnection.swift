@@ -12,28 +12,33 @@ struct AppleGatewayConnection: Sendable {
     let http: CurlHTTPClient
     let endpoint: RemoteEndpoint
 
-    /// Sends one JSON call; transport failures become ``GatewayError`` (timed out or unreachable),
-    /// any HTTP answer is returned for the caller to judge. `call` names it in the metrics
-    /// (`session` or `registration`).
-    func send(_ method: String, path: String, body: [UInt8]?, identity: MerchantIdentity, call: String) async throws(GatewayError)
+    /// Sends one JSON call; transport failures become ``GatewayError`` (timed out, unreachable, or
+    /// busy when `group` or the gateway already has as many calls in flight as allowed), any HTTP
+    /// answer is returned for the caller to judge. `call` names it in the metrics (`session` or
+    /// `registration`).
+    func send(
+        _ method: String, path: String, body: [UInt8]?, identity: MerchantIdentity, call: String, group: String? = nil
+    ) async throws(GatewayError)
         -> CurlResponse
     {
         var headers: [(name: String, value: String)] = [(name: "Accept", value: "application/json")]
         if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
         let trust = TLSTrust(caPEM: endpoint.trust.caPEM)
+        var request = CurlRequest(
+            method: method, url: endpoint.baseURL + path, headers: headers, body: body,
+            identity: .pem(certificate: identity.certificatePEM, key: identity.keyPEM), trust: trust,
+            timeouts: CurlTimeouts(connect: endpoint.connectTimeout, total: endpoint.timeout))
+        request.concurrencyGroup = group
         let started = ContinuousClock.now
         do {
-            let response = try await http.execute(
-                CurlRequest(
-                    method: method, url: endpoint.baseURL + path, headers: headers, body: body,
-                    identity: .pem(certificate: identity.certificatePEM, key: identity.keyPEM), trust: trust,
-                    timeouts: CurlTimeouts(connect: endpoint.connectTimeout, total: endpoint.timeout)))
+            let response = try await http.execute(request)
             GatewayMetrics.answered(call: call, response: response, elapsed: ContinuousClock.now - started)
             return response
         } catch {
             GatewayMetrics.failed(call: call, kind: error.kind.rawValue, elapsed: ContinuousClock.now - started)
             switch error.kind {
             case .timedOut: throw GatewayError(.timedOut, "no answer within \(endpoint.timeout) (\(error.message))")
+            case .busy: throw GatewayError(.busy, error.message)
             default: throw GatewayError(.unreachable, "\(error.kind.rawValue): \(error.message)")
             }
         }

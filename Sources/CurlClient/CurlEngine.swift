@@ -29,7 +29,12 @@ final class CurlEngine: @unchecked Sendable {
     /// Touched only by the engine thread.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
 
-    init(maxCachedConnections: Int) throws(CurlError) {
+    /// - Parameters:
+    ///   - maxTotalConnections, maxHostConnections: libcurl's own connection caps. ``Admission``
+    ///     refuses transfers past the same numbers first, so libcurl rarely holds one back; when it
+    ///     does (idle connections of other client certificates filling a host's share), the wait
+    ///     counts in the transfer's total timeout, so nothing waits unbounded.
+    init(maxCachedConnections: Int, maxTotalConnections: Int, maxHostConnections: Int) throws(CurlError) {
         guard Self.globalInit == CURLE_OK else {
             throw CurlError(kind: .other, curlCode: Int32(Self.globalInit.rawValue), message: "curl_global_init failed")
         }
@@ -39,6 +44,8 @@ final class CurlEngine: @unchecked Sendable {
         self.multi = multi
         self.share = share
         _ = orchard_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, maxCachedConnections)
+        _ = orchard_curl_multi_setopt_long(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, maxTotalConnections)
+        _ = orchard_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxHostConnections)
         // TLS sessions survive a closed connection, so a reconnect resumes instead of a full handshake.
         _ = orchard_curl_share_setopt_lock_data(share, CURL_LOCK_DATA_SSL_SESSION)
         _ = orchard_curl_share_setopt_lock_data(share, CURL_LOCK_DATA_DNS)

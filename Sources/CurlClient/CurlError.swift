@@ -18,6 +18,9 @@ public struct CurlError: Error, Sendable, CustomStringConvertible {
         case cancelled
         /// The client was shut down.
         case shutdown
+        /// As many requests as allowed (in all, to this origin or for this group) are already in
+        /// flight: this one was refused at once and never sent, so it may be tried again.
+        case busy
         /// Any other libcurl failure.
         case other
     }

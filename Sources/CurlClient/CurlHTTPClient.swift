@@ -17,6 +17,9 @@ public struct CurlRequest: Sendable {
     /// on it; a fresh connection is never retried that way, so a call that must not be
     /// repeated without an idempotency key asks for one.
     public var freshConnection = false
+    /// A group this request counts in besides its origin (an Apple merchant identity, say), limited
+    /// by ``CurlHTTPClient/Configuration/maxConcurrentPerGroup``; nil: its origin only.
+    public var concurrencyGroup: String?
 
     public init(
         method: String = "GET",
@@ -81,22 +84,42 @@ public final class CurlHTTPClient: Sendable {
         public var allowedSchemes: [String]
         /// The largest number of idle connections kept for reuse.
         public var maxCachedConnections: Int
+        /// The most requests in flight at once; one more fails at once with ``CurlError/Kind/busy``.
+        public var maxTransfers: Int
+        /// The most requests in flight to one origin (scheme, host and port), and the most
+        /// connections libcurl opens to one host.
+        public var maxConcurrentPerHost: Int
+        /// The most requests in flight in one ``CurlRequest/concurrencyGroup``.
+        public var maxConcurrentPerGroup: Int
+        /// The proxy every request goes through (`http://`, `https://` or `socks5h://`); nil: none.
+        /// libcurl's own reading of `http_proxy`, `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` is
+        /// always off: a proxy is used only when it is configured here.
+        public var proxy: String?
 
         public init(
             timeouts: CurlTimeouts = CurlTimeouts(),
             maxResponseBytes: Int = 1 << 20,
             allowedSchemes: [String] = ["https"],
-            maxCachedConnections: Int = 128
+            maxCachedConnections: Int = 128,
+            maxTransfers: Int = 256,
+            maxConcurrentPerHost: Int = 64,
+            maxConcurrentPerGroup: Int = 16,
+            proxy: String? = nil
         ) {
             self.timeouts = timeouts
             self.maxResponseBytes = maxResponseBytes
             self.allowedSchemes = allowedSchemes
             self.maxCachedConnections = maxCachedConnections
+            self.maxTransfers = maxTransfers
+            self.maxConcurrentPerHost = maxConcurrentPerHost
+            self.maxConcurrentPerGroup = maxConcurrentPerGroup
+            self.proxy = proxy
         }
     }
 
     public let configuration: Configuration
     private let engine: CurlEngine
+    private let admission: Admission
 
     public init(configuration: Configuration = Configuration()) throws(CurlError) {
         try Self.validate(configuration.timeouts)
@@ -107,8 +130,17 @@ public final class CurlHTTPClient: Sendable {
         guard !schemes.isEmpty, schemes.allSatisfy({ $0 == "https" || $0 == "http" }) else {
             throw CurlError(kind: .invalidRequest, message: "allowedSchemes may only hold http and https")
         }
+        guard configuration.maxTransfers > 0, configuration.maxConcurrentPerHost > 0, configuration.maxConcurrentPerGroup > 0 else {
+            throw CurlError(kind: .invalidRequest, message: "maxTransfers, maxConcurrentPerHost and maxConcurrentPerGroup must be positive")
+        }
         self.configuration = configuration
-        self.engine = try CurlEngine(maxCachedConnections: configuration.maxCachedConnections)
+        self.admission = Admission(
+            limits: .init(
+                total: configuration.maxTransfers, perOrigin: configuration.maxConcurrentPerHost,
+                perGroup: configuration.maxConcurrentPerGroup))
+        self.engine = try CurlEngine(
+            maxCachedConnections: configuration.maxCachedConnections, maxTotalConnections: configuration.maxTransfers,
+            maxHostConnections: configuration.maxConcurrentPerHost)
     }
 
     deinit {
@@ -123,16 +155,32 @@ public final class CurlHTTPClient: Sendable {
         engine.shutdown()
     }
 
-    /// Performs a request. Throws ``CurlError``; a cancelled task aborts its transfer.
+    /// Requests in flight now (queued for libcurl or running).
+    public var transfersInFlight: Int { admission.inFlight }
+
+    /// Performs a request. Throws ``CurlError``; a cancelled task aborts its transfer. When as many
+    /// requests as the configuration allows are in flight (in all, to the origin, or in the
+    /// request's group), fails at once with ``CurlError/Kind/busy`` without sending anything.
     public func execute(_ request: CurlRequest) async throws(CurlError) -> CurlResponse {
+        try await execute(request) { _ throws(CurlError) in }
+    }
+
+    /// ``execute(_:)`` with a last look at the easy handle before it is sent (tests turn on libcurl's trace).
+    func execute(_ request: CurlRequest, prepare: (UnsafeMutableRawPointer) throws(CurlError) -> Void) async throws(CurlError)
+        -> CurlResponse
+    {
         let timeouts = request.timeouts ?? configuration.timeouts
         try Self.validate(timeouts)
+        let ticket = try admission.enter(origin: Admission.origin(of: request.url), group: request.concurrencyGroup)
+        defer { admission.leave(ticket) }
         let transfer = try Transfer(
             request: request,
             timeouts: timeouts,
             maxResponseBytes: configuration.maxResponseBytes,
-            protocols: configuration.allowedSchemes.map { $0.lowercased() }.joined(separator: ",")
+            protocols: configuration.allowedSchemes.map { $0.lowercased() }.joined(separator: ","),
+            proxy: configuration.proxy
         )
+        try prepare(transfer.easy)
         let result: Result<CurlResponse, CurlError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 transfer.continuation = continuation

@@ -15,7 +15,7 @@ final class Transfer: @unchecked Sendable {
     private var headers: [(name: String, value: String)] = []
     private var tooLarge = false
 
-    init(request: CurlRequest, timeouts: CurlTimeouts, maxResponseBytes: Int, protocols: String) throws(CurlError) {
+    init(request: CurlRequest, timeouts: CurlTimeouts, maxResponseBytes: Int, protocols: String, proxy: String?) throws(CurlError) {
         _ = CurlEngine.globalInit
         guard let easy = curl_easy_init() else {
             throw CurlError(kind: .other, message: "curl_easy_init failed")
@@ -26,6 +26,9 @@ final class Transfer: @unchecked Sendable {
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         do {
             try configure(request, timeouts: timeouts, protocols: protocols)
+            // An empty proxy turns off libcurl's reading of http_proxy, HTTPS_PROXY, ALL_PROXY and
+            // NO_PROXY: only a configured proxy is ever used.
+            try set(CURLOPT_PROXY, proxy ?? "")
         } catch {
             release()
             throw error
@@ -64,10 +67,17 @@ final class Transfer: @unchecked Sendable {
         try check(orchard_curl_easy_setopt_off_t(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxResponseBytes)))
         try check(orchard_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer))
 
+        // A configured CA replaces the system store: libcurl would otherwise load its built-in
+        // bundle and folder beside it, and trust any public CA for a private upstream.
         switch request.trust {
         case .system: break
-        case .caFile(let path): try set(CURLOPT_CAINFO, path)
-        case .caPEM(let bytes): try setBlob(CURLOPT_CAINFO_BLOB, bytes)
+        case .caFile(let path):
+            try set(CURLOPT_CAINFO, path)
+            try check(orchard_curl_easy_setopt_string(easy, CURLOPT_CAPATH, nil))
+        case .caPEM(let bytes):
+            try setBlob(CURLOPT_CAINFO_BLOB, bytes)
+            try check(orchard_curl_easy_setopt_string(easy, CURLOPT_CAINFO, nil))
+            try check(orchard_curl_easy_setopt_string(easy, CURLOPT_CAPATH, nil))
         }
         if let identity = request.identity {
             try configure(identity)

@@ -14,6 +14,9 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case unreadable
         /// Orchard could not build the request.
         case invalidRequest
+        /// Orchard already had as many calls to the gateway (or for this merchant) in flight as
+        /// configured: nothing was sent, and the call may be tried again shortly.
+        case busy
     }
 
     public var kind: Kind
@@ -62,6 +65,9 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
             return "Apple answered with something that is not what was asked for: check appleGateway.baseURL"
         case .invalidRequest:
             return message
+        case .busy:
+            return
+                "Orchard refused the call itself, before sending it (\(message)): raise outbound.maxConcurrentPerHost or outbound.maxConcurrentPerMerchant if this happens under normal load"
         }
     }
 }

@@ -68,7 +68,7 @@ public func runServer(
     logStartup(configuration, time: .system, logger: logger)
     // Before anything records a metric: a swift-metrics object keeps the backend it was made with.
     let registry = configuration.metrics.map { _ in PrometheusMetrics.registry }
-    let http = try CurlHTTPClient()
+    let http = try CurlHTTPClient(configuration: .init(outbound: configuration.outbound))
     defer { http.shutdown() }
     let store: SQLiteStore
     let vault: PaymentVault
@@ -102,7 +102,7 @@ public func runServer(
         },
         domainProbe: CurlDomainProbe(http: http),
         processorMaker: CurlProcessorMaker(http: http),
-        shopCalls: try CurlShopTransport(),
+        shopCalls: try CurlShopTransport(configuration: .init(outbound: configuration.outbound, allowedSchemes: ["https", "http"])),
         activity: activity,
         logger: logger,
         onServerRunning: onServerRunning)

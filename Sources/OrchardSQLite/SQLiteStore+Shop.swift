@@ -162,11 +162,13 @@ extension SQLiteStore {
                     guard try db.execute("UPDATE orders SET state = 'expired' WHERE id = ? AND state = 'open'", [.text(id)]) == 1 else {
                         continue
                     }
-                    let request = try Self.paymentRequest(in: db, id: id)
-                    try Self.insertEvent(
-                        in: db,
-                        try WebhookEvent.make(
-                            .paymentRequestExpired, merchantIdentifier: row[1].text ?? "", payment: nil, request: request, at: date))
+                    // A checkout-page order has no payment request, and the shop no event to hear.
+                    if let request = try Self.paymentRequest(in: db, id: id) {
+                        try Self.insertEvent(
+                            in: db,
+                            try WebhookEvent.make(
+                                .paymentRequestExpired, merchantIdentifier: row[1].text ?? "", payment: nil, request: request, at: date))
+                    }
                     expired.append(id)
                 }
                 return expired

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import OrchardCore
 
 /// Builds the Orchard application: routes, static files and the services behind them.
@@ -24,7 +25,8 @@ import OrchardCore
 ///   - shopCalls: sends the webhook outbox to merchants' endpoints and asks their quote URLs; nil:
 ///     events are kept, not sent, and Orchard prices every change itself.
 ///   - expiryCheckInterval: how often certificate expiry is checked and logged.
-///   - activity: requests in flight and the draining flag, for the graceful shutdown.
+///   - activity: what `/health` answers (ready once the server listens) and the requests in flight;
+///     whoever begins a graceful shutdown calls `beginDraining()` on it first.
 ///   - onServerRunning: called with the bound port once the server listens.
 public func buildApplication(
     configuration: ServerConfiguration,
@@ -57,20 +59,24 @@ public func buildApplication(
     for (partner, settings) in directory.settings {
         processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: partner)
     }
+    router.add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies, header: configuration.clientAddressHeader))
     router.add(middleware: MerchantMiddleware(directory: directory, maxBodyBytes: configuration.maxBodyBytes))
+    let limiter = RateLimiter(settings: configuration.limits, time: time)
     DomainAssociationController().addRoutes(to: router)
-    MerchantSessionController(configuration: configuration, sessions: sessions).addRoutes(to: router)
-    HealthController(configuration: configuration, directory: directory, time: time).addRoutes(to: router)
+    MerchantSessionController(configuration: configuration, sessions: sessions, limiter: limiter).addRoutes(to: router)
+    HealthController(configuration: configuration, directory: directory, time: time, activity: activity)
+        .addRoutes(to: router, adminToken: configuration.adminToken)
     OrdersController(
         configuration: configuration, store: store, time: time,
-        quotes: shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }
+        quotes: shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, limiter: limiter
     ).addRoutes(to: router)
     let vault = vault ?? configuration.vault ?? .ephemeral()
     let engine = configuration.makePaymentsEngine(store: store, processors: processors, vault: vault, time: time, logger: logger)
     AuthorizeController(engine: engine).addRoutes(to: router)
     let v1 = router.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
     PaymentRequestsController(
-        store: store, vault: vault, time: time, simulatedSheet: simulator == nil ? nil : SimulatedSheetController.scriptPath
+        store: store, vault: vault, time: time, simulatedSheet: simulator == nil ? nil : SimulatedSheetController.scriptPath,
+        limiter: limiter
     ).addRoutes(to: v1, page: router)
     PaymentsAPIController(store: store, engine: engine).addRoutes(to: v1)
     CheckoutController(configuration: configuration, simulator: simulator).addRoutes(to: router)
@@ -87,14 +93,21 @@ public func buildApplication(
 
     var app = Application(
         router: router,
+        // A connection idle (or stuck in half a request) past the timeout is closed, so slow clients cannot hold sockets.
+        server: .http1(
+            configuration: .init(idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Orchard"),
-        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+        onServerRunning: { channel in
+            activity.markReady()
+            await onServerRunning(channel.localAddress?.port ?? 0)
+        },
         logger: logger)
     app.addServices(
         CertificateExpiryMonitor(
             certificates: configuration.certificates, time: time, interval: expiryCheckInterval, logger: logger),
         PaymentReconciler(engine: engine, interval: configuration.reconciliation.interval, logger: logger),
-        PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger))
+        PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger),
+        RetentionPurge(store: store, policy: configuration.retention, time: time, logger: logger))
     if configuration.platform != nil {
         // Instances sharing one database learn each other's registrations within this interval.
         app.addServices(

@@ -1,30 +1,9 @@
 import HTTPTypes
 import Hummingbird
 import Metrics
-import Synchronization
-
-/// What the process is doing, for the graceful shutdown: requests in flight, and whether it is
-/// draining (set when SIGTERM arrives). Read by the shutdown log; `/health` leaves it alone,
-/// since a draining server no longer accepts the connection a health check would come on.
-public final class ServerActivity: Sendable {
-    private let inFlightCount = Atomic<Int>(0)
-    private let drainingFlag = Atomic<Bool>(false)
-
-    public init() {}
-
-    /// Requests being answered right now.
-    public var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
-    /// True once shutdown began.
-    public var isDraining: Bool { drainingFlag.load(ordering: .relaxed) }
-
-    public func beginDraining() { drainingFlag.store(true, ordering: .relaxed) }
-
-    func begin() { inFlightCount.add(1, ordering: .relaxed) }
-    func end() { inFlightCount.subtract(1, ordering: .relaxed) }
-}
 
 /// Counts and times every request by route pattern (never the path: `/api/orders/{id}`, not
-/// an order ID), method and status, and keeps ``ServerActivity`` current. Outermost, so it
+/// an order ID), method and status, and keeps ``ServerActivity``'s in-flight count current. Outermost, so it
 /// sees the status the client gets, errors included.
 struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     static var methods: Set<HTTPRequest.Method> { [.get, .head, .post, .put, .delete, .patch, .options] }

@@ -1,42 +1,59 @@
 import ApplePay
 import Foundation
+import HTTPTypes
 import Hummingbird
 import OrchardCore
 import X509
 
-/// `GET /health`: liveness, and every certificate's days left.
+/// `GET /health` for load balancers: only whether this instance takes traffic, for any Host.
+/// `GET /admin/health` (admin token): every certificate's days left and the merchants.
 struct HealthController {
     let configuration: ServerConfiguration
     let directory: MerchantDirectory
     let time: TimeSource
+    let activity: ServerActivity
 
-    func addRoutes(to router: Router<OrchardRequestContext>) {
+    func addRoutes(to router: Router<OrchardRequestContext>, adminToken: AdminToken?) {
         router.get("/health") { _, _ in
-            let now = time.now
-            let merchants: [[String: Any]] = configuration.merchants.map { merchant in
-                [
-                    "merchantIdentifier": merchant.merchantIdentifier,
-                    "identityCertificate": [
-                        "notValidAfter": merchant.identity.certificate.notValidAfter.formatted(.iso8601),
-                        "daysLeft": merchant.identity.daysLeft(at: now),
-                    ],
-                ]
-            }
-            let certificates: [[String: Any]] = configuration.certificates.map { entry in
-                [
-                    "owner": entry.owner, "kind": entry.kind, "subject": entry.certificate.subject.description,
-                    "notValidAfter": entry.certificate.notValidAfter.formatted(.iso8601), "daysLeft": entry.daysLeft(at: now),
-                ]
-            }
-            let expiring = configuration.certificates.contains { $0.daysLeft(at: now) < CertificateExpiryMonitor.warningDays }
-            let body: [String: Any] = [
-                "status": expiring ? "certificates_expiring" : "ok", "merchants": merchants, "certificates": certificates,
-                "registeredMerchants": directory.registrations.count,
-            ]
-            let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
-            return Response(
-                status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+            let state = activity.state
+            // Nothing about certificates or merchants here: this route is public.
+            return try Self.json(["status": state.name], status: state == .ready ? .ok : .serviceUnavailable)
         }
+        guard let adminToken else { return }
+        router.group("admin").add(middleware: AdminAuthMiddleware(token: adminToken)).get("health") { _, _ in
+            try Self.json(detail(), status: .ok)
+        }
+    }
+
+    /// Every certificate's and merchant identity's expiry on the server's clock.
+    func detail() -> [String: Any] {
+        let now = time.now
+        let merchants: [[String: Any]] = configuration.merchants.map { merchant in
+            [
+                "merchantIdentifier": merchant.merchantIdentifier,
+                "identityCertificate": [
+                    "notValidAfter": merchant.identity.certificate.notValidAfter.formatted(.iso8601),
+                    "daysLeft": merchant.identity.daysLeft(at: now),
+                ],
+            ]
+        }
+        let certificates: [[String: Any]] = configuration.certificates.map { entry in
+            [
+                "owner": entry.owner, "kind": entry.kind, "subject": entry.certificate.subject.description,
+                "notValidAfter": entry.certificate.notValidAfter.formatted(.iso8601), "daysLeft": entry.daysLeft(at: now),
+            ]
+        }
+        let expiring = configuration.certificates.contains { $0.daysLeft(at: now) < CertificateExpiryMonitor.warningDays }
+        return [
+            "status": expiring ? "certificates_expiring" : "ok", "readiness": activity.state.name, "merchants": merchants,
+            "certificates": certificates, "registeredMerchants": directory.registrations.count,
+        ]
+    }
+
+    static func json(_ body: [String: Any], status: HTTPResponse.Status) throws -> Response {
+        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+        return Response(
+            status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

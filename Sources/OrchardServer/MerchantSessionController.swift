@@ -8,6 +8,7 @@ import OrchardCore
 struct MerchantSessionController {
     let configuration: ServerConfiguration
     let sessions: any MerchantSessionService
+    let limiter: RateLimiter
 
     struct Body: Decodable {
         var validationURL: String?
@@ -22,6 +23,7 @@ struct MerchantSessionController {
     func createSession(_ request: Request, context: OrchardRequestContext) async throws -> Response {
         // Host first: an unknown host gets nothing, not even a parse of its body.
         let (merchant, domain) = try context.requireMerchant()
+        try limiter.check(.merchantSessions, context: context, merchant: merchant.merchantIdentifier)
         let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
         if !bytes.isEmpty {
             let body: Body

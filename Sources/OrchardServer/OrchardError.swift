@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import OrchardCore
 
@@ -34,6 +35,8 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case idempotencyMismatch = "idempotency_mismatch"
         case tooManyKeys = "too_many_keys"
         case quoteFailed = "quote_failed"
+        case rateLimited = "rate_limited"
+        case upstreamBusy = "upstream_busy"
     }
 
     public var code: Code
@@ -42,13 +45,19 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
     public var isPaymentAnswer = false
     /// Apple's HTTP status, for registration calls Apple refused (shown to admins only).
     public var upstreamStatus: Int?
+    /// Seconds the caller should wait before trying again, sent as `Retry-After` (429 and 503).
+    public var retryAfter: Int?
 
-    public init(_ code: Code, _ message: String, isPaymentAnswer: Bool = false, upstreamStatus: Int? = nil) {
+    public init(_ code: Code, _ message: String, isPaymentAnswer: Bool = false, upstreamStatus: Int? = nil, retryAfter: Int? = nil) {
         self.code = code
         self.message = message
         self.isPaymentAnswer = isPaymentAnswer
         self.upstreamStatus = upstreamStatus
+        self.retryAfter = retryAfter
     }
+
+    /// Seconds a caller refused for a busy upstream is told to wait: the calls in flight take about that long.
+    public static let busyRetryAfter = 2
 
     /// The one mapping from error codes to HTTP statuses.
     public var status: HTTPResponse.Status {
@@ -72,6 +81,8 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .gatewayRejected, .gatewayUnavailable: .badGateway
         case .gatewayTimeout: .gatewayTimeout
         case .internalError: .internalServerError
+        case .rateLimited: .tooManyRequests
+        case .upstreamBusy: .serviceUnavailable
         }
     }
 
@@ -107,6 +118,8 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
                 "Apple Pay refused the merchant validation (HTTP \(error.appleStatus ?? 0)); the merchant's setup needs attention")
         case .unreadable: self.init(.gatewayRejected, "Apple Pay sent an unreadable merchant session")
         case .invalidRequest: self.init(.internalError, error.message)
+        case .busy:
+            self.init(.upstreamBusy, "Apple Pay is busy right now; please try again in a moment", retryAfter: Self.busyRetryAfter)
         }
     }
 
@@ -118,6 +131,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .rejected, .unreadable:
             self.init(.registrationRejected, "\(error.message). \(error.hint)", upstreamStatus: error.appleStatus)
         case .invalidRequest: self.init(.internalError, error.message)
+        case .busy: self.init(.upstreamBusy, "\(error.message). \(error.hint)", retryAfter: Self.busyRetryAfter)
         }
     }
 
@@ -130,11 +144,9 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
             body["errors"] = [["code": "unknown", "message": message]]
         }
         let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
-        return Response(
-            status: status,
-            headers: code == .unauthorized
-                ? [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store", .wwwAuthenticate: "Bearer"]
-                : [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
+        if code == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import Hummingbird
+import NIOCore
 import OrchardCore
 
 /// Orchard's request context: the merchant serving the request's Host, resolved once by
@@ -14,9 +15,15 @@ public struct OrchardRequestContext: RequestContext {
     public var apiMerchant: MerchantConfiguration?
     /// The largest JSON body `request.decode(as:context:)` reads (`server.maxBodyBytes`).
     public var maxBodyBytes = 16 * 1024
+    /// The socket's peer: the client, or the reverse proxy in front.
+    public let peerAddress: IPAddress?
+    /// The client as ``ClientAddressMiddleware`` resolved it (the peer unless that is a trusted proxy).
+    public var clientAddress: IPAddress?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        peerAddress = source.channel.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
+        clientAddress = peerAddress
     }
 
     public var requestDecoder: OrchardRequestDecoder { OrchardRequestDecoder() }

@@ -13,6 +13,7 @@ struct OrdersController {
     let time: TimeSource
     /// The shops' quote URLs, for merchants that price sheet changes themselves.
     let quotes: QuoteClient?
+    let limiter: RateLimiter
 
     struct CreateBody: Decodable { var items: [CartItem] }
     /// What Apple Pay reveals of the address before payment (each at most 64 characters is kept).
@@ -80,6 +81,7 @@ struct OrdersController {
 
     func create(_ request: Request, context: OrchardRequestContext) async throws -> EditedResponse<Created> {
         let (merchant, catalogue) = try merchant(for: context)
+        try limiter.check(.orders, context: context, merchant: merchant.merchantIdentifier)
         let body = try await request.decode(as: CreateBody.self, context: context)
         let priced: PricedOrder
         do {
@@ -89,10 +91,12 @@ struct OrdersController {
         }
         let id = RecordIdentifier.random()
         let applicationData = Array("orchard-order:\(id)".utf8)
+        let now = time.now
+        // An abandoned order expires (and is purged later) instead of staying open for ever.
         try await store.insert(
             OrderRecord(
                 id: id, merchantIdentifier: merchant.merchantIdentifier, state: .open, priced: priced, applicationData: applicationData,
-                createdAt: time.now))
+                createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.ordersOpenFor.components.seconds))))
         let paymentRequest = ApplePayPaymentRequest(
             order: priced, catalogue: catalogue, displayName: merchant.displayName, applicationData: applicationData)
         return EditedResponse(status: .created, response: Created(orderId: id, paymentRequest: paymentRequest))

@@ -67,10 +67,10 @@ extension InMemoryStore {
             let due = state.orders.values.filter { $0.state == .open && ($0.expiresAt.map { $0 <= date } ?? false) }.prefix(limit)
             for order in due {
                 state.orders[order.id]?.state = .expired
+                guard let request = state.requests[order.id] else { continue }
                 state.events.append(
                     try WebhookEvent.make(
-                        .paymentRequestExpired, merchantIdentifier: order.merchantIdentifier, payment: nil,
-                        request: state.requests[order.id], at: date))
+                        .paymentRequestExpired, merchantIdentifier: order.merchantIdentifier, payment: nil, request: request, at: date))
             }
             return due.map(\.id)
         }

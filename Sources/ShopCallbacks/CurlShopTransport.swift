@@ -7,8 +7,10 @@ import OrchardCore
 public final class CurlShopTransport: ShopTransport {
     let http: CurlHTTPClient
 
-    public init() throws {
-        http = try CurlHTTPClient(configuration: .init(allowedSchemes: ["https", "http"]))
+    /// - Parameter configuration: the client's settings (the `outbound` section's proxy and bounds);
+    ///   it must allow `http` for the loopback endpoints configuration lets through.
+    public init(configuration: CurlHTTPClient.Configuration = .init(allowedSchemes: ["https", "http"])) throws {
+        http = try CurlHTTPClient(configuration: configuration)
     }
 
     deinit {

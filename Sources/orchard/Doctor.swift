@@ -46,7 +46,8 @@ struct DoctorCommand: AsyncParsableCommand {
         }
         let folder = URL(fileURLWithPath: config).deletingLastPathComponent().path
         let environment = ProcessInfo.processInfo.environment
-        let http = try CurlHTTPClient()
+        // The configured proxy, if any; never one from the environment.
+        let http = try CurlHTTPClient(configuration: .init(proxy: file.outbound?.proxy))
         defer { http.shutdown() }
         var sessions: (any MerchantSessionService)?
         if live {

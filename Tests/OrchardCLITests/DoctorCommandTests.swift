@@ -253,4 +253,36 @@ struct DoctorCommandTests {
                 "\(refused)")
         }
     }
+
+    @Test("--domains fetches over https straight from the domain, whatever HTTPS_PROXY or ALL_PROXY say")
+    func domainsIgnoreEnvironmentProxies() async throws {
+        try await Self.withSetup { setup in
+            let recorder = ConnectionRecorder()
+            try await recorder.start()
+            defer { Task { await recorder.stop() } }
+            let association = [UInt8](
+                try Data(contentsOf: URL(fileURLWithPath: setup.environment.file("apple-developer-merchantid-domain-association"))))
+            let host = try MockDomainHost(
+                serverIdentity: setup.environment.material.server,
+                pages: ["shop.example": .file(association, contentType: "application/octet-stream")])
+            let port = try await host.start()
+            defer { Task { await host.stop() } }
+            try setup.merchant { $0["domains"] = ["shop.example"] }
+            var environment = ProcessInfo.processInfo.environment
+            for name in ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] { environment[name] = recorder.url }
+            environment["no_proxy"] = nil
+            environment["NO_PROXY"] = nil
+            let result = try await OrchardProcess.runAsync(
+                [
+                    "doctor", "--config", setup.configuration, "--domains", "--ca-file", setup.environment.caFile, "--connect-to",
+                    "shop.example=https://127.0.0.1:\(port)",
+                ], environment: environment)
+            let output = String(decoding: result.stdout, as: UTF8.self)
+            #expect(
+                output.contains(
+                    "domain shop.example: https://shop.example/.well-known/apple-developer-merchantid-domain-association serves the association file byte for byte"
+                ), "\(output)")
+            #expect(recorder.connections == 0)
+        }
+    }
 }

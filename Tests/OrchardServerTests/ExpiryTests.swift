@@ -80,16 +80,18 @@ struct ExpiryTests {
         #expect(monitor.check().map { $0.owner } == ["merchant.soon"])
     }
 
-    @Test("/health lists every identity and processing certificate with its days left, on the server's clock")
+    @Test("/admin/health lists every identity and processing certificate with its days left, on the server's clock")
     func health() async throws {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants, environment: MoreMerchants.environment, time: .fixed(Date()),
             configure: { file, directory in
                 try MoreMerchants.addSecondMerchant(&file, directory)
                 try MoreMerchants.addPlatform(&file, directory, processingCertificateValidUntil: Self.platformProcessingExpiry)
+                MoreMerchants.addAdmin(&file)
             }
         ) { server in
-            let health = try #require(try await server.send("GET", "/health").json)
+            #expect(try await server.send("GET", "/health").json?.keys.sorted() == ["status"], "the public route has no detail")
+            let health = try #require(try await server.send("GET", "/admin/health", extraHeaders: MoreMerchants.authorization).json)
             #expect(health["status"] as? String == "certificates_expiring")
             let certificates = try #require(health["certificates"] as? [[String: Any]])
             let summary = certificates.map { "\($0["owner"] as? String ?? "") \($0["kind"] as? String ?? "")" }

@@ -15,6 +15,9 @@ extension FailingStore {
     ) { try await inner.createPaymentRequest(request, order: order) }
     func paymentRequest(id: String) async throws -> PaymentRequestRecord? { try await inner.paymentRequest(id: id) }
     func expireOrders(at date: Date, limit: Int) async throws -> [String] { try await inner.expireOrders(at: date, limit: limit) }
+    func purge(before cutoffs: PurgeCutoffs, limit: Int) async throws -> PurgeCounts {
+        try await inner.purge(before: cutoffs, limit: limit)
+    }
     func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord { try await inner.claimRefund(draft) }
     func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {
         if failing.load(ordering: .relaxed) { throw DiskFull() }

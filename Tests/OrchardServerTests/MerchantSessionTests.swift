@@ -1,5 +1,6 @@
 import CurlClient
 import Foundation
+import OrchardServer
 import OrchardTesting
 import Testing
 
@@ -199,14 +200,57 @@ struct MerchantSessionTests {
         }
     }
 
-    @Test("health reports each identity certificate's days left")
+    @Test("/health says only ok, whatever the Host; /admin/health, behind the admin token, has each identity's days left")
     func health() async throws {
-        try await ServerHarness.with { server in
-            let response = try await server.send("GET", "/health")
+        try await ServerHarness.with(environment: MoreMerchants.environment, configure: { file, _ in MoreMerchants.addAdmin(&file) }) {
+            server in
+            for host in [ServerHarness.domain, "elsewhere.example", "127.0.0.1"] {
+                let response = try await server.send("GET", "/health", host: host)
+                #expect(response.status == 200)
+                #expect(
+                    String(decoding: response.body, as: UTF8.self) == #"{"status":"ok"}"#, "no certificate or merchant detail in public")
+                #expect(response.header("cache-control") == "no-store")
+            }
+            #expect(try await server.send("GET", "/admin/health").status == 401)
+            let response = try await server.send("GET", "/admin/health", extraHeaders: MoreMerchants.authorization)
             #expect(response.status == 200)
+            #expect(response.json?["readiness"] as? String == "ok")
             let merchants = try #require(response.json?["merchants"] as? [[String: Any]])
             let days = (merchants.first?["identityCertificate"] as? [String: Any])?["daysLeft"] as? Int
             #expect((360...366).contains(days ?? -1))
         }
+    }
+
+    @Test("without an admin token there is no /admin/health at all")
+    func noAdminHealth() async throws {
+        try await ServerHarness.with { server in
+            let response = try await server.send("GET", "/admin/health")
+            #expect(response.status == 404)
+        }
+    }
+
+    @Test("/health answers 503 draining once a shutdown begins, on any Host")
+    func draining() async throws {
+        let readiness = ServerActivity()
+        try await ServerHarness.with(activity: readiness) { server in
+            #expect(try await server.send("GET", "/health").status == 200)
+            readiness.beginDraining()
+            for host in [ServerHarness.domain, "elsewhere.example"] {
+                let response = try await server.send("GET", "/health", host: host)
+                #expect(response.status == 503)
+                #expect(String(decoding: response.body, as: UTF8.self) == #"{"status":"draining"}"#)
+            }
+        }
+    }
+
+    @Test("readiness: starting until the server listens, then ready; draining is final")
+    func readiness() {
+        let readiness = ServerActivity()
+        #expect(readiness.state == .starting)
+        readiness.markReady()
+        #expect(readiness.state == .ready)
+        readiness.beginDraining()
+        readiness.markReady()
+        #expect(readiness.state == .draining, "a drain is never undone")
     }
 }

@@ -87,6 +87,12 @@ struct ServerHarness {
             ])
     }
 
+    /// Every rate limit off.
+    static let noLimits = ConfigurationFile.Limits(
+        merchantSessions: .init(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0)),
+        orders: .init(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0)),
+        paymentRequests: .init(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0)))
+
     /// Runs `body` against a started server and gateway, then stops both.
     static func with(
         faults: MockGatewayFaults = .none, timeoutMilliseconds: Int = 2000, simulator: (any SimulatedApplePay)? = nil,
@@ -95,6 +101,7 @@ struct ServerHarness {
         logHandler: (any LogHandler)? = nil,
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 },
         shopCalls: (any ShopTransport)? = nil,
+        activity: ServerActivity = ServerActivity(),
         configure: (inout ConfigurationFile, TemporaryDirectory) throws -> Void = { _, _ in },
         _ body: (ServerHarness) async throws -> Void
     ) async throws {
@@ -103,10 +110,12 @@ struct ServerHarness {
         defer { directory.remove() }
         var file = try configurationFile(gatewayPort: fixture.port, directory: directory, timeoutMilliseconds: timeoutMilliseconds)
         file.checkout = checkout
+        // Tests send many calls from one address; a test about limits sets its own.
+        file.limits = Self.noLimits
         try configure(&file, directory)
         let configuration = try ServerConfiguration.resolve(
             file, relativeTo: directory.url.path, environment: environment, time: time, processors: ProcessorFactory.drivers)
-        let http = try CurlHTTPClient()
+        let http = try CurlHTTPClient(configuration: .init(outbound: configuration.outbound))
         var logger = logHandler.map { handler in Logger(label: "orchard.test") { _ in handler } } ?? Logger(label: "orchard.test")
         logger.logLevel = logHandler == nil ? .critical : .info
         let sessions = CountingSessions(inner: AppleGatewayClient(http: http, endpoint: configuration.gateway, logger: logger))
@@ -121,7 +130,8 @@ struct ServerHarness {
             registration: configuration.platform.map {
                 AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
             },
-            processorMaker: CurlProcessorMaker(http: http), shopCalls: shopCalls, expiryCheckInterval: expiryCheckInterval, logger: logger
+            processorMaker: CurlProcessorMaker(http: http), shopCalls: shopCalls, expiryCheckInterval: expiryCheckInterval,
+            activity: activity, logger: logger
         ) { port in
             portContinuation.yield(port)
         }

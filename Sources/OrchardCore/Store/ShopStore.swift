@@ -20,9 +20,21 @@ public protocol ShopStore: Sendable {
         record: PaymentRequestRecord, created: Bool
     )
     func paymentRequest(id: String) async throws -> PaymentRequestRecord?
-    /// Moves open orders whose expiry has passed to `expired`, each with its
-    /// `payment_request.expired` event; returns their IDs.
+    /// Moves open orders whose expiry has passed to `expired`, each payment request's with its
+    /// `payment_request.expired` event (a checkout-page order, which has no payment request,
+    /// expires without one); returns their IDs.
     func expireOrders(at date: Date, limit: Int) async throws -> [String]
+
+    /// Deletes rows nothing needs any more, at most `limit` of each kind per call (the caller
+    /// repeats while a count reaches `limit`):
+    /// - orders in state `expired` whose `expiresAt` is before `cutoffs.expiredOrders` and that
+    ///   have no payment row at all, each with its payment request;
+    /// - webhook events `delivered` before `cutoffs.deliveredWebhooks`;
+    /// - webhook events `failed` or `skipped` and created before `cutoffs.failedWebhooks`.
+    ///
+    /// A nil cutoff deletes none of that kind. Payments, refunds, API keys and any order with a
+    /// payment are never deleted. Each kind is deleted in one transaction.
+    func purge(before cutoffs: PurgeCutoffs, limit: Int) async throws -> PurgeCounts
 
     /// In one transaction: the payment must be settled and the refund must fit in what pending,
     /// refunded and unknown refunds leave. A refund with the same idempotency key comes back as

@@ -14,6 +14,7 @@ struct PaymentRequestsController {
     let time: TimeSource
     /// The demo's simulated sheet, named to the page that opens a request; nil outside the demo.
     let simulatedSheet: String?
+    let limiter: RateLimiter
 
     static let defaultExpiry = 1800
     static let expiryRange = 60...604_800
@@ -71,6 +72,7 @@ struct PaymentRequestsController {
 
     func create(_ request: Request, context: OrchardRequestContext) async throws -> EditedResponse<PaymentRequestView> {
         let merchant = try context.requireAPIMerchant()
+        try limiter.check(.paymentRequests, context: context, merchant: merchant.merchantIdentifier)
         let key = try idempotencyKey(request)
         let body = try await request.decode(as: CreateBody.self, context: context)
         let cart = try self.cart(body, merchant: merchant)

@@ -12,6 +12,13 @@ public struct ConfigurationFile: Codable, Sendable {
         public var maxBodyBytes: Int?
         /// How long SIGTERM waits for in-flight requests before cutting them (default 25).
         public var drainTimeoutSeconds: Int?
+        /// Seconds a client connection may sit idle (or send half a request) before it is closed (default 60).
+        public var idleTimeoutSeconds: Int?
+        /// Reverse proxies (addresses or CIDR blocks) whose `clientAddressHeader` names the client
+        /// (default: loopback, a proxy on the same machine; `[]` trusts none).
+        public var trustedProxies: [String]?
+        /// `X-Forwarded-For` (default) or `X-Real-IP`: the header trusted proxies set.
+        public var clientAddressHeader: String?
 
         public init(host: String? = nil, port: Int? = nil, publicDirectory: String? = nil, maxBodyBytes: Int? = nil) {
             self.host = host
@@ -174,6 +181,10 @@ public struct ConfigurationFile: Codable, Sendable {
     public var webhooks: Webhooks?
     public var metrics: Metrics?
     public var log: Log?
+    public var limits: Limits?
+    public var outbound: Outbound?
+    public var orders: Orders?
+    public var retention: Retention?
     /// Where the SQLite database lives; relative to the config file. Default `state`.
     public var stateDirectory: String?
     public var merchants: [Merchant]

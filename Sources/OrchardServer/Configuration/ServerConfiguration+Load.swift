@@ -33,7 +33,7 @@ extension ServerConfiguration {
         let merchants = try resolveMerchants(file.merchants, values: values, time: time, processors: processors)
         let (maxBody, port) = try resolveServer(file.server)
         let payments = file.payments
-        return ServerConfiguration(
+        var resolved = ServerConfiguration(
             host: file.server?.host ?? "127.0.0.1",
             port: port,
             publicDirectory: try resolvePublicDirectory(file.server?.publicDirectory, values: values),
@@ -62,6 +62,8 @@ extension ServerConfiguration {
             },
             metrics: try resolveMetrics(file.metrics, serverPort: port), log: try resolveLog(file.log),
             drainTimeout: try resolveDrainTimeout(file.server))
+        try resolved.resolveOperations(file)
+        return resolved
     }
 
     /// `appleGateway`: an https Apple host (or an allowed test host), its trust and timeouts.
@@ -297,6 +299,7 @@ extension ConfigurationFile {
         } catch {
             throw ConfigurationError("\(path): cannot read the configuration file (\(ServerConfiguration.reason(error)))")
         }
+        try checkOperationsKeys(data)
         do {
             return try JSONDecoder().decode(ConfigurationFile.self, from: data)
         } catch {

@@ -42,6 +42,14 @@ public struct ServerConfiguration: Sendable {
     public var log = LogSettings()
     /// How long a SIGTERM waits for in-flight requests and background work (`server.drainTimeoutSeconds`).
     public var drainTimeout = ServerConfiguration.defaultDrainTimeout
+    /// Rates, outbound bounds, client timeouts, order expiry and retention (OperationsConfiguration.swift).
+    public var limits = RateLimitSettings.defaults
+    public var outbound = OutboundSettings()
+    public var retention = RetentionPolicy()
+    public var ordersOpenFor: Duration = .seconds(3600)
+    public var idleTimeout: Duration = .seconds(60)
+    public var trustedProxies: [IPNetwork] = []
+    public var clientAddressHeader = "X-Forwarded-For"
 
     /// Every certificate Orchard holds, for `/health` and expiry warnings.
     public var certificates: [ConfiguredCertificate] {

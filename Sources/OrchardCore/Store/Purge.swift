@@ -1,0 +1,30 @@
+import Foundation
+
+/// What ``ShopStore/purge(before:limit:)`` may delete: rows older than each date; nil keeps that kind.
+public struct PurgeCutoffs: Sendable, Equatable {
+    /// Expired orders that never had a payment, whose expiry is before this.
+    public var expiredOrders: Date?
+    /// Delivered webhook events delivered before this.
+    public var deliveredWebhooks: Date?
+    /// Failed and skipped webhook events created before this.
+    public var failedWebhooks: Date?
+
+    public init(expiredOrders: Date? = nil, deliveredWebhooks: Date? = nil, failedWebhooks: Date? = nil) {
+        self.expiredOrders = expiredOrders
+        self.deliveredWebhooks = deliveredWebhooks
+        self.failedWebhooks = failedWebhooks
+    }
+}
+
+/// How many rows one purge deleted.
+public struct PurgeCounts: Sendable, Equatable {
+    /// Orders deleted (each with its payment request, when it had one).
+    public var orders: Int
+    /// Webhook events deleted, delivered and failed together.
+    public var webhookEvents: Int
+
+    public init(orders: Int = 0, webhookEvents: Int = 0) {
+        self.orders = orders
+        self.webhookEvents = webhookEvents
+    }
+}

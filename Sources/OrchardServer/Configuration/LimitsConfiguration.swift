@@ -1,0 +1,195 @@
+import Foundation
+import OrchardCore
+
+extension ConfigurationFile {
+    /// `limits`: token-bucket rates for the calls that cost Orchard (or Apple) work, per client
+    /// address and per merchant, kept in each process's memory.
+    public struct Limits: Codable, Sendable {
+        /// `POST /api/apple-pay/session`.
+        public var merchantSessions: RateRules?
+        /// `POST /api/orders`.
+        public var orders: RateRules?
+        /// `POST /v1/payment-requests` (the merchant is the API key's).
+        public var paymentRequests: RateRules?
+        /// The most client addresses tracked at once (default 100000); the least recently seen go first.
+        public var maxTrackedClients: Int?
+
+        public init(
+            merchantSessions: RateRules? = nil, orders: RateRules? = nil, paymentRequests: RateRules? = nil, maxTrackedClients: Int? = nil
+        ) {
+            self.merchantSessions = merchantSessions
+            self.orders = orders
+            self.paymentRequests = paymentRequests
+            self.maxTrackedClients = maxTrackedClients
+        }
+    }
+
+    /// One call's rates: each absent rule keeps its default; `{"perMinute": 0}` turns it off.
+    public struct RateRules: Codable, Sendable {
+        public var perClientIP: Rate?
+        public var perMerchant: Rate?
+
+        public init(perClientIP: Rate? = nil, perMerchant: Rate? = nil) {
+            self.perClientIP = perClientIP
+            self.perMerchant = perMerchant
+        }
+    }
+
+    /// A bucket: `perMinute` calls a minute on average, `burst` at once (default: a sixth of a minute's worth, at least 1).
+    public struct Rate: Codable, Sendable {
+        public var perMinute: Int
+        public var burst: Int?
+
+        public init(perMinute: Int, burst: Int? = nil) {
+            self.perMinute = perMinute
+            self.burst = burst
+        }
+    }
+
+    /// `outbound`: calls Orchard makes (Apple, processors, the shops' webhooks and quotes).
+    public struct Outbound: Codable, Sendable {
+        /// The proxy for every outbound call (`http://`, `https://` or `socks5h://` host and port).
+        /// Absent: none, whatever `http_proxy`, `HTTPS_PROXY` or `ALL_PROXY` say.
+        public var proxy: String?
+        /// The most calls in flight at once per client (default 256).
+        public var maxTransfers: Int?
+        /// The most calls in flight to one host (default 64).
+        public var maxConcurrentPerHost: Int?
+        /// The most merchant-session calls to Apple in flight for one merchant (default 16).
+        public var maxConcurrentPerMerchant: Int?
+
+        public init(proxy: String? = nil, maxTransfers: Int? = nil, maxConcurrentPerHost: Int? = nil, maxConcurrentPerMerchant: Int? = nil)
+        {
+            self.proxy = proxy
+            self.maxTransfers = maxTransfers
+            self.maxConcurrentPerHost = maxConcurrentPerHost
+            self.maxConcurrentPerMerchant = maxConcurrentPerMerchant
+        }
+    }
+}
+
+/// A token bucket's shape: `perMinute` tokens a minute, at most `burst` saved up.
+public struct RateLimit: Sendable, Equatable {
+    public var perMinute: Int
+    public var burst: Int
+
+    public init(perMinute: Int, burst: Int) {
+        self.perMinute = perMinute
+        self.burst = burst
+    }
+
+    /// Tokens a second.
+    var perSecond: Double { Double(perMinute) / 60 }
+}
+
+/// The rates in force: each limited call's rule per client address and per merchant (absent: off).
+public struct RateLimitSettings: Sendable {
+    /// The calls that are limited.
+    public enum Action: String, Sendable, CaseIterable {
+        case merchantSessions, orders, paymentRequests
+
+        /// For messages: what was asked too often.
+        var noun: String {
+            switch self {
+            case .merchantSessions: "merchant-session requests"
+            case .orders: "orders"
+            case .paymentRequests: "payment requests"
+            }
+        }
+    }
+
+    /// Each action's bucket per client address (IPv4 address or IPv6 /64); absent: not limited.
+    public var perClient: [Action: RateLimit]
+    /// Each action's bucket per merchant; absent: not limited.
+    public var perMerchant: [Action: RateLimit]
+    /// The most client buckets kept at once.
+    public var maxTrackedClients: Int
+
+    /// Generous for shoppers (a sheet opens a session; a NAT shares an address) and for shops, tight for a script.
+    public static let defaults = RateLimitSettings(
+        perClient: [
+            .merchantSessions: RateLimit(perMinute: 30, burst: 10), .orders: RateLimit(perMinute: 60, burst: 20),
+            .paymentRequests: RateLimit(perMinute: 600, burst: 100),
+        ],
+        perMerchant: [
+            .merchantSessions: RateLimit(perMinute: 1200, burst: 200), .orders: RateLimit(perMinute: 3000, burst: 300),
+            .paymentRequests: RateLimit(perMinute: 600, burst: 100),
+        ],
+        maxTrackedClients: 100_000)
+
+    public init(perClient: [Action: RateLimit], perMerchant: [Action: RateLimit], maxTrackedClients: Int) {
+        self.perClient = perClient
+        self.perMerchant = perMerchant
+        self.maxTrackedClients = maxTrackedClients
+    }
+}
+
+/// How Orchard calls out; the runtime turns it into its HTTP client's settings.
+public struct OutboundSettings: Sendable, Equatable {
+    /// The proxy for every outbound call; nil: none (the environment's proxy variables never count).
+    public var proxy: String?
+    /// Calls in flight per libcurl client, to one host, and to Apple for one merchant's sessions.
+    public var maxTransfers = 256
+    public var maxConcurrentPerHost = 64
+    public var maxConcurrentPerMerchant = 16
+
+    public init() {}
+}
+
+extension ServerConfiguration {
+    static func resolveLimits(_ file: ConfigurationFile.Limits?) throws(ConfigurationError) -> RateLimitSettings {
+        var settings = RateLimitSettings.defaults
+        let rules: [(RateLimitSettings.Action, ConfigurationFile.RateRules?)] = [
+            (.merchantSessions, file?.merchantSessions), (.orders, file?.orders), (.paymentRequests, file?.paymentRequests),
+        ]
+        for (action, rule) in rules {
+            if let rate = rule?.perClientIP {
+                settings.perClient[action] = try resolveRate(rate, label: "limits.\(action.rawValue).perClientIP")
+            }
+            if let rate = rule?.perMerchant {
+                settings.perMerchant[action] = try resolveRate(rate, label: "limits.\(action.rawValue).perMerchant")
+            }
+        }
+        if let tracked = file?.maxTrackedClients {
+            guard (100...10_000_000).contains(tracked) else { throw ConfigurationError("limits.maxTrackedClients must be 100–10000000") }
+            settings.maxTrackedClients = tracked
+        }
+        return settings
+    }
+
+    /// A rate, or nil for `perMinute: 0` (off).
+    static func resolveRate(_ rate: ConfigurationFile.Rate, label: String) throws(ConfigurationError) -> RateLimit? {
+        guard rate.perMinute != 0 else { return nil }
+        let burst = rate.burst ?? max(1, rate.perMinute / 6)
+        guard (1...1_000_000).contains(rate.perMinute), (1...1_000_000).contains(burst) else {
+            throw ConfigurationError("\(label): perMinute must be 0 (off) to 1000000 and burst 1–1000000")
+        }
+        return RateLimit(perMinute: rate.perMinute, burst: burst)
+    }
+
+    static func resolveOutbound(_ file: ConfigurationFile.Outbound?) throws(ConfigurationError) -> OutboundSettings {
+        var settings = OutboundSettings()
+        if let proxy = file?.proxy {
+            guard let url = URLComponents(string: proxy), let scheme = url.scheme?.lowercased(),
+                ["http", "https", "socks5h"].contains(scheme), let host = url.host, !host.isEmpty, url.user == nil, url.password == nil,
+                url.path.isEmpty || url.path == "/", url.query == nil
+            else {
+                throw ConfigurationError(
+                    "outbound.proxy must be a URL like http://proxy.internal:3128 (http, https or socks5h; no credentials, path or query); got \(proxy)"
+                )
+            }
+            settings.proxy = proxy
+        }
+        settings.maxTransfers = file?.maxTransfers ?? settings.maxTransfers
+        settings.maxConcurrentPerHost = file?.maxConcurrentPerHost ?? settings.maxConcurrentPerHost
+        settings.maxConcurrentPerMerchant = file?.maxConcurrentPerMerchant ?? settings.maxConcurrentPerMerchant
+        guard (1...100_000).contains(settings.maxTransfers), (1...settings.maxTransfers).contains(settings.maxConcurrentPerHost),
+            (1...settings.maxConcurrentPerHost).contains(settings.maxConcurrentPerMerchant)
+        else {
+            throw ConfigurationError(
+                "outbound: maxTransfers must be 1–100000, maxConcurrentPerHost 1 to maxTransfers, and maxConcurrentPerMerchant 1 to maxConcurrentPerHost"
+            )
+        }
+        return settings
+    }
+}

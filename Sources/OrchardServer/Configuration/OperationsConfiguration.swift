@@ -1,0 +1,127 @@
+import Foundation
+import OrchardCore
+
+extension ConfigurationFile {
+    /// `orders`: the checkout page's orders (`POST /api/orders`).
+    public struct Orders: Codable, Sendable {
+        /// How long a new order takes payment (default 3600); then it expires.
+        public var openForSeconds: Int?
+
+        public init(openForSeconds: Int? = nil) {
+            self.openForSeconds = openForSeconds
+        }
+    }
+
+    /// `retention`: how long finished rows are kept before the hourly purge deletes them.
+    /// Payments and refunds are never deleted.
+    public struct Retention: Codable, Sendable {
+        /// Expired orders that never had a payment, with their payment requests (default 30; 0 keeps them).
+        public var expiredOrdersDays: Int?
+        /// Delivered webhook events, counted from delivery (default 30; 0 keeps them).
+        public var deliveredWebhooksDays: Int?
+        /// Failed and skipped webhook events, counted from creation (default 90; 0 keeps them).
+        public var failedWebhooksDays: Int?
+
+        public init(expiredOrdersDays: Int? = nil, deliveredWebhooksDays: Int? = nil, failedWebhooksDays: Int? = nil) {
+            self.expiredOrdersDays = expiredOrdersDays
+            self.deliveredWebhooksDays = deliveredWebhooksDays
+            self.failedWebhooksDays = failedWebhooksDays
+        }
+    }
+}
+
+/// How long finished rows are kept; nil: forever.
+public struct RetentionPolicy: Sendable, Equatable {
+    /// After expiry, for orders that never had a payment.
+    public var expiredOrders: Duration? = .seconds(30 * 86_400)
+    /// After delivery.
+    public var deliveredWebhooks: Duration? = .seconds(30 * 86_400)
+    /// After creation, for failed and skipped events.
+    public var failedWebhooks: Duration? = .seconds(90 * 86_400)
+    /// How often the purge runs.
+    public var interval: Duration = .seconds(3600)
+
+    public init() {}
+
+    /// The store's cutoffs at `now`.
+    public func cutoffs(at now: Date) -> PurgeCutoffs {
+        func before(_ age: Duration?) -> Date? { age.map { now.addingTimeInterval(-TimeInterval($0.components.seconds)) } }
+        return PurgeCutoffs(
+            expiredOrders: before(expiredOrders), deliveredWebhooks: before(deliveredWebhooks), failedWebhooks: before(failedWebhooks))
+    }
+}
+
+extension ServerConfiguration {
+    /// The sections this file adds, resolved onto a configuration `resolve` built.
+    mutating func resolveOperations(_ file: ConfigurationFile) throws(ConfigurationError) {
+        limits = try Self.resolveLimits(file.limits)
+        outbound = try Self.resolveOutbound(file.outbound)
+        retention = try Self.resolveRetention(file.retention)
+        let open = file.orders?.openForSeconds ?? 3600
+        guard (60...604_800).contains(open) else { throw ConfigurationError("orders.openForSeconds must be 60–604800") }
+        ordersOpenFor = .seconds(open)
+        let idle = file.server?.idleTimeoutSeconds ?? 60
+        guard (1...3600).contains(idle) else { throw ConfigurationError("server.idleTimeoutSeconds must be 1–3600") }
+        idleTimeout = .seconds(idle)
+        // Default: a proxy on this machine, the setup the README describes. Without it every
+        // shopper behind a local nginx would share the loopback address's bucket.
+        trustedProxies = try (file.server?.trustedProxies ?? ["127.0.0.0/8", "::1"]).map { entry throws(ConfigurationError) in
+            guard let network = IPNetwork(entry) else {
+                throw ConfigurationError(
+                    "server.trustedProxies: \(entry) is not an address or CIDR block (like 10.0.0.5, 10.0.0.0/8 or fd00::/8)")
+            }
+            return network
+        }
+        let header = file.server?.clientAddressHeader ?? "X-Forwarded-For"
+        guard ["x-forwarded-for", "x-real-ip"].contains(header.lowercased()) else {
+            throw ConfigurationError("server.clientAddressHeader must be X-Forwarded-For or X-Real-IP")
+        }
+        clientAddressHeader = header
+    }
+
+    static func resolveRetention(_ file: ConfigurationFile.Retention?) throws(ConfigurationError) -> RetentionPolicy {
+        var policy = RetentionPolicy()
+        func days(_ value: Int?, _ name: String, default fallback: Duration?) throws(ConfigurationError) -> Duration? {
+            guard let value else { return fallback }
+            guard (0...3650).contains(value) else { throw ConfigurationError("retention.\(name) must be 0 (keep) to 3650") }
+            return value == 0 ? nil : .seconds(value * 86_400)
+        }
+        policy.expiredOrders = try days(file?.expiredOrdersDays, "expiredOrdersDays", default: policy.expiredOrders)
+        policy.deliveredWebhooks = try days(file?.deliveredWebhooksDays, "deliveredWebhooksDays", default: policy.deliveredWebhooks)
+        policy.failedWebhooks = try days(file?.failedWebhooksDays, "failedWebhooksDays", default: policy.failedWebhooks)
+        return policy
+    }
+}
+
+extension ConfigurationFile {
+    /// The keys each section added with limits and retention knows: a misspelt one is refused
+    /// rather than silently left at its default.
+    static let operationsKeys: [String: Set<String>] = [
+        "limits": ["merchantSessions", "orders", "paymentRequests", "maxTrackedClients"],
+        "limits.merchantSessions": ["perClientIP", "perMerchant"],
+        "limits.orders": ["perClientIP", "perMerchant"],
+        "limits.paymentRequests": ["perClientIP", "perMerchant"],
+        "outbound": ["proxy", "maxTransfers", "maxConcurrentPerHost", "maxConcurrentPerMerchant"],
+        "orders": ["openForSeconds"],
+        "retention": ["expiredOrdersDays", "deliveredWebhooksDays", "failedWebhooksDays"],
+    ]
+
+    /// Refuses unknown keys in the `limits`, `outbound`, `orders` and `retention` sections.
+    static func checkOperationsKeys(_ data: Data) throws(ConfigurationError) {
+        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return }
+        for (path, known) in operationsKeys.sorted(by: { $0.key < $1.key }) {
+            var node: Any? = root
+            for part in path.split(separator: ".") { node = (node as? [String: Any])?[String(part)] }
+            guard let section = node as? [String: Any] else { continue }
+            if let unknown = section.keys.sorted().first(where: { !known.contains($0) }) {
+                throw ConfigurationError("\(path): unknown key \(unknown) (known: \(known.sorted().joined(separator: ", ")))")
+            }
+            for (key, value) in section where path.hasPrefix("limits.") {
+                guard let rate = value as? [String: Any] else { continue }
+                if let unknown = rate.keys.sorted().first(where: { !["perMinute", "burst"].contains($0) }) {
+                    throw ConfigurationError("\(path).\(key): unknown key \(unknown) (known: burst, perMinute)")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Synchronization
+
+/// What the server is doing: whether it takes traffic (what `/health` answers) and how many
+/// requests it is answering (logged by the graceful shutdown). `starting` until the server
+/// listens, `ready`, then `draining` once a graceful shutdown begins: a load balancer polling
+/// `/health` on a kept-alive connection sees it fail and moves traffic away.
+public final class ServerActivity: Sendable {
+    public enum State: Int, Sendable {
+        case starting, ready, draining
+
+        var name: String {
+            switch self {
+            case .starting: "starting"
+            case .ready: "ok"
+            case .draining: "draining"
+            }
+        }
+    }
+
+    private let value = Atomic<Int>(State.starting.rawValue)
+    private let inFlightCount = Atomic<Int>(0)
+
+    public init() {}
+
+    /// The state now.
+    public var state: State { State(rawValue: value.load(ordering: .acquiring)) ?? .starting }
+    /// True once shutdown began.
+    public var isDraining: Bool { state == .draining }
+    /// Requests being answered right now.
+    public var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
+
+    /// Ready, unless draining already began.
+    public func markReady() {
+        _ = value.compareExchange(expected: State.starting.rawValue, desired: State.ready.rawValue, ordering: .acquiringAndReleasing)
+    }
+
+    /// From now on `/health` answers 503 `draining`; never undone.
+    public func beginDraining() {
+        value.store(State.draining.rawValue, ordering: .releasing)
+    }
+
+    func begin() { inFlightCount.add(1, ordering: .relaxed) }
+    func end() { inFlightCount.subtract(1, ordering: .relaxed) }
+}

@@ -1,0 +1,35 @@
+import Foundation
+import OrchardTesting
+import Testing
+
+/// libcurl reads `http_proxy`, `HTTPS_PROXY` and `ALL_PROXY` by itself; Orchard must not. The
+/// variables are set only in a child process, never in this one (other tests run beside it).
+@Suite("Outbound calls ignore proxy variables in the environment")
+struct EnvironmentProxyTests {
+    /// The test process's environment with every proxy variable pointing at `recorder`.
+    static func proxied(_ recorder: ConnectionRecorder) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        for name in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] {
+            environment[name] = recorder.url
+        }
+        environment["no_proxy"] = nil
+        environment["NO_PROXY"] = nil
+        return environment
+    }
+
+    @Test("orchard domains show sends the admin token straight to a loopback server, never through an environment proxy")
+    func adminClient() async throws {
+        let recorder = ConnectionRecorder()
+        try await recorder.start()
+        defer { Task { await recorder.stop() } }
+        try await AdminTests.with { server in
+            var environment = Self.proxied(recorder)
+            environment["ORCHARD_ADMIN_TOKEN"] = MoreMerchants.adminToken
+            let shown = try await OrchardProcess.runAsync(
+                ["domains", "show", "--server", "http://127.0.0.1:\(server.port)"], environment: environment)
+            #expect(shown.status == 0, "\(shown.stderr)")
+            #expect(String(decoding: shown.stdout, as: UTF8.self).contains(MoreMerchants.secondDomain))
+            #expect(recorder.connections == 0, "nothing, and no token, went to the proxy")
+        }
+    }
+}

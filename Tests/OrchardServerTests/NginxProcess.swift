@@ -1,0 +1,127 @@
+import Foundation
+import OrchardTesting
+import Testing
+
+/// Real nginx (Debian's package) on loopback, running the cluster configuration Orchard ships
+/// (`Config/nginx/orchard-cluster.conf`) with only its `ADAPT` lines changed: the instances'
+/// ports, loopback listeners, the test certificate and a log in a temporary folder.
+final class NginxProcess: Sendable {
+    let directory: TemporaryDirectory
+    /// HTTPS (HTTP/2 when the client offers it) for shoppers.
+    let httpsPort: Int
+    /// The internal listener for the shop's backend (the payments API).
+    let internalPort: Int
+    private let child: ChildProcess
+
+    static var binary: String? {
+        ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Starts nginx in front of Orchard instances on `upstreamPorts`, serving `domain` with `certificate`.
+    init(upstreamPorts: [Int], domain: String, certificate: TestCertificate) async throws {
+        guard let nginx = Self.binary else {
+            Issue.record("nginx is not installed: apt-get install nginx")
+            throw CancellationError()
+        }
+        directory = try TemporaryDirectory()
+        httpsPort = try ServerProcess.freePort()
+        internalPort = try ServerProcess.freePort()
+        try directory.write("tls.pem", Array(certificate.certificatePEM.utf8))
+        try directory.write("tls.key", Array(certificate.keyPEM.utf8))
+        let shipped = try String(contentsOfFile: Self.shippedConfiguration, encoding: .utf8)
+        try directory.write(
+            "orchard.conf",
+            Array(
+                try Self.adapt(
+                    shipped, upstreamPorts: upstreamPorts, domain: domain, directory: directory, https: httpsPort,
+                    backend: internalPort
+                ).utf8))
+        let prefix = directory.url.path
+        let user = geteuid() == 0 ? "user root;\n" : ""
+        try directory.write(
+            "nginx.conf",
+            Array(
+                """
+                \(user)worker_processes 1;
+                pid \(prefix)/nginx.pid;
+                error_log \(prefix)/error.log warn;
+                events { worker_connections 1024; }
+                http {
+                    client_body_temp_path \(prefix)/body;
+                    proxy_temp_path \(prefix)/proxy;
+                    fastcgi_temp_path \(prefix)/fastcgi;
+                    uwsgi_temp_path \(prefix)/uwsgi;
+                    scgi_temp_path \(prefix)/scgi;
+                    include \(prefix)/orchard.conf;
+                }
+                """.utf8))
+        child = try ChildProcess(
+            nginx, ["-p", prefix, "-c", directory.path("nginx.conf"), "-g", "daemon off;"], environment: [:],
+            output: .file(directory.path("nginx.out")))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if Self.listening(httpsPort) { return }
+            guard child.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let log = (try? String(contentsOfFile: directory.path("error.log"), encoding: .utf8)) ?? ""
+        Issue.record("nginx did not start: \(log.suffix(2000))")
+        throw CancellationError()
+    }
+
+    deinit {
+        child.send(SIGTERM)
+        child.wait()
+        directory.remove()
+    }
+
+    /// The access log: one line per request with `upstream=<address>`.
+    var accessLog: String {
+        (try? String(contentsOfFile: directory.path("access.log"), encoding: .utf8)) ?? ""
+    }
+
+    static var shippedConfiguration: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Config/nginx/orchard-cluster.conf").path
+    }
+
+    /// The shipped file with its `ADAPT` lines changed; fails when a line to change is missing, so
+    /// the test notices when the shipped file changes shape.
+    static func adapt(
+        _ text: String, upstreamPorts: [Int], domain: String, directory: TemporaryDirectory, https: Int, backend: Int
+    ) throws -> String {
+        var text = text
+        func replace(_ old: String, _ new: String) throws {
+            guard text.contains(old) else {
+                Issue.record("the shipped nginx configuration no longer contains \(old)")
+                throw CancellationError()
+            }
+            text = text.replacingOccurrences(of: old, with: new)
+        }
+        let servers = upstreamPorts.map { "server 127.0.0.1:\($0) max_fails=3 fail_timeout=10s;" }.joined(separator: "\n    ")
+        try replace(
+            "server 127.0.0.1:8080 max_fails=3 fail_timeout=10s;\n    server 127.0.0.1:8081 max_fails=3 fail_timeout=10s;", servers)
+        try replace("listen 443 ssl http2;\n    listen [::]:443 ssl http2;", "listen 127.0.0.1:\(https) ssl http2;")
+        try replace("listen 80;\n    listen [::]:80;", "listen 127.0.0.1:\(try ServerProcess.freePort());")
+        try replace("listen 127.0.0.1:8088;", "listen 127.0.0.1:\(backend);")
+        try replace("server_name shop.example;", "server_name \(domain);")
+        try replace("/etc/ssl/shop.example/fullchain.pem", directory.path("tls.pem"))
+        try replace("/etc/ssl/shop.example/privkey.pem", directory.path("tls.key"))
+        try replace("/var/log/nginx/orchard.access.log", directory.path("access.log"))
+        return text
+    }
+
+    static func listening(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
