@@ -9,7 +9,11 @@ import Testing
 /// The store contract, run against SQLite and the in-memory store alike.
 @Suite("Store contract: SQLite and in memory")
 struct StoreContractTests {
-    enum Kind: String, CaseIterable, Sendable { case sqlite, memory }
+    enum Kind: String, CaseIterable, Sendable {
+        case sqlite, memory
+
+        static let enabled = allCases
+    }
 
     static func withStore(_ kind: Kind, _ body: (any OrchardStore) async throws -> Void) async throws {
         switch kind {
@@ -48,7 +52,7 @@ struct StoreContractTests {
         }
     }
 
-    @Test("claims, re-sends and moves keep the lifecycle's compare-and-sets", arguments: Kind.allCases)
+    @Test("claims, re-sends and moves keep the lifecycle's compare-and-sets", arguments: Kind.enabled)
     func lifecycle(kind: Kind) async throws {
         try await Self.withStore(kind) { store in
             try await store.insert(try Self.order("o1"))
@@ -67,10 +71,13 @@ struct StoreContractTests {
                 paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.noAnswer), at: Self.now, nextReconcileAt: later)
             #expect(try await store.transition(noAnswer)?.state == .unknown)
             #expect(try await store.transition(noAnswer) == nil, "a second identical move finds another state")
-            #expect(try await store.paymentsDueForReconciliation(at: Self.now, limit: 10).isEmpty)
-            #expect(try await store.paymentsDueForReconciliation(at: later, limit: 10).map(\.id) == ["p1"])
+            let leaseEnd = later.addingTimeInterval(60)
+            #expect(try await store.leasePaymentsForReconciliation(at: Self.now, until: leaseEnd, limit: 10).isEmpty)
+            let leased = try await store.leasePaymentsForReconciliation(at: later, until: leaseEnd, limit: 10)
+            #expect(leased.map(\.id) == ["p1"] && leased.first?.nextReconcileAt == leaseEnd)
+            #expect(try await store.leasePaymentsForReconciliation(at: later, until: leaseEnd, limit: 10).isEmpty, "held by the lease")
             #expect(try await store.deferReconciliation(paymentId: "p1", until: nil))
-            #expect(try await store.paymentsDueForReconciliation(at: later, limit: 10).isEmpty)
+            #expect(try await store.leasePaymentsForReconciliation(at: leaseEnd, until: leaseEnd, limit: 10).isEmpty)
 
             let resent = try await store.claimPayment(Self.claim("o1", transaction: "t3", payment: "p3"))
             #expect(resent.id == "p1" && resent.reference == "o1-1" && resent.sends == 2, "the unknown attempt is re-sent")
@@ -98,7 +105,7 @@ struct StoreContractTests {
         }
     }
 
-    @Test("a move rolls back when the order is elsewhere; a refusal reopens the order for a new reference", arguments: Kind.allCases)
+    @Test("a move rolls back when the order is elsewhere; a refusal reopens the order for a new reference", arguments: Kind.enabled)
     func orderCompareAndSet(kind: Kind) async throws {
         try await Self.withStore(kind) { store in
             try await store.insert(try Self.order("o2"))
@@ -118,7 +125,7 @@ struct StoreContractTests {
         }
     }
 
-    @Test("registrations: one owner per domain", arguments: Kind.allCases)
+    @Test("registrations: one owner per domain", arguments: Kind.enabled)
     func registrations(kind: Kind) async throws {
         try await Self.withStore(kind) { store in
             let a = RegisteredMerchant(
