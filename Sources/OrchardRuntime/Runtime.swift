@@ -6,6 +6,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OrchardCore
+import OrchardPostgres
 import OrchardSQLite
 import OrchardServer
 import ProcessorClients
@@ -50,13 +51,18 @@ public func runServer(
     logStartup(configuration, time: .system, logger: logger)
     let http = try CurlHTTPClient()
     defer { http.shutdown() }
-    let store: SQLiteStore
+    let store: any OrchardStore
     let vault: PaymentVault
     do {
-        store = try configuration.openStore()
+        store = try await configuration.openStore(logger: logger)
         vault = try configuration.openPaymentVault()
     } catch {
         fail(error.message)
+    }
+    if case .postgres = configuration.store, configuration.vault == nil {
+        logger.warning(
+            "store.postgres is set but payments.vaultKey is not: each instance makes its own key in stateDirectory, and cannot re-send another's unknown payments; give every instance the same payments.vaultKey"
+        )
     }
     let registered = try await store.registeredMerchants()
     let settings: [String: MerchantSettings]
@@ -84,7 +90,14 @@ public func runServer(
         shopCalls: try CurlShopTransport(),
         logger: logger,
         onServerRunning: onServerRunning)
-    try await app.runService()
+    do {
+        try await app.runService()
+    } catch {
+        await store.close()
+        throw error
+    }
+    // After the services that use it have stopped.
+    await store.close()
 }
 
 extension ServerConfiguration {
@@ -95,8 +108,23 @@ extension ServerConfiguration {
         try load(path: path, environment: environment, time: .system, processors: ProcessorFactory.drivers)
     }
 
+    /// Opens the configured store: PostgreSQL (connected, its schema migrated) when `store.postgres`
+    /// is set, else SQLite in the state folder. A failure is one line naming what to fix.
+    public func openStore(logger: Logger) async throws(ConfigurationError) -> any OrchardStore {
+        switch store {
+        case .sqlite:
+            return try openSQLiteStore()
+        case .postgres(let settings):
+            do {
+                return try await PostgresStore.open(settings, logger: logger)
+            } catch {
+                throw ConfigurationError("store.postgres: \(error.message)")
+            }
+        }
+    }
+
     /// Opens (creating if needed) the SQLite store in the state folder.
-    public func openStore() throws(ConfigurationError) -> SQLiteStore {
+    public func openSQLiteStore() throws(ConfigurationError) -> SQLiteStore {
         let path = URL(fileURLWithPath: stateDirectory).appendingPathComponent("orchard.sqlite").path
         do {
             try FileManager.default.createDirectory(

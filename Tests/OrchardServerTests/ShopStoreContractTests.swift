@@ -4,8 +4,8 @@ import OrchardCore
 import Testing
 
 /// The payments API's store contract (API keys, payment requests, expiry, refunds and the
-/// webhook outbox), run against SQLite and the in-memory store alike.
-@Suite("Shop store contract: SQLite and in memory")
+/// webhook outbox), run against SQLite, the in-memory store and PostgreSQL alike.
+@Suite("Shop store contract: SQLite, in memory and PostgreSQL")
 struct ShopStoreContractTests {
     typealias Kind = StoreContractTests.Kind
     static let merchant = "merchant.test"

@@ -5,7 +5,7 @@ import Testing
 /// What several instances sharing one store rely on: calls made at the same moment (on
 /// PostgreSQL, on separate connections) never hand one item to two callers, never apply one
 /// move twice, never let money past its limit.
-@Suite("Store contract under concurrency: SQLite and in memory")
+@Suite("Store contract under concurrency: SQLite, in memory and PostgreSQL")
 struct StoreConcurrencyContractTests {
     typealias Kind = StoreContractTests.Kind
     typealias Shop = ShopStoreContractTests

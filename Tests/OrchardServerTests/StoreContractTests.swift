@@ -1,18 +1,21 @@
 import ApplePay
 import Foundation
+import Logging
 import OrchardCore
+import OrchardPostgres
 import OrchardSQLite
 import OrchardServer
 import OrchardTesting
 import Testing
 
-/// The store contract, run against SQLite and the in-memory store alike.
-@Suite("Store contract: SQLite and in memory")
+/// The store contract, run against SQLite, the in-memory store and PostgreSQL alike.
+@Suite("Store contract: SQLite, in memory and PostgreSQL")
 struct StoreContractTests {
     enum Kind: String, CaseIterable, Sendable {
-        case sqlite, memory
+        case sqlite, memory, postgres
 
-        static let enabled = allCases
+        /// Every store, less PostgreSQL when ORCHARD_SKIP_POSTGRES=1 (a machine without it).
+        static let enabled = allCases.filter { $0 != .postgres || ProcessInfo.processInfo.environment["ORCHARD_SKIP_POSTGRES"] != "1" }
     }
 
     static func withStore(_ kind: Kind, _ body: (any OrchardStore) async throws -> Void) async throws {
@@ -23,6 +26,20 @@ struct StoreContractTests {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
             try await body(try SQLiteStore(path: directory.path("orchard.sqlite")))
+        case .postgres:
+            // A fresh database of the process's private cluster, dropped afterwards.
+            let server = try await PostgresServer.shared()
+            let settings = try await server.createDatabase()
+            let store = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"))
+            do {
+                try await body(store)
+            } catch {
+                await store.close()
+                await server.dropDatabase(settings.database)
+                throw error
+            }
+            await store.close()
+            await server.dropDatabase(settings.database)
         }
     }
 

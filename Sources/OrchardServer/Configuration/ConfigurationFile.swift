@@ -172,6 +172,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var webhooks: Webhooks?
     /// Where the SQLite database lives; relative to the config file. Default `state`.
     public var stateDirectory: String?
+    /// PostgreSQL instead of SQLite (StoreConfiguration.swift).
+    public var store: Store?
     public var merchants: [Merchant]
 
     public init(

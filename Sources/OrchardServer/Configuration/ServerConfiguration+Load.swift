@@ -59,7 +59,7 @@ extension ServerConfiguration {
                     key: try PaymentVault.parseHexKey(
                         values.read(value, what: "platformIntegrator.settingsKey"), name: values.describe(value),
                         setting: "platformIntegrator.settingsKey"))
-            })
+            }, store: try resolveStore(file.store, values: values))
     }
 
     /// `appleGateway`: an https Apple host (or an allowed test host), its trust and timeouts.

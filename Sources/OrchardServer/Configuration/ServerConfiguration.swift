@@ -36,6 +36,8 @@ public struct ServerConfiguration: Sendable {
     public var processorDrivers: [any ProcessorDriver] = [RecordOnlyDriver()]
     /// Seals registered merchants' settings (`platformIntegrator.settingsKey`); nil: none can be set.
     public var settingsVault: SettingsVault?
+    /// The store: SQLite in `stateDirectory`, or PostgreSQL.
+    public var store: StoreSettings = .sqlite
 
     /// Every certificate Orchard holds, for `/health` and expiry warnings.
     public var certificates: [ConfiguredCertificate] {
