@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // libcurl, linked through pkg-config.
@@ -113,6 +114,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Adapter: the PostgreSQL store, for several instances sharing one database.
+        .target(
+            name: "OrchardPostgres",
+            dependencies: [
+                "ApplePay",
+                "OrchardCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Writes Public/ (the checkout page) as a Swift table, so it ships inside the binary.
         .executableTarget(name: "EmbedFiles"),
         .plugin(name: "EmbedPublic", capability: .buildTool(), dependencies: ["EmbedFiles"], path: "Sources/EmbedPublicPlugin"),
@@ -184,6 +200,7 @@ let package = Package(
                 "ApplePay",
                 "CurlClient",
                 "OrchardCore",
+                "OrchardPostgres",
                 "OrchardServer",
                 "OrchardSQLite",
                 "ProcessorClients",
@@ -304,10 +321,13 @@ let package = Package(
             dependencies: [
                 "AppleGateway",
                 "OrchardCore",
+                "OrchardPostgres",
                 "OrchardRuntime",
                 "OrchardServer",
                 "OrchardSQLite",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 "ProcessorClients",
                 "ShopCallbacks",
                 "OrchardTesting",

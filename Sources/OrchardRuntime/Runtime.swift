@@ -6,6 +6,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OrchardCore
+import OrchardPostgres
 import OrchardSQLite
 import OrchardServer
 import ProcessorClients
@@ -70,13 +71,18 @@ public func runServer(
     let registry = configuration.metrics.map { _ in PrometheusMetrics.registry }
     let http = try CurlHTTPClient(configuration: .init(outbound: configuration.outbound))
     defer { http.shutdown() }
-    let store: SQLiteStore
+    let store: any OrchardStore
     let vault: PaymentVault
     do {
-        store = try configuration.openStore()
+        store = try await configuration.openStore(logger: logger)
         vault = try configuration.openPaymentVault()
     } catch {
         fail(error.message)
+    }
+    if case .postgres = configuration.store, configuration.vault == nil {
+        logger.warning(
+            "store.postgres is set but payments.vaultKey is not: each instance makes its own key in stateDirectory, and cannot re-send another's unknown payments; give every instance the same payments.vaultKey"
+        )
     }
     let registered = try await store.registeredMerchants()
     let settings: [String: MerchantSettings]
@@ -110,7 +116,14 @@ public func runServer(
     if let listener = configuration.metrics, let registry {
         services.insert(PrometheusMetrics.application(listener: listener, registry: registry, logger: logger), at: 0)
     }
-    try await runUntilSignalled(services, drainTimeout: configuration.drainTimeout, activity: activity, logger: logger)
+    do {
+        try await runUntilSignalled(services, drainTimeout: configuration.drainTimeout, activity: activity, logger: logger)
+    } catch {
+        await store.close()
+        throw error
+    }
+    // After the services that use it have stopped.
+    await store.close()
 }
 
 extension ServerConfiguration {
@@ -121,8 +134,23 @@ extension ServerConfiguration {
         try load(path: path, environment: environment, time: .system, processors: ProcessorFactory.drivers)
     }
 
+    /// Opens the configured store: PostgreSQL (connected, its schema migrated) when `store.postgres`
+    /// is set, else SQLite in the state folder. A failure is one line naming what to fix.
+    public func openStore(logger: Logger) async throws(ConfigurationError) -> any OrchardStore {
+        switch store {
+        case .sqlite:
+            return try openSQLiteStore()
+        case .postgres(let settings):
+            do {
+                return try await PostgresStore.open(settings, logger: logger)
+            } catch {
+                throw ConfigurationError("store.postgres: \(error.message)")
+            }
+        }
+    }
+
     /// Opens (creating if needed) the SQLite store in the state folder.
-    public func openStore() throws(ConfigurationError) -> SQLiteStore {
+    public func openSQLiteStore() throws(ConfigurationError) -> SQLiteStore {
         let path = URL(fileURLWithPath: stateDirectory).appendingPathComponent("orchard.sqlite").path
         do {
             try FileManager.default.createDirectory(

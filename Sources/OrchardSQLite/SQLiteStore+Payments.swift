@@ -168,10 +168,27 @@ extension SQLiteStore {
         return bytes
     }
 
-    public func paymentsDueForReconciliation(at date: Date, limit: Int) async throws -> [PaymentRecord] {
-        try await query(
-            "WHERE state = 'unknown' AND next_reconcile_at IS NOT NULL AND next_reconcile_at <= ? ORDER BY next_reconcile_at, rowid LIMIT ?",
-            [.integer(Int64(date.timeIntervalSince1970)), .integer(Int64(limit))])
+    public func leasePaymentsForReconciliation(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord] {
+        try await database.run { db in
+            try db.transaction {
+                let due = try db.query(
+                    """
+                    SELECT \(Self.paymentColumns) FROM payments WHERE state = 'unknown' AND next_reconcile_at IS NOT NULL
+                    AND next_reconcile_at <= ? ORDER BY next_reconcile_at, rowid LIMIT ?
+                    """, [.time(date), .integer(Int64(limit))]
+                ).map(Self.payment)
+                for payment in due {
+                    try db.execute(
+                        "UPDATE payments SET next_reconcile_at = ? WHERE id = ? AND state = 'unknown'",
+                        [.time(leaseEnd), .text(payment.id)])
+                }
+                return due.map { payment in
+                    var leased = payment
+                    leased.nextReconcileAt = SQLiteValue.time(leaseEnd).date
+                    return leased
+                }
+            }
+        }
     }
 
     public func stalePendingPayments(before date: Date) async throws -> [PaymentRecord] {

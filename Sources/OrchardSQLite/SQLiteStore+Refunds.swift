@@ -108,14 +108,23 @@ extension SQLiteStore {
         }
     }
 
-    public func refundsToReconcile(pendingBefore: Date, maximumSends: Int, limit: Int) async throws -> [RefundRecord] {
+    public func leaseRefundsToReconcile(at date: Date, until leaseEnd: Date, pendingBefore: Date, maximumSends: Int, limit: Int)
+        async throws -> [RefundRecord]
+    {
         try await database.run { db in
-            try db.query(
-                """
-                SELECT \(Self.refundColumns) FROM refunds
-                WHERE (state = 'unknown' AND sends <= ?) OR (state = 'pending' AND updated_at < ?) ORDER BY updated_at, rowid LIMIT ?
-                """, [.integer(Int64(maximumSends)), .time(pendingBefore), .integer(Int64(limit))]
-            ).map(Self.refund)
+            try db.transaction {
+                let candidates = try db.query(
+                    """
+                    SELECT \(Self.refundColumns) FROM refunds
+                    WHERE ((state = 'unknown' AND sends <= ?) OR (state = 'pending' AND updated_at < ?))
+                    AND (leased_until IS NULL OR leased_until <= ?) ORDER BY updated_at, rowid LIMIT ?
+                    """, [.integer(Int64(maximumSends)), .time(pendingBefore), .time(date), .integer(Int64(limit))]
+                ).map(Self.refund)
+                for refund in candidates {
+                    try db.execute("UPDATE refunds SET leased_until = ? WHERE id = ?", [.time(leaseEnd), .text(refund.id)])
+                }
+                return candidates
+            }
         }
     }
 

@@ -32,6 +32,11 @@ extension SQLiteStore {
                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, UNIQUE (payment_id, idempotency_key))
             """)
         try database.execute("CREATE INDEX IF NOT EXISTS refunds_by_state ON refunds(state, updated_at)")
+        // Until when a reconciler holds the refund (another process passes it by); added in place.
+        let refundColumns = Set(try database.query("PRAGMA table_info(refunds)").compactMap { $0[1].text })
+        if !refundColumns.contains("leased_until") {
+            try database.execute("ALTER TABLE refunds ADD COLUMN leased_until INTEGER")
+        }
         try database.execute(
             "CREATE TABLE IF NOT EXISTS merchant_settings (partner_id TEXT PRIMARY KEY, sealed BLOB NOT NULL, updated_at INTEGER NOT NULL)")
         try migrateWebhooks(database)

@@ -50,12 +50,25 @@ extension SQLiteStore {
                 type, merchantIdentifier: merchant, payment: payment, request: request, refund: refund, refunded: refunded, at: date))
     }
 
-    public func webhookEventsDue(at date: Date, limit: Int) async throws -> [WebhookEvent] {
-        try await events(
-            "WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, rowid LIMIT ?",
-            [
-                .time(date), .integer(Int64(limit)),
-            ])
+    public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
+        try await database.run { db in
+            try db.transaction {
+                let due = try db.query(
+                    """
+                    SELECT \(Self.eventColumns) FROM webhook_events WHERE state = 'pending' AND next_attempt_at <= ?
+                    ORDER BY next_attempt_at, rowid LIMIT ?
+                    """, [.time(date), .integer(Int64(limit))]
+                ).map(Self.event)
+                for event in due {
+                    try db.execute("UPDATE webhook_events SET next_attempt_at = ? WHERE id = ?", [.time(leaseEnd), .text(event.id)])
+                }
+                return due.map { event in
+                    var leased = event
+                    leased.nextAttemptAt = SQLiteValue.time(leaseEnd).date
+                    return leased
+                }
+            }
+        }
     }
 
     public func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool {
@@ -103,14 +116,16 @@ extension SQLiteStore {
     private func events(_ clause: String, _ parameters: [SQLiteValue]) async throws -> [WebhookEvent] {
         try await database.run { db in
             try db.query("SELECT \(Self.eventColumns) FROM webhook_events \(clause)", parameters)
-        }.map { row in
-            WebhookEvent(
-                id: row[0].text ?? "", merchantIdentifier: row[1].text ?? "",
-                type: WebhookEventType(rawValue: row[2].text ?? "") ?? .paymentUnknown, payload: row[3].blob ?? [], createdAt: row[4].date,
-                state: WebhookEvent.DeliveryState(rawValue: row[5].text ?? "") ?? .pending, attempts: Int(row[6].integer ?? 0),
-                nextAttemptAt: row[7].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) },
-                lastStatus: row[8].integer.map { Int($0) }, lastError: row[9].text,
-                deliveredAt: row[10].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) })
-        }
+        }.map(Self.event)
+    }
+
+    static func event(_ row: [SQLiteValue]) -> WebhookEvent {
+        WebhookEvent(
+            id: row[0].text ?? "", merchantIdentifier: row[1].text ?? "",
+            type: WebhookEventType(rawValue: row[2].text ?? "") ?? .paymentUnknown, payload: row[3].blob ?? [], createdAt: row[4].date,
+            state: WebhookEvent.DeliveryState(rawValue: row[5].text ?? "") ?? .pending, attempts: Int(row[6].integer ?? 0),
+            nextAttemptAt: row[7].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) },
+            lastStatus: row[8].integer.map { Int($0) }, lastError: row[9].text,
+            deliveredAt: row[10].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) })
     }
 }

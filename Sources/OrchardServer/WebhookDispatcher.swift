@@ -8,7 +8,8 @@ import ServiceLifecycle
 /// Delivers the webhook outbox: every due event is signed and POSTed to its merchant's
 /// endpoint; a 2xx marks it delivered, anything else (or no answer) schedules the next try
 /// along ``WebhookPolicy``. The schedule lives in the store, so deliveries survive restarts; an
-/// event is marked delivered only after a 2xx, so it is sent at least once.
+/// event is marked delivered only after a 2xx, so it is sent at least once. Events are leased
+/// from the store, so instances sharing a database do not send the same event at once.
 public struct WebhookDispatcher: Service {
     let store: any OrchardStore
     let transport: any ShopTransport
@@ -34,24 +35,34 @@ public struct WebhookDispatcher: Service {
     }
 
     /// One pass over the due events: merchants in parallel, each merchant's events in order.
-    /// Returns how many were attempted.
+    /// Returns how many were leased.
     public func deliverDue(limit: Int = 100) async -> Int {
         let due: [WebhookEvent]
+        let now = time.now
+        // Never shorter than one attempt, whatever the policy says.
+        let leaseEnd = now.addingTimeInterval(Self.seconds(max(policy.lease, policy.timeout * 2)))
         do {
-            due = try await store.webhookEventsDue(at: time.now, limit: limit)
+            due = try await store.leaseWebhookEvents(at: now, until: leaseEnd, limit: limit)
         } catch {
             logger.error("the webhook outbox could not be read", metadata: ["error": "\(error)"])
             return 0
         }
         let byMerchant = Dictionary(grouping: due, by: \.merchantIdentifier)
+        let timeout = Self.seconds(policy.timeout)
         await withTaskGroup(of: Void.self) { group in
             for events in byMerchant.values {
                 group.addTask {
-                    for event in events { await deliver(event) }
+                    // An attempt that could outlast the lease is left to the next pass: another
+                    // instance may take the event once the lease is over.
+                    for event in events where time.now.addingTimeInterval(timeout) < leaseEnd { await deliver(event) }
                 }
             }
         }
         return due.count
+    }
+
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     func deliver(_ event: WebhookEvent) async {

@@ -134,13 +134,20 @@ extension InMemoryStore {
         }
     }
 
-    public func refundsToReconcile(pendingBefore: Date, maximumSends: Int, limit: Int) async throws -> [RefundRecord] {
+    public func leaseRefundsToReconcile(at date: Date, until leaseEnd: Date, pendingBefore: Date, maximumSends: Int, limit: Int)
+        async throws -> [RefundRecord]
+    {
         state.withLock { state in
-            Array(
-                state.refunds.filter {
-                    ($0.state == .unknown && $0.sends <= maximumSends) || ($0.state == .pending && $0.updatedAt < pendingBefore)
-                }
-                .sorted { $0.updatedAt < $1.updatedAt }.prefix(limit))
+            let leases = state.refundLeases
+            let candidates = state.refunds.enumerated().filter { _, refund in
+                (leases[refund.id].map { $0 <= date } ?? true)
+                    && ((refund.state == .unknown && refund.sends <= maximumSends)
+                        || (refund.state == .pending && refund.updatedAt < pendingBefore))
+            }
+            let leased = candidates.sorted { ($0.element.updatedAt, $0.offset) < ($1.element.updatedAt, $1.offset) }.prefix(limit)
+                .map(\.element)
+            for refund in leased { state.refundLeases[refund.id] = leaseEnd }
+            return leased
         }
     }
 
@@ -158,11 +165,15 @@ extension InMemoryStore {
                 request: state.requests[payment.orderId], refund: refund, refunded: refunded, at: date))
     }
 
-    public func webhookEventsDue(at date: Date, limit: Int) async throws -> [WebhookEvent] {
+    public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
         state.withLock { state in
-            Array(
-                state.events.filter { $0.state == .pending && ($0.nextAttemptAt.map { $0 <= date } ?? false) }
-                    .sorted { ($0.nextAttemptAt ?? date) < ($1.nextAttemptAt ?? date) }.prefix(limit))
+            let due = state.events.indices.filter {
+                state.events[$0].state == .pending && (state.events[$0].nextAttemptAt.map { $0 <= date } ?? false)
+            }
+            let leased = due.sorted { (state.events[$0].nextAttemptAt ?? date, $0) < (state.events[$1].nextAttemptAt ?? date, $1) }
+                .prefix(limit)
+            for index in leased { state.events[index].nextAttemptAt = leaseEnd }
+            return leased.map { state.events[$0] }
         }
     }
 

@@ -18,6 +18,8 @@ public final class InMemoryStore: OrchardStore {
         var refunds: [RefundRecord] = []
         var events: [WebhookEvent] = []
         var settings: [String: [UInt8]] = [:]
+        /// Until when a reconciler holds each refund.
+        var refundLeases: [String: Date] = [:]
     }
 
     let state = Mutex(State())
@@ -117,10 +119,16 @@ public final class InMemoryStore: OrchardStore {
         state.withLock { $0.payloads[paymentId] }
     }
 
-    public func paymentsDueForReconciliation(at date: Date, limit: Int) async throws -> [PaymentRecord] {
+    public func leasePaymentsForReconciliation(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord] {
         state.withLock { state in
-            let due = state.payments.filter { $0.state == .unknown && ($0.nextReconcileAt.map { $0 <= date } ?? false) }
-            return Array(due.sorted { ($0.nextReconcileAt ?? .distantFuture) < ($1.nextReconcileAt ?? .distantFuture) }.prefix(limit))
+            let due = state.payments.indices.filter {
+                state.payments[$0].state == .unknown && (state.payments[$0].nextReconcileAt.map { $0 <= date } ?? false)
+            }
+            let leased = due.sorted {
+                (state.payments[$0].nextReconcileAt ?? .distantFuture, $0) < (state.payments[$1].nextReconcileAt ?? .distantFuture, $1)
+            }.prefix(limit)
+            for index in leased { state.payments[index].nextReconcileAt = leaseEnd }
+            return leased.map { state.payments[$0] }
         }
     }
 

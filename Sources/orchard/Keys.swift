@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
@@ -19,11 +20,14 @@ struct Keys: AsyncParsableCommand {
         @Option(help: "The configuration file (JSON).")
         var config: String = "Config/orchard.json"
 
-        /// The configuration and its store, or one line and exit status 1.
+        /// The configuration and its store, or one line and exit status 1. The caller closes the
+        /// store when done (a PostgreSQL store's connections).
         func open() async -> (ServerConfiguration, any OrchardStore) {
             do {
                 let configuration = try ServerConfiguration.load(path: config)
-                return (configuration, try configuration.openStore())
+                var logger = Logger(label: "orchard")
+                logger.logLevel = .warning
+                return (configuration, try await configuration.openStore(logger: logger))
             } catch {
                 fail(error.message)
             }
@@ -53,6 +57,7 @@ struct Keys: AsyncParsableCommand {
             say("created \(record.id) for \(merchant)")
             say("secret (shown once; keep it in the shop's backend only):")
             say(secret)
+            await store.close()
         }
     }
 
@@ -71,6 +76,7 @@ struct Keys: AsyncParsableCommand {
                 let state = key.revokedAt.map { "revoked \(formatter.string(from: $0))" } ?? "active"
                 say("\(key.id)  \(key.merchantIdentifier)  created \(formatter.string(from: key.createdAt))  \(state)")
             }
+            await store.close()
         }
     }
 
@@ -84,6 +90,7 @@ struct Keys: AsyncParsableCommand {
             let (_, store) = await store.open()
             guard try await store.revokeAPIKey(id: key, at: Date()) else { fail("there is no active key \(key)") }
             say("revoked \(key)")
+            await store.close()
         }
     }
 }

@@ -41,6 +41,7 @@ struct Webhooks: AsyncParsableCommand {
                 say(line)
                 if bodies { say("  " + String(decoding: event.payload, as: UTF8.self)) }
             }
+            await store.close()
         }
     }
 
@@ -57,6 +58,7 @@ struct Webhooks: AsyncParsableCommand {
             for id in events {
                 if try await store.replayWebhookEvent(id: id, at: Date()) { say("\(id): queued") } else { missing.append(id) }
             }
+            await store.close()
             if !missing.isEmpty { fail("no such event: \(missing.joined(separator: ", "))") }
         }
     }

@@ -165,8 +165,8 @@ final class FailingStore: OrchardStore {
         return try await inner.transition(change)
     }
     func retryPayload(paymentId: String) async throws -> [UInt8]? { try await inner.retryPayload(paymentId: paymentId) }
-    func paymentsDueForReconciliation(at date: Date, limit: Int) async throws -> [PaymentRecord] {
-        try await inner.paymentsDueForReconciliation(at: date, limit: limit)
+    func leasePaymentsForReconciliation(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord] {
+        try await inner.leasePaymentsForReconciliation(at: date, until: leaseEnd, limit: limit)
     }
     func stalePendingPayments(before date: Date) async throws -> [PaymentRecord] {
         try await inner.stalePendingPayments(before: date)

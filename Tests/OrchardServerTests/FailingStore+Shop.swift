@@ -24,11 +24,14 @@ extension FailingStore {
         return try await inner.finishRefund(id: id, state: state, outcome: outcome, at: date)
     }
     func refunds(paymentId: String) async throws -> [RefundRecord] { try await inner.refunds(paymentId: paymentId) }
-    func refundsToReconcile(pendingBefore: Date, maximumSends: Int, limit: Int) async throws -> [RefundRecord] {
-        try await inner.refundsToReconcile(pendingBefore: pendingBefore, maximumSends: maximumSends, limit: limit)
+    func leaseRefundsToReconcile(at date: Date, until leaseEnd: Date, pendingBefore: Date, maximumSends: Int, limit: Int)
+        async throws -> [RefundRecord]
+    {
+        try await inner.leaseRefundsToReconcile(
+            at: date, until: leaseEnd, pendingBefore: pendingBefore, maximumSends: maximumSends, limit: limit)
     }
-    func webhookEventsDue(at date: Date, limit: Int) async throws -> [WebhookEvent] {
-        try await inner.webhookEventsDue(at: date, limit: limit)
+    func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
+        try await inner.leaseWebhookEvents(at: date, until: leaseEnd, limit: limit)
     }
     func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool { try await inner.recordDelivery(result) }
     func webhookEvents(merchantIdentifier: String?, state: WebhookEvent.DeliveryState?, limit: Int) async throws -> [WebhookEvent] {

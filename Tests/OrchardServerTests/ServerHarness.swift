@@ -120,7 +120,7 @@ struct ServerHarness {
         logger.logLevel = logHandler == nil ? .critical : .info
         let sessions = CountingSessions(inner: AppleGatewayClient(http: http, endpoint: configuration.gateway, logger: logger))
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let store = wrapStore(try configuration.openStore())
+        let store = wrapStore(try configuration.openSQLiteStore())
         let processors = ProcessorFactory.make(merchants: configuration.merchants, http: http)
         let app = buildApplication(
             configuration: configuration, sessions: sessions, store: store, processors: processors, time: time, simulator: simulator,

@@ -1,15 +1,22 @@
 import ApplePay
 import Foundation
+import Logging
 import OrchardCore
+import OrchardPostgres
 import OrchardSQLite
 import OrchardServer
 import OrchardTesting
 import Testing
 
-/// The store contract, run against SQLite and the in-memory store alike.
-@Suite("Store contract: SQLite and in memory")
+/// The store contract, run against SQLite, the in-memory store and PostgreSQL alike.
+@Suite("Store contract: SQLite, in memory and PostgreSQL")
 struct StoreContractTests {
-    enum Kind: String, CaseIterable, Sendable { case sqlite, memory }
+    enum Kind: String, CaseIterable, Sendable {
+        case sqlite, memory, postgres
+
+        /// Every store, less PostgreSQL when ORCHARD_SKIP_POSTGRES=1 (a machine without it).
+        static let enabled = allCases.filter { $0 != .postgres || ProcessInfo.processInfo.environment["ORCHARD_SKIP_POSTGRES"] != "1" }
+    }
 
     static func withStore(_ kind: Kind, _ body: (any OrchardStore) async throws -> Void) async throws {
         switch kind {
@@ -19,6 +26,20 @@ struct StoreContractTests {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
             try await body(try SQLiteStore(path: directory.path("orchard.sqlite")))
+        case .postgres:
+            // A fresh database of the process's private cluster, dropped afterwards.
+            let server = try await PostgresServer.shared()
+            let settings = try await server.createDatabase()
+            let store = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"))
+            do {
+                try await body(store)
+            } catch {
+                await store.close()
+                await server.dropDatabase(settings.database)
+                throw error
+            }
+            await store.close()
+            await server.dropDatabase(settings.database)
         }
     }
 
@@ -48,7 +69,7 @@ struct StoreContractTests {
         }
     }
 
-    @Test("claims, re-sends and moves keep the lifecycle's compare-and-sets", arguments: Kind.allCases)
+    @Test("claims, re-sends and moves keep the lifecycle's compare-and-sets", arguments: Kind.enabled)
     func lifecycle(kind: Kind) async throws {
         try await Self.withStore(kind) { store in
             try await store.insert(try Self.order("o1"))
@@ -67,10 +88,13 @@ struct StoreContractTests {
                 paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.noAnswer), at: Self.now, nextReconcileAt: later)
             #expect(try await store.transition(noAnswer)?.state == .unknown)
             #expect(try await store.transition(noAnswer) == nil, "a second identical move finds another state")
-            #expect(try await store.paymentsDueForReconciliation(at: Self.now, limit: 10).isEmpty)
-            #expect(try await store.paymentsDueForReconciliation(at: later, limit: 10).map(\.id) == ["p1"])
+            let leaseEnd = later.addingTimeInterval(60)
+            #expect(try await store.leasePaymentsForReconciliation(at: Self.now, until: leaseEnd, limit: 10).isEmpty)
+            let leased = try await store.leasePaymentsForReconciliation(at: later, until: leaseEnd, limit: 10)
+            #expect(leased.map(\.id) == ["p1"] && leased.first?.nextReconcileAt == leaseEnd)
+            #expect(try await store.leasePaymentsForReconciliation(at: later, until: leaseEnd, limit: 10).isEmpty, "held by the lease")
             #expect(try await store.deferReconciliation(paymentId: "p1", until: nil))
-            #expect(try await store.paymentsDueForReconciliation(at: later, limit: 10).isEmpty)
+            #expect(try await store.leasePaymentsForReconciliation(at: leaseEnd, until: leaseEnd, limit: 10).isEmpty)
 
             let resent = try await store.claimPayment(Self.claim("o1", transaction: "t3", payment: "p3"))
             #expect(resent.id == "p1" && resent.reference == "o1-1" && resent.sends == 2, "the unknown attempt is re-sent")
@@ -98,7 +122,7 @@ struct StoreContractTests {
         }
     }
 
-    @Test("a move rolls back when the order is elsewhere; a refusal reopens the order for a new reference", arguments: Kind.allCases)
+    @Test("a move rolls back when the order is elsewhere; a refusal reopens the order for a new reference", arguments: Kind.enabled)
     func orderCompareAndSet(kind: Kind) async throws {
         try await Self.withStore(kind) { store in
             try await store.insert(try Self.order("o2"))
@@ -118,7 +142,27 @@ struct StoreContractTests {
         }
     }
 
-    @Test("registrations: one owner per domain", arguments: Kind.allCases)
+    @Test("counts for the metrics: payments by state and the webhook backlog (nil only in memory)", arguments: Kind.enabled)
+    func operationalCounts(kind: Kind) async throws {
+        try await Self.withStore(kind) { store in
+            try await store.insert(try Self.order("o3"))
+            _ = try await store.claimPayment(Self.claim("o3", transaction: "t9", payment: "p9"))
+            let noAnswer = PaymentTransition(
+                paymentId: "p9", orderId: "o3", move: PaymentLifecycle.move(.noAnswer), at: Self.now,
+                nextReconcileAt: Self.now.addingTimeInterval(60))
+            _ = try await store.transition(noAnswer)
+            guard let counts = try await store.operationalCounts() else {
+                #expect(kind == .memory, "only the in-memory double may leave the gauges out")
+                return
+            }
+            #expect(counts.payments[.unknown] == 1 && counts.payments[.pending] == nil)
+            let pending = try await store.webhookEvents(merchantIdentifier: nil, state: .pending, limit: 100)
+            #expect(counts.pendingWebhooks == pending.count)
+            #expect(counts.oldestPendingWebhook == pending.map(\.createdAt).min())
+        }
+    }
+
+    @Test("registrations: one owner per domain", arguments: Kind.enabled)
     func registrations(kind: Kind) async throws {
         try await Self.withStore(kind) { store in
             let a = RegisteredMerchant(

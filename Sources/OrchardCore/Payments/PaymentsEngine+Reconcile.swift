@@ -62,13 +62,17 @@ extension PaymentsEngine {
         report.stale = await recoverStalePending()
         (report.refundsResent, report.refundsResolved) = await reconcileRefunds(limit: limit)
         let due: [PaymentRecord]
+        let now = time.now
+        let leaseEnd = now.addingTimeInterval(policy.lease)
         do {
-            due = try await store.paymentsDueForReconciliation(at: time.now, limit: limit)
+            due = try await store.leasePaymentsForReconciliation(at: now, until: leaseEnd, limit: limit)
         } catch {
             logger.error("cannot list unknown payments to reconcile", metadata: ["error": "\(error)"])
             return report
         }
         for payment in due {
+            // Past the lease another instance may hold it: the next pass takes it again.
+            guard time.now < leaseEnd else { break }
             switch await resend(payment) {
             case .resolved:
                 report.resent += 1

@@ -10,10 +10,12 @@ extension PaymentsEngine {
     /// One pass over refunds; returns how many were re-sent and how many of those got an answer.
     func reconcileRefunds(limit: Int) async -> (resent: Int, resolved: Int) {
         let now = time.now
+        let leaseEnd = now.addingTimeInterval(policy.lease)
         let candidates: [RefundRecord]
         do {
-            candidates = try await store.refundsToReconcile(
-                pendingBefore: now.addingTimeInterval(-policy.staleAfter), maximumSends: policy.maximumReconcileAttempts, limit: limit)
+            candidates = try await store.leaseRefundsToReconcile(
+                at: now, until: leaseEnd, pendingBefore: now.addingTimeInterval(-policy.staleAfter),
+                maximumSends: policy.maximumReconcileAttempts, limit: limit)
         } catch {
             logger.error("cannot list refunds to reconcile", metadata: ["error": "\(error)"])
             return (0, 0)
@@ -21,6 +23,8 @@ extension PaymentsEngine {
         var resent = 0
         var resolved = 0
         for candidate in candidates {
+            // Past the lease another instance may hold it: the next pass takes it again.
+            guard time.now < leaseEnd else { break }
             var refund = candidate
             if refund.state == .pending {
                 guard let unknown = try? await store.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: now) else { continue }

@@ -23,15 +23,19 @@ public struct PaymentsEngine: Sendable {
         /// The wait before the first re-send; it doubles after each, up to `maximumReconcileDelay`.
         public var firstReconcileDelay: TimeInterval
         public var maximumReconcileDelay: TimeInterval
+        /// How long a reconciliation pass holds the payments and refunds it took (other instances
+        /// pass them by meanwhile); one not re-sent by then is left to the next pass, here or elsewhere.
+        public var lease: TimeInterval
 
         public init(
             staleAfter: TimeInterval = 30, maximumReconcileAttempts: Int = 8, firstReconcileDelay: TimeInterval = 30,
-            maximumReconcileDelay: TimeInterval = 3600
+            maximumReconcileDelay: TimeInterval = 3600, lease: TimeInterval = 60
         ) {
             self.staleAfter = staleAfter
             self.maximumReconcileAttempts = maximumReconcileAttempts
             self.firstReconcileDelay = firstReconcileDelay
             self.maximumReconcileDelay = maximumReconcileDelay
+            self.lease = lease
         }
 
         /// When an unknown payment that was re-sent `attempts` times is next due; nil when it needs an operator.

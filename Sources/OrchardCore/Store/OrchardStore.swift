@@ -154,7 +154,16 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// Durable orders and payments. SQLite is the embedded default; another database can follow.
+/// Durable orders and payments. SQLite is the embedded default; PostgreSQL serves several
+/// instances sharing one database.
+///
+/// Several instances: every state move is a compare-and-set in one transaction, so two
+/// instances never both apply the same move. Background work (re-sending unknown payments and
+/// refunds, delivering webhooks) is taken with a lease: one transaction picks the due items and
+/// pushes them out of sight until the lease ends, so each is worked by one instance at a time;
+/// an instance that dies lets its leases run out and another takes the items over (webhooks
+/// are thus delivered at least once, under the same event ID). Instances' clocks must agree
+/// (NTP): leases, staleness and expiry compare times each instance writes.
 public protocol OrchardStore: ShopStore {
     func insert(_ order: OrderRecord) async throws
     func order(id: String) async throws -> OrderRecord?
@@ -171,8 +180,11 @@ public protocol OrchardStore: ShopStore {
     func transition(_ change: PaymentTransition) async throws -> PaymentRecord?
     /// The sealed request kept for re-sending an unresolved payment; nil once it is resolved.
     func retryPayload(paymentId: String) async throws -> [UInt8]?
-    /// Unknown payments whose next re-send is due, oldest first.
-    func paymentsDueForReconciliation(at date: Date, limit: Int) async throws -> [PaymentRecord]
+    /// Leases unknown payments whose next re-send is due at `date`, oldest due first: in one
+    /// transaction their next re-send moves to `leaseEnd` (the records come back so), so no other
+    /// caller gets them before then. The holder re-sends each with the `resend` move before
+    /// `leaseEnd`; one it leaves is due again at `leaseEnd`.
+    func leasePaymentsForReconciliation(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord]
     /// Pending payments untouched since before `date`: their process died or its write failed.
     func stalePendingPayments(before date: Date) async throws -> [PaymentRecord]
     /// Moves an unknown payment's next re-send (nil: none, an operator's); not a state change.
@@ -193,6 +205,13 @@ public protocol OrchardStore: ShopStore {
     /// Payments by state and the webhook outbox's backlog, for the metrics gauges; nil when the
     /// store cannot count cheaply (the default), and the gauges are then left out.
     func operationalCounts() async throws -> OperationalCounts?
+    /// Lets go of what the store holds (a database's connections); nothing is called after it.
+    func close() async
+}
+
+extension OrchardStore {
+    /// Nothing to let go of.
+    public func close() async {}
 }
 
 /// A merchant a platform integrator registered with Apple, as the registry keeps it.

@@ -46,12 +46,19 @@ public protocol ShopStore: Sendable {
     /// was not pending.
     func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord?
     func refunds(paymentId: String) async throws -> [RefundRecord]
-    /// Unknown refunds re-sent fewer than `maximumSends` times, and pending ones untouched since
-    /// before `pendingBefore` (no call in flight), least recently changed first.
-    func refundsToReconcile(pendingBefore: Date, maximumSends: Int, limit: Int) async throws -> [RefundRecord]
+    /// Leases unknown refunds re-sent fewer than `maximumSends` times, and pending ones untouched
+    /// since before `pendingBefore` (no call in flight), least recently changed first, leaving
+    /// out those another caller leased until after `date`: in one transaction they are leased
+    /// until `leaseEnd`. A lease only keeps other reconcilers off; the shop's own retry with the
+    /// refund's Idempotency-Key is not held back by it.
+    func leaseRefundsToReconcile(at date: Date, until leaseEnd: Date, pendingBefore: Date, maximumSends: Int, limit: Int)
+        async throws -> [RefundRecord]
 
-    /// Pending events whose next attempt is due, oldest first.
-    func webhookEventsDue(at date: Date, limit: Int) async throws -> [WebhookEvent]
+    /// Leases pending events whose next attempt is due at `date`, oldest due first: in one
+    /// transaction their next attempt moves to `leaseEnd` (the events come back so), so no other
+    /// caller gets them before then. The holder attempts each before `leaseEnd` and records it
+    /// with ``recordDelivery(_:)``; one it leaves is due again at `leaseEnd`.
+    func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent]
     /// Records an attempt if the event is still pending at `attempt` attempts; false otherwise.
     func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool
     /// Newest first (by creation, then by writing).

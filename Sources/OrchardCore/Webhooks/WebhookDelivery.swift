@@ -73,16 +73,20 @@ public struct WebhookPolicy: Sendable {
     public var timeout: Duration
     /// How often the outbox is read for due events.
     public var pollInterval: Duration
+    /// How long a pass holds the events it took (other instances pass them by meanwhile); an
+    /// event whose attempt could not end within it is left to the next pass, here or elsewhere.
+    public var lease: Duration
 
     public init(
         firstRetry: Duration = .seconds(30), maximumRetry: Duration = .seconds(3600), retryWindow: Duration = .seconds(3 * 86_400),
-        timeout: Duration = .seconds(10), pollInterval: Duration = .seconds(1)
+        timeout: Duration = .seconds(10), pollInterval: Duration = .seconds(1), lease: Duration = .seconds(60)
     ) {
         self.firstRetry = firstRetry
         self.maximumRetry = maximumRetry
         self.retryWindow = retryWindow
         self.timeout = timeout
         self.pollInterval = pollInterval
+        self.lease = lease
     }
 
     /// When an event that failed `attempts` times (this one included) is next tried; nil: give up.

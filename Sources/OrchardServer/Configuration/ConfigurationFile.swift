@@ -187,6 +187,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var retention: Retention?
     /// Where the SQLite database lives; relative to the config file. Default `state`.
     public var stateDirectory: String?
+    /// PostgreSQL instead of SQLite (StoreConfiguration.swift).
+    public var store: Store?
     public var merchants: [Merchant]
 
     public init(

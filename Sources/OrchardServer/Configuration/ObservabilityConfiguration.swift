@@ -18,11 +18,14 @@ extension ConfigurationFile {
             self.refreshIntervalSeconds = refreshIntervalSeconds
         }
 
+        enum CodingKeys: String, CodingKey, CaseIterable { case host, port, refreshIntervalSeconds }
+
         public init(from decoder: any Decoder) throws {
-            let container = try StrictKeys.container(decoder, section: "metrics", allowed: ["host", "port", "refreshIntervalSeconds"])
-            host = try container.decodeIfPresent(String.self, forKey: StrictKeys(stringValue: "host"))
-            port = try container.decodeIfPresent(Int.self, forKey: StrictKeys(stringValue: "port"))
-            refreshIntervalSeconds = try container.decodeIfPresent(Int.self, forKey: StrictKeys(stringValue: "refreshIntervalSeconds"))
+            try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            host = try container.decodeIfPresent(String.self, forKey: .host)
+            port = try container.decodeIfPresent(Int.self, forKey: .port)
+            refreshIntervalSeconds = try container.decodeIfPresent(Int.self, forKey: .refreshIntervalSeconds)
         }
     }
 
@@ -38,30 +41,14 @@ extension ConfigurationFile {
             self.level = level
         }
 
+        enum CodingKeys: String, CodingKey, CaseIterable { case format, level }
+
         public init(from decoder: any Decoder) throws {
-            let container = try StrictKeys.container(decoder, section: "log", allowed: ["format", "level"])
-            format = try container.decodeIfPresent(String.self, forKey: StrictKeys(stringValue: "format"))
-            level = try container.decodeIfPresent(String.self, forKey: StrictKeys(stringValue: "level"))
+            try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            format = try container.decodeIfPresent(String.self, forKey: .format)
+            level = try container.decodeIfPresent(String.self, forKey: .level)
         }
-    }
-}
-
-/// A section's keys, refusing any it does not read: a typo would otherwise be ignored silently.
-struct StrictKeys: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
-
-    static func container(_ decoder: any Decoder, section: String, allowed: [String]) throws -> KeyedDecodingContainer<StrictKeys> {
-        let container = try decoder.container(keyedBy: StrictKeys.self)
-        if let unknown = container.allKeys.map(\.stringValue).sorted().first(where: { !allowed.contains($0) }) {
-            throw DecodingError.dataCorrupted(
-                .init(
-                    codingPath: container.codingPath,
-                    debugDescription: "\(unknown) is not a \(section) setting (it reads: \(allowed.joined(separator: ", ")))"))
-        }
-        return container
     }
 }
 

@@ -61,7 +61,7 @@ extension ServerConfiguration {
                         setting: "platformIntegrator.settingsKey"))
             },
             metrics: try resolveMetrics(file.metrics, serverPort: port), log: try resolveLog(file.log),
-            drainTimeout: try resolveDrainTimeout(file.server))
+            drainTimeout: try resolveDrainTimeout(file.server), store: try resolveStore(file.store, values: values))
         try resolved.resolveOperations(file)
         return resolved
     }

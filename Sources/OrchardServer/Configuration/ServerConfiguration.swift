@@ -50,6 +50,8 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: Duration = .seconds(60)
     public var trustedProxies: [IPNetwork] = []
     public var clientAddressHeader = "X-Forwarded-For"
+    /// The store: SQLite in `stateDirectory`, or PostgreSQL.
+    public var store: StoreSettings = .sqlite
 
     /// Every certificate Orchard holds, for `/health` and expiry warnings.
     public var certificates: [ConfiguredCertificate] {

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Which store the server and the command-line tools open: the configuration's `store`
+/// section, checked. Adapters turn it into their own connections.
+public enum StoreSettings: Sendable {
+    /// SQLite, `orchard.sqlite` in the state folder: one instance (or processes of one machine).
+    case sqlite
+    /// A PostgreSQL database that several instances share.
+    case postgres(PostgresSettings)
+}
+
+/// Where the PostgreSQL store connects, as whom and how securely.
+public struct PostgresSettings: Sendable {
+    /// TCP to a host, or a Unix socket on this machine.
+    public enum Endpoint: Sendable, Equatable {
+        case tcp(host: String, port: Int)
+        /// The socket file's full path (`/var/run/postgresql/.s.PGSQL.5432`).
+        case socket(path: String)
+    }
+
+    /// Named as libpq's `sslmode` values, which operators know.
+    public enum TLSMode: String, Sendable, CaseIterable {
+        /// Plain TCP (a socket, or a private network).
+        case disable
+        /// Encrypted, the server's certificate not checked: stops eavesdroppers, not impostors.
+        case require
+        /// Encrypted, and the certificate must chain to `caPEM` (the system's roots when nil) and name the host.
+        case verifyFull = "verify-full"
+    }
+
+    public var endpoint: Endpoint
+    public var database: String
+    public var user: String
+    /// Nil for a login without one (peer or trust authentication over the socket).
+    public var password: Secret?
+    public var tls: TLSMode
+    /// The PEM certificates to trust for `verify-full`; nil: the system's.
+    public var caPEM: [UInt8]?
+    /// Connections each instance opens at most.
+    public var poolSize: Int
+
+    public init(
+        endpoint: Endpoint, database: String, user: String, password: Secret?, tls: TLSMode = .disable, caPEM: [UInt8]? = nil,
+        poolSize: Int = 10
+    ) {
+        self.endpoint = endpoint
+        self.database = database
+        self.user = user
+        self.password = password
+        self.tls = tls
+        self.caPEM = caPEM
+        self.poolSize = poolSize
+    }
+
+    /// `host:port` or the socket's path, for messages.
+    public var location: String {
+        switch endpoint {
+        case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        case .socket(let path): path
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Logging
+import OrchardCore
+import PostgresNIO
+
+/// The schema, as numbered migrations. A database records the versions it has in
+/// `schema_migrations`; at startup the missing ones run in order, in one transaction, under an
+/// advisory lock, so instances started together migrate once and the others wait for it.
+/// Append a migration for every change; never edit a released one.
+enum PostgresMigrations {
+    struct Migration {
+        var version: Int
+        var description: String
+        var statements: [String]
+    }
+
+    /// Held (for the transaction) by whoever migrates: the bigint lock space, apart from the
+    /// (int, int) locks the store takes on rows that do not exist yet.
+    static let lockKey: Int64 = 0x6F72_6368_6172_6400  // "orchard\0"
+
+    static let all: [Migration] = [
+        Migration(version: 1, description: "orders, payments, registry, payments API and webhook outbox", statements: initial)
+    ]
+
+    /// Timestamps are `timestamptz` (microseconds); `seq` keeps insertion order where rows tie on time.
+    static let initial = [
+        """
+        CREATE TABLE orders (
+            id text PRIMARY KEY, merchant text NOT NULL, state text NOT NULL, priced text NOT NULL, application_data bytea NOT NULL,
+            created_at timestamptz NOT NULL, expires_at timestamptz)
+        """,
+        "CREATE INDEX orders_by_expiry ON orders (expires_at) WHERE state = 'open'",
+        """
+        CREATE TABLE payments (
+            seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE, id text PRIMARY KEY, order_id text NOT NULL REFERENCES orders (id),
+            transaction_id text NOT NULL CONSTRAINT payments_transaction_id_key UNIQUE, state text NOT NULL, amount bigint NOT NULL,
+            currency text NOT NULL, network text, last_four text NOT NULL, processor_reference text, created_at timestamptz NOT NULL,
+            processor text NOT NULL, reference text NOT NULL, processor_code text, processor_message text, links text NOT NULL,
+            updated_at timestamptz NOT NULL, sends bigint NOT NULL, reconcile_attempts bigint NOT NULL,
+            next_reconcile_at timestamptz, retry_payload bytea)
+        """,
+        "CREATE INDEX payments_by_order ON payments (order_id)",
+        "CREATE INDEX payments_by_state ON payments (state, created_at)",
+        "CREATE INDEX payments_due ON payments (next_reconcile_at) WHERE state = 'unknown'",
+        "CREATE INDEX payments_pending ON payments (updated_at) WHERE state = 'pending'",
+        """
+        CREATE TABLE payment_transactions (
+            transaction_id text CONSTRAINT payment_transactions_pkey PRIMARY KEY, payment_id text NOT NULL REFERENCES payments (id),
+            created_at timestamptz NOT NULL)
+        """,
+        """
+        CREATE TABLE registered_merchants (
+            partner_id text PRIMARY KEY, name text NOT NULL, encrypt_to text NOT NULL, merchant_url text,
+            created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL)
+        """,
+        """
+        CREATE TABLE registered_domains (
+            domain text CONSTRAINT registered_domains_pkey PRIMARY KEY,
+            partner_id text NOT NULL REFERENCES registered_merchants (partner_id), position integer NOT NULL)
+        """,
+        """
+        CREATE TABLE api_keys (
+            seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE, id text PRIMARY KEY, merchant text NOT NULL, secret_hash bytea NOT NULL,
+            created_at timestamptz NOT NULL, revoked_at timestamptz)
+        """,
+        "CREATE INDEX api_keys_by_merchant ON api_keys (merchant, created_at)",
+        """
+        CREATE TABLE payment_requests (
+            id text PRIMARY KEY REFERENCES orders (id), merchant text NOT NULL, reference text NOT NULL, metadata text NOT NULL,
+            cart text NOT NULL, idempotency_key text NOT NULL, fingerprint bytea NOT NULL, expires_at timestamptz NOT NULL,
+            created_at timestamptz NOT NULL, UNIQUE (merchant, idempotency_key))
+        """,
+        """
+        CREATE TABLE refunds (
+            seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE, id text PRIMARY KEY, payment_id text NOT NULL REFERENCES payments (id),
+            amount bigint NOT NULL, currency text NOT NULL, state text NOT NULL, reference text NOT NULL UNIQUE,
+            idempotency_key text NOT NULL, sends bigint NOT NULL, processor_reference text, processor_code text,
+            processor_message text, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, leased_until timestamptz,
+            UNIQUE (payment_id, idempotency_key))
+        """,
+        "CREATE INDEX refunds_by_state ON refunds (state, updated_at)",
+        "CREATE TABLE merchant_settings (partner_id text PRIMARY KEY, sealed bytea NOT NULL, updated_at timestamptz NOT NULL)",
+        """
+        CREATE TABLE webhook_events (
+            seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE, id text PRIMARY KEY, merchant text NOT NULL, type text NOT NULL,
+            payload bytea NOT NULL, created_at timestamptz NOT NULL, state text NOT NULL, attempts bigint NOT NULL,
+            next_attempt_at timestamptz, last_status bigint, last_error text, delivered_at timestamptz)
+        """,
+        "CREATE INDEX webhook_events_due ON webhook_events (next_attempt_at) WHERE state = 'pending'",
+        "CREATE INDEX webhook_events_by_creation ON webhook_events (created_at, seq)",
+    ]
+
+    /// Brings the database to the newest version; returns the versions applied (empty when current).
+    static func migrate(_ connection: PostgresConnection, logger: Logger) async throws -> [Int] {
+        try await connection.query("BEGIN", logger: logger)
+        do {
+            try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+                """, logger: logger)
+            let rows = try await connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).collect()
+            let current = try rows.first?.makeRandomAccess()[0].decode(Int.self) ?? 0
+            let newest = all.last?.version ?? 0
+            guard current <= newest else {
+                throw ConfigurationError(
+                    "the database's schema is version \(current), newer than this Orchard knows (\(newest)): run a newer Orchard")
+            }
+            var applied: [Int] = []
+            for migration in all where migration.version > current {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query(
+                    "INSERT INTO schema_migrations (version, description) VALUES (\(migration.version), \(migration.description))",
+                    logger: logger)
+                applied.append(migration.version)
+            }
+            try await connection.query("COMMIT", logger: logger)
+            return applied
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: logger)
+            throw error
+        }
+    }
+}

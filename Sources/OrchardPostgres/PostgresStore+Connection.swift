@@ -1,0 +1,107 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import NIOSSL
+import OrchardCore
+import PostgresNIO
+
+/// The configuration's settings as postgres-nio's, and connection failures as one line.
+extension PostgresStore {
+    static func tlsConfiguration(_ settings: PostgresSettings) throws(ConfigurationError) -> TLSConfiguration? {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        switch settings.tls {
+        case .disable:
+            return nil
+        case .require:
+            // libpq's `require`: encrypted, whoever answers.
+            tls.certificateVerification = .none
+        case .verifyFull:
+            tls.certificateVerification = .fullVerification
+            if let pem = settings.caPEM {
+                do {
+                    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(pem))
+                } catch {
+                    throw ConfigurationError("store.postgres.tls.caFile: the certificates cannot be read (\(error))")
+                }
+            }
+        }
+        return tls
+    }
+
+    /// The first, lone connection's configuration (migrations).
+    static func connectionConfiguration(_ settings: PostgresSettings) throws(ConfigurationError) -> PostgresConnection.Configuration {
+        var configuration: PostgresConnection.Configuration
+        switch settings.endpoint {
+        case .tcp(let host, let port):
+            var tls = PostgresConnection.Configuration.TLS.disable
+            if let context = try tlsConfiguration(settings) {
+                do {
+                    tls = .require(try NIOSSLContext(configuration: context))
+                } catch {
+                    throw ConfigurationError("store.postgres.tls: TLS cannot be set up (\(error))")
+                }
+            }
+            configuration = .init(
+                host: host, port: port, username: settings.user, password: settings.password?.value, database: settings.database, tls: tls)
+        case .socket(let path):
+            configuration = .init(
+                unixSocketPath: path, username: settings.user, password: settings.password?.value, database: settings.database)
+        }
+        configuration.options.connectTimeout = .seconds(10)
+        return configuration
+    }
+
+    /// The pool's configuration: up to `poolSize` connections, none kept open when idle.
+    static func clientConfiguration(_ settings: PostgresSettings) throws(ConfigurationError) -> PostgresClient.Configuration {
+        var configuration: PostgresClient.Configuration
+        switch settings.endpoint {
+        case .tcp(let host, let port):
+            configuration = .init(
+                host: host, port: port, username: settings.user, password: settings.password?.value, database: settings.database,
+                tls: try tlsConfiguration(settings).map { .require($0) } ?? .disable)
+        case .socket(let path):
+            configuration = .init(
+                unixSocketPath: path, username: settings.user, password: settings.password?.value, database: settings.database)
+        }
+        configuration.options.maximumConnections = settings.poolSize
+        configuration.options.connectTimeout = .seconds(10)
+        return configuration
+    }
+
+    /// `cannot connect to host:port: reason`, or the server's own refusal (a wrong password, an
+    /// unknown database), one line, never the password.
+    static func connectFailure(_ error: any Error, settings: PostgresSettings) -> String {
+        guard let failure = error as? PSQLError else {
+            return "cannot connect to \(settings.location): \(error)"
+        }
+        if let message = failure.serverInfo?[.message] {
+            switch failure.sqlState {
+            case "28P01", "28000":
+                return "\(settings.location) refused the login: \(message)"
+            case "3D000":
+                return "\(settings.location): \(message) (create it, or fix store.postgres.database)"
+            default:
+                return "\(settings.location) refused the connection: \(message)" + (failure.sqlState.map { " (SQLSTATE \($0))" } ?? "")
+            }
+        }
+        switch failure.code {
+        case .sslUnsupported:
+            return "\(settings.location) does not offer TLS; turn it on there, or set store.postgres.tls.mode to disable"
+        case .authMechanismRequiresPassword:
+            return "\(settings.location) asks user \(settings.user) for a password; set store.postgres.password"
+        case .connectionError, .failedToAddSSLHandler:
+            return "cannot connect to \(settings.location): \(failure.underlying.map(reason) ?? "\(failure.code)")"
+        default:
+            return "cannot connect to \(settings.location): \(describe(failure))"
+        }
+    }
+
+    /// A socket or TLS failure in words.
+    static func reason(_ error: any Error) -> String {
+        if let io = error as? IOError { return io.description }
+        if let connect = error as? NIOConnectionError {
+            return connect.connectionErrors.first.map { reason($0.error) } ?? "\(connect)"
+        }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,20 @@
+import Foundation
+import OrchardCore
+import PostgresNIO
+
+/// What the metrics gauges show, counted from the indexes.
+extension PostgresStore {
+    public func operationalCounts() async throws -> OperationalCounts? {
+        var payments: [PaymentState: Int] = [:]
+        for row in try await rows("SELECT state, COUNT(*) AS n FROM payments GROUP BY state") {
+            guard let state = PaymentState(rawValue: try row.text("state")) else { continue }
+            payments[state] = Int(try row.integer("n"))
+        }
+        let outbox = try await rows(
+            "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM webhook_events WHERE state = 'pending'"
+        ).first
+        return OperationalCounts(
+            payments: payments, pendingWebhooks: Int(try outbox?.integer("n") ?? 0),
+            oldestPendingWebhook: try outbox?.optionalDate("oldest"))
+    }
+}

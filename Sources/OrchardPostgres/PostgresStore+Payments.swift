@@ -1,0 +1,197 @@
+import ApplePay
+import Foundation
+import Logging
+import OrchardCore
+import PostgresNIO
+
+/// Payments: claimed on a locked order, moved by compare-and-set, leased for re-sending.
+extension PostgresStore {
+    static let paymentColumns = """
+        id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at, processor, \
+        reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at
+        """
+
+    public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
+        try await transaction { connection in
+            do {
+                return try await self.claim(claim, on: connection)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                // Another order's claim of the same transaction ID committed first.
+                throw StoreError(code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
+            }
+        }
+    }
+
+    /// The claim's transaction: the order row is locked first, so claims and moves of one order
+    /// take turns, and a claim sees the transaction IDs every earlier one committed.
+    private func claim(_ claim: PaymentClaim, on connection: PostgresConnection) async throws -> PaymentRecord {
+        let draft = claim.draft
+        let order = try await connection.rows(
+            "SELECT state, expires_at FROM orders WHERE id = \(draft.orderId) FOR UPDATE", logger
+        ).first
+        let orderState = try order.map { try $0.text("state") }
+        let unknown =
+            orderState == OrderRecord.State.unknown.rawValue
+            ? try await connection.rows(
+                """
+                SELECT id FROM payments WHERE order_id = \(draft.orderId) AND state = 'unknown' ORDER BY created_at DESC, seq DESC LIMIT 1
+                """, logger
+            ).first?.text("id") : nil
+        let paymentId = unknown ?? draft.id
+        // A replayed token is named as such, whatever became of its order.
+        guard try await connection.rows("SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)", logger).isEmpty
+        else {
+            throw StoreError(code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
+        }
+        switch orderState.flatMap(OrderRecord.State.init(rawValue:)) {
+        case .open:
+            if let expiry = try order?.optionalDate("expires_at"), expiry <= draft.createdAt {
+                throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) has expired")
+            }
+            let count =
+                try await connection.rows("SELECT COUNT(*) AS n FROM payments WHERE order_id = \(draft.orderId)", logger)
+                .first?.integer("n") ?? 0
+            var record = draft
+            record.reference = "\(draft.orderId)-\(count + 1)"
+            record.state = .pending
+            try await insertPayment(record, sealed: claim.sealedRequest, on: connection)
+        case .unknown where unknown != nil:
+            try await connection.query(
+                """
+                UPDATE payments SET state = 'pending', sends = sends + 1, retry_payload = \(claim.sealedRequest.bytea),
+                updated_at = \(draft.createdAt) WHERE id = \(paymentId) AND state = 'unknown'
+                """, logger: logger)
+        case .pending:
+            throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
+        case .unknown, .paid, .cancelled, .expired, nil:
+            throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) is not open")
+        }
+        let claimed = try await connection.rows(
+            "UPDATE orders SET state = 'pending' WHERE id = \(draft.orderId) AND state = \(orderState ?? "") RETURNING id", logger)
+        guard claimed.count == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) changed") }
+        try await connection.query(
+            """
+            INSERT INTO payment_transactions (transaction_id, payment_id, created_at)
+            VALUES (\(claim.transactionId), \(paymentId), \(draft.createdAt))
+            """, logger: logger)
+        guard
+            let payment = try await connection.rows(
+                "SELECT \(unescaped: Self.paymentColumns) FROM payments WHERE id = \(paymentId)", logger
+            )
+            .first.map(Self.payment)
+        else { throw StoreError(code: .storage, message: "payment \(paymentId) vanished after it was claimed") }
+        return payment
+    }
+
+    private func insertPayment(_ payment: PaymentRecord, sealed: [UInt8], on connection: PostgresConnection) async throws {
+        let links = try Self.json(payment.links)
+        try await connection.query(
+            """
+            INSERT INTO payments (\(unescaped: Self.paymentColumns), retry_payload) VALUES (
+            \(payment.id), \(payment.orderId), \(payment.transactionId), \(payment.state.rawValue), \(payment.amount),
+            \(payment.currency), \(payment.network), \(payment.lastFour), \(payment.processorReference), \(payment.createdAt),
+            \(payment.processor), \(payment.reference), \(payment.processorCode), \(payment.processorMessage), \(links),
+            \(payment.updatedAt), \(Int64(payment.sends)), \(Int64(payment.reconcileAttempts)), \(payment.nextReconcileAt),
+            \(sealed.bytea))
+            """, logger: logger)
+    }
+
+    public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
+        guard let from = change.move.from else { preconditionFailure("a new payment is claimed, not moved") }
+        let links = try (change.links ?? change.outcome?.links).map(Self.json)
+        let outcome = change.outcome
+        let counts: Int64 = change.countsReconcileAttempt ? 1 : 0
+        do {
+            return try await transaction { connection -> PaymentRecord? in
+                // The order first: claims lock it first too, so the two wait for each other, never deadlock.
+                let order = try await connection.rows(
+                    """
+                    UPDATE orders SET state = \(change.move.order.to.rawValue)
+                    WHERE id = \(change.orderId) AND state = \(change.move.order.from.rawValue) RETURNING merchant
+                    """, logger)
+                guard let merchant = try order.first?.text("merchant") else { throw Conflict() }
+                let moved = try await connection.rows(
+                    """
+                    UPDATE payments SET state = \(change.move.to.rawValue), updated_at = \(change.at),
+                    processor_reference = CASE WHEN \(outcome != nil) THEN \(outcome?.processorReference) ELSE processor_reference END,
+                    processor_code = CASE WHEN \(outcome != nil) THEN \(outcome?.code) ELSE processor_code END,
+                    processor_message = CASE WHEN \(outcome != nil) THEN \(outcome?.message) ELSE processor_message END,
+                    links = COALESCE(\(links), links), sends = sends + \(counts), reconcile_attempts = reconcile_attempts + \(counts),
+                    next_reconcile_at = \(change.nextReconcileAt),
+                    retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(change.move.to)) THEN NULL ELSE retry_payload END
+                    WHERE id = \(change.paymentId) AND order_id = \(change.orderId) AND state = \(from.rawValue)
+                    RETURNING \(unescaped: Self.paymentColumns)
+                    """, logger)
+                guard let payment = try moved.first.map(Self.payment) else { throw Conflict() }
+                // An unknown outcome is reported once, on the first send.
+                if let type = change.move.event.webhook,
+                    change.move.to != .unknown || (payment.sends == 1 && payment.reconcileAttempts == 0)
+                {
+                    try await insertPaymentEvent(type, payment: payment, merchant: merchant, on: connection, at: change.at)
+                }
+                return payment
+            }
+        } catch is Conflict {
+            return nil
+        }
+    }
+
+    public func retryPayload(paymentId: String) async throws -> [UInt8]? {
+        try await rows("SELECT retry_payload FROM payments WHERE id = \(paymentId)").first?.optionalBytes("retry_payload")
+    }
+
+    public func leasePaymentsForReconciliation(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord] {
+        let leased = try await rows(
+            """
+            WITH due AS (
+                SELECT id, next_reconcile_at AS due_at, seq FROM payments
+                WHERE state = 'unknown' AND next_reconcile_at <= \(date) ORDER BY next_reconcile_at, seq LIMIT \(Int64(limit))
+                FOR UPDATE SKIP LOCKED)
+            UPDATE payments p SET next_reconcile_at = \(leaseEnd) FROM due WHERE p.id = due.id
+            RETURNING \(unescaped: Self.qualified(Self.paymentColumns, by: "p")), due.due_at, due.seq
+            """)
+        return try leased.sorted { try ($0.date("due_at"), $0.integer("seq")) < ($1.date("due_at"), $1.integer("seq")) }
+            .map(Self.payment)
+    }
+
+    public func stalePendingPayments(before date: Date) async throws -> [PaymentRecord] {
+        try await payments("WHERE state = 'pending' AND updated_at < \(date) ORDER BY updated_at, seq")
+    }
+
+    public func deferReconciliation(paymentId: String, until date: Date?) async throws -> Bool {
+        try await rows("UPDATE payments SET next_reconcile_at = \(date) WHERE id = \(paymentId) AND state = 'unknown' RETURNING id")
+            .count == 1
+    }
+
+    public func payments(orderId: String) async throws -> [PaymentRecord] {
+        try await payments("WHERE order_id = \(orderId) ORDER BY created_at, seq")
+    }
+
+    public func payment(id: String) async throws -> PaymentRecord? {
+        try await payments("WHERE id = \(id)").first
+    }
+
+    public func payments(state: PaymentState?, limit: Int) async throws -> [PaymentRecord] {
+        try await payments(
+            "WHERE \(state?.rawValue)::text IS NULL OR state = \(state?.rawValue) ORDER BY created_at DESC, seq DESC LIMIT \(Int64(limit))")
+    }
+
+    /// Payments matching `clause` (a WHERE clause and its ordering, values bound).
+    private func payments(_ clause: PostgresQuery) async throws -> [PaymentRecord] {
+        try await rows(PostgresQuery(unsafeSQL: "SELECT \(Self.paymentColumns) FROM payments " + clause.sql, binds: clause.binds))
+            .map(Self.payment)
+    }
+
+    static func payment(_ row: PostgresRandomAccessRow) throws -> PaymentRecord {
+        PaymentRecord(
+            id: try row.text("id"), orderId: try row.text("order_id"), transactionId: try row.text("transaction_id"),
+            state: PaymentState(rawValue: try row.text("state")) ?? .unknown, amount: try row.integer("amount"),
+            currency: try row.text("currency"), network: try row.optionalText("network"), lastFour: try row.text("last_four"),
+            processor: try row.text("processor"), reference: try row.text("reference"),
+            processorReference: try row.optionalText("processor_reference"), processorCode: try row.optionalText("processor_code"),
+            processorMessage: try row.optionalText("processor_message"), links: try decode([String: String].self, try row.text("links")),
+            sends: Int(try row.integer("sends")), reconcileAttempts: Int(try row.integer("reconcile_attempts")),
+            nextReconcileAt: try row.optionalDate("next_reconcile_at"), createdAt: try row.date("created_at"),
+            updatedAt: try row.date("updated_at"))
+    }
+}

@@ -1,0 +1,143 @@
+import ApplePay
+import Foundation
+import OrchardCore
+import PostgresNIO
+
+/// Refunds: claimed on the locked payment against what is left of it, then moved to their outcome.
+extension PostgresStore {
+    static let refundColumns = """
+        id, payment_id, amount, currency, state, reference, idempotency_key, sends, processor_reference, processor_code, \
+        processor_message, created_at, updated_at
+        """
+
+    public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
+        try await transaction { connection in
+            // The payment row first: two refunds of one payment take turns, so neither counts
+            // without the other's amount.
+            guard
+                let payment = try await connection.rows(
+                    "SELECT state, amount, reference FROM payments WHERE id = \(draft.paymentId) FOR UPDATE", logger
+                ).first
+            else { throw StoreError(code: .invalidState, message: "there is no payment \(draft.paymentId)") }
+            let earlier = try await connection.rows(
+                """
+                SELECT \(unescaped: Self.refundColumns) FROM refunds
+                WHERE payment_id = \(draft.paymentId) AND idempotency_key = \(draft.idempotencyKey)
+                """, logger
+            ).first.map(Self.refund)
+            if let earlier { return try await self.reclaim(earlier, like: draft, on: connection) }
+            let state = try payment.text("state")
+            guard state == PaymentState.settled.rawValue else {
+                throw StoreError(
+                    code: .invalidState,
+                    message: "only a settled (captured) payment can be refunded; this one is \(state)"
+                        + (state == PaymentState.authorized.rawValue ? ": cancel it instead" : ""))
+            }
+            // What pending, refunded and unknown refunds hold, and how many refunds (for the reference).
+            let refunds = try await connection.rows(
+                """
+                SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused'), 0)::bigint AS held, COUNT(*) AS n FROM refunds
+                WHERE payment_id = \(draft.paymentId)
+                """, logger
+            ).first
+            let left = try payment.integer("amount") - (try refunds?.integer("held") ?? 0)
+            guard draft.amount <= left else {
+                throw StoreError(code: .refundTooLarge, message: "the refund of \(draft.amount) is more than the \(left) left to refund")
+            }
+            var refund = draft
+            refund.state = .pending
+            refund.sends = 1
+            refund.reference = "\(try payment.text("reference"))-r\((try refunds?.integer("n") ?? 0) + 1)"
+            try await connection.query(
+                """
+                INSERT INTO refunds (\(unescaped: Self.refundColumns)) VALUES (
+                \(refund.id), \(refund.paymentId), \(refund.amount), \(refund.currency), \(refund.state.rawValue), \(refund.reference),
+                \(refund.idempotencyKey), 1, NULL, NULL, NULL, \(refund.createdAt), \(refund.createdAt))
+                """, logger: logger)
+            return refund
+        }
+    }
+
+    /// The refund a repeated Idempotency-Key names: as it is, or re-sent when its outcome is unknown.
+    private func reclaim(_ earlier: RefundRecord, like draft: RefundRecord, on connection: PostgresConnection) async throws -> RefundRecord
+    {
+        guard earlier.amount == draft.amount else {
+            throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for a refund of \(earlier.amount)")
+        }
+        switch earlier.state {
+        case .pending:
+            throw StoreError(code: .paymentInProgress, message: "this refund is with the processor right now; ask again shortly")
+        case .refunded, .refused:
+            return earlier
+        case .unknown:
+            try await connection.query(
+                """
+                UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = \(draft.createdAt)
+                WHERE id = \(earlier.id) AND state = 'unknown'
+                """, logger: logger)
+            var resent = earlier
+            resent.state = .pending
+            resent.sends += 1
+            resent.updatedAt = draft.createdAt
+            return resent
+        }
+    }
+
+    public func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {
+        try await transaction { connection -> RefundRecord? in
+            let finished = try await connection.rows(
+                """
+                UPDATE refunds SET state = \(state.rawValue), processor_reference = COALESCE(\(outcome?.processorReference),
+                processor_reference), processor_code = \(outcome?.code), processor_message = \(outcome?.message), updated_at = \(date)
+                WHERE id = \(id) AND state = 'pending' RETURNING \(unescaped: Self.refundColumns)
+                """, logger)
+            guard let refund = try finished.first.map(Self.refund) else { return nil }
+            if state == .refunded {
+                let rows = try await connection.rows(
+                    """
+                    SELECT \(unescaped: Self.qualified(Self.paymentColumns, by: "p")), o.merchant FROM payments p JOIN orders o ON o.id = p.order_id
+                    WHERE p.id = \(refund.paymentId)
+                    """, logger)
+                if let row = rows.first {
+                    try await insertPaymentEvent(
+                        .paymentRefunded, payment: try Self.payment(row), merchant: try row.text("merchant"), refund: refund,
+                        on: connection,
+                        at: date)
+                }
+            }
+            return refund
+        }
+    }
+
+    public func refunds(paymentId: String) async throws -> [RefundRecord] {
+        try await rows("SELECT \(unescaped: Self.refundColumns) FROM refunds WHERE payment_id = \(paymentId) ORDER BY created_at, seq")
+            .map(Self.refund)
+    }
+
+    public func leaseRefundsToReconcile(at date: Date, until leaseEnd: Date, pendingBefore: Date, maximumSends: Int, limit: Int)
+        async throws -> [RefundRecord]
+    {
+        let leased = try await rows(
+            """
+            WITH candidates AS (
+                SELECT id, seq FROM refunds
+                WHERE ((state = 'unknown' AND sends <= \(Int64(maximumSends))) OR (state = 'pending' AND updated_at < \(pendingBefore)))
+                AND (leased_until IS NULL OR leased_until <= \(date)) ORDER BY updated_at, seq LIMIT \(Int64(limit))
+                FOR UPDATE SKIP LOCKED)
+            UPDATE refunds r SET leased_until = \(leaseEnd) FROM candidates c WHERE r.id = c.id
+            RETURNING \(unescaped: Self.qualified(Self.refundColumns, by: "r")), c.seq
+            """)
+        return try leased.sorted { try ($0.date("updated_at"), $0.integer("seq")) < ($1.date("updated_at"), $1.integer("seq")) }
+            .map(Self.refund)
+    }
+
+    static func refund(_ row: PostgresRandomAccessRow) throws -> RefundRecord {
+        RefundRecord(
+            id: try row.text("id"), paymentId: try row.text("payment_id"), amount: try row.integer("amount"),
+            currency: try row.text("currency"), state: RefundState(rawValue: try row.text("state")) ?? .unknown,
+            reference: try row.text("reference"), idempotencyKey: try row.text("idempotency_key"), sends: Int(try row.integer("sends")),
+            processorReference: try row.optionalText("processor_reference"), processorCode: try row.optionalText("processor_code"),
+            processorMessage: try row.optionalText("processor_message"), createdAt: try row.date("created_at"),
+            updatedAt: try row.date("updated_at"))
+    }
+}

@@ -1,0 +1,153 @@
+import ApplePay
+import Foundation
+import OrchardCore
+import PostgresNIO
+
+/// API keys, payment requests and their expiry.
+extension PostgresStore {
+    /// Namespaces of the (int, int) advisory locks taken on rows that may not exist yet: two
+    /// instances inserting for the same merchant or Idempotency-Key take turns.
+    enum LockSpace: Int32 {
+        case merchantKeys = 1
+        case idempotencyKey = 2
+    }
+
+    // MARK: API keys
+
+    public func insertAPIKey(_ key: APIKeyRecord) async throws {
+        try await transaction { connection in
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(\(LockSpace.merchantKeys.rawValue), hashtext(\(key.merchantIdentifier)))", logger: logger)
+            let active =
+                try await connection.rows(
+                    "SELECT COUNT(*) AS n FROM api_keys WHERE merchant = \(key.merchantIdentifier) AND revoked_at IS NULL", logger
+                ).first?.integer("n") ?? 0
+            guard active < APIKeyRecord.maximumActive else {
+                throw StoreError(
+                    code: .limitReached, message: "\(key.merchantIdentifier) already has \(active) active API keys: revoke one first")
+            }
+            try await connection.query(
+                """
+                INSERT INTO api_keys (id, merchant, secret_hash, created_at, revoked_at)
+                VALUES (\(key.id), \(key.merchantIdentifier), \(key.secretHash.bytea), \(key.createdAt), NULL)
+                """, logger: logger)
+        }
+    }
+
+    public func apiKey(id: String) async throws -> APIKeyRecord? {
+        try await apiKeys("WHERE id = \(id)").first
+    }
+
+    public func apiKeys(merchantIdentifier: String?) async throws -> [APIKeyRecord] {
+        if let merchantIdentifier {
+            return try await apiKeys("WHERE merchant = \(merchantIdentifier) ORDER BY created_at, seq")
+        }
+        return try await apiKeys("ORDER BY merchant, created_at, seq")
+    }
+
+    public func revokeAPIKey(id: String, at date: Date) async throws -> Bool {
+        try await rows("UPDATE api_keys SET revoked_at = \(date) WHERE id = \(id) AND revoked_at IS NULL RETURNING id").count == 1
+    }
+
+    private func apiKeys(_ clause: PostgresQuery) async throws -> [APIKeyRecord] {
+        try await rows(
+            PostgresQuery(
+                unsafeSQL: "SELECT id, merchant, secret_hash, created_at, revoked_at FROM api_keys " + clause.sql, binds: clause.binds)
+        ).map { row in
+            APIKeyRecord(
+                id: try row.text("id"), merchantIdentifier: try row.text("merchant"), secretHash: try row.bytes("secret_hash"),
+                createdAt: try row.date("created_at"), revokedAt: try row.optionalDate("revoked_at"))
+        }
+    }
+
+    // MARK: Payment requests
+
+    static let requestColumns = "id, merchant, reference, metadata, cart, idempotency_key, fingerprint, expires_at, created_at"
+
+    public func createPaymentRequest(_ request: PaymentRequestRecord, order: OrderRecord) async throws -> (
+        record: PaymentRequestRecord, created: Bool
+    ) {
+        let metadata = try Self.json(request.metadata)
+        let cart = try Self.json(request.cart)
+        let priced = try Self.json(order.priced)
+        return try await transaction { connection in
+            // Two instances given the same key at once: the second waits, then finds the first's request.
+            try await connection.query(
+                """
+                SELECT pg_advisory_xact_lock(\(LockSpace.idempotencyKey.rawValue),
+                hashtext(\(request.merchantIdentifier) || ' ' || \(request.idempotencyKey)))
+                """, logger: logger)
+            let earlier = try await connection.rows(
+                """
+                SELECT \(unescaped: Self.requestColumns) FROM payment_requests
+                WHERE merchant = \(request.merchantIdentifier) AND idempotency_key = \(request.idempotencyKey)
+                """, logger
+            ).first.map(Self.paymentRequest)
+            if let earlier {
+                guard ConstantTime.equal(earlier.fingerprint, request.fingerprint) else {
+                    throw StoreError(
+                        code: .idempotencyMismatch,
+                        message: "this Idempotency-Key was used for another request body; use a new key for a new request")
+                }
+                return (earlier, false)
+            }
+            try await connection.query(
+                """
+                INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at)
+                VALUES (\(order.id), \(order.merchantIdentifier), \(order.state.rawValue), \(priced), \(order.applicationData.bytea),
+                \(order.createdAt), \(order.expiresAt))
+                """, logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO payment_requests (\(unescaped: Self.requestColumns)) VALUES (
+                \(request.id), \(request.merchantIdentifier), \(request.reference), \(metadata), \(cart), \(request.idempotencyKey),
+                \(request.fingerprint.bytea), \(request.expiresAt), \(request.createdAt))
+                """, logger: logger)
+            return (request, true)
+        }
+    }
+
+    public func paymentRequest(id: String) async throws -> PaymentRequestRecord? {
+        try await rows("SELECT \(unescaped: Self.requestColumns) FROM payment_requests WHERE id = \(id)").first.map(Self.paymentRequest)
+    }
+
+    static func paymentRequest(on connection: PostgresConnection, id: String, logger: Logger) async throws -> PaymentRequestRecord? {
+        try await connection.rows("SELECT \(unescaped: requestColumns) FROM payment_requests WHERE id = \(id)", logger).first.map(
+            paymentRequest)
+    }
+
+    static func paymentRequest(_ row: PostgresRandomAccessRow) throws -> PaymentRequestRecord {
+        PaymentRequestRecord(
+            id: try row.text("id"), merchantIdentifier: try row.text("merchant"), reference: try row.text("reference"),
+            metadata: try decode([String: String].self, try row.text("metadata")), cart: try decode(ShopCart.self, try row.text("cart")),
+            idempotencyKey: try row.text("idempotency_key"), fingerprint: try row.bytes("fingerprint"),
+            expiresAt: try row.date("expires_at"), createdAt: try row.date("created_at"))
+    }
+
+    /// One statement closes the due orders it could lock (others are being claimed or expired
+    /// elsewhere right now, and are passed by); their events are written in the same transaction.
+    public func expireOrders(at date: Date, limit: Int) async throws -> [String] {
+        try await transaction { connection in
+            let expired = try await connection.rows(
+                """
+                WITH due AS (
+                    SELECT id FROM orders WHERE state = 'open' AND expires_at <= \(date) ORDER BY expires_at LIMIT \(Int64(limit))
+                    FOR UPDATE SKIP LOCKED)
+                UPDATE orders o SET state = 'expired' FROM due WHERE o.id = due.id AND o.state = 'open' RETURNING o.id, o.merchant
+                """, logger)
+            var ids: [String] = []
+            for row in expired {
+                let id = try row.text("id")
+                // A checkout-page order has no payment request, and the shop no event to hear.
+                if let request = try await Self.paymentRequest(on: connection, id: id, logger: logger) {
+                    try await insertEvent(
+                        try WebhookEvent.make(
+                            .paymentRequestExpired, merchantIdentifier: try row.text("merchant"), payment: nil, request: request, at: date),
+                        on: connection)
+                }
+                ids.append(id)
+            }
+            return ids
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import ApplePay
+import Foundation
+import OrchardCore
+import PostgresNIO
+
+/// The webhook outbox: events are inserted in the transaction of the change they report, and
+/// leased for delivery.
+extension PostgresStore {
+    static let eventColumns = """
+        id, merchant, type, payload, created_at, state, attempts, next_attempt_at, last_status, last_error, delivered_at
+        """
+
+    func insertEvent(_ event: WebhookEvent, on connection: PostgresConnection) async throws {
+        try await connection.query(
+            """
+            INSERT INTO webhook_events (\(unescaped: Self.eventColumns)) VALUES (
+            \(event.id), \(event.merchantIdentifier), \(event.type.rawValue), \(event.payload.bytea), \(event.createdAt),
+            \(event.state.rawValue), \(Int64(event.attempts)), \(event.nextAttemptAt), \(event.lastStatus.map { Int64($0) }),
+            \(event.lastError), \(event.deliveredAt))
+            """, logger: logger)
+    }
+
+    /// The event about `payment` as it stands inside the current transaction.
+    func insertPaymentEvent(
+        _ type: WebhookEventType, payment: PaymentRecord, merchant: String, refund: RefundRecord? = nil, on connection: PostgresConnection,
+        at date: Date
+    ) async throws {
+        // Only a settled payment has refunds: the sum is not looked up on the authorization path.
+        let refunded =
+            payment.state == .settled
+            ? try await connection.rows(
+                """
+                SELECT COALESCE(SUM(amount), 0)::bigint AS refunded FROM refunds WHERE payment_id = \(payment.id) AND state = 'refunded'
+                """, logger
+            ).first?.integer("refunded") ?? 0 : 0
+        let request = try await Self.paymentRequest(on: connection, id: payment.orderId, logger: logger)
+        try await insertEvent(
+            try WebhookEvent.make(
+                type, merchantIdentifier: merchant, payment: payment, request: request, refund: refund, refunded: refunded, at: date),
+            on: connection)
+    }
+
+    public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
+        let leased = try await rows(
+            """
+            WITH due AS (
+                SELECT id, next_attempt_at AS due_at, seq FROM webhook_events
+                WHERE state = 'pending' AND next_attempt_at <= \(date) ORDER BY next_attempt_at, seq LIMIT \(Int64(limit))
+                FOR UPDATE SKIP LOCKED)
+            UPDATE webhook_events e SET next_attempt_at = \(leaseEnd) FROM due WHERE e.id = due.id
+            RETURNING \(unescaped: Self.qualified(Self.eventColumns, by: "e")), due.due_at, due.seq
+            """)
+        return try leased.sorted { try ($0.date("due_at"), $0.integer("seq")) < ($1.date("due_at"), $1.integer("seq")) }
+            .map(Self.event)
+    }
+
+    public func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool {
+        try await rows(
+            """
+            UPDATE webhook_events SET state = \(result.state.rawValue), attempts = attempts + 1, next_attempt_at = \(result.nextAttemptAt),
+            last_status = \(result.status.map { Int64($0) }), last_error = \(result.error),
+            delivered_at = CASE WHEN \(result.state == .delivered) THEN \(result.at) ELSE delivered_at END
+            WHERE id = \(result.eventId) AND state = 'pending' AND attempts = \(Int64(result.attempt)) RETURNING id
+            """
+        ).count == 1
+    }
+
+    public func webhookEvents(merchantIdentifier: String?, state: WebhookEvent.DeliveryState?, limit: Int) async throws -> [WebhookEvent] {
+        try await rows(
+            """
+            SELECT \(unescaped: Self.eventColumns) FROM webhook_events
+            WHERE (\(merchantIdentifier)::text IS NULL OR merchant = \(merchantIdentifier))
+            AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
+            ORDER BY created_at DESC, seq DESC LIMIT \(Int64(limit))
+            """
+        ).map(Self.event)
+    }
+
+    public func webhookEvent(id: String) async throws -> WebhookEvent? {
+        try await rows("SELECT \(unescaped: Self.eventColumns) FROM webhook_events WHERE id = \(id)").first.map(Self.event)
+    }
+
+    public func replayWebhookEvent(id: String, at date: Date) async throws -> Bool {
+        try await rows("UPDATE webhook_events SET state = 'pending', next_attempt_at = \(date) WHERE id = \(id) RETURNING id").count == 1
+    }
+
+    static func event(_ row: PostgresRandomAccessRow) throws -> WebhookEvent {
+        WebhookEvent(
+            id: try row.text("id"), merchantIdentifier: try row.text("merchant"),
+            type: WebhookEventType(rawValue: try row.text("type")) ?? .paymentUnknown, payload: try row.bytes("payload"),
+            createdAt: try row.date("created_at"), state: WebhookEvent.DeliveryState(rawValue: try row.text("state")) ?? .pending,
+            attempts: Int(try row.integer("attempts")), nextAttemptAt: try row.optionalDate("next_attempt_at"),
+            lastStatus: try row.optionalInteger("last_status").map { Int($0) }, lastError: try row.optionalText("last_error"),
+            deliveredAt: try row.optionalDate("delivered_at"))
+    }
+}

@@ -1,0 +1,189 @@
+import ApplePay
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import OrchardCore
+import PostgresNIO
+
+/// The PostgreSQL store: one database that several Orchard instances share. Same contract as
+/// the SQLite store: every state move is a compare-and-set in one transaction (rows are locked
+/// in one order, orders before payments, so concurrent moves wait rather than deadlock), webhook
+/// events are written in the transaction of the move they report, and background work is
+/// leased with `FOR UPDATE SKIP LOCKED`.
+///
+/// ``open(_:logger:)`` connects once (so a wrong host, password or certificate is one clear
+/// error), migrates the schema, then starts a connection pool whose `run()` loop the store owns
+/// until ``close()``.
+public final class PostgresStore: OrchardStore {
+    let client: PostgresClient
+    /// For queries: never below `info`, so postgres-nio's debug logs (statements and their
+    /// values) stay out of the log whatever the server's level.
+    let logger: Logger
+    private let running: Task<Void, Never>
+
+    private init(client: PostgresClient, logger: Logger, running: Task<Void, Never>) {
+        self.client = client
+        self.logger = logger
+        self.running = running
+    }
+
+    /// Starts the pool's `run()` loop and returns once it has begun (a lease asked for before
+    /// it begins waits, and is logged as a warning).
+    private static func run(_ client: PostgresClient) async -> Task<Void, Never> {
+        let (started, signal) = AsyncStream<Void>.makeStream()
+        let running = Task {
+            signal.finish()
+            await client.run()
+        }
+        for await _ in started {}
+        return running
+    }
+
+    /// Connects, migrates and starts the pool; a failure is one line naming what to fix.
+    public static func open(_ settings: PostgresSettings, logger: Logger) async throws(ConfigurationError) -> PostgresStore {
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .info)
+        // The pool's own notes (a connection made or dropped) are not the operator's concern.
+        var background = logger
+        background.logLevel = max(logger.logLevel, .notice)
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: try connectionConfiguration(settings), id: 0,
+                logger: quiet)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(connectFailure(error, settings: settings))
+        }
+        do {
+            let applied = try await PostgresMigrations.migrate(connection, logger: quiet)
+            if !applied.isEmpty {
+                logger.notice(
+                    "PostgreSQL schema migrated",
+                    metadata: ["database": "\(settings.database)", "versions": "\(applied.map(String.init).joined(separator: ","))"])
+            }
+            try? await connection.close()
+            logger.info(
+                "store: PostgreSQL",
+                metadata: ["server": "\(settings.location)", "database": "\(settings.database)", "poolSize": "\(settings.poolSize)"])
+        } catch {
+            try? await connection.close()
+            if let error = error as? ConfigurationError { throw error }
+            throw ConfigurationError("\(settings.location): the schema could not be migrated: \(describe(error))")
+        }
+        let client = PostgresClient(configuration: try clientConfiguration(settings), backgroundLogger: background)
+        return PostgresStore(client: client, logger: quiet, running: await run(client))
+    }
+
+    /// Stops the pool and closes its connections.
+    public func close() async {
+        running.cancel()
+        await running.value
+    }
+
+    // MARK: Transactions and errors
+
+    /// Runs `body` between BEGIN and COMMIT on one pooled connection, rolling back when it throws.
+    /// A deadlock or serialization failure (another instance's transaction won) runs it again;
+    /// any other database failure is a ``StoreError/Code/storage``.
+    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try await client.withConnection { connection in
+                    try await connection.query("BEGIN", logger: logger)
+                    do {
+                        let value = try await body(connection)
+                        try await connection.query("COMMIT", logger: logger)
+                        return value
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw error
+                    }
+                }
+            } catch let error as PSQLError where attempt < 3 && ["40001", "40P01"].contains(error.sqlState) {
+                attempt += 1
+            } catch {
+                throw Self.storeError(error)
+            }
+        }
+    }
+
+    /// Runs one statement outside a transaction and returns its rows.
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
+        do {
+            return try await client.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
+        } catch {
+            throw Self.storeError(error)
+        }
+    }
+
+    /// Thrown inside a transaction to roll it back when a compare-and-set finds another state.
+    struct Conflict: Error {}
+
+    static func storeError(_ error: any Error) -> any Error {
+        if error is StoreError || error is Conflict || error is CancellationError { return error }
+        return StoreError(code: .storage, message: "the PostgreSQL store failed: \(describe(error))")
+    }
+
+    /// What went wrong, without the statement's values.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let message = error.serverInfo?[.message] {
+            return message + (error.sqlState.map { " (SQLSTATE \($0))" } ?? "")
+        }
+        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+        return "\(error.code)"
+    }
+
+    /// `a, b` as `alias.a, alias.b`.
+    static func qualified(_ columns: String, by alias: String) -> String {
+        columns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters(in: .whitespacesAndNewlines))" }.joined(separator: ", ")
+    }
+
+    /// Decodes a JSON column written by this store.
+    static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
+        try JSONDecoder().decode(type, from: Data(text.utf8))
+    }
+
+    /// JSON with sorted keys, as the SQLite store writes it.
+    static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
+extension PostgresConnection {
+    /// Runs one statement in the current transaction and returns its rows.
+    func rows(_ query: PostgresQuery, _ logger: Logger) async throws -> [PostgresRandomAccessRow] {
+        try await self.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
+    }
+}
+
+extension PSQLError {
+    /// The server's SQLSTATE (`23505` a unique violation, `40P01` a deadlock); nil for a client-side failure.
+    var sqlState: String? { serverInfo?[.sqlState] }
+    /// The constraint a violation names.
+    var constraint: String? { serverInfo?[.constraintName] }
+}
+
+extension PostgresRandomAccessRow {
+    func text(_ column: String) throws -> String { try self[column].decode(String.self) }
+    func optionalText(_ column: String) throws -> String? { try self[column].decode(String?.self) }
+    func integer(_ column: String) throws -> Int64 { try self[column].decode(Int64.self) }
+    func optionalInteger(_ column: String) throws -> Int64? { try self[column].decode(Int64?.self) }
+    func date(_ column: String) throws -> Date { try self[column].decode(Date.self) }
+    func optionalDate(_ column: String) throws -> Date? { try self[column].decode(Date?.self) }
+    func bytes(_ column: String) throws -> [UInt8] { Array(try self[column].decode(ByteBuffer.self).readableBytesView) }
+    func optionalBytes(_ column: String) throws -> [UInt8]? {
+        try self[column].decode(ByteBuffer?.self).map { Array($0.readableBytesView) }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// As a `bytea` value (a plain `[UInt8]` would bind as an array of `"char"`).
+    var bytea: ByteBuffer { ByteBuffer(bytes: self) }
+}

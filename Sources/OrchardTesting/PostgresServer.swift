@@ -1,0 +1,229 @@
+import Foundation
+import OrchardCore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A private PostgreSQL cluster for the test process: `initdb` into a temporary folder, started
+/// on a free loopback port (fsync on, as in production), stopped and removed when the process
+/// exits. One per process, started by the first test that asks; each test takes a fresh
+/// database of it. Never the machine's own cluster, which may not even run.
+///
+/// As root (CI), the cluster belongs to the `postgres` OS user (`runuser`), since PostgreSQL
+/// refuses to run as root. A folder left by a test process that died (no exit handler ran) is
+/// stopped and removed by the next one.
+public final class PostgresServer: Sendable {
+    public let port: Int
+    public let folder: String
+    /// The `orchard` role's password (scram-sha-256, over TCP).
+    public let password: String
+    public static let user = "orchard"
+    let binaries: String
+
+    private init(port: Int, folder: String, password: String, binaries: String) {
+        self.port = port
+        self.folder = folder
+        self.password = password
+        self.binaries = binaries
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    // MARK: The shared cluster
+
+    private static let starting = Mutex<Task<PostgresServer, any Error>?>(nil)
+
+    /// The process's cluster, started on first use (off the cooperative pool: it waits for processes).
+    public static func shared() async throws -> PostgresServer {
+        let task = starting.withLock { task in
+            if let task { return task }
+            let started = Task { try await offPool { try PostgresServer.start() } }
+            task = started
+            return started
+        }
+        return try await task.value
+    }
+
+    /// A new, empty database (`t_` and 16 hex digits) and the settings that reach it.
+    public func createDatabase(poolSize: Int = 8) async throws -> PostgresSettings {
+        let name = "t_" + RecordIdentifier.random().prefix(16)
+        _ = try await Self.offPool { try self.psql("CREATE DATABASE \(name)") }
+        return PostgresSettings(
+            endpoint: .tcp(host: "127.0.0.1", port: port), database: name, user: Self.user, password: Secret(password), poolSize: poolSize)
+    }
+
+    /// Drops a database `createDatabase` made, closing whatever is still connected to it.
+    public func dropDatabase(_ name: String) async {
+        _ = try? await Self.offPool { try self.psql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+    }
+
+    /// Runs SQL in `database` with psql; its output unaligned, without headers, trimmed.
+    @discardableResult
+    public func query(_ database: String, _ sql: String) async throws -> String {
+        try await Self.offPool { try self.psql(sql, database: database) }
+    }
+
+    @discardableResult
+    private func psql(_ sql: String, database: String = "postgres") throws -> String {
+        let child = try ChildProcess(
+            binaries + "/psql",
+            [
+                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", "\(port)", "-U", Self.user, "-d", database, "-c",
+                sql,
+            ],
+            environment: ["PGPASSWORD": password, "PATH": "/usr/bin:/bin", "PGCONNECT_TIMEOUT": "10"])
+        let (output, errors) = child.readToEnd()
+        guard child.wait() == 0 else {
+            throw Failure(description: "psql \(sql): \(String(decoding: errors, as: UTF8.self))")
+        }
+        return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    // MARK: Starting and stopping
+
+    static let folderPrefix = "orchard-pg-"
+
+    private static func start() throws -> PostgresServer {
+        let binaries = try findBinaries()
+        removeAbandoned(binaries: binaries)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(folderPrefix + UUID().uuidString).path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        try Data("\(getpid())".utf8).write(to: URL(fileURLWithPath: folder + "/owner"))
+        let password = RecordIdentifier.random()
+        try Data(password.utf8).write(to: URL(fileURLWithPath: folder + "/password"))
+        do {
+            try handOver(folder)
+            try run(
+                binaries + "/initdb",
+                [
+                    "-D", folder + "/data", "-U", user, "--pwfile=\(folder)/password", "-A", "scram-sha-256", "-E", "UTF8",
+                    "--locale=C", "--no-sync",
+                ])
+            var lastError: (any Error)?
+            for _ in 0..<5 {
+                let port = try freePort()
+                do {
+                    try run(
+                        binaries + "/pg_ctl",
+                        [
+                            "-D", folder + "/data", "-l", folder + "/log", "-w", "-t", "60", "-o",
+                            "-p \(port) -k \(folder) -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=300", "start",
+                        ])
+                    stopAtExit(folder: folder, binaries: binaries)
+                    return PostgresServer(port: port, folder: folder, password: password, binaries: binaries)
+                } catch {
+                    lastError = error  // most likely the port was taken meanwhile
+                }
+            }
+            throw lastError ?? Failure(description: "PostgreSQL did not start")
+        } catch {
+            let log = (try? String(contentsOfFile: folder + "/log", encoding: .utf8)).map { "\n" + $0.suffix(2000) } ?? ""
+            try? FileManager.default.removeItem(atPath: folder)
+            throw Failure(description: "the test PostgreSQL cluster did not start: \(error)\(log)")
+        }
+    }
+
+    /// The newest `/usr/lib/postgresql/<version>/bin` with the server in it.
+    static func findBinaries() throws -> String {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted(by: >)
+        for version in versions where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/postgres") {
+            return "\(root)/\(version)/bin"
+        }
+        throw Failure(
+            description: """
+                PostgreSQL is not installed (no \(root)/<version>/bin/postgres): `apt-get install postgresql` to run the \
+                PostgreSQL store's cases, or set ORCHARD_SKIP_POSTGRES=1 to leave them out
+                """)
+    }
+
+    private static var isRoot: Bool { geteuid() == 0 }
+
+    /// As root, the folder becomes the `postgres` user's, since the server will not run as root.
+    private static func handOver(_ folder: String) throws {
+        guard isRoot else { return }
+        guard let account = getpwnam("postgres") else {
+            throw Failure(description: "running as root needs the postgres OS user (the postgresql package creates it)")
+        }
+        for path in [folder, folder + "/owner", folder + "/password"] where chown(path, account.pointee.pw_uid, account.pointee.pw_gid) != 0
+        {
+            throw Failure(description: "cannot hand \(path) to the postgres user (errno \(errno))")
+        }
+    }
+
+    /// Runs a PostgreSQL program (as the postgres user when root) and waits for it.
+    static func run(_ executable: String, _ arguments: [String]) throws {
+        let (program, list) = isRoot ? (runuser, ["-u", "postgres", "--", executable] + arguments) : (executable, arguments)
+        let child = try ChildProcess(program, list, environment: ["PATH": "/usr/bin:/bin", "LC_ALL": "C"])
+        let (output, errors) = child.readToEnd()
+        let status = child.wait()
+        guard status == 0 else {
+            let text = String(decoding: errors + output, as: UTF8.self).suffix(2000)
+            throw Failure(description: "\(URL(fileURLWithPath: executable).lastPathComponent) exited with \(status): \(text)")
+        }
+    }
+
+    private static var runuser: String {
+        ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }
+            ?? "/usr/sbin/runuser"
+    }
+
+    /// A loopback port nobody listens on right now.
+    public static func freePort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Failure(description: "socket: errno \(errno)") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address -> Bool in
+                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
+            }
+        }
+        guard bound else { throw Failure(description: "bind: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Clusters of test processes that are gone: stopped at once, their folders removed.
+    private static func removeAbandoned(binaries: String) {
+        let temporary = FileManager.default.temporaryDirectory.path
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? [] where name.hasPrefix(folderPrefix) {
+            let folder = temporary + "/" + name
+            guard let text = try? String(contentsOfFile: folder + "/owner", encoding: .utf8), let owner = pid_t(text),
+                kill(owner, 0) != 0, errno == ESRCH
+            else { continue }
+            stop(folder: folder, binaries: binaries, mode: "immediate")
+        }
+    }
+
+    static func stop(folder: String, binaries: String, mode: String = "fast") {
+        if FileManager.default.fileExists(atPath: folder + "/data/postmaster.pid") {
+            try? run(binaries + "/pg_ctl", ["-D", folder + "/data", "-m", mode, "-w", "-t", "30", "stop"])
+        }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    private static let toStop = Mutex<(folder: String, binaries: String)?>(nil)
+
+    private static func stopAtExit(folder: String, binaries: String) {
+        toStop.withLock { $0 = (folder, binaries) }
+        atexit {
+            guard let cluster = PostgresServer.toStop.withLock({ $0 }) else { return }
+            PostgresServer.stop(folder: cluster.folder, binaries: cluster.binaries)
+        }
+    }
+
+    /// Runs blocking work (waiting for processes) on its own thread.
+    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
+    }
+}
