@@ -17,8 +17,12 @@ struct PostgresStoreTests {
     static let enabled = StoreContractTests.Kind.enabled.contains(.postgres)
 
     /// A valid configuration with `store` set to what `postgres` holds (raw JSON, so unknown keys get through).
-    static func configuration(_ directory: TemporaryDirectory, postgres: [String: Any]?) throws -> String {
-        let file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+    static func configuration(_ directory: TemporaryDirectory, postgres: [String: Any]?, vaultKey: Bool = true) throws -> String {
+        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        if vaultKey {
+            try directory.write("vault.key", Array(String(repeating: "5a", count: 32).utf8))
+            file.payments?.vaultKey = "vault.key"
+        }
         var json = try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(file)) as? [String: Any])
         if let postgres { json["store"] = ["postgres": postgres] }
         try JSONSerialization.data(withJSONObject: json).write(to: directory.url.appendingPathComponent("orchard.json"))
@@ -84,6 +88,8 @@ struct PostgresStoreTests {
             let message = Self.loadError(try Self.configuration(directory, postgres: postgres))
             #expect(message?.contains(expected) == true, "\(message ?? "loaded")")
         }
+        let noVault = Self.loadError(try Self.configuration(directory, postgres: local, vaultKey: false))
+        #expect(noVault?.contains("store.postgres needs payments.vaultKey, the same on every instance") == true, "\(noVault ?? "loaded")")
     }
 
     @Test("instances starting together on a new database migrate it once; a newer schema is refused", .enabled(if: enabled))

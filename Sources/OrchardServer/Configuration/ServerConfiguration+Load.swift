@@ -63,6 +63,12 @@ extension ServerConfiguration {
             metrics: try resolveMetrics(file.metrics, serverPort: port), log: try resolveLog(file.log),
             drainTimeout: try resolveDrainTimeout(file.server), store: try resolveStore(file.store, values: values))
         try resolved.resolveOperations(file)
+        if case .postgres = resolved.store, resolved.vault == nil {
+            // Each instance would otherwise seal with its own key file: one could not re-send
+            // another's unknown payment, and client secrets would differ between instances.
+            throw ConfigurationError(
+                "store.postgres needs payments.vaultKey, the same on every instance (generate one with: openssl rand -hex 32)")
+        }
         return resolved
     }
 
