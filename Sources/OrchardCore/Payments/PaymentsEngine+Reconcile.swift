@@ -61,18 +61,19 @@ extension PaymentsEngine {
         var report = ReconcileReport()
         report.stale = await recoverStalePending()
         (report.refundsResent, report.refundsResolved) = await reconcileRefunds(limit: limit)
-        let due: [PaymentRecord]
-        let now = time.now
-        let leaseEnd = now.addingTimeInterval(policy.lease)
-        do {
-            due = try await store.leasePaymentsForReconciliation(at: now, until: leaseEnd, limit: limit)
-        } catch {
-            logger.error("cannot list unknown payments to reconcile", metadata: ["error": "\(error)"])
-            return report
-        }
-        for payment in due {
-            // Past the lease another instance may hold it: the next pass takes it again.
-            guard time.now < leaseEnd else { break }
+        // One at a time: a payment is leased only until its re-send's compare-and-set, so an
+        // instance that dies mid-pass hides no more than one payment, for one lease.
+        for _ in 0..<limit {
+            let now = time.now
+            let payment: PaymentRecord
+            do {
+                let leased = try await store.leasePaymentsForReconciliation(at: now, until: now.addingTimeInterval(policy.lease), limit: 1)
+                guard let first = leased.first else { break }
+                payment = first
+            } catch {
+                logger.error("cannot list unknown payments to reconcile", metadata: ["error": "\(error)"])
+                break
+            }
             switch await resend(payment) {
             case .resolved:
                 report.resent += 1

@@ -9,46 +9,60 @@ import Logging
 extension PaymentsEngine {
     /// One pass over refunds; returns how many were re-sent and how many of those got an answer.
     func reconcileRefunds(limit: Int) async -> (resent: Int, resolved: Int) {
-        let now = time.now
-        let leaseEnd = now.addingTimeInterval(policy.lease)
-        let candidates: [RefundRecord]
-        do {
-            candidates = try await store.leaseRefundsToReconcile(
-                at: now, until: leaseEnd, pendingBefore: now.addingTimeInterval(-policy.staleAfter),
-                maximumSends: policy.maximumReconcileAttempts, limit: limit)
-        } catch {
-            logger.error("cannot list refunds to reconcile", metadata: ["error": "\(error)"])
-            return (0, 0)
-        }
         var resent = 0
         var resolved = 0
-        for candidate in candidates {
-            // Past the lease another instance may hold it: the next pass takes it again.
-            guard time.now < leaseEnd else { break }
-            var refund = candidate
-            if refund.state == .pending {
-                guard let unknown = try? await store.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: now) else { continue }
-                logger.warning(
-                    "a refund was left pending (the process stopped or its write failed): now unknown, to be re-sent",
-                    metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)"])
-                refund = unknown
+        // One at a time, leased until its re-send's compare-and-set, as for payments.
+        for _ in 0..<limit {
+            let now = time.now
+            let refund: RefundRecord
+            do {
+                let leased = try await store.leaseRefundsToReconcile(
+                    at: now, until: now.addingTimeInterval(policy.lease), pendingBefore: now.addingTimeInterval(-policy.staleAfter),
+                    maximumSends: policy.maximumReconcileAttempts, limit: 1)
+                guard let first = leased.first else { break }
+                refund = first
+            } catch {
+                logger.error("cannot list refunds to reconcile", metadata: ["error": "\(error)"])
+                break
             }
-            // Re-sends so far count as attempts: the first waits the first delay, and so on.
-            guard let due = policy.nextReconcile(after: refund.sends - 1, now: refund.updatedAt), due <= now,
-                let merchant = try? await merchantOf(paymentId: refund.paymentId)
-            else { continue }
-            resent += 1
-            let answered = try? await self.refund(
-                paymentId: refund.paymentId, merchantIdentifier: merchant, amount: refund.amount, idempotencyKey: refund.idempotencyKey)
-            if let answered, answered.state != .unknown {
+            switch await reconcile(refund, now: now) {
+            case .resolved:
+                resent += 1
                 resolved += 1
-            } else if refund.sends >= policy.maximumReconcileAttempts {
-                logger.error(
-                    "an unknown refund is still unknown after every re-send: check it in the processor's records",
-                    metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)"])
+            case .stillUnknown:
+                resent += 1
+            case .notDue:
+                break
             }
         }
         return (resent, resolved)
+    }
+
+    private enum RefundPass { case resolved, stillUnknown, notDue }
+
+    /// A refund left pending becomes unknown; an unknown one whose backoff is over is re-sent.
+    private func reconcile(_ candidate: RefundRecord, now: Date) async -> RefundPass {
+        var refund = candidate
+        if refund.state == .pending {
+            guard let unknown = try? await store.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: now) else { return .notDue }
+            logger.warning(
+                "a refund was left pending (the process stopped or its write failed): now unknown, to be re-sent",
+                metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)"])
+            refund = unknown
+        }
+        // Re-sends so far count as attempts: the first waits the first delay, and so on.
+        guard let due = policy.nextReconcile(after: refund.sends - 1, now: refund.updatedAt), due <= now,
+            let merchant = try? await merchantOf(paymentId: refund.paymentId)
+        else { return .notDue }
+        let answered = try? await self.refund(
+            paymentId: refund.paymentId, merchantIdentifier: merchant, amount: refund.amount, idempotencyKey: refund.idempotencyKey)
+        if let answered, answered.state != .unknown { return .resolved }
+        if refund.sends >= policy.maximumReconcileAttempts {
+            logger.error(
+                "an unknown refund is still unknown after every re-send: check it in the processor's records",
+                metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)"])
+        }
+        return .stillUnknown
     }
 
     private func merchantOf(paymentId: String) async throws -> String? {

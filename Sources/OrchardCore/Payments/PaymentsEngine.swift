@@ -23,13 +23,13 @@ public struct PaymentsEngine: Sendable {
         /// The wait before the first re-send; it doubles after each, up to `maximumReconcileDelay`.
         public var firstReconcileDelay: TimeInterval
         public var maximumReconcileDelay: TimeInterval
-        /// How long a reconciliation pass holds the payments and refunds it took (other instances
-        /// pass them by meanwhile); one not re-sent by then is left to the next pass, here or elsewhere.
+        /// How long a reconciliation pass holds the payment or refund it took, until its re-send's
+        /// compare-and-set (other instances pass it by meanwhile): after a crash, the longest it waits.
         public var lease: TimeInterval
 
         public init(
             staleAfter: TimeInterval = 30, maximumReconcileAttempts: Int = 8, firstReconcileDelay: TimeInterval = 30,
-            maximumReconcileDelay: TimeInterval = 3600, lease: TimeInterval = 60
+            maximumReconcileDelay: TimeInterval = 3600, lease: TimeInterval = 15
         ) {
             self.staleAfter = staleAfter
             self.maximumReconcileAttempts = maximumReconcileAttempts

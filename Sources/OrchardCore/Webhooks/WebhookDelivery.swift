@@ -73,13 +73,14 @@ public struct WebhookPolicy: Sendable {
     public var timeout: Duration
     /// How often the outbox is read for due events.
     public var pollInterval: Duration
-    /// How long a pass holds the events it took (other instances pass them by meanwhile); an
-    /// event whose attempt could not end within it is left to the next pass, here or elsewhere.
+    /// How long a pass holds the events it took (other instances pass them by meanwhile), at
+    /// least two attempts' deadlines: an event whose attempt could not end within it is left to
+    /// the next pass, and after a crash an event waits this long for another instance.
     public var lease: Duration
 
     public init(
         firstRetry: Duration = .seconds(30), maximumRetry: Duration = .seconds(3600), retryWindow: Duration = .seconds(3 * 86_400),
-        timeout: Duration = .seconds(10), pollInterval: Duration = .seconds(1), lease: Duration = .seconds(60)
+        timeout: Duration = .seconds(10), pollInterval: Duration = .seconds(1), lease: Duration = .seconds(30)
     ) {
         self.firstRetry = firstRetry
         self.maximumRetry = maximumRetry
