@@ -18,7 +18,7 @@ struct ShutdownTests {
     static func server(latency: Duration, drainTimeoutSeconds: Int) async throws -> (ServerProcess, GatewayFixture) {
         let fixture = try await GatewayFixture.start(domains: [ServerHarness.domain], faults: .init(latency: latency))
         let server = try ServerProcess(processorURL: nil, arguments: ["--log-format", "json"], gatewayPort: fixture.port) { file in
-            file.appleGateway?.timeoutMilliseconds = 9000
+            file.appleGateway?.timeoutMilliseconds = 20_000
             file.server?.drainTimeoutSeconds = drainTimeoutSeconds
         }
         try await server.start()
@@ -33,6 +33,7 @@ struct ShutdownTests {
             headers: [(name: "Host", value: ServerHarness.domain), (name: "Content-Type", value: "application/json")],
             body: MetricsTests.sessionBody)
         session.freshConnection = true
+        session.timeouts = CurlTimeouts(connect: .seconds(2), total: .seconds(28))
         let request = Task { [session] in try await server.client.execute(session) }
         let deadline = ContinuousClock.now + .seconds(10)
         while fixture.gateway.receivedSessionRequests.isEmpty {
@@ -63,7 +64,8 @@ struct ShutdownTests {
         "a signal lets the session in flight finish with Apple's bytes, refuses new connections meanwhile, and exits 0",
         arguments: [SIGTERM, SIGINT])
     func drainsInFlight(signal: Int32) async throws {
-        let (server, fixture) = try await Self.server(latency: .seconds(3), drainTimeoutSeconds: 20)
+        // Apple answers after 8 s: long enough that a loaded machine still sees the refusal first.
+        let (server, fixture) = try await Self.server(latency: .seconds(8), drainTimeoutSeconds: 25)
         let request = try await Self.sessionInFlight(server, fixture)
         let answered = Flag()
         let watcher = Task {
@@ -72,18 +74,20 @@ struct ShutdownTests {
         }
         server.signal(signal)
 
-        #expect(await Self.newConnectionRefused(server, within: .seconds(2)), "a connection opened after the signal was accepted")
+        #expect(await Self.newConnectionRefused(server, within: .seconds(6)), "a connection opened after the signal was accepted")
         #expect(!answered.isSet, "the refusal came while the session was still in flight")
         let response = try await request.value
         _ = await watcher.value
         #expect(response.status == 200)
         #expect(response.body == fixture.gateway.issuedSessions.last, "Apple's session, byte for byte")
-        let status = await server.exitStatus(within: .seconds(20))
+        let status = await server.exitStatus(within: .seconds(25))
         #expect(status == 0, "\(server.output.suffix(2000))")
 
         let lines = jsonLogLines(server.output)
         let draining = lines.first { ($0["message"] as? String)?.hasPrefix("shutting down") == true }
-        #expect((draining?["metadata"] as? [String: Any])?["inFlight"] as? String == "1", "\(lines.suffix(5))")
+        // The session at least (a probe sent before the signal was handled may be in flight too).
+        let inFlight = Int((draining?["metadata"] as? [String: Any])?["inFlight"] as? String ?? "") ?? 0
+        #expect(inFlight >= 1, "\(lines.suffix(5))")
         #expect(lines.last?["message"] as? String == "Orchard stopped")
         await fixture.gateway.stop()
     }
