@@ -20,15 +20,18 @@ final class ServerProcess: Sendable {
     /// Writes the configuration: the test merchant on Worldline (the mock at `processorURL`; record
     /// only when nil), the admin API, a reconciler that runs every second, then `configure`'s
     /// changes; `environment` joins the process's, `arguments` join `serve`'s, and sessions go to a
-    /// mock gateway on `gatewayPort` (nothing listens on the default).
+    /// mock gateway on `gatewayPort` (nothing listens on the default). `prepare` runs first and may
+    /// write files to the server's folder.
     init(
         processorURL: String?, processorTimeoutMilliseconds: Int = 1000, environment extra: [String: String] = [:],
-        arguments: [String] = [], gatewayPort: Int = 9, configure: (inout ConfigurationFile) -> Void = { _ in }
+        arguments: [String] = [], gatewayPort: Int = 9, configure: (inout ConfigurationFile) -> Void = { _ in },
+        prepare: (inout ConfigurationFile, TemporaryDirectory) throws -> Void = { _, _ in }
     ) throws {
         directory = try TemporaryDirectory()
         port = try Self.freePort()
         self.arguments = arguments
         var file = try ServerHarness.configurationFile(gatewayPort: gatewayPort, directory: directory)
+        try prepare(&file, directory)
         file.server?.port = port
         if let processorURL {
             file.merchants[0].processor = ProcessorFixture.processor(
@@ -57,6 +60,11 @@ final class ServerProcess: Sendable {
     }
 
     var databasePath: String { directory.path("state/orchard.sqlite") }
+
+    /// What the server logged so far.
+    var log: String {
+        (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? ""
+    }
 
     /// Starts the server and waits until it answers.
     func start() async throws {
