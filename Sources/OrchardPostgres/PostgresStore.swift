@@ -41,7 +41,10 @@ public final class PostgresStore: OrchardStore {
     }
 
     /// Connects, migrates and starts the pool; a failure is one line naming what to fix.
-    public static func open(_ settings: PostgresSettings, logger: Logger) async throws(ConfigurationError) -> PostgresStore {
+    /// `eventLoops` default to NIO's shared ones; tests give the store its own.
+    public static func open(
+        _ settings: PostgresSettings, logger: Logger, eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws(ConfigurationError) -> PostgresStore {
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .info)
         // The pool's own notes (a connection made or dropped) are not the operator's concern.
@@ -50,7 +53,7 @@ public final class PostgresStore: OrchardStore {
         let connection: PostgresConnection
         do {
             connection = try await PostgresConnection.connect(
-                on: MultiThreadedEventLoopGroup.singleton.any(), configuration: try connectionConfiguration(settings), id: 0,
+                on: eventLoops.any(), configuration: try connectionConfiguration(settings), id: 0,
                 logger: quiet)
         } catch let error as ConfigurationError {
             throw error
@@ -73,7 +76,8 @@ public final class PostgresStore: OrchardStore {
             if let error = error as? ConfigurationError { throw error }
             throw ConfigurationError("\(settings.location): the schema could not be migrated: \(describe(error))")
         }
-        let client = PostgresClient(configuration: try clientConfiguration(settings), backgroundLogger: background)
+        let client = PostgresClient(
+            configuration: try clientConfiguration(settings), eventLoopGroup: eventLoops, backgroundLogger: background)
         return PostgresStore(client: client, logger: quiet, running: await run(client))
     }
 

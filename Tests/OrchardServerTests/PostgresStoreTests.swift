@@ -95,24 +95,26 @@ struct PostgresStoreTests {
     @Test("instances starting together on a new database migrate it once; a newer schema is refused", .enabled(if: enabled))
     func migrations() async throws {
         let server = try await PostgresServer.shared()
-        let settings = try await server.createDatabase(poolSize: 2)
-        defer { Task { await server.dropDatabase(settings.database) } }
-        let stores = try await StoreConcurrencyContractTests.concurrently(4) { _ in
-            try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"))
+        try await server.withDatabase(poolSize: 2) { settings in
+            let stores = try await StoreConcurrencyContractTests.concurrently(4) { _ in
+                try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
+            }
+            for store in stores {
+                #expect(try await store.apiKeys(merchantIdentifier: nil).isEmpty)
+                await store.close()
+            }
+            #expect(try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1")
+            try await server.query(
+                settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
+            let refused = await Self.openError(settings)
+            #expect(refused?.contains("schema is version 999, newer than this Orchard knows (1)") == true, "\(refused ?? "opened")")
         }
-        for store in stores {
-            #expect(try await store.apiKeys(merchantIdentifier: nil).isEmpty)
-            await store.close()
-        }
-        #expect(try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1")
-        try await server.query(settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
-        let refused = await Self.openError(settings)
-        #expect(refused?.contains("schema is version 999, newer than this Orchard knows (1)") == true, "\(refused ?? "opened")")
     }
 
     static func openError(_ settings: PostgresSettings) async -> String? {
         do {
-            let store = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"))
+            let store = try await PostgresStore.open(
+                settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
             await store.close()
             return nil
         } catch {
@@ -123,53 +125,53 @@ struct PostgresStoreTests {
     @Test("a wrong password, a missing database and a closed port are one line each", .enabled(if: enabled))
     func connectionFailures() async throws {
         let server = try await PostgresServer.shared()
-        let good = try await server.createDatabase(poolSize: 1)
-        defer { Task { await server.dropDatabase(good.database) } }
-        var wrongPassword = good
-        wrongPassword.password = Secret("not-the-password")
-        let login = await Self.openError(wrongPassword)
-        #expect(login == "127.0.0.1:\(server.port) refused the login: password authentication failed for user \"orchard\"")
-        #expect(login?.contains("not-the-password") == false)
-        var missing = good
-        missing.database = "t_missing"
-        #expect(await Self.openError(missing)?.contains("database \"t_missing\" does not exist") == true)
-        var closed = good
-        closed.endpoint = .tcp(host: "127.0.0.1", port: try PostgresServer.freePort())
-        let refused = await Self.openError(closed)
-        #expect(refused?.hasPrefix("cannot connect to 127.0.0.1:") == true && refused?.contains("refused") == true, "\(refused ?? "")")
-        var tls = good
-        tls.tls = .require
-        #expect(await Self.openError(tls)?.contains("does not offer TLS") == true, "the test cluster has no TLS")
+        try await server.withDatabase(poolSize: 1) { good in
+            var wrongPassword = good
+            wrongPassword.password = Secret("not-the-password")
+            let login = await Self.openError(wrongPassword)
+            #expect(login == "127.0.0.1:\(server.port) refused the login: password authentication failed for user \"orchard\"")
+            #expect(login?.contains("not-the-password") == false)
+            var missing = good
+            missing.database = "t_missing"
+            #expect(await Self.openError(missing)?.contains("database \"t_missing\" does not exist") == true)
+            var closed = good
+            closed.endpoint = .tcp(host: "127.0.0.1", port: try PostgresServer.freePort())
+            let refused = await Self.openError(closed)
+            #expect(refused?.hasPrefix("cannot connect to 127.0.0.1:") == true && refused?.contains("refused") == true, "\(refused ?? "")")
+            var tls = good
+            tls.tls = .require
+            #expect(await Self.openError(tls)?.contains("does not offer TLS") == true, "the test cluster has no TLS")
+        }
     }
 
     @Test("orchard keys works on a configured PostgreSQL store, its password read from the environment", .enabled(if: enabled))
     func commandLine() async throws {
         let server = try await PostgresServer.shared()
-        let settings = try await server.createDatabase(poolSize: 1)
-        defer { Task { await server.dropDatabase(settings.database) } }
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let path = try Self.configuration(
-            directory,
-            postgres: [
-                "host": "127.0.0.1", "port": server.port, "database": settings.database, "user": PostgresServer.user,
-                "password": "env:ORCHARD_TEST_PGPASSWORD",
-            ])
-        let environment = ["ORCHARD_TEST_PGPASSWORD": server.password, "PATH": "/usr/bin:/bin"]
-        let created = try await OrchardProcess.runAsync(
-            ["keys", "create", "--config", path, "--merchant", TestMaterial.merchantIdentifier], environment: environment)
-        #expect(created.status == 0, "\(created.stderr)")
-        let listed = try await OrchardProcess.runAsync(["keys", "list", "--config", path], environment: environment)
-        #expect(String(decoding: listed.stdout, as: UTF8.self).contains(TestMaterial.merchantIdentifier))
-        #expect(try await server.query(settings.database, "SELECT count(*) FROM api_keys") == "1", "the key is in PostgreSQL")
+        try await server.withDatabase(poolSize: 1) { settings in
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let path = try Self.configuration(
+                directory,
+                postgres: [
+                    "host": "127.0.0.1", "port": server.port, "database": settings.database, "user": PostgresServer.user,
+                    "password": "env:ORCHARD_TEST_PGPASSWORD",
+                ])
+            let environment = ["ORCHARD_TEST_PGPASSWORD": server.password, "PATH": "/usr/bin:/bin"]
+            let created = try await OrchardProcess.runAsync(
+                ["keys", "create", "--config", path, "--merchant", TestMaterial.merchantIdentifier], environment: environment)
+            #expect(created.status == 0, "\(created.stderr)")
+            let listed = try await OrchardProcess.runAsync(["keys", "list", "--config", path], environment: environment)
+            #expect(String(decoding: listed.stdout, as: UTF8.self).contains(TestMaterial.merchantIdentifier))
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM api_keys") == "1", "the key is in PostgreSQL")
 
-        let wrong = try await OrchardProcess.runAsync(
-            ["keys", "list", "--config", path], environment: ["ORCHARD_TEST_PGPASSWORD": "wrong", "PATH": "/usr/bin:/bin"])
-        #expect(wrong.status == 1)
-        #expect(
-            wrong.stderr
-                == "orchard: store.postgres: 127.0.0.1:\(server.port) refused the login: password authentication failed for user \"orchard\"\n"
-        )
+            let wrong = try await OrchardProcess.runAsync(
+                ["keys", "list", "--config", path], environment: ["ORCHARD_TEST_PGPASSWORD": "wrong", "PATH": "/usr/bin:/bin"])
+            #expect(wrong.status == 1)
+            #expect(
+                wrong.stderr
+                    == "orchard: store.postgres: 127.0.0.1:\(server.port) refused the login: password authentication failed for user \"orchard\"\n"
+            )
+        }
     }
 }
 
@@ -184,7 +186,7 @@ struct PostgresLeaseLockTests {
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T? {
         let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.any(),
+            on: StoreContractTests.postgresLoops.any(),
             configuration: .init(
                 host: "127.0.0.1", port: port, username: PostgresServer.user, password: password, database: settings.database,
                 tls: .disable),
@@ -216,57 +218,59 @@ struct PostgresLeaseLockTests {
         .enabled(if: PostgresStoreTests.enabled))
     func skipLocked() async throws {
         let server = try await PostgresServer.shared()
-        let settings = try await server.createDatabase(poolSize: 4)
-        defer { Task { await server.dropDatabase(settings.database) } }
-        let store = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"))
-        let shop = ShopStoreContractTests.self
-        let events = try await StoreConcurrencyContractTests.authorizedEvents(store, count: 3)
-        let held = try #require(events.first)
-        let leased = try await Self.whileLocked(
-            settings, port: server.port, password: server.password, "SELECT id FROM webhook_events WHERE id = \(held) FOR UPDATE"
-        ) { try await store.leaseWebhookEvents(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) }
-        #expect(leased?.sorted() == Array(events.dropFirst()).sorted())
-        #expect(try await store.leaseWebhookEvents(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) == [held], "let go: leased")
+        try await server.withDatabase(poolSize: 4) { settings in
+            let store = try await PostgresStore.open(
+                settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
+            let shop = ShopStoreContractTests.self
+            let events = try await StoreConcurrencyContractTests.authorizedEvents(store, count: 3)
+            let held = try #require(events.first)
+            let leased = try await Self.whileLocked(
+                settings, port: server.port, password: server.password, "SELECT id FROM webhook_events WHERE id = \(held) FOR UPDATE"
+            ) { try await store.leaseWebhookEvents(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) }
+            #expect(leased?.sorted() == Array(events.dropFirst()).sorted())
+            #expect(
+                try await store.leaseWebhookEvents(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) == [held], "let go: leased")
 
-        for index in 0..<2 {
-            try await store.insert(try StoreContractTests.order("u\(index)"))
-            _ = try await store.claimPayment(shop.claim("u\(index)", payment: "unknown\(index)"))
-            let unknown = try await store.transition(
-                PaymentTransition(
-                    paymentId: "unknown\(index)", orderId: "u\(index)", move: PaymentLifecycle.move(.noAnswer), at: shop.at(10),
-                    nextReconcileAt: shop.at(20)))
-            #expect(unknown?.state == .unknown)
-        }
-        let payments = try await Self.whileLocked(
-            settings, port: server.port, password: server.password, "SELECT id FROM payments WHERE id = 'unknown0' FOR UPDATE"
-        ) { try await store.leasePaymentsForReconciliation(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) }
-        #expect(payments == ["unknown1"])
+            for index in 0..<2 {
+                try await store.insert(try StoreContractTests.order("u\(index)"))
+                _ = try await store.claimPayment(shop.claim("u\(index)", payment: "unknown\(index)"))
+                let unknown = try await store.transition(
+                    PaymentTransition(
+                        paymentId: "unknown\(index)", orderId: "u\(index)", move: PaymentLifecycle.move(.noAnswer), at: shop.at(10),
+                        nextReconcileAt: shop.at(20)))
+                #expect(unknown?.state == .unknown)
+            }
+            let payments = try await Self.whileLocked(
+                settings, port: server.port, password: server.password, "SELECT id FROM payments WHERE id = 'unknown0' FOR UPDATE"
+            ) { try await store.leasePaymentsForReconciliation(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) }
+            #expect(payments == ["unknown1"])
 
-        _ = try await shop.settled(store, order: "s", payment: "settled")
-        var refunds: [String] = []
-        for index in 0..<2 {
-            let refund = try await store.claimRefund(shop.refund("settled", 10, key: "k\(index)", at: index))
-            _ = try await store.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: shop.at(index))
-            refunds.append(refund.id)
-        }
-        let reconciled = try await Self.whileLocked(
-            settings, port: server.port, password: server.password, "SELECT id FROM refunds WHERE id = \(refunds[0]) FOR UPDATE"
-        ) {
-            try await store.leaseRefundsToReconcile(
-                at: shop.at(100), until: shop.at(160), pendingBefore: shop.at(70), maximumSends: 8, limit: 10
-            ).map(\.id)
-        }
-        #expect(reconciled == [refunds[1]])
+            _ = try await shop.settled(store, order: "s", payment: "settled")
+            var refunds: [String] = []
+            for index in 0..<2 {
+                let refund = try await store.claimRefund(shop.refund("settled", 10, key: "k\(index)", at: index))
+                _ = try await store.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: shop.at(index))
+                refunds.append(refund.id)
+            }
+            let reconciled = try await Self.whileLocked(
+                settings, port: server.port, password: server.password, "SELECT id FROM refunds WHERE id = \(refunds[0]) FOR UPDATE"
+            ) {
+                try await store.leaseRefundsToReconcile(
+                    at: shop.at(100), until: shop.at(160), pendingBefore: shop.at(70), maximumSends: 8, limit: 10
+                ).map(\.id)
+            }
+            #expect(reconciled == [refunds[1]])
 
-        for index in 0..<2 {
-            let (request, order) = try shop.request("r\(index)", key: "k\(index)", expiresIn: 10)
-            _ = try await store.createPaymentRequest(request, order: order)
+            for index in 0..<2 {
+                let (request, order) = try shop.request("r\(index)", key: "k\(index)", expiresIn: 10)
+                _ = try await store.createPaymentRequest(request, order: order)
+            }
+            let expired = try await Self.whileLocked(
+                settings, port: server.port, password: server.password, "SELECT id FROM orders WHERE id = 'r0' FOR UPDATE"
+            ) { try await store.expireOrders(at: shop.at(100), limit: 10) }
+            #expect(expired == ["r1"], "an order being claimed right now is left for the next pass")
+            #expect(try await store.expireOrders(at: shop.at(100), limit: 10) == ["r0"])
+            await store.close()
         }
-        let expired = try await Self.whileLocked(
-            settings, port: server.port, password: server.password, "SELECT id FROM orders WHERE id = 'r0' FOR UPDATE"
-        ) { try await store.expireOrders(at: shop.at(100), limit: 10) }
-        #expect(expired == ["r1"], "an order being claimed right now is left for the next pass")
-        #expect(try await store.expireOrders(at: shop.at(100), limit: 10) == ["r0"])
-        await store.close()
     }
 }
