@@ -163,7 +163,7 @@ struct ObservabilityConfigurationTests {
                 _ = try ServerConfiguration.load(path: directory.path("orchard.json"), environment: [:])
                 Issue.record("\(section) with a misspelt key loaded")
             } catch {
-                #expect(error.message.contains("is not a \(section) setting"), "\(error.message)")
+                #expect(error.message.contains("\(section).\(body.keys.first ?? ""): not a setting"), "\(error.message)")
             }
             json[section] = nil
         }
