@@ -102,14 +102,14 @@ extension SQLiteStore {
     }
 
     public func refunds(paymentId: String) async throws -> [RefundRecord] {
-        try await database.run { db in
+        try await database.read { db in
             try db.query("SELECT \(Self.refundColumns) FROM refunds WHERE payment_id = ? ORDER BY created_at, rowid", [.text(paymentId)])
                 .map(Self.refund)
         }
     }
 
     public func refundsToReconcile(pendingBefore: Date, maximumSends: Int, limit: Int) async throws -> [RefundRecord] {
-        try await database.run { db in
+        try await database.read { db in
             try db.query(
                 """
                 SELECT \(Self.refundColumns) FROM refunds
