@@ -271,6 +271,26 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Setup and baselines for scripts/bench-authorize and scripts/bench-http (orders, minted tokens,
+        // the disk's commit rate). Uses the test PKI, so it is never part of `orchard`.
+        .executableTarget(
+            name: "orchard-bench",
+            dependencies: [
+                "ApplePay",
+                "CSQLite",
+                "CurlClient",
+                "OrchardTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The HTTP floor scripts/bench-http compares Orchard with: one bare Hummingbird route.
+        .executableTarget(
+            name: "orchard-bench-floor",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "CurlClientTests",
             dependencies: ["CurlClient", "OrchardTesting"],

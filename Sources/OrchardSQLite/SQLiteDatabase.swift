@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 import NIOPosix
+import Synchronization
 
 /// A value bound to or read from SQLite.
 enum SQLiteValue: Sendable, Equatable {
@@ -13,8 +14,15 @@ enum SQLiteValue: Sendable, Equatable {
     var text: String? { if case .text(let v) = self { v } else { nil } }
 }
 
-/// One SQLite connection, used by one thread at a time (a lock), off Swift's cooperative
-/// pool (NIO's blocking-I/O thread pool).
+/// One SQLite connection. The store's own connection is the writer: every `run` is a member of
+/// a group commit (see below); `read` borrows one of a few read-only connections, which in WAL
+/// mode see the last commit and never wait for the writer.
+///
+/// Group commit: callers' transactions queue; one writer thread takes all that are waiting, runs
+/// them in one `BEGIN IMMEDIATE … COMMIT`, each inside its own SAVEPOINT, and answers each
+/// caller only after that COMMIT returned, so after the fsync that covers its write
+/// (`synchronous = FULL`). A member that throws rolls back to its savepoint: its writes vanish,
+/// the others' stay, and it gets its own error. One fsync then serves many transactions.
 final class SQLiteDatabase: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible {
         var code: Int32
@@ -24,10 +32,25 @@ final class SQLiteDatabase: @unchecked Sendable {
         var isConstraint: Bool { code & 0xFF == SQLITE_CONSTRAINT }
     }
 
-    private let handle: OpaquePointer
-    private let lock = NSLock()
+    /// The most transactions one COMMIT covers: bounds how long a batch holds the write lock.
+    static let maximumBatch = 128
+    /// Idle read connections kept open.
+    static let maximumIdleReaders = 4
 
-    init(path: String) throws {
+    private let handle: OpaquePointer
+    private let path: String
+    /// The writer's own thread: a batch waits on its fsync there, never on Swift's cooperative
+    /// pool or on the pool that serves reads. Nil on read connections.
+    private let writerThread: NIOThreadPool?
+    /// Only the writer has these: transactions waiting for the next batch, and whether a batch runs.
+    private let queue = Mutex<(pending: [GroupCommitMember], draining: Bool)>(([], false))
+    private let readers = Mutex<[SQLiteDatabase]>([])
+    /// Completed batches, for tests: a member's answer always comes after a COMMIT later than its body.
+    let committedBatches = Atomic<Int>(0)
+    /// Transactions waiting for the writer, for tests.
+    var pendingWrites: Int { queue.withLock { $0.pending.count } }
+
+    init(path: String, readOnly: Bool = false) throws {
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK, let db else {
@@ -36,30 +59,105 @@ final class SQLiteDatabase: @unchecked Sendable {
             throw Failure(code: SQLITE_CANTOPEN, message: "\(path): \(message)")
         }
         handle = db
+        self.path = path
+        writerThread = readOnly ? nil : NIOThreadPool(numberOfThreads: 1)
+        writerThread?.start()
         // Before anything touches the file: another connection closing (its WAL checkpoint) or
         // writing holds a lock for a moment, and without a timeout even the PRAGMAs fail with BUSY.
         sqlite3_busy_timeout(db, 5000)
         try execute("PRAGMA journal_mode = WAL")
         try execute("PRAGMA synchronous = FULL")  // a payment is on disk before the shopper is told
         try execute("PRAGMA foreign_keys = ON")
+        // A read connection that tried to write would bypass the group commit: make it fail instead.
+        if readOnly { try execute("PRAGMA query_only = ON") }
     }
 
     deinit {
+        // A running batch holds `self`: when this runs, the writer thread is idle.
+        writerThread?.shutdownGracefully { _ in }
         sqlite3_close_v2(handle)
     }
 
-    /// Runs `body` on a thread-pool thread with the connection locked.
+    /// Runs `body` as one transaction of the next group commit, on the writer thread; returns
+    /// (or throws) once the COMMIT covering it returned. Anything that writes goes through here.
     @discardableResult
     func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteDatabase) throws -> T) async throws -> T {
-        try await NIOThreadPool.singleton.runIfActive {
-            self.lock.lock()
-            defer { self.lock.unlock() }
-            return try body(self)
+        guard let writerThread else { preconditionFailure("a read connection never runs transactions") }
+        return try await withCheckedThrowingContinuation { continuation in
+            let member = GroupCommitMember(body: body, continuation: continuation)
+            let startsWriter = queue.withLock { queue in
+                queue.pending.append(member)
+                defer { queue.draining = true }
+                return !queue.draining
+            }
+            if startsWriter { writerThread.submit { _ in self.drain() } }
         }
     }
 
-    /// Runs statements inside BEGIN IMMEDIATE … COMMIT, rolling back on any error.
+    /// Runs read-only `body` on a read connection, inside one read transaction (one consistent
+    /// snapshot of the last commit), off Swift's cooperative pool.
+    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteDatabase) throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive {
+            let reader = try self.readers.withLock { $0.popLast() } ?? SQLiteDatabase(path: self.path, readOnly: true)
+            defer {
+                self.readers.withLock { idle in
+                    if idle.count < Self.maximumIdleReaders { idle.append(reader) }
+                }
+            }
+            try reader.execute("BEGIN")
+            defer { _ = try? reader.execute("COMMIT") }
+            return try body(reader)
+        }
+    }
+
+    /// Runs batches until no transaction waits.
+    private func drain() {
+        while true {
+            let batch = queue.withLock { queue -> [GroupCommitMember] in
+                let batch = Array(queue.pending.prefix(Self.maximumBatch))
+                queue.pending.removeFirst(batch.count)
+                if batch.isEmpty { queue.draining = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            commit(batch)
+        }
+    }
+
+    /// One transaction for the batch, a savepoint per member, one COMMIT; then every answer.
+    private func commit(_ batch: [GroupCommitMember]) {
+        do {
+            try execute("BEGIN IMMEDIATE")
+        } catch {
+            for member in batch { member.finish(committed: .failure(error)) }
+            return
+        }
+        var outcome: Result<Void, any Error> = .success(())
+        for member in batch {
+            member.perform(in: self)
+            // I/O errors, a full disk or no memory can end the whole transaction, not just the
+            // statement: then nothing of this batch is written, and every member hears so.
+            if sqlite3_get_autocommit(handle) != 0 {
+                outcome = .failure(failure())
+                break
+            }
+        }
+        if case .success = outcome {
+            do {
+                try execute("COMMIT")
+                committedBatches.add(1, ordering: .sequentiallyConsistent)
+            } catch {
+                outcome = .failure(error)
+            }
+        }
+        if case .failure = outcome, sqlite3_get_autocommit(handle) == 0 { _ = try? execute("ROLLBACK") }
+        for member in batch { member.finish(committed: outcome) }
+    }
+
+    /// Runs statements as one unit: BEGIN IMMEDIATE … COMMIT on its own, or a SAVEPOINT inside a
+    /// group commit's transaction; rolled back on any error.
     func transaction<T>(_ body: () throws -> T) throws -> T {
+        if sqlite3_get_autocommit(handle) == 0 { return try savepoint("nested", body) }
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -67,6 +165,23 @@ final class SQLiteDatabase: @unchecked Sendable {
             return result
         } catch {
             _ = try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// `body` inside a savepoint of the open transaction; on error only its own changes roll back.
+    func savepoint<T>(_ name: String, _ body: () throws -> T) throws -> T {
+        try execute("SAVEPOINT \(name)")
+        do {
+            let result = try body()
+            try execute("RELEASE \(name)")
+            return result
+        } catch {
+            // Unless SQLite already ended the whole transaction (the batch sees that).
+            if sqlite3_get_autocommit(handle) == 0 {
+                _ = try? execute("ROLLBACK TO \(name)")
+                _ = try? execute("RELEASE \(name)")
+            }
             throw error
         }
     }
@@ -120,5 +235,32 @@ final class SQLiteDatabase: @unchecked Sendable {
 
     private func failure() -> Failure {
         Failure(code: sqlite3_extended_errcode(handle), message: String(cString: sqlite3_errmsg(handle)))
+    }
+}
+
+/// One caller's transaction in a group commit, with the caller waiting for its answer.
+private final class GroupCommitMember: @unchecked Sendable {
+    private let body: (SQLiteDatabase) throws -> any Sendable
+    private let answer: (Result<any Sendable, any Error>) -> Void
+    /// Set on the writer thread by ``perform(in:)``, read there by ``finish(committed:)``.
+    private var result: Result<any Sendable, any Error> = .failure(CancellationError())
+
+    init<T: Sendable>(body: @escaping @Sendable (SQLiteDatabase) throws -> T, continuation: CheckedContinuation<T, any Error>) {
+        self.body = body
+        // The batch only ever hands back what this member's own body returned.
+        answer = { result in continuation.resume(with: result.map { $0 as! T }) }
+    }
+
+    func perform(in database: SQLiteDatabase) {
+        result = Result(catching: { try database.savepoint("member") { try body(database) } })
+    }
+
+    /// Answers the caller: its own error, else the batch's COMMIT failure, else its value.
+    func finish(committed: Result<Void, any Error>) {
+        switch (result, committed) {
+        case (.failure, _): answer(result)
+        case (.success, .failure(let error)): answer(.failure(error))
+        case (.success, .success): answer(result)
+        }
     }
 }

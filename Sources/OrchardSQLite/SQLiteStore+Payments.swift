@@ -46,7 +46,8 @@ extension SQLiteStore {
 
     public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
         let draft = claim.draft
-        let paymentId = try await database.run { db -> String in
+        // The claimed row is read back inside the claim's own transaction: no second trip to the database.
+        return try await database.run { db -> PaymentRecord in
             try db.transaction {
                 let orderState = try db.query("SELECT state FROM orders WHERE id = ?", [.text(draft.orderId)]).first?[0].text
                 let unknown =
@@ -95,13 +96,17 @@ extension SQLiteStore {
                 try db.execute(
                     "INSERT INTO payment_transactions (transaction_id, payment_id, created_at) VALUES (?, ?, ?)",
                     [.text(claim.transactionId), .text(paymentId), .integer(now)])
-                return paymentId
+                return try Self.payment(id: paymentId, in: db)
             }
         }
-        guard let payment = try await payment(id: paymentId) else {
-            throw StoreError(code: .storage, message: "payment \(paymentId) vanished after it was claimed")
+    }
+
+    /// A payment as the current transaction sees it.
+    static func payment(id: String, in db: SQLiteDatabase) throws -> PaymentRecord {
+        guard let row = try db.query("SELECT \(paymentColumns) FROM payments WHERE id = ?", [.text(id)]).first else {
+            throw StoreError(code: .storage, message: "payment \(id) vanished inside its own transaction")
         }
-        return payment
+        return payment(row)
     }
 
     /// Thrown inside a transaction to roll it back when a compare-and-set finds another state.
@@ -132,7 +137,7 @@ extension SQLiteStore {
         }
         let sql = "UPDATE payments SET \(assignments.joined(separator: ", ")) WHERE id = ? AND order_id = ? AND state = ?"
         let parameters = values + [.text(change.paymentId), .text(change.orderId), .text(from.rawValue)]
-        let applied = try await database.run { db -> Bool in
+        return try await database.run { db -> PaymentRecord? in
             do {
                 return try db.transaction {
                     guard try db.execute(sql, parameters) == 1 else { throw Conflict() }
@@ -143,13 +148,12 @@ extension SQLiteStore {
                     if let type = change.move.event.webhook, try Self.reports(change, in: db) {
                         try Self.insertPaymentEvent(type, paymentId: change.paymentId, in: db, at: change.at)
                     }
-                    return true
+                    return try Self.payment(id: change.paymentId, in: db)
                 }
             } catch is Conflict {
-                return false
+                return nil
             }
         }
-        return applied ? try await payment(id: change.paymentId) : nil
     }
 
     /// Every move with a webhook reports, except an unknown outcome after the first: the shop
@@ -161,7 +165,7 @@ extension SQLiteStore {
     }
 
     public func retryPayload(paymentId: String) async throws -> [UInt8]? {
-        let rows = try await database.run { db in
+        let rows = try await database.read { db in
             try db.query("SELECT retry_payload FROM payments WHERE id = ?", [.text(paymentId)])
         }
         guard case .blob(let bytes) = rows.first?[0] else { return nil }
@@ -221,7 +225,7 @@ extension SQLiteStore {
     }
 
     private func query(_ clause: String, _ parameters: [SQLiteValue]) async throws -> [PaymentRecord] {
-        let rows = try await database.run { db in
+        let rows = try await database.read { db in
             try db.query("SELECT \(Self.paymentColumns) FROM payments \(clause)", parameters)
         }
         return rows.map(Self.payment)

@@ -102,7 +102,7 @@ extension SQLiteStore {
     }
 
     public func refunds(paymentId: String) async throws -> [RefundRecord] {
-        try await database.run { db in
+        try await database.read { db in
             try db.query("SELECT \(Self.refundColumns) FROM refunds WHERE payment_id = ? ORDER BY created_at, rowid", [.text(paymentId)])
                 .map(Self.refund)
         }

@@ -43,7 +43,7 @@ extension SQLiteStore {
     }
 
     public func sealedMerchantSettings() async throws -> [String: [UInt8]] {
-        let rows = try await database.run { db in try db.query("SELECT partner_id, sealed FROM merchant_settings") }
+        let rows = try await database.read { db in try db.query("SELECT partner_id, sealed FROM merchant_settings") }
         return Dictionary(uniqueKeysWithValues: rows.map { ($0[0].text ?? "", $0[1].blob ?? []) })
     }
 
@@ -96,7 +96,7 @@ extension SQLiteStore {
     }
 
     private func apiKeys(where clause: String, _ parameters: [SQLiteValue]) async throws -> [APIKeyRecord] {
-        try await database.run { db in
+        try await database.read { db in
             try db.query("SELECT id, merchant, secret_hash, created_at, revoked_at FROM api_keys \(clause)", parameters)
         }.map { row in
             APIKeyRecord(
@@ -150,7 +150,7 @@ extension SQLiteStore {
     }
 
     public func paymentRequest(id: String) async throws -> PaymentRequestRecord? {
-        try await database.run { db in
+        try await database.read { db in
             try db.query("SELECT \(Self.requestColumns) FROM payment_requests WHERE id = ?", [.text(id)]).first.map(Self.paymentRequest)
         }
     }

@@ -114,7 +114,7 @@ extension SQLiteStore {
     }
 
     private func events(_ clause: String, _ parameters: [SQLiteValue]) async throws -> [WebhookEvent] {
-        try await database.run { db in
+        try await database.read { db in
             try db.query("SELECT \(Self.eventColumns) FROM webhook_events \(clause)", parameters)
         }.map(Self.event)
     }

@@ -50,7 +50,7 @@ public final class SQLiteStore: OrchardStore {
     }
 
     public func order(id: String) async throws -> OrderRecord? {
-        let rows = try await database.run { db in
+        let rows = try await database.read { db in
             try db.query(
                 "SELECT id, merchant, state, priced, application_data, created_at, expires_at FROM orders WHERE id = ?", [.text(id)])
         }
@@ -72,7 +72,7 @@ public final class SQLiteStore: OrchardStore {
     }
 
     public func registeredMerchants() async throws -> [RegisteredMerchant] {
-        let (merchants, domains) = try await database.run { db in
+        let (merchants, domains) = try await database.read { db in
             (
                 try db.query(
                     "SELECT partner_id, name, encrypt_to, merchant_url, created_at, updated_at FROM registered_merchants ORDER BY partner_id"
