@@ -61,26 +61,13 @@ extension PostgresStore {
     /// The refund a repeated Idempotency-Key names: as it is, or re-sent when its outcome is unknown.
     private func reclaim(_ earlier: RefundRecord, like draft: RefundRecord, on connection: PostgresConnection) async throws -> RefundRecord
     {
-        guard earlier.amount == draft.amount else {
-            throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for a refund of \(earlier.amount)")
-        }
-        switch earlier.state {
-        case .pending:
-            throw StoreError(code: .paymentInProgress, message: "this refund is with the processor right now; ask again shortly")
-        case .refunded, .refused:
-            return earlier
-        case .unknown:
-            try await connection.query(
-                """
-                UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = \(draft.createdAt)
-                WHERE id = \(earlier.id) AND state = 'unknown'
-                """, logger: logger)
-            var resent = earlier
-            resent.state = .pending
-            resent.sends += 1
-            resent.updatedAt = draft.createdAt
-            return resent
-        }
+        guard let resent = try earlier.repeated(like: draft) else { return earlier }
+        try await connection.query(
+            """
+            UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = \(draft.createdAt)
+            WHERE id = \(earlier.id) AND state = 'unknown'
+            """, logger: logger)
+        return resent
     }
 
     public func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {

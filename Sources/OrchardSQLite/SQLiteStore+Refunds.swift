@@ -57,24 +57,11 @@ extension SQLiteStore {
 
     /// The refund a repeated Idempotency-Key names: as it is, or re-sent when its outcome is unknown.
     private static func reclaim(_ earlier: RefundRecord, like draft: RefundRecord, in db: SQLiteDatabase) throws -> RefundRecord {
-        guard earlier.amount == draft.amount else {
-            throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for a refund of \(earlier.amount)")
-        }
-        switch earlier.state {
-        case .pending:
-            throw StoreError(code: .paymentInProgress, message: "this refund is with the processor right now; ask again shortly")
-        case .refunded, .refused:
-            return earlier
-        case .unknown:
-            try db.execute(
-                "UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = ? WHERE id = ? AND state = 'unknown'",
-                [.time(draft.createdAt), .text(earlier.id)])
-            var resent = earlier
-            resent.state = .pending
-            resent.sends += 1
-            resent.updatedAt = draft.createdAt
-            return resent
-        }
+        guard let resent = try earlier.repeated(like: draft) else { return earlier }
+        try db.execute(
+            "UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = ? WHERE id = ? AND state = 'unknown'",
+            [.time(draft.createdAt), .text(earlier.id)])
+        return resent
     }
 
     public func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {

@@ -81,18 +81,9 @@ extension InMemoryStore {
             if let index = state.refunds.firstIndex(where: { $0.paymentId == draft.paymentId && $0.idempotencyKey == draft.idempotencyKey })
             {
                 let earlier = state.refunds[index]
-                guard earlier.amount == draft.amount else {
-                    throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for a refund of \(earlier.amount)")
-                }
-                switch earlier.state {
-                case .pending: throw StoreError(code: .paymentInProgress, message: "this refund is with the processor right now")
-                case .refunded, .refused: return earlier
-                case .unknown:
-                    state.refunds[index].state = .pending
-                    state.refunds[index].sends += 1
-                    state.refunds[index].updatedAt = draft.createdAt
-                    return state.refunds[index]
-                }
+                guard let resent = try earlier.repeated(like: draft) else { return earlier }
+                state.refunds[index] = resent
+                return resent
             }
             guard let payment = state.payments.first(where: { $0.id == draft.paymentId }) else {
                 throw StoreError(code: .invalidState, message: "there is no payment \(draft.paymentId)")

@@ -153,3 +153,27 @@ public struct RefundRecord: Sendable, Codable, Equatable {
     /// Whether it counts against the payment's refundable amount.
     public var holdsAmount: Bool { state != .refused }
 }
+
+extension RefundRecord {
+    /// What a repeated Idempotency-Key gets, as every store decides it: nil when this refund
+    /// comes back as it is, or the refund re-sent under its reference (pending, one more send)
+    /// when its outcome is unknown; the store writes that change. Throws when the key named
+    /// another amount, or while a call for it is with the processor.
+    public func repeated(like draft: RefundRecord) throws(StoreError) -> RefundRecord? {
+        guard amount == draft.amount else {
+            throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for a refund of \(amount)")
+        }
+        switch state {
+        case .pending:
+            throw StoreError(code: .paymentInProgress, message: "this refund is with the processor right now; ask again shortly")
+        case .refunded, .refused:
+            return nil
+        case .unknown:
+            var resent = self
+            resent.state = .pending
+            resent.sends += 1
+            resent.updatedAt = draft.createdAt
+            return resent
+        }
+    }
+}
