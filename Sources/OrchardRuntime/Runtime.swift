@@ -24,7 +24,7 @@ public struct LoggingOptions: ParsableArguments {
 
     /// Sends logs to standard error at the chosen level.
     public func bootstrap(label: String) -> Logger {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        LoggingSystem.bootstrap { DeferredMetadataLogHandler.standardError(label: $0) }
         var logger = Logger(label: label)
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         return logger
