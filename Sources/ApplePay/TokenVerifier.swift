@@ -165,13 +165,13 @@ public struct TokenVerifier: Sendable {
 /// token would otherwise re-parse the same two.
 final class ChainCache: Sendable {
     private let chains = Mutex<Set<[UInt8]>>([])
-    private let parsed = Mutex<[[UInt8]: Certificate]>([:])
+    private let parsed = Mutex<[DERKey: Certificate]>([:])
     private static let limit = 64
 
     func certificate(_ slice: ArraySlice<UInt8>) -> Certificate? {
-        let der = Array(slice)
+        let der = DERKey(bytes: Array(slice))
         if let hit = parsed.withLock({ $0[der] }) { return hit }
-        guard let certificate = try? Certificate(derEncoded: der) else { return nil }
+        guard let certificate = try? Certificate(derEncoded: der.bytes) else { return nil }
         parsed.withLock { parsed in
             if parsed.count >= Self.limit { parsed.removeAll() }
             parsed[der] = certificate
@@ -180,6 +180,16 @@ final class ChainCache: Sendable {
     }
 
     func contains(_ key: [UInt8]) -> Bool { chains.withLock { $0.contains(key) } }
+
+    /// A certificate's bytes as a key, hashed as one buffer: `[UInt8]` itself hashes byte by
+    /// byte, which cost more than the lookup saved on every token.
+    struct DERKey: Hashable {
+        let bytes: [UInt8]
+
+        func hash(into hasher: inout Hasher) {
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+    }
 
     func insert(_ key: [UInt8]) {
         chains.withLock { chains in

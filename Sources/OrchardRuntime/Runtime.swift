@@ -41,7 +41,7 @@ public struct LoggingOptions: ParsableArguments {
     public func bootstrap(label: String, configured: LogSettings = LogSettings()) -> Logger {
         let format = logFormat.flatMap(LogFormat.init(rawValue:)) ?? configured.format ?? .text
         LoggingSystem.bootstrap { label -> any LogHandler in
-            format == .json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            format == .json ? JSONLogHandler(label: label) : DeferredMetadataLogHandler.standardError(label: label)
         }
         var logger = Logger(label: label)
         logger.logLevel = requestedLevel.flatMap(Logger.Level.init(rawValue:)) ?? configured.level ?? .info

@@ -45,6 +45,11 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// Only the writer has these: transactions waiting for the next batch, and whether a batch runs.
     private let queue = Mutex<(pending: [GroupCommitMember], draining: Bool)>(([], false))
     private let readers = Mutex<[SQLiteDatabase]>([])
+    /// Prepared statements by their SQL: the store runs the same few dozen over and over, and
+    /// parsing each anew was much of the writer's time. Touched only by the thread that holds
+    /// this connection (the writer thread, or one `read` at a time).
+    private var statements: [String: OpaquePointer] = [:]
+    static let maximumCachedStatements = 128
     /// Completed batches, for tests: a member's answer always comes after a COMMIT later than its body.
     let committedBatches = Atomic<Int>(0)
     /// Transactions waiting for the writer, for tests.
@@ -75,6 +80,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     deinit {
         // A running batch holds `self`: when this runs, the writer thread is idle.
         writerThread?.shutdownGracefully { _ in }
+        for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(handle)
     }
 
@@ -193,11 +199,11 @@ final class SQLiteDatabase: @unchecked Sendable {
     }
 
     func query(_ sql: String, _ parameters: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw failure()
+        let statement = try prepared(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
         }
-        defer { sqlite3_finalize(statement) }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
         for (index, value) in parameters.enumerated() {
             let position = Int32(index + 1)
@@ -231,6 +237,21 @@ final class SQLiteDatabase: @unchecked Sendable {
                 })
         }
         return rows
+    }
+
+    /// The statement for `sql`, prepared once and kept.
+    private func prepared(_ sql: String) throws -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var prepared: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &prepared, nil) == SQLITE_OK, let statement = prepared else {
+            throw failure()
+        }
+        if statements.count >= Self.maximumCachedStatements {
+            for statement in statements.values { sqlite3_finalize(statement) }
+            statements.removeAll()
+        }
+        statements[sql] = statement
+        return statement
     }
 
     private func failure() -> Failure {

@@ -125,7 +125,7 @@ extension SQLiteStore {
         }
         if let links = change.links ?? change.outcome?.links {
             assignments.append("links = ?")
-            values.append(.text(String(decoding: try JSONEncoder().encode(links), as: UTF8.self)))
+            values.append(.text(try Self.linksJSON(links)))
         }
         if change.countsReconcileAttempt {
             assignments += ["sends = sends + 1", "reconcile_attempts = reconcile_attempts + 1"]
@@ -145,10 +145,11 @@ extension SQLiteStore {
                         "UPDATE orders SET state = ? WHERE id = ? AND state = ?",
                         [.text(change.move.order.to.rawValue), .text(change.orderId), .text(change.move.order.from.rawValue)])
                     guard order == 1 else { throw Conflict() }
+                    let payment = try Self.payment(id: change.paymentId, in: db)
                     if let type = change.move.event.webhook, try Self.reports(change, in: db) {
-                        try Self.insertPaymentEvent(type, paymentId: change.paymentId, in: db, at: change.at)
+                        try Self.insertPaymentEvent(type, paymentId: change.paymentId, payment: payment, in: db, at: change.at)
                     }
-                    return try Self.payment(id: change.paymentId, in: db)
+                    return payment
                 }
             } catch is Conflict {
                 return nil
@@ -242,15 +243,22 @@ extension SQLiteStore {
             payment.processorReference.map(SQLiteValue.text) ?? .null, .integer(Int64(payment.createdAt.timeIntervalSince1970)),
             .text(payment.processor), .text(payment.reference), payment.processorCode.map(SQLiteValue.text) ?? .null,
             payment.processorMessage.map(SQLiteValue.text) ?? .null,
-            .text(String(decoding: try JSONEncoder().encode(payment.links), as: UTF8.self)),
+            .text(try linksJSON(payment.links)),
             .integer(Int64(payment.updatedAt.timeIntervalSince1970)), .integer(Int64(payment.sends)),
             .integer(Int64(payment.reconcileAttempts)),
             payment.nextReconcileAt.map { .integer(Int64($0.timeIntervalSince1970)) } ?? .null,
         ]
     }
 
+    /// Most payments have no links: `{}` is written and read without a JSON coder, which costs
+    /// more than the rest of the row and runs on the database's one writer thread.
+    static func linksJSON(_ links: [String: String]) throws -> String {
+        links.isEmpty ? "{}" : String(decoding: try JSONEncoder().encode(links), as: UTF8.self)
+    }
+
     static func payment(_ row: [SQLiteValue]) -> PaymentRecord {
-        let links = (try? JSONDecoder().decode([String: String].self, from: Data((row[14].text ?? "{}").utf8))) ?? [:]
+        let text = row[14].text ?? "{}"
+        let links = text == "{}" ? [:] : (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))) ?? [:]
         let created = Date(timeIntervalSince1970: TimeInterval(row[9].integer ?? 0))
         let updated = row[15].integer.flatMap { $0 > 0 ? Date(timeIntervalSince1970: TimeInterval($0)) : nil } ?? created
         return PaymentRecord(

@@ -30,11 +30,14 @@ extension SQLiteStore {
             ])
     }
 
-    /// The event about a payment as it stands inside the current transaction.
+    /// The event about a payment as it stands inside the current transaction (`payment`, when the caller just read it).
     static func insertPaymentEvent(
-        _ type: WebhookEventType, paymentId: String, refund: RefundRecord? = nil, in db: SQLiteDatabase, at date: Date
+        _ type: WebhookEventType, paymentId: String, payment: PaymentRecord? = nil, refund: RefundRecord? = nil, in db: SQLiteDatabase,
+        at date: Date
     ) throws {
-        guard let payment = try db.query("SELECT \(paymentColumns) FROM payments WHERE id = ?", [.text(paymentId)]).first.map(payment),
+        guard
+            let payment = try payment
+                ?? db.query("SELECT \(paymentColumns) FROM payments WHERE id = ?", [.text(paymentId)]).first.map(Self.payment),
             let merchant = try db.query("SELECT merchant FROM orders WHERE id = ?", [.text(payment.orderId)]).first?[0].text
         else { return }
         // Only a settled payment has refunds: the sum is not looked up on the authorization path.

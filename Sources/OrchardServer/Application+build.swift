@@ -51,9 +51,14 @@ public func buildApplication(
     router.add(middleware: SecurityHeadersMiddleware(contentSecurityPolicy: configuration.contentSecurityPolicy))
     router.add(middleware: LogRequestsMiddleware(.debug))
     if let folder = configuration.publicDirectory {
-        router.add(middleware: FileMiddleware(folder, searchForIndexHtml: true, logger: logger))
+        router.add(
+            middleware: StaticFilesMiddleware(
+                cache: StaticFileCache(folder: folder, time: time),
+                fallback: FileMiddleware(folder, searchForIndexHtml: true, logger: logger)))
     } else {
-        router.add(middleware: FileMiddleware(fileProvider: EmbeddedFileProvider.builtIn, searchForIndexHtml: true))
+        router.add(
+            middleware: StaticFilesMiddleware(
+                cache: .builtIn, fallback: FileMiddleware(fileProvider: EmbeddedFileProvider.builtIn, searchForIndexHtml: true)))
     }
     let directory = directory ?? MerchantDirectory(configuration: configuration)
     for (partner, settings) in directory.settings {
@@ -167,11 +172,19 @@ public func logStartup(_ configuration: ServerConfiguration, time: TimeSource, l
 
 /// Headers every response carries.
 struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
-    static var frameOptions: HTTPField.Name { HTTPField.Name("X-Frame-Options")! }
-    static var referrerPolicy: HTTPField.Name { HTTPField.Name("Referrer-Policy")! }
-    static var permissionsPolicy: HTTPField.Name { HTTPField.Name("Permissions-Policy")! }
+    /// Made (and checked) once, not on every response.
+    let fields: [HTTPField]
 
-    let contentSecurityPolicy: String
+    init(contentSecurityPolicy: String) {
+        fields = [
+            HTTPField(name: .xContentTypeOptions, value: "nosniff"),
+            HTTPField(name: HTTPField.Name("X-Frame-Options")!, value: "DENY"),
+            HTTPField(name: HTTPField.Name("Referrer-Policy")!, value: "strict-origin-when-cross-origin"),
+            HTTPField(name: .contentSecurityPolicy, value: contentSecurityPolicy),
+            // Apple Pay JS needs the payment feature; only this origin's own pages get it.
+            HTTPField(name: HTTPField.Name("Permissions-Policy")!, value: "payment=(self), camera=(), microphone=(), geolocation=()"),
+        ]
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response: Response
@@ -180,12 +193,13 @@ struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as any HTTPResponseError {
             response = try error.response(from: request, context: context)
         }
-        response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[Self.frameOptions] = "DENY"
-        response.headers[Self.referrerPolicy] = "strict-origin-when-cross-origin"
-        response.headers[.contentSecurityPolicy] = contentSecurityPolicy
-        // Apple Pay JS needs the payment feature; only this origin's own pages get it.
-        response.headers[Self.permissionsPolicy] = "payment=(self), camera=(), microphone=(), geolocation=()"
+        for field in fields {
+            if response.headers.contains(field.name) {
+                response.headers[fields: field.name] = [field]
+            } else {
+                response.headers.append(field)
+            }
+        }
         return response
     }
 }

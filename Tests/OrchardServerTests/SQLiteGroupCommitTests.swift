@@ -104,7 +104,6 @@ struct SQLiteGroupCommitTests {
         let settings = try database.query("PRAGMA journal_mode").first?[0].text
         #expect(settings == "wal")
         #expect(try database.query("PRAGMA synchronous").first?[0].integer == 2, "FULL: each COMMIT waits for its fsync")
-        let other = try SQLiteDatabase(path: directory.path("group.sqlite"), readOnly: true)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<40 {
                 group.addTask {
@@ -113,13 +112,16 @@ struct SQLiteGroupCommitTests {
                         return db.committedBatches.load(ordering: .sequentiallyConsistent)
                     }
                     #expect(database.committedBatches.load(ordering: .sequentiallyConsistent) > batchWhenWritten)
-                    let seen = try other.query("SELECT COUNT(*) FROM rows WHERE name = ?", [.text("row \(index)")])
+                    // A read connection: another connection than the writer's.
+                    let seen = try await database.read { db in
+                        try db.query("SELECT COUNT(*) FROM rows WHERE name = ?", [.text("row \(index)")])
+                    }
                     #expect(seen.first?[0].integer == 1, "row \(index) is committed when its writer hears back")
                 }
             }
             try await group.waitForAll()
         }
-        #expect(try other.query("SELECT COUNT(*) FROM rows").first?[0].integer == 40)
+        #expect(try await database.read { db in try db.query("SELECT COUNT(*) FROM rows") }.first?[0].integer == 40)
     }
 
     @Test("a read connection refuses to write: writes go through the group commit")

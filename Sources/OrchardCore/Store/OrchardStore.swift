@@ -242,6 +242,10 @@ public struct RegisteredMerchant: Sendable, Codable, Equatable {
 /// Identifiers of orders and payments: 128 random bits in hex, unguessable from one another.
 public enum RecordIdentifier {
     public static func random() -> String {
-        Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
+        // Two 64-bit draws rather than sixteen one-byte ones: each draw is a getrandom(2) call,
+        // and several identifiers are made for every payment.
+        var generator = SystemRandomNumberGenerator()
+        let words: [UInt64] = [generator.next(), generator.next()]
+        return Hex.encode(words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) } })
     }
 }
