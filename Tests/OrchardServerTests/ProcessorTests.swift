@@ -195,7 +195,7 @@ struct ProcessorTests {
         "no definite answer (5xx, dropped connection, timeout, unreadable body): payment unknown, order frozen; the retry re-sends the reference and charges once",
         arguments: ProcessorFixture.Kind.allCases,
         [
-            MockProcessorBehaviour.status(503), .dropAfterCharge, .delay(.seconds(4)), .unreadableAfterCharge(status: 201),
+            MockProcessorBehaviour.status(503), .dropAfterCharge, .delay(.seconds(8)), .unreadableAfterCharge(status: 201),
             .unreadableAfterCharge(status: 402),
         ])
     func unknownThenRetry(kind: ProcessorFixture.Kind, fault: MockProcessorBehaviour) async throws {
@@ -216,7 +216,8 @@ struct ProcessorTests {
             fixture.mock.behaviour = .authorize
             var sends = 2
             if case .delay = fault {
-                // The slow charge is still running: the processor answers "in progress", no outcome.
+                // The slow charge is still running (8 s, so a loaded machine still retries before it
+                // ends): the processor answers "in progress", no outcome.
                 let (early, _) = try await fixture.pay(id, request)
                 #expect(early.status == 504)
                 #expect(early.errorCode == "payment_unknown")
