@@ -15,6 +15,9 @@ public final class MerchantDirectory: Sendable {
         var byDomain: [String: MerchantConfiguration] = [:]
         /// Processor and webhook, by partner identifier, as an operator set them.
         var settings: [String: MerchantSettings] = [:]
+        /// Counts changes, so a background refresh that read the store before a change made
+        /// here does not put the older contents back (``replaceRegistrations(_:ifGeneration:)``).
+        var generation = 0
     }
 
     /// A directory of the configured merchants and `registered` ones with their `settings`.
@@ -33,6 +36,26 @@ public final class MerchantDirectory: Sendable {
     public func setSettings(_ settings: MerchantSettings, forPartner partnerIdentifier: String) {
         registered.withLock { $0.settings[partnerIdentifier] = settings }
         replaceRegistrations(registrations)
+    }
+
+    /// Changes made to the registrations and settings so far.
+    public var generation: Int {
+        registered.withLock { $0.generation }
+    }
+
+    /// Swaps in `merchants` and `settings` read from the store, unless something changed here
+    /// since `generation` was read (then what was read may be older than what is here: the
+    /// next refresh reads again). False when nothing was applied.
+    @discardableResult
+    public func replaceRegistrations(
+        _ merchants: [RegisteredMerchant], settings: [String: MerchantSettings], ifGeneration generation: Int
+    ) -> Bool {
+        registered.withLock { state in
+            guard state.generation == generation else { return false }
+            state.settings.merge(settings) { $1 }
+            Self.apply(merchants, to: &state, configuration: configuration)
+            return true
+        }
     }
 
     /// The merchant serving a Host header value (port ignored, case-insensitive), if any.
@@ -68,20 +91,22 @@ public final class MerchantDirectory: Sendable {
 
     /// Swaps in the registry's current contents (after a registration change).
     public func replaceRegistrations(_ merchants: [RegisteredMerchant]) {
-        registered.withLock { state in
-            var byDomain: [String: MerchantConfiguration] = [:]
-            if let platform = configuration.platform {
-                for merchant in merchants {
-                    let serving = Self.configuration(
-                        for: merchant, platform: platform, settings: state.settings[merchant.partnerIdentifier])
-                    for domain in merchant.domains where configuration.merchant(forHost: domain) == nil {
-                        byDomain[domain] = serving
-                    }
+        registered.withLock { Self.apply(merchants, to: &$0, configuration: configuration) }
+    }
+
+    private static func apply(_ merchants: [RegisteredMerchant], to state: inout Registered, configuration: ServerConfiguration) {
+        var byDomain: [String: MerchantConfiguration] = [:]
+        if let platform = configuration.platform {
+            for merchant in merchants {
+                let serving = Self.configuration(for: merchant, platform: platform, settings: state.settings[merchant.partnerIdentifier])
+                for domain in merchant.domains where configuration.merchant(forHost: domain) == nil {
+                    byDomain[domain] = serving
                 }
             }
-            state.merchants = merchants
-            state.byDomain = byDomain
         }
+        state.merchants = merchants
+        state.byDomain = byDomain
+        state.generation += 1
     }
 
     /// A registered merchant served through the platform: the platform's certificate and

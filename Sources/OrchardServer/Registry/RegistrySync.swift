@@ -39,8 +39,11 @@ public struct RegistrySync: Service {
     }
 
     /// One pass; returns the sealed settings now applied, to compare against next time (the
-    /// first pass re-applies what startup loaded: once, and harmless).
+    /// first pass re-applies what startup loaded: once, and harmless). Nothing is applied when
+    /// this instance changed its directory while the pass read the store: what was read may be
+    /// older, and the next pass reads again.
     func refresh(seenSettings: [String: [UInt8]]) async -> [String: [UInt8]] {
+        let generation = directory.generation
         let registered: [RegisteredMerchant]
         let sealed: [String: [UInt8]]
         do {
@@ -51,20 +54,23 @@ public struct RegistrySync: Service {
             return seenSettings
         }
         var applied = seenSettings
+        var changed: [String: MerchantSettings] = [:]
         for (partner, bytes) in sealed where seenSettings[partner] != bytes {
             applied[partner] = bytes
             do {
-                let settings = try directory.configuration.openSettings(bytes, partnerIdentifier: partner)
-                directory.setSettings(settings, forPartner: partner)
-                processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: partner)
+                changed[partner] = try directory.configuration.openSettings(bytes, partnerIdentifier: partner)
             } catch {
                 logger.error(
                     "a registered merchant's settings changed in the store but do not open here",
                     metadata: ["merchant": "\(partner)", "error": "\(error.message)"])
             }
         }
-        if directory.registrations != registered {
-            directory.replaceRegistrations(registered)
+        guard
+            changed.isEmpty && directory.registrations == registered
+                || directory.replaceRegistrations(registered, settings: changed, ifGeneration: generation)
+        else { return seenSettings }
+        for (partner, settings) in changed {
+            processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: partner)
         }
         return applied
     }
