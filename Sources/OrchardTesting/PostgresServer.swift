@@ -203,21 +203,10 @@ public final class PostgresServer: Sendable {
 
     /// A loopback port nobody listens on right now.
     public static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address -> Bool in
-                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
-            }
+        guard let port = LoopbackPort.free() else {
+            throw Failure(description: "no free loopback port (socket or bind failed: errno \(errno))")
         }
-        guard bound else { throw Failure(description: "bind: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return port
     }
 
     /// Clusters of test processes that are gone: stopped at once, their folders removed.
