@@ -86,6 +86,7 @@ struct StaticFile: Sendable {
     /// If-None-Match decides when present (RFC 9110 §13.1.2); otherwise If-Modified-Since.
     private func isNotModified(_ request: Request) -> Bool {
         if let tags = request.headers[.ifNoneMatch] {
+            if tags == etag { return true }  // what a browser sends back
             return tags.split(separator: ",").contains { tag in
                 let tag = tag.trimmingCharacters(in: .whitespaces)
                 return tag == "*" || tag == etag || tag == "W/" + etag
