@@ -98,10 +98,11 @@ def cpu_per_request_us(pid, run):
 
 
 def memory_kib(pid):
-    """(VmRSS, VmHWM) of a process in KiB, from /proc/<pid>/status."""
+    """(VmRSS, VmHWM, RssAnon) of a process in KiB, from /proc/<pid>/status. RssAnon is the process's
+    own memory; the rest of VmRSS is mapped files (the binary and shared libraries, shared with other processes)."""
     with open(f"/proc/{pid}/status") as f:
         fields = dict(line.split(":", 1) for line in f if ":" in line)
-    return tuple(int(fields[name].split()[0]) for name in ("VmRSS", "VmHWM"))
+    return tuple(int(fields[name].split()[0]) for name in ("VmRSS", "VmHWM", "RssAnon"))
 
 
 def stop(*processes):

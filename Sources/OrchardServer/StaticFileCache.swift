@@ -29,12 +29,18 @@ final class StaticFileCache: Sendable {
         var modified: Date
     }
 
+    /// Paths no file answered, until when that answer holds; bounded, so unknown paths cannot fill memory.
+    private let misses = Mutex<[String: Date]>([:])
+    static let maximumMisses = 1_024
+    /// The built-in page never changes: a path it lacks stays missing.
+    private let isFixed: Bool
     private let entries: Mutex<[String: Entry]>
     private let time: TimeSource
 
-    private init(entries: [String: Entry], time: TimeSource) {
+    private init(entries: [String: Entry], time: TimeSource, isFixed: Bool) {
         self.entries = Mutex(entries)
         self.time = time
+        self.isFixed = isFixed
     }
 
     /// The page `Public/` held when this binary was built.
@@ -47,7 +53,7 @@ final class StaticFileCache: Sendable {
             let entry = Entry(file: StaticFile(bytes: bytes, name: name, modified: modified), disk: nil, checkedAt: .distantFuture)
             for key in Self.urlPaths(of: name) { entries[key] = entry }
         }
-        self.init(entries: entries, time: .system)
+        self.init(entries: entries, time: .system, isFixed: true)
     }
 
     /// The small files under `folder` (symbolic links left to `FileMiddleware`).
@@ -69,7 +75,7 @@ final class StaticFileCache: Sendable {
             for key in Self.urlPaths(of: name) { entries[key] = entry }
             total += bytes.count
         }
-        self.init(entries: entries, time: time)
+        self.init(entries: entries, time: time, isFixed: false)
     }
 
     /// `index.html` answers for its folder too, as `FileMiddleware(searchForIndexHtml:)` does.
@@ -91,6 +97,21 @@ final class StaticFileCache: Sendable {
         }
         guard let (entry, recheck) = found else { return nil }
         return recheck ? revalidate(entry, path: path) : entry.file
+    }
+
+    /// Whether no file answered `path` recently (the built-in page: ever).
+    func isMissing(_ path: String) -> Bool {
+        let now = time.now
+        return misses.withLock { $0[path].map { now < $0 } ?? false }
+    }
+
+    /// No file answers `path`: remember it for a second (the built-in page: for good).
+    func noteMissing(_ path: String) {
+        let until = isFixed ? Date.distantFuture : time.now.addingTimeInterval(Self.revalidateAfter)
+        misses.withLock { misses in
+            if misses.count >= Self.maximumMisses { misses.removeAll() }
+            misses[path] = until
+        }
     }
 
     /// The held file if the disk still has it as it was; else the new bytes, or nil (gone or now too large).

@@ -18,10 +18,17 @@ where Provider.FileAttributes: FileMiddlewareFileAttributes {
         do {
             return try await next(request, context)
         } catch let error as any HTTPResponseError where error.status == .notFound {
-            if request.method == .get || request.method == .head, let file = cache.file(at: request.uri.path) {
-                return file.response(to: request)
+            guard request.method == .get || request.method == .head else { throw error }
+            let path = request.uri.path
+            if let file = cache.file(at: path) { return file.response(to: request) }
+            // A path the files did not have a moment ago is a 404 again without asking the disk.
+            if cache.isMissing(path) { throw error }
+            do {
+                return try await fallback.handle(request, context: context) { _, _ in throw error }
+            } catch let missing as any HTTPResponseError where missing.status == .notFound {
+                cache.noteMissing(path)
+                throw missing
             }
-            return try await fallback.handle(request, context: context) { _, _ in throw error }
         }
     }
 }
@@ -79,6 +86,7 @@ struct StaticFile: Sendable {
     /// If-None-Match decides when present (RFC 9110 §13.1.2); otherwise If-Modified-Since.
     private func isNotModified(_ request: Request) -> Bool {
         if let tags = request.headers[.ifNoneMatch] {
+            if tags == etag { return true }  // what a browser sends back
             return tags.split(separator: ",").contains { tag in
                 let tag = tag.trimmingCharacters(in: .whitespaces)
                 return tag == "*" || tag == etag || tag == "W/" + etag

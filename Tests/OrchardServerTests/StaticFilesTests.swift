@@ -81,7 +81,7 @@ struct StaticFilesTests {
         #expect(ByteRange("items=0-1", size: 10) == nil)
     }
 
-    @Test("a public folder's file is re-read within a second of a change and dropped when removed; large files come from the disk")
+    @Test("a public folder follows the disk within a second: an edit, a removal, a file added later; large files come from the disk")
     func publicFolderFollowsTheDisk() async throws {
         let clock = ManualClock()
         try await Self.withApp(site: true, clock: clock) { client, directory in
@@ -97,6 +97,13 @@ struct StaticFilesTests {
             try FileManager.default.removeItem(atPath: directory.path("site/app.js"))
             clock.advance(StaticFileCache.revalidateAfter + 1)
             #expect(try await client.execute(uri: "/app.js", method: .get).status == .notFound)
+
+            // A file added after startup: its path's 404 is remembered for a second, then it is served from the disk.
+            #expect(try await client.execute(uri: "/later.js", method: .get).status == .notFound)
+            try directory.write("site/later.js", Array("let b = 2\n".utf8))
+            #expect(try await client.execute(uri: "/later.js", method: .get).status == .notFound)
+            clock.advance(StaticFileCache.revalidateAfter + 1)
+            #expect(String(buffer: try await client.execute(uri: "/later.js", method: .get).body) == "let b = 2\n")
 
             let large = try await client.execute(uri: "/large.bin", method: .get)
             #expect(large.status == .ok && large.body.readableBytes == StaticFileCache.maximumFileBytes + 10)

@@ -79,6 +79,7 @@ public struct ServerConfiguration: Sendable {
 
     /// `Shop.Example:8443` → `shop.example`; `[::1]:80` → `::1`.
     static func domain(fromHost host: String) -> String? {
+        if let domain = lowercaseASCIIDomain(fromHost: host) { return domain }
         var name = Substring(host)
         if name.hasPrefix("[") {
             guard let close = name.firstIndex(of: "]") else { return nil }
@@ -89,6 +90,24 @@ public struct ServerConfiguration: Sendable {
         }
         guard !name.isEmpty, name.utf8.count <= 253 else { return nil }
         return name.lowercased()
+    }
+
+    /// The Host every request carries (lowercase ASCII, maybe `:port`) read byte by byte: this
+    /// runs on every request. Nil for anything else, which `domain(fromHost:)` reads in full.
+    private static func lowercaseASCIIDomain(fromHost host: String) -> String? {
+        let bytes = host.utf8
+        guard let first = bytes.first, first != UInt8(ascii: "["),
+            bytes.allSatisfy({ $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) })
+        else { return nil }
+        guard let colon = bytes.lastIndex(of: UInt8(ascii: ":")) else {
+            return bytes.count <= 253 ? host : nil
+        }
+        guard bytes[bytes.index(after: colon)...].allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            return nil
+        }
+        let name = host[..<colon]
+        guard !name.isEmpty, name.utf8.count <= 253 else { return nil }
+        return String(name)
     }
 }
 

@@ -9,6 +9,8 @@ import Synchronization
 public final class MerchantDirectory: Sendable {
     public let configuration: ServerConfiguration
     private let registered: Mutex<Registered>
+    /// The configured merchants by domain (the first to name a domain keeps it), looked up on every request.
+    private let configuredByDomain: [String: MerchantConfiguration]
 
     struct Registered {
         var merchants: [RegisteredMerchant] = []
@@ -23,6 +25,11 @@ public final class MerchantDirectory: Sendable {
     /// A directory of the configured merchants and `registered` ones with their `settings`.
     public init(configuration: ServerConfiguration, registered: [RegisteredMerchant] = [], settings: [String: MerchantSettings] = [:]) {
         self.configuration = configuration
+        var byDomain: [String: MerchantConfiguration] = [:]
+        for merchant in configuration.merchants {
+            for domain in merchant.domains where byDomain[domain] == nil { byDomain[domain] = merchant }
+        }
+        configuredByDomain = byDomain
         self.registered = Mutex(Registered(settings: settings))
         replaceRegistrations(registered)
     }
@@ -60,8 +67,8 @@ public final class MerchantDirectory: Sendable {
 
     /// The merchant serving a Host header value (port ignored, case-insensitive), if any.
     public func merchant(forHost host: String?) -> (merchant: MerchantConfiguration, domain: String)? {
-        if let found = configuration.merchant(forHost: host) { return found }
         guard let domain = host.flatMap(ServerConfiguration.domain(fromHost:)) else { return nil }
+        if let merchant = configuredByDomain[domain] { return (merchant, domain) }
         return registered.withLock { $0.byDomain[domain] }.map { ($0, domain) }
     }
 
