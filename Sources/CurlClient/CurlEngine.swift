@@ -14,7 +14,13 @@ import Synchronization
 /// Other threads only enqueue work (under a mutex) and wake the thread with
 /// `curl_multi_wakeup`, the one multi call libcurl allows from another thread.
 final class CurlEngine: @unchecked Sendable {
-    static let globalInit: CURLcode = curl_global_init(3)  // CURL_GLOBAL_ALL
+    static let globalInit: CURLcode = {
+        // libcurl appends the secrets of every TLS session to the file SSLKEYLOGFILE names (it
+        // reads the variable once, here): anyone with that file reads the calls to Apple and the
+        // processors. Orchard never asks for it, so the variable is removed before libcurl sees it.
+        unsetenv("SSLKEYLOGFILE")
+        return curl_global_init(3)  // CURL_GLOBAL_ALL
+    }()
 
     private struct Inbox {
         var submitted: [Transfer] = []

@@ -67,6 +67,9 @@ public func runServer(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws {
     logStartup(configuration, time: .system, logger: logger)
+    if ProcessInfo.processInfo.environment["SSLKEYLOGFILE"] != nil {
+        logger.warning("SSLKEYLOGFILE is set and ignored: Orchard never writes TLS session secrets to a file")
+    }
     // Before anything records a metric: a swift-metrics object keeps the backend it was made with.
     let registry = configuration.metrics.map { _ in PrometheusMetrics.registry }
     let http = try CurlHTTPClient(configuration: .init(outbound: configuration.outbound))
