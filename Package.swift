@@ -228,6 +228,8 @@ let package = Package(
                 "OrchardServer",
                 "OrchardSQLite",
                 "ProcessorClients",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -38,62 +38,65 @@ extension PostgresStore {
                 """, logger
             ).first?.text("id") : nil
         let paymentId = unknown ?? draft.id
+        // A statement of its own, after the lock: it sees every claim committed before this one.
+        let seen = try await connection.rows(
+            """
+            SELECT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)) AS used,
+            (SELECT COUNT(*) FROM payments WHERE order_id = \(draft.orderId)) AS n
+            """, logger
+        ).first
         // A replayed token is named as such, whatever became of its order.
-        guard try await connection.rows("SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)", logger).isEmpty
-        else {
+        guard try seen?.bool("used") == false else {
             throw StoreError(code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
         }
+        let payment: PaymentRecord?
         switch orderState.flatMap(OrderRecord.State.init(rawValue:)) {
         case .open:
             if let expiry = try order?.optionalDate("expires_at"), expiry <= draft.createdAt {
                 throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) has expired")
             }
-            let count =
-                try await connection.rows("SELECT COUNT(*) AS n FROM payments WHERE order_id = \(draft.orderId)", logger)
-                .first?.integer("n") ?? 0
             var record = draft
-            record.reference = "\(draft.orderId)-\(count + 1)"
+            record.reference = "\(draft.orderId)-\((try seen?.integer("n") ?? 0) + 1)"
             record.state = .pending
-            try await insertPayment(record, sealed: claim.sealedRequest, on: connection)
+            payment = try await insertPayment(record, sealed: claim.sealedRequest, on: connection)
         case .unknown where unknown != nil:
-            try await connection.query(
+            payment = try await connection.rows(
                 """
                 UPDATE payments SET state = 'pending', sends = sends + 1, retry_payload = \(claim.sealedRequest.bytea),
                 updated_at = \(draft.createdAt) WHERE id = \(paymentId) AND state = 'unknown'
-                """, logger: logger)
+                RETURNING \(unescaped: Self.paymentColumns)
+                """, logger
+            ).first.map(Self.payment)
         case .pending:
             throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
         case .unknown, .paid, .cancelled, .expired, nil:
             throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) is not open")
         }
+        guard let payment else { throw StoreError(code: .storage, message: "payment \(paymentId) vanished while it was claimed") }
+        // The order's move and the transaction ID in one round trip: nothing is recorded unless the order moved.
         let claimed = try await connection.rows(
-            "UPDATE orders SET state = 'pending' WHERE id = \(draft.orderId) AND state = \(orderState ?? "") RETURNING id", logger)
-        guard claimed.count == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) changed") }
-        try await connection.query(
             """
+            WITH moved AS (UPDATE orders SET state = 'pending' WHERE id = \(draft.orderId) AND state = \(orderState ?? "") RETURNING id)
             INSERT INTO payment_transactions (transaction_id, payment_id, created_at)
-            VALUES (\(claim.transactionId), \(paymentId), \(draft.createdAt))
-            """, logger: logger)
-        guard
-            let payment = try await connection.rows(
-                "SELECT \(unescaped: Self.paymentColumns) FROM payments WHERE id = \(paymentId)", logger
-            )
-            .first.map(Self.payment)
-        else { throw StoreError(code: .storage, message: "payment \(paymentId) vanished after it was claimed") }
+            SELECT \(claim.transactionId), \(paymentId), \(draft.createdAt) FROM moved RETURNING payment_id
+            """, logger)
+        guard claimed.count == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) changed") }
         return payment
     }
 
-    private func insertPayment(_ payment: PaymentRecord, sealed: [UInt8], on connection: PostgresConnection) async throws {
+    private func insertPayment(_ payment: PaymentRecord, sealed: [UInt8], on connection: PostgresConnection) async throws -> PaymentRecord?
+    {
         let links = try Self.json(payment.links)
-        try await connection.query(
+        return try await connection.rows(
             """
             INSERT INTO payments (\(unescaped: Self.paymentColumns), retry_payload) VALUES (
             \(payment.id), \(payment.orderId), \(payment.transactionId), \(payment.state.rawValue), \(payment.amount),
             \(payment.currency), \(payment.network), \(payment.lastFour), \(payment.processorReference), \(payment.createdAt),
             \(payment.processor), \(payment.reference), \(payment.processorCode), \(payment.processorMessage), \(links),
             \(payment.updatedAt), \(Int64(payment.sends)), \(Int64(payment.reconcileAttempts)), \(payment.nextReconcileAt),
-            \(sealed.bytea))
-            """, logger: logger)
+            \(sealed.bytea)) RETURNING \(unescaped: Self.paymentColumns)
+            """, logger
+        ).first.map(Self.payment)
     }
 
     public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
@@ -103,26 +106,30 @@ extension PostgresStore {
         let counts: Int64 = change.countsReconcileAttempt ? 1 : 0
         do {
             return try await transaction { connection -> PaymentRecord? in
-                // The order first: claims lock it first too, so the two wait for each other, never deadlock.
-                let order = try await connection.rows(
-                    """
-                    UPDATE orders SET state = \(change.move.order.to.rawValue)
-                    WHERE id = \(change.orderId) AND state = \(change.move.order.from.rawValue) RETURNING merchant
-                    """, logger)
-                guard let merchant = try order.first?.text("merchant") else { throw Conflict() }
+                // One statement: the order's compare-and-set runs first (the payment's waits for it, as an
+                // InitPlan), so claims, which lock the order first too, never deadlock with a move.
                 let moved = try await connection.rows(
                     """
-                    UPDATE payments SET state = \(change.move.to.rawValue), updated_at = \(change.at),
-                    processor_reference = CASE WHEN \(outcome != nil) THEN \(outcome?.processorReference) ELSE processor_reference END,
-                    processor_code = CASE WHEN \(outcome != nil) THEN \(outcome?.code) ELSE processor_code END,
-                    processor_message = CASE WHEN \(outcome != nil) THEN \(outcome?.message) ELSE processor_message END,
-                    links = COALESCE(\(links), links), sends = sends + \(counts), reconcile_attempts = reconcile_attempts + \(counts),
-                    next_reconcile_at = \(change.nextReconcileAt),
-                    retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(change.move.to)) THEN NULL ELSE retry_payload END
-                    WHERE id = \(change.paymentId) AND order_id = \(change.orderId) AND state = \(from.rawValue)
-                    RETURNING \(unescaped: Self.paymentColumns)
+                    WITH moved_order AS (
+                        UPDATE orders SET state = \(change.move.order.to.rawValue)
+                        WHERE id = \(change.orderId) AND state = \(change.move.order.from.rawValue) RETURNING merchant),
+                    moved_payment AS (
+                        UPDATE payments SET state = \(change.move.to.rawValue), updated_at = \(change.at),
+                        processor_reference = CASE WHEN \(outcome != nil) THEN \(outcome?.processorReference) ELSE processor_reference END,
+                        processor_code = CASE WHEN \(outcome != nil) THEN \(outcome?.code) ELSE processor_code END,
+                        processor_message = CASE WHEN \(outcome != nil) THEN \(outcome?.message) ELSE processor_message END,
+                        links = COALESCE(\(links), links), sends = sends + \(counts), reconcile_attempts = reconcile_attempts + \(counts),
+                        next_reconcile_at = \(change.nextReconcileAt),
+                        retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(change.move.to)) THEN NULL ELSE retry_payload END
+                        WHERE id = \(change.paymentId) AND order_id = \(change.orderId) AND state = \(from.rawValue)
+                        AND EXISTS (SELECT 1 FROM moved_order)
+                        RETURNING \(unescaped: Self.paymentColumns))
+                    SELECT moved_payment.*, moved_order.merchant FROM moved_payment, moved_order
                     """, logger)
-                guard let payment = try moved.first.map(Self.payment) else { throw Conflict() }
+                // Either one not moving rolls both back.
+                guard let row = moved.first else { throw Conflict() }
+                let merchant = try row.text("merchant")
+                let payment = try Self.payment(row)
                 // An unknown outcome is reported once, on the first send.
                 if let type = change.move.event.webhook,
                     change.move.to != .unknown || (payment.sends == 1 && payment.reconcileAttempts == 0)

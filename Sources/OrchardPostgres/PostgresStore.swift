@@ -178,6 +178,7 @@ extension PostgresRandomAccessRow {
     func text(_ column: String) throws -> String { try self[column].decode(String.self) }
     func optionalText(_ column: String) throws -> String? { try self[column].decode(String?.self) }
     func integer(_ column: String) throws -> Int64 { try self[column].decode(Int64.self) }
+    func bool(_ column: String) throws -> Bool { try self[column].decode(Bool.self) }
     func optionalInteger(_ column: String) throws -> Int64? { try self[column].decode(Int64?.self) }
     func date(_ column: String) throws -> Date { try self[column].decode(Date.self) }
     func optionalDate(_ column: String) throws -> Date? { try self[column].decode(Date?.self) }

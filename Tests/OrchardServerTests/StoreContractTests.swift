@@ -125,7 +125,9 @@ struct StoreContractTests {
         }
     }
 
-    @Test("a move rolls back when the order is elsewhere; a refusal reopens the order for a new reference", arguments: Kind.enabled)
+    @Test(
+        "a move rolls back when the order or the payment is elsewhere; a refusal reopens the order for a new reference",
+        arguments: Kind.enabled)
     func orderCompareAndSet(kind: Kind) async throws {
         try await Self.withStore(kind) { store in
             try await store.insert(try Self.order("o2"))
@@ -134,6 +136,10 @@ struct StoreContractTests {
             move.order = (.open, .open)
             #expect(try await store.transition(PaymentTransition(paymentId: "p1", orderId: "o2", move: move, at: Self.now)) == nil)
             #expect(try await store.payment(id: "p1")?.state == .pending)
+            var elsewhere = PaymentLifecycle.move(.declined)
+            elsewhere.from = .unknown
+            #expect(try await store.transition(PaymentTransition(paymentId: "p1", orderId: "o2", move: elsewhere, at: Self.now)) == nil)
+            #expect(try await store.order(id: "o2")?.state == .pending, "the order's move is undone when the payment's fails")
             let declined = PaymentTransition(paymentId: "p1", orderId: "o2", move: PaymentLifecycle.move(.declined), at: Self.now)
             #expect(try await store.transition(declined)?.state == .refused)
             #expect(try await store.order(id: "o2")?.state == .open)
