@@ -99,6 +99,13 @@ extension PostgresStore {
     /// A socket or TLS failure in words.
     static func reason(_ error: any Error) -> String {
         if let io = error as? IOError { return io.description }
+        if let tls = error as? NIOSSLExtraError, tls == .failedToValidateHostname {
+            return "the server's TLS certificate does not name this host (store.postgres.host must be a name the certificate holds)"
+        }
+        if let tls = error as? NIOSSLError, case .handshakeFailed = tls {
+            return "the TLS handshake failed: the server's certificate does not chain to store.postgres.tls.caFile "
+                + "(or the system's CAs when there is none), or it has expired (\(tls))"
+        }
         if let connect = error as? NIOConnectionError {
             return connect.connectionErrors.first.map { reason($0.error) } ?? "\(connect)"
         }

@@ -113,7 +113,20 @@ public final class PostgresServer: Sendable {
 
     static let folderPrefix = "orchard-pg-"
 
-    private static func start() throws -> PostgresServer {
+    /// A cluster of its own (not the shared one), for a test that changes the server's settings:
+    /// `files` are written into its data folder (owned by the server's user, mode 0600) and
+    /// `settings` are passed as `-c name=value`. The caller stops it with ``stop()``.
+    public static func dedicated(settings: [String: String], files: [String: [UInt8]] = [:]) async throws -> PostgresServer {
+        try await offPool { try PostgresServer.start(settings: settings, files: files) }
+    }
+
+    /// Stops a dedicated cluster and removes its folder.
+    public func stop() {
+        Self.stop(folder: folder, binaries: binaries)
+        Self.toStop.withLock { $0.removeAll { $0.folder == folder } }
+    }
+
+    private static func start(settings: [String: String] = [:], files: [String: [UInt8]] = [:]) throws -> PostgresServer {
         let binaries = try findBinaries()
         removeAbandoned(binaries: binaries)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(folderPrefix + UUID().uuidString).path
@@ -129,6 +142,8 @@ public final class PostgresServer: Sendable {
                     "-D", folder + "/data", "-U", user, "--pwfile=\(folder)/password", "-A", "scram-sha-256", "-E", "UTF8",
                     "--locale=C", "--no-sync",
                 ])
+            for (name, bytes) in files { try writeOwned(bytes, to: folder + "/data/" + name) }
+            let extra = settings.sorted { $0.key < $1.key }.map { " -c \($0.key)=\($0.value)" }.joined()
             var lastError: (any Error)?
             for _ in 0..<5 {
                 let port = try freePort()
@@ -137,7 +152,7 @@ public final class PostgresServer: Sendable {
                         binaries + "/pg_ctl",
                         [
                             "-D", folder + "/data", "-l", folder + "/log", "-w", "-t", "60", "-o",
-                            "-p \(port) -k \(folder) -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=300", "start",
+                            "-p \(port) -k \(folder) -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=300" + extra, "start",
                         ])
                     stopAtExit(folder: folder, binaries: binaries)
                     return PostgresServer(port: port, folder: folder, password: password, binaries: binaries)
@@ -168,6 +183,17 @@ public final class PostgresServer: Sendable {
     }
 
     private static var isRoot: Bool { geteuid() == 0 }
+
+    /// A file only the server's user reads (PostgreSQL refuses a key file others can read).
+    private static func writeOwned(_ bytes: [UInt8], to path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
+            throw Failure(description: "cannot write \(path)")
+        }
+        guard isRoot else { return }
+        guard let account = getpwnam("postgres"), chown(path, account.pointee.pw_uid, account.pointee.pw_gid) == 0 else {
+            throw Failure(description: "cannot hand \(path) to the postgres user (errno \(errno))")
+        }
+    }
 
     /// As root, the folder becomes the `postgres` user's, since the server will not run as root.
     private static func handOver(_ folder: String) throws {
@@ -228,17 +254,21 @@ public final class PostgresServer: Sendable {
         try? FileManager.default.removeItem(atPath: folder)
     }
 
-    private static let toStop = Mutex<(folder: String, binaries: String)?>(nil)
+    private static let toStop = Mutex<[(folder: String, binaries: String)]>([])
 
     private static func stopAtExit(folder: String, binaries: String) {
-        toStop.withLock { $0 = (folder, binaries) }
+        let first = toStop.withLock { list in
+            list.append((folder, binaries))
+            return list.count == 1
+        }
+        guard first else { return }
         atexit {
-            guard let cluster = PostgresServer.toStop.withLock({ $0 }) else { return }
-            PostgresServer.stop(folder: cluster.folder, binaries: cluster.binaries)
+            for cluster in PostgresServer.toStop.withLock({ $0 }) {
+                PostgresServer.stop(folder: cluster.folder, binaries: cluster.binaries)
+            }
         }
     }
 
-    /// A counting semaphore for tasks.
     final class Slots: Sendable {
         private let state: Mutex<(free: Int, waiting: [CheckedContinuation<Void, Never>])>
 
