@@ -1,4 +1,6 @@
 import Logging
+import NIOCore
+import NIOPosix
 import OrchardCore
 import PostgresNIO
 
@@ -122,5 +124,56 @@ enum PostgresMigrations {
             _ = try? await connection.query("ROLLBACK", logger: logger)
             throw error
         }
+    }
+}
+
+extension PostgresStore {
+    /// What `orchard doctor` says of the database, read without changing anything: whether it
+    /// answers, and its schema version beside this Orchard's.
+    public static func inspect(
+        _ settings: PostgresSettings, logger: Logger, eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws(ConfigurationError) -> String {
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                on: eventLoops.any(), configuration: try connectionConfiguration(settings), id: 0, logger: logger)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(connectFailure(error, settings: settings))
+        }
+        let result: Result<String, ConfigurationError>
+        do {
+            result = .success(try await describeSchema(connection, settings: settings, logger: logger))
+        } catch {
+            result = .failure(error)
+        }
+        try? await connection.close()
+        return try result.get()
+    }
+
+    private static func describeSchema(
+        _ connection: PostgresConnection, settings: PostgresSettings, logger: Logger
+    ) async throws(ConfigurationError) -> String {
+        let place = "\(settings.database) on \(settings.location) (TLS \(settings.tls.rawValue))"
+        let newest = PostgresMigrations.all.last?.version ?? 0
+        let current: Int
+        do {
+            let exists = try await connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger).collect()
+            guard try exists.first?.makeRandomAccess()[0].decode(Bool.self) == true else {
+                return "\(place) answers; it has no Orchard tables yet (orchard serve creates them)"
+            }
+            let rows = try await connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).collect()
+            current = try rows.first?.makeRandomAccess()[0].decode(Int.self) ?? 0
+        } catch {
+            throw ConfigurationError("\(place) answers but its schema cannot be read: \(String(reflecting: error))")
+        }
+        guard current <= newest else {
+            throw ConfigurationError(
+                "\(place): the schema is version \(current), newer than this Orchard knows (\(newest)): run a newer Orchard")
+        }
+        return current == newest
+            ? "\(place) answers; schema version \(current), this Orchard's"
+            : "\(place) answers; schema version \(current), orchard serve will migrate it to \(newest)"
     }
 }

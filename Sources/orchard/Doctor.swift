@@ -10,9 +10,11 @@ import OrchardServer
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Check every merchant's certificates, keys, association file and (--live) Apple's answer.",
+        abstract: "Check the store, every merchant's certificates, keys, association file and (--live) Apple's answer.",
         discussion: """
-            One line per check, ✓ or ✗ with what to do. Each merchant's identity, merchant ID, \
+            One line per check, ✓ or ✗ with what to do. The store first: PostgreSQL must answer with \
+            a schema this Orchard can use (nothing is created or migrated), SQLite's folder must be \
+            writable. Each merchant's identity, merchant ID, \
             association file and processing keys are checked on their own, so one broken piece \
             does not hide the others. --live asks the configured gateway for a real merchant \
             session for each domain and reports Apple's answer in plain words. Exit status 0 only \
@@ -62,7 +64,8 @@ struct DoctorCommand: AsyncParsableCommand {
             sessions = AppleGatewayClient(http: http, endpoint: endpoint, logger: logger)
         }
         let probe = domains ? try makeProbe(http: http) : nil
-        let report = await Doctor(sessions: sessions, probe: probe).check(file: file, folder: folder, environment: environment)
+        var report = await Doctor(sessions: sessions, probe: probe).check(file: file, folder: folder, environment: environment)
+        report.checks.insert(await storeDoctorCheck(file, folder: folder, environment: environment), at: 0)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -144,7 +144,7 @@ struct PostgresStoreTests {
         }
     }
 
-    @Test("orchard keys works on a configured PostgreSQL store, its password read from the environment", .enabled(if: enabled))
+    @Test("orchard keys and doctor work on a configured PostgreSQL store, its password read from the environment", .enabled(if: enabled))
     func commandLine() async throws {
         let server = try await PostgresServer.shared()
         try await server.withDatabase(poolSize: 1) { settings in
@@ -164,6 +164,13 @@ struct PostgresStoreTests {
             #expect(String(decoding: listed.stdout, as: UTF8.self).contains(TestMaterial.merchantIdentifier))
             #expect(try await server.query(settings.database, "SELECT count(*) FROM api_keys") == "1", "the key is in PostgreSQL")
 
+            let doctor = try await OrchardProcess.runAsync(["doctor", "--config", path], environment: environment)
+            let store = String(decoding: doctor.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init)
+            #expect(
+                store
+                    == "✓ store PostgreSQL: \(settings.database) on 127.0.0.1:\(server.port) (TLS disable) answers; schema version 1, this Orchard's",
+                "\(doctor.stdout)")
+
             let wrong = try await OrchardProcess.runAsync(
                 ["keys", "list", "--config", path], environment: ["ORCHARD_TEST_PGPASSWORD": "wrong", "PATH": "/usr/bin:/bin"])
             #expect(wrong.status == 1)
@@ -171,6 +178,12 @@ struct PostgresStoreTests {
                 wrong.stderr
                     == "orchard: store.postgres: 127.0.0.1:\(server.port) refused the login: password authentication failed for user \"orchard\"\n"
             )
+            let refused = try await OrchardProcess.runAsync(
+                ["doctor", "--config", path], environment: ["ORCHARD_TEST_PGPASSWORD": "wrong", "PATH": "/usr/bin:/bin"])
+            #expect(refused.status == 1)
+            #expect(
+                String(decoding: refused.stdout, as: UTF8.self).hasPrefix(
+                    "✗ store PostgreSQL: 127.0.0.1:\(server.port) refused the login"), "\(refused.stdout)")
         }
     }
 }

@@ -156,3 +156,14 @@ extension ServerConfiguration {
         return (mode, bytes)
     }
 }
+
+extension ConfigurationFile {
+    /// The `store` section, checked (what `orchard doctor` connects to), and the SQLite folder
+    /// used when there is none.
+    public func storeSettings(relativeTo folder: String, environment: [String: String]) throws(ConfigurationError) -> (
+        store: StoreSettings, stateDirectory: String
+    ) {
+        let values = ConfigurationValues(folder: folder, environment: environment)
+        return (try ServerConfiguration.resolveStore(store, values: values), values.path(stateDirectory ?? "state"))
+    }
+}
