@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import OrchardCore
+import ServiceLifecycle
 
 /// Builds the Orchard application: routes, static files and the services behind them.
 ///
@@ -50,16 +51,7 @@ public func buildApplication(
     router.add(middleware: HTTPMetricsMiddleware(activity: activity))
     router.add(middleware: SecurityHeadersMiddleware(contentSecurityPolicy: configuration.contentSecurityPolicy))
     router.add(middleware: LogRequestsMiddleware(.debug))
-    if let folder = configuration.publicDirectory {
-        router.add(
-            middleware: StaticFilesMiddleware(
-                cache: StaticFileCache(folder: folder, time: time),
-                fallback: FileMiddleware(folder, searchForIndexHtml: true, logger: logger)))
-    } else {
-        router.add(
-            middleware: StaticFilesMiddleware(
-                cache: .builtIn, fallback: FileMiddleware(fileProvider: EmbeddedFileProvider.builtIn, searchForIndexHtml: true)))
-    }
+    addStaticFiles(to: router, folder: configuration.publicDirectory, time: time, logger: logger)
     let directory = directory ?? MerchantDirectory(configuration: configuration)
     for (partner, settings) in directory.settings {
         processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: partner)
@@ -107,30 +99,60 @@ public func buildApplication(
             await onServerRunning(channel.localAddress?.port ?? 0)
         },
         logger: logger)
-    app.addServices(
+    for service in backgroundServices(
+        configuration: configuration, store: store, engine: engine, directory: directory, processors: processors,
+        processorMaker: processorMaker, shopCalls: shopCalls, expiryCheckInterval: expiryCheckInterval, time: time, logger: logger)
+    {
+        app.addServices(service)
+    }
+    return app
+}
+
+/// The checkout page and static files, from memory: `folder`'s small files, or the page built into the binary.
+private func addStaticFiles(to router: Router<OrchardRequestContext>, folder: String?, time: TimeSource, logger: Logger) {
+    if let folder {
+        router.add(
+            middleware: StaticFilesMiddleware(
+                cache: StaticFileCache(folder: folder, time: time),
+                fallback: FileMiddleware(folder, searchForIndexHtml: true, logger: logger)))
+    } else {
+        router.add(
+            middleware: StaticFilesMiddleware(
+                cache: .builtIn, fallback: FileMiddleware(fileProvider: EmbeddedFileProvider.builtIn, searchForIndexHtml: true)))
+    }
+}
+
+/// The loops that run beside the server: expiry, reconciliation, purges, and those the configuration asks for.
+private func backgroundServices(
+    configuration: ServerConfiguration, store: any OrchardStore,
+    engine: PaymentsEngine, directory: MerchantDirectory, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?,
+    shopCalls: (any ShopTransport)?, expiryCheckInterval: Duration, time: TimeSource, logger: Logger
+) -> [any Service] {
+    var services: [any Service] = [
         CertificateExpiryMonitor(
             certificates: configuration.certificates, time: time, interval: expiryCheckInterval, logger: logger),
         PaymentReconciler(engine: engine, interval: configuration.reconciliation.interval, logger: logger),
         PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger),
-        RetentionPurge(store: store, policy: configuration.retention, time: time, logger: logger))
+        RetentionPurge(store: store, policy: configuration.retention, time: time, logger: logger),
+    ]
     if configuration.platform != nil {
         // Instances sharing one database learn each other's registrations within this interval.
-        app.addServices(
+        services.append(
             RegistrySync(
                 store: store, directory: directory, processors: processors, processorMaker: processorMaker,
                 interval: .seconds(2), logger: logger))
     }
     if let metrics = configuration.metrics {
-        app.addServices(
+        services.append(
             OperationalGauges(
                 store: store, certificates: configuration.certificates, time: time, interval: metrics.refreshInterval, logger: logger))
     }
     if let shopCalls {
-        app.addServices(
+        services.append(
             WebhookDispatcher(
                 store: store, transport: shopCalls, directory: directory, policy: configuration.webhooks, time: time, logger: logger))
     }
-    return app
+    return services
 }
 
 /// Logs what an operator should know about a configuration at startup.

@@ -100,12 +100,12 @@ struct LimitsConfigurationTests {
         let file = try ServerHarness.configurationFile(gatewayPort: 1, directory: directory)
         var json = try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(file)) as? [String: Any])
         let cases: [(String, Any, String)] = [
-            ("limits", ["merchantSession": ["perClientIP": ["perMinute": 1]]], "limits: unknown key merchantSession"),
-            ("limits", ["orders": ["perClient": ["perMinute": 1]]], "limits.orders: unknown key perClient"),
-            ("limits", ["orders": ["perClientIP": ["perMinutes": 1]]], "limits.orders.perClientIP: unknown key perMinutes"),
-            ("outbound", ["proxyURL": "http://p:1"], "outbound: unknown key proxyURL"),
-            ("retention", ["expiredOrderDays": 1], "retention: unknown key expiredOrderDays"),
-            ("orders", ["openFor": 1], "orders: unknown key openFor"),
+            ("limits", ["merchantSession": ["perClientIP": ["perMinute": 1]]], "limits.merchantSession: not a setting"),
+            ("limits", ["orders": ["perClient": ["perMinute": 1]]], "limits.orders.perClient: not a setting"),
+            ("limits", ["orders": ["perClientIP": ["perMinutes": 1]]], "limits.orders.perClientIP.perMinutes: not a setting"),
+            ("outbound", ["proxyURL": "http://p:1"], "outbound.proxyURL: not a setting"),
+            ("retention", ["expiredOrderDays": 1], "retention.expiredOrderDays: not a setting"),
+            ("orders", ["openFor": 1], "orders.openFor: not a setting"),
         ]
         for (section, value, expected) in cases {
             json[section] = value

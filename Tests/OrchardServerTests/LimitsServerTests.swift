@@ -37,9 +37,13 @@ enum RawSocket {
         guard connected == 0 else { return false }
         if !bytes.isEmpty { _ = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, 0) } }
         var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .seconds(patience)
         while true {
             let count = recv(socket, &buffer, buffer.count, 0)
             if count == 0 { return true }  // orderly close
+            // A signal (other tests' children exiting) interrupts a recv with a timeout even under
+            // SA_RESTART; that is not the server's doing, so wait on until the patience runs out.
+            if count < 0, errno == EINTR, ContinuousClock.now < deadline { continue }
             if count < 0 { return errno == ECONNRESET }  // EAGAIN: the patience ran out first
         }
     }

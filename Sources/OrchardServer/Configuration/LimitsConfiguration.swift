@@ -22,6 +22,17 @@ extension ConfigurationFile {
             self.paymentRequests = paymentRequests
             self.maxTrackedClients = maxTrackedClients
         }
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case merchantSessions, orders, paymentRequests, maxTrackedClients }
+
+        public init(from decoder: any Decoder) throws {
+            try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            merchantSessions = try container.decodeIfPresent(RateRules.self, forKey: .merchantSessions)
+            orders = try container.decodeIfPresent(RateRules.self, forKey: .orders)
+            paymentRequests = try container.decodeIfPresent(RateRules.self, forKey: .paymentRequests)
+            maxTrackedClients = try container.decodeIfPresent(Int.self, forKey: .maxTrackedClients)
+        }
     }
 
     /// One call's rates: each absent rule keeps its default; `{"perMinute": 0}` turns it off.
@@ -33,6 +44,15 @@ extension ConfigurationFile {
             self.perClientIP = perClientIP
             self.perMerchant = perMerchant
         }
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case perClientIP, perMerchant }
+
+        public init(from decoder: any Decoder) throws {
+            try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            perClientIP = try container.decodeIfPresent(Rate.self, forKey: .perClientIP)
+            perMerchant = try container.decodeIfPresent(Rate.self, forKey: .perMerchant)
+        }
     }
 
     /// A bucket: `perMinute` calls a minute on average, `burst` at once (default: a sixth of a minute's worth, at least 1).
@@ -43,6 +63,15 @@ extension ConfigurationFile {
         public init(perMinute: Int, burst: Int? = nil) {
             self.perMinute = perMinute
             self.burst = burst
+        }
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case perMinute, burst }
+
+        public init(from decoder: any Decoder) throws {
+            try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            perMinute = try container.decode(Int.self, forKey: .perMinute)
+            burst = try container.decodeIfPresent(Int.self, forKey: .burst)
         }
     }
 
@@ -64,6 +93,17 @@ extension ConfigurationFile {
             self.maxTransfers = maxTransfers
             self.maxConcurrentPerHost = maxConcurrentPerHost
             self.maxConcurrentPerMerchant = maxConcurrentPerMerchant
+        }
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case proxy, maxTransfers, maxConcurrentPerHost, maxConcurrentPerMerchant }
+
+        public init(from decoder: any Decoder) throws {
+            try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            proxy = try container.decodeIfPresent(String.self, forKey: .proxy)
+            maxTransfers = try container.decodeIfPresent(Int.self, forKey: .maxTransfers)
+            maxConcurrentPerHost = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentPerHost)
+            maxConcurrentPerMerchant = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentPerMerchant)
         }
     }
 }

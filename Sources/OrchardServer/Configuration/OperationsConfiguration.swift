@@ -10,6 +10,14 @@ extension ConfigurationFile {
         public init(openForSeconds: Int? = nil) {
             self.openForSeconds = openForSeconds
         }
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case openForSeconds }
+
+        public init(from decoder: any Decoder) throws {
+            try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            openForSeconds = try container.decodeIfPresent(Int.self, forKey: .openForSeconds)
+        }
     }
 
     /// `retention`: how long finished rows are kept before the hourly purge deletes them.
@@ -26,6 +34,16 @@ extension ConfigurationFile {
             self.expiredOrdersDays = expiredOrdersDays
             self.deliveredWebhooksDays = deliveredWebhooksDays
             self.failedWebhooksDays = failedWebhooksDays
+        }
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case expiredOrdersDays, deliveredWebhooksDays, failedWebhooksDays }
+
+        public init(from decoder: any Decoder) throws {
+            try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            expiredOrdersDays = try container.decodeIfPresent(Int.self, forKey: .expiredOrdersDays)
+            deliveredWebhooksDays = try container.decodeIfPresent(Int.self, forKey: .deliveredWebhooksDays)
+            failedWebhooksDays = try container.decodeIfPresent(Int.self, forKey: .failedWebhooksDays)
         }
     }
 }
@@ -90,38 +108,5 @@ extension ServerConfiguration {
         policy.deliveredWebhooks = try days(file?.deliveredWebhooksDays, "deliveredWebhooksDays", default: policy.deliveredWebhooks)
         policy.failedWebhooks = try days(file?.failedWebhooksDays, "failedWebhooksDays", default: policy.failedWebhooks)
         return policy
-    }
-}
-
-extension ConfigurationFile {
-    /// The keys each section added with limits and retention knows: a misspelt one is refused
-    /// rather than silently left at its default.
-    static let operationsKeys: [String: Set<String>] = [
-        "limits": ["merchantSessions", "orders", "paymentRequests", "maxTrackedClients"],
-        "limits.merchantSessions": ["perClientIP", "perMerchant"],
-        "limits.orders": ["perClientIP", "perMerchant"],
-        "limits.paymentRequests": ["perClientIP", "perMerchant"],
-        "outbound": ["proxy", "maxTransfers", "maxConcurrentPerHost", "maxConcurrentPerMerchant"],
-        "orders": ["openForSeconds"],
-        "retention": ["expiredOrdersDays", "deliveredWebhooksDays", "failedWebhooksDays"],
-    ]
-
-    /// Refuses unknown keys in the `limits`, `outbound`, `orders` and `retention` sections.
-    static func checkOperationsKeys(_ data: Data) throws(ConfigurationError) {
-        guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return }
-        for (path, known) in operationsKeys.sorted(by: { $0.key < $1.key }) {
-            var node: Any? = root
-            for part in path.split(separator: ".") { node = (node as? [String: Any])?[String(part)] }
-            guard let section = node as? [String: Any] else { continue }
-            if let unknown = section.keys.sorted().first(where: { !known.contains($0) }) {
-                throw ConfigurationError("\(path): unknown key \(unknown) (known: \(known.sorted().joined(separator: ", ")))")
-            }
-            for (key, value) in section where path.hasPrefix("limits.") {
-                guard let rate = value as? [String: Any] else { continue }
-                if let unknown = rate.keys.sorted().first(where: { !["perMinute", "burst"].contains($0) }) {
-                    throw ConfigurationError("\(path).\(key): unknown key \(unknown) (known: burst, perMinute)")
-                }
-            }
-        }
     }
 }

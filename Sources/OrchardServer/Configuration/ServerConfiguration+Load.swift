@@ -305,7 +305,6 @@ extension ConfigurationFile {
         } catch {
             throw ConfigurationError("\(path): cannot read the configuration file (\(ServerConfiguration.reason(error)))")
         }
-        try checkOperationsKeys(data)
         do {
             return try JSONDecoder().decode(ConfigurationFile.self, from: data)
         } catch {
