@@ -55,6 +55,8 @@ public struct ApplePayError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidCatalogue
         /// A Web Merchant Registration request Apple would refuse.
         case invalidRegistration
+        /// A recurring, deferred or automatic-reload description the sheet or a processor would refuse.
+        case invalidAgreement
     }
 
     public var code: Code

@@ -6,6 +6,15 @@ public struct ApplePayLineItem: Sendable, Codable, Equatable {
     /// A decimal string in the currency's exponent.
     public var amount: String
     public var type: String
+    /// `immediate` (absent), `recurring`, `deferred` or `automaticReload`; the fields below go with it.
+    /// Dates are ISO-8601 strings here: the page turns them into JavaScript `Date`s, which Apple Pay JS requires.
+    public var paymentTiming: String? = nil
+    public var recurringPaymentStartDate: String? = nil
+    public var recurringPaymentIntervalUnit: String? = nil
+    public var recurringPaymentIntervalCount: Int? = nil
+    public var recurringPaymentEndDate: String? = nil
+    public var deferredPaymentDate: String? = nil
+    public var automaticReloadPaymentThresholdAmount: String? = nil
 }
 
 /// Apple Pay JS's `ApplePayShippingMethod`.
@@ -58,6 +67,10 @@ public struct ApplePayPaymentRequest: Sendable, Codable, Equatable {
     public var couponCode: String?
     /// Base64; the token carries SHA-256 of its bytes in `header.applicationData`.
     public var applicationData: String
+    /// At most one of these, from the payment's ``PaymentAgreement`` (``setAgreement(_:)``).
+    public var recurringPaymentRequest: ApplePayRecurringPaymentRequest?
+    public var deferredPaymentRequest: ApplePayDeferredPaymentRequest?
+    public var automaticReloadPaymentRequest: ApplePayAutomaticReloadPaymentRequest?
 
     public init(order: PricedOrder, catalogue: Catalogue, displayName: String, applicationData: [UInt8]) {
         self.init(
