@@ -138,6 +138,53 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
         public var paymentDataType: String
         /// The 3-D Secure credentials: the cryptogram and, for some networks, the ECI.
         public var paymentData: Credentials?
+        /// A merchant token's identifier at the network (recurring, deferred and automatic-reload
+        /// payments): the account number is then an MPAN, and this is what Apple's token events name.
+        public var merchantTokenIdentifier: String?
+        /// The merchant token's card art and card details; nil when absent or in a shape not known yet.
+        public var merchantTokenMetadata: MerchantTokenMetadata?
+
+        enum CodingKeys: String, CodingKey {
+            case applicationPrimaryAccountNumber, applicationExpirationDate, currencyCode, transactionAmount, cardholderName
+            case deviceManufacturerIdentifier, paymentDataType, paymentData, merchantTokenIdentifier, merchantTokenMetadata
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            applicationPrimaryAccountNumber = try container.decode(String.self, forKey: .applicationPrimaryAccountNumber)
+            applicationExpirationDate = try container.decode(String.self, forKey: .applicationExpirationDate)
+            currencyCode = try container.decode(String.self, forKey: .currencyCode)
+            transactionAmount = try container.decode(Int64.self, forKey: .transactionAmount)
+            cardholderName = try container.decodeIfPresent(String.self, forKey: .cardholderName)
+            deviceManufacturerIdentifier = try container.decodeIfPresent(String.self, forKey: .deviceManufacturerIdentifier)
+            paymentDataType = try container.decode(String.self, forKey: .paymentDataType)
+            paymentData = try container.decodeIfPresent(Credentials.self, forKey: .paymentData)
+            merchantTokenIdentifier = try container.decodeIfPresent(String.self, forKey: .merchantTokenIdentifier)
+            // Apple documents this object's shape for token events, not inside the token: a shape
+            // that differs must not refuse a payment Apple signed, so it is then left out.
+            merchantTokenMetadata = try? container.decodeIfPresent(MerchantTokenMetadata.self, forKey: .merchantTokenMetadata)
+        }
+    }
+
+    /// Apple's `MerchantTokenMetadata`: what a shop may show of the card behind a merchant token.
+    public struct MerchantTokenMetadata: Sendable, Codable, Equatable {
+        public struct CardArt: Sendable, Codable, Equatable {
+            public var name: String?
+            public var type: String?
+            public var url: String?
+        }
+
+        public struct CardMetadata: Sendable, Codable, Equatable {
+            public var cardCountry: String?
+            public var expirationDate: String?
+            /// The last digits of the card's own number (not the token's).
+            public var fpanSuffix: String?
+            public var shortDescription: String?
+            public var longDescription: String?
+        }
+
+        public var cardArt: [CardArt]?
+        public var cardMetadata: CardMetadata?
     }
 
     /// `paymentData` of a `3DSecure` payment.
@@ -170,6 +217,8 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "DecryptedPayment(\(fields.paymentDataType), amount \(fields.transactionAmount) in \(fields.currencyCode), account ••••\(lastFour))"
+        let token = fields.merchantTokenIdentifier == nil ? "" : ", merchant token"
+        return
+            "DecryptedPayment(\(fields.paymentDataType), amount \(fields.transactionAmount) in \(fields.currencyCode), account ••••\(lastFour)\(token))"
     }
 }

@@ -157,6 +157,25 @@ public struct TokenMinter: Sendable {
             """.utf8)
     }
 
+    /// A merchant-token payload (recurring, deferred, automatic reload): the account number is an
+    /// MPAN, with the token's identifier and metadata in the shape Apple's token events use.
+    public static func merchantTokenPayload(
+        amount: Int, currencyCode: String = "978", mpan: String = "5204240750197840", merchantTokenIdentifier: String,
+        fpanSuffix: String = "4242"
+    ) -> [UInt8] {
+        let cryptogram = Data((0..<20).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        return Array(
+            """
+            {"applicationPrimaryAccountNumber":"\(mpan)","applicationExpirationDate":"301231","currencyCode":"\(currencyCode)",\
+            "transactionAmount":\(amount),"deviceManufacturerIdentifier":"040010030273","paymentDataType":"3DSecure",\
+            "paymentData":{"onlinePaymentCryptogram":"\(cryptogram)","eciIndicator":"7"},\
+            "merchantTokenIdentifier":"\(merchantTokenIdentifier)",\
+            "merchantTokenMetadata":{"cardArt":[{"name":"card","type":"image/png","url":"https://example.invalid/art.png"}],\
+            "cardMetadata":{"cardCountry":"FR","expirationDate":"20301231","fpanSuffix":"\(fpanSuffix)",\
+            "shortDescription":"Test Card"}}}
+            """.utf8)
+    }
+
     static func seal(_ payload: [UInt8], key: SymmetricKey) throws -> [UInt8] {
         let box = try AES.GCM.seal(payload, using: key, nonce: AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 16)))
         return Array(box.ciphertext) + Array(box.tag)

@@ -41,6 +41,29 @@ struct TokenMinterTests {
         #expect(throws: ApplePayError.self) { _ = try verifier.verify(tampered, at: now) }
     }
 
+    @Test("a merchant-token payment decrypts with its token identifier and card metadata; a metadata shape not known is left out")
+    func merchantToken() throws {
+        let key = P256.KeyAgreement.PrivateKey()
+        let decryptor = TokenDecryptor(keys: [
+            try ProcessingKey(privateKeyPEM: key.pemRepresentation, merchantIdentifier: Self.merchant)
+        ])
+        let payload = TokenMinter.merchantTokenPayload(amount: 1250, merchantTokenIdentifier: "DNITHE302308980427388297")
+        let token = try minter.mintEC(payload: payload, to: key.publicKey, merchantIdentifier: Self.merchant)
+        let decrypted = try decryptor.decrypt(try verifier.verify(token, at: Date()).decoded)
+        #expect(decrypted.fields.merchantTokenIdentifier == "DNITHE302308980427388297")
+        #expect(decrypted.fields.merchantTokenMetadata?.cardMetadata?.fpanSuffix == "4242")
+        #expect(decrypted.fields.merchantTokenMetadata?.cardArt?.first?.type == "image/png")
+        #expect(!decrypted.description.contains("5204240750197840") && decrypted.description.contains("merchant token"))
+
+        var odd = String(decoding: payload, as: UTF8.self)
+        odd = odd.replacingOccurrences(of: "\"cardArt\":[", with: "\"cardArt\":{\"list\":[").replacingOccurrences(
+            of: "}],\"cardMetadata\"", with: "}]},\"cardMetadata\"")
+        let oddToken = try minter.mintEC(payload: Array(odd.utf8), to: key.publicKey, merchantIdentifier: Self.merchant)
+        let tolerated = try decryptor.decrypt(try verifier.verify(oddToken, at: Date()).decoded)
+        #expect(tolerated.fields.merchantTokenIdentifier == "DNITHE302308980427388297")
+        #expect(tolerated.fields.merchantTokenMetadata == nil, "cardArt as an object is not Apple's documented shape")
+    }
+
     @Test("RSA_v1 without applicationData")
     func rsa() throws {
         let key = try _RSA.Encryption.PrivateKey(keySize: .bits2048)
