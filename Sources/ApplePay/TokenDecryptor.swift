@@ -172,6 +172,12 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
             public var name: String?
             public var type: String?
             public var url: String?
+
+            public init(name: String? = nil, type: String? = nil, url: String? = nil) {
+                self.name = name
+                self.type = type
+                self.url = url
+            }
         }
 
         public struct CardMetadata: Sendable, Codable, Equatable {
@@ -181,10 +187,26 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
             public var fpanSuffix: String?
             public var shortDescription: String?
             public var longDescription: String?
+
+            public init(
+                cardCountry: String? = nil, expirationDate: String? = nil, fpanSuffix: String? = nil, shortDescription: String? = nil,
+                longDescription: String? = nil
+            ) {
+                self.cardCountry = cardCountry
+                self.expirationDate = expirationDate
+                self.fpanSuffix = fpanSuffix
+                self.shortDescription = shortDescription
+                self.longDescription = longDescription
+            }
         }
 
         public var cardArt: [CardArt]?
         public var cardMetadata: CardMetadata?
+
+        public init(cardArt: [CardArt]? = nil, cardMetadata: CardMetadata? = nil) {
+            self.cardArt = cardArt
+            self.cardMetadata = cardMetadata
+        }
     }
 
     /// `paymentData` of a `3DSecure` payment.

@@ -100,6 +100,27 @@ final class SimulatedProcessor: PaymentProcessor {
     }
 
     func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {
+        var outcome = try await answer(request.reference)
+        if request.storeCredential != nil, outcome.status == .authorized {
+            outcome.storedCredential = StoredCredential(
+                reference: "tok-" + request.reference, schemeReference: "scheme-" + request.reference)
+        }
+        return outcome
+    }
+
+    /// Mandate charges follow the same script and idempotency as payments, by reference.
+    func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome {
+        try await answer(request.reference)
+    }
+
+    /// Stored credentials deleted, by reference.
+    let deleted = Mutex<[String]>([])
+
+    func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError) {
+        deleted.withLock { $0.append(mandate.credential.reference) }
+    }
+
+    private func answer(_ reference: String) async throws -> AuthorizationOutcome {
         if gate.withLock({ $0.holding }) {
             await withCheckedContinuation { continuation in
                 gate.withLock { $0.waiting = continuation }
@@ -109,13 +130,13 @@ final class SimulatedProcessor: PaymentProcessor {
         let (behaviour, record) = state.withLock { state in
             state.requests += 1
             let behaviour: SimulatedBehaviour
-            if let own = state.byReference[request.reference], !own.isEmpty {
+            if let own = state.byReference[reference], !own.isEmpty {
                 behaviour = own[0]
-                state.byReference[request.reference]?.removeFirst()
+                state.byReference[reference]?.removeFirst()
             } else {
                 behaviour = state.next.isEmpty ? .authorize : state.next.removeFirst()
             }
-            return (behaviour, state.records[request.reference])
+            return (behaviour, state.records[reference])
         }
         if behaviour == .serverError { throw ProcessorNoAnswer("HTTP 503") }
         if behaviour == .badRequest { return AuthorizationOutcome(status: .failed, code: "bodyDoesNotMatchSchema") }
@@ -127,15 +148,15 @@ final class SimulatedProcessor: PaymentProcessor {
                 throw ProcessorNoAnswer("HTTP 409 in progress")
             }
             if behaviour == .dropAfterCharge || behaviour == .delayPastTimeout { throw ProcessorNoAnswer("no answer to a replay") }
-            return AuthorizationOutcome(status: record.authorized ? .authorized : .refused, processorReference: request.reference)
+            return AuthorizationOutcome(status: record.authorized ? .authorized : .refused, processorReference: reference)
         }
         let authorized = behaviour != .refuse
         let busy = behaviour == .delayPastTimeout ? now.addingTimeInterval(20) : now
-        state.withLock { $0.records[request.reference] = Record(authorized: authorized, busyUntil: busy) }
+        state.withLock { $0.records[reference] = Record(authorized: authorized, busyUntil: busy) }
         switch behaviour {
         case .dropAfterCharge: throw ProcessorNoAnswer("connection reset")
         case .delayPastTimeout: throw ProcessorNoAnswer("timeout")
-        default: return AuthorizationOutcome(status: authorized ? .authorized : .refused, processorReference: request.reference)
+        default: return AuthorizationOutcome(status: authorized ? .authorized : .refused, processorReference: reference)
         }
     }
 

@@ -12,13 +12,40 @@ public struct AuthorizationRequest: Sendable {
     public var reference: String
     /// The billing contact's name, when the page sent one.
     public var cardholderName: String?
+    /// Set when the payment sets up a mandate (a recurring, deferred or automatic-reload
+    /// agreement): the processor is asked to store the credential for later merchant-initiated
+    /// charges used this way, and answers with ``AuthorizationOutcome/storedCredential``.
+    public var storeCredential: CredentialUsage?
 
-    public init(order: OrderRecord, token: PaymentToken, payment: DecryptedPayment, reference: String, cardholderName: String? = nil) {
+    public init(
+        order: OrderRecord, token: PaymentToken, payment: DecryptedPayment, reference: String, cardholderName: String? = nil,
+        storeCredential: CredentialUsage? = nil
+    ) {
         self.order = order
         self.token = token
         self.payment = payment
         self.reference = reference
         self.cardholderName = cardholderName
+        self.storeCredential = storeCredential
+    }
+}
+
+/// A merchant-initiated charge of a mandate: the shopper is not present, the processor charges
+/// the credential it stored at the mandate's first payment.
+public struct MandateChargeRequest: Sendable {
+    public var mandate: MandateRecord
+    /// The charge's own order (its amount and currency).
+    public var order: OrderRecord
+    /// The idempotency reference of this attempt: the same after an unknown outcome.
+    public var reference: String
+    /// How often this reference was sent, this send included.
+    public var sends: Int
+
+    public init(mandate: MandateRecord, order: OrderRecord, reference: String, sends: Int = 1) {
+        self.mandate = mandate
+        self.order = order
+        self.reference = reference
+        self.sends = sends
     }
 }
 
@@ -41,15 +68,20 @@ public struct AuthorizationOutcome: Sendable, Equatable {
     public var message: String?
     /// Follow-up actions (`settle`, `cancel`) and their URLs.
     public var links: [String: String]
+    /// What the processor stored when asked to (``AuthorizationRequest/storeCredential``); nil
+    /// when it was not asked, or did not store it (the mandate is then not created).
+    public var storedCredential: StoredCredential?
 
     public init(
-        status: Status, processorReference: String? = nil, code: String? = nil, message: String? = nil, links: [String: String] = [:]
+        status: Status, processorReference: String? = nil, code: String? = nil, message: String? = nil, links: [String: String] = [:],
+        storedCredential: StoredCredential? = nil
     ) {
         self.status = status
         self.processorReference = processorReference
         self.code = code
         self.message = message
         self.links = links
+        self.storedCredential = storedCredential
     }
 }
 
@@ -82,6 +114,11 @@ public protocol PaymentProcessor: Sendable {
     /// error) when the outcome is not definite: the refund is then unknown and a retry re-sends
     /// the same reference.
     func refund(_ request: RefundRequest) async throws -> RefundOutcome
+    /// Charges a mandate's stored credential, merchant-initiated. Throws (any error) when the
+    /// outcome is not definite, exactly as ``authorize(_:)``.
+    func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome
+    /// Deletes the stored credential at the processor when its mandate ends.
+    func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError)
 }
 
 /// A refund of a settled payment, as the processor is handed it.
@@ -135,8 +172,17 @@ public struct RecordOnlyProcessor: PaymentProcessor {
     public var name: String { "record" }
 
     public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {
+        AuthorizationOutcome(
+            status: .authorized, processorReference: "recorded:\(request.reference)",
+            storedCredential: request.storeCredential.map { _ in StoredCredential(reference: "recorded:\(request.reference)") })
+    }
+
+    /// Recorded for the back office, which charges the mandate with its own processor.
+    public func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome {
         AuthorizationOutcome(status: .authorized, processorReference: "recorded:\(request.reference)")
     }
+
+    public func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError) {}
 
     /// Nothing to call: the back office settles with its own processor; Orchard records the state.
     public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] { [:] }

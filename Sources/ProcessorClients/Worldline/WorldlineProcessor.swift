@@ -246,4 +246,13 @@ public struct WorldlineProcessor: PaymentProcessor {
         default: nil
         }
     }
+
+    // TODO(issue 15, processors helper): merchant-initiated charges.
+    public func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome {
+        throw ProcessorNoAnswer("merchant-initiated charges are not built yet")
+    }
+
+    public func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError) {
+        throw ProcessorActionError("not built yet")
+    }
 }

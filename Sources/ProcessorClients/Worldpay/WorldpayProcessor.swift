@@ -166,4 +166,13 @@ public struct WorldpayProcessor: PaymentProcessor {
         default: nil
         }
     }
+
+    // TODO(issue 15, processors helper): merchant-initiated charges.
+    public func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome {
+        throw ProcessorNoAnswer("merchant-initiated charges are not built yet")
+    }
+
+    public func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError) {
+        throw ProcessorActionError("not built yet")
+    }
 }

@@ -1,0 +1,38 @@
+import ApplePay
+import Foundation
+
+/// One event of Apple's Merchant Token Management API, as Apple's gateway describes it when
+/// asked for the event named in a notification.
+public struct MerchantTokenEvent: Sendable, Codable, Equatable {
+    /// Apple's event types; others may come and are kept as they are.
+    public static let unlink = "UNLINK"
+    public static let updatedMetadata = "UPDATED_METADATA"
+    public static let updatedCardArt = "UPDATED_CARD_ART"
+    public static let updatedPublicKey = "UPDATED_MERCHANT_TOKEN_PUBLIC_KEY"
+
+    public var eventType: String
+    public var merchantTokenIdentifier: String
+    /// Who originated the event (the user or the card issuer), in Apple's words.
+    public var reason: String?
+    public var merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata?
+
+    public init(
+        eventType: String, merchantTokenIdentifier: String, reason: String? = nil,
+        merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata? = nil
+    ) {
+        self.eventType = eventType
+        self.merchantTokenIdentifier = merchantTokenIdentifier
+        self.reason = reason
+        self.merchantTokenMetadata = merchantTokenMetadata
+    }
+}
+
+/// Apple's Merchant Token Management API, called over mutual TLS with the merchant's identity
+/// (a registered merchant's calls carry the platform integrator's).
+public protocol MerchantTokenService: Sendable {
+    /// The details of an event Apple notified: `GET /paymentservices/v1/merchantId/{merchantId}/merchantToken/event/{eventId}`.
+    /// An event Apple does not know is ``GatewayError/Kind/rejected`` with Apple's status.
+    func event(id: String, for merchant: MerchantConfiguration) async throws(GatewayError) -> MerchantTokenEvent
+    /// Ends a merchant token at Apple: `POST …/merchantToken/unlink` (204).
+    func unlink(merchantTokenIdentifier: String, for merchant: MerchantConfiguration) async throws(GatewayError)
+}
