@@ -109,6 +109,9 @@ public struct PricedOrder: Sendable, Codable, Equatable {
     /// The rest of the address Apple Pay reveals before payment, for a shop that prices by it.
     public var shippingAddress: RedactedAddress?
     public var total: Int64
+    /// What the payment sets up beyond itself (a shop-priced cart only): the first payment then
+    /// stores the credential for the agreement's later charges.
+    public var agreement: PaymentAgreement?
 
     public init(
         currency: String, lines: [Line], items: [CartItem], subtotal: Int64, shippingMethod: Catalogue.ShippingMethod?,

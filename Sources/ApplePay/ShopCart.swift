@@ -28,6 +28,8 @@ public struct ShopCart: Sendable, Codable, Equatable {
     public var requiredShippingContactFields: [String]
     public var requiredBillingContactFields: [String]
     public var supportedNetworks: [String]
+    /// A recurring, deferred or automatic-reload agreement the payment sets up (Apple Pay JS 14+).
+    public var agreement: PaymentAgreement?
 
     public static let maximumLines = 50
     public static let maximumShippingMethods = 20
@@ -46,8 +48,9 @@ public struct ShopCart: Sendable, Codable, Equatable {
     public init(
         currency: String, countryCode: String, amount: Int64, lines: [Line] = [], shippingMethods: [Catalogue.ShippingMethod] = [],
         requiredShippingContactFields: [String] = [], requiredBillingContactFields: [String] = [],
-        supportedNetworks: [String] = ShopCart.defaultNetworks
+        supportedNetworks: [String] = ShopCart.defaultNetworks, agreement: PaymentAgreement? = nil
     ) {
+        self.agreement = agreement
         self.currency = currency
         self.countryCode = countryCode
         self.amount = amount
@@ -115,21 +118,26 @@ public struct ShopCart: Sendable, Codable, Equatable {
         let priced = lines.enumerated().map { index, line in
             PricedOrder.Line(productId: "line-\(index + 1)", label: line.label, quantity: 1, unitPrice: line.amount, amount: line.amount)
         }
-        return PricedOrder(
+        var order = PricedOrder(
             currency: currency, lines: priced, items: [], subtotal: amount, shippingMethod: method, couponCode: nil, discount: 0,
             shippingCountry: country, total: amount + (method?.amount ?? 0))
+        order.agreement = agreement
+        return order
     }
 
     /// The Apple Pay JS request for `order` (this cart priced); coupons only when the shop prices them.
     public func paymentRequest(_ order: PricedOrder, displayName: String, applicationData: [UInt8], supportsCoupons: Bool = false)
         -> ApplePayPaymentRequest
     {
-        ApplePayPaymentRequest(
+        var request = ApplePayPaymentRequest(
             order: order, countryCode: countryCode, supportedNetworks: supportedNetworks,
             shippingMethods: ApplePayPaymentRequest.shippingMethods(order, available: shippingMethods(for: order.shippingCountry)),
             requiredShippingContactFields: requiredShippingContactFields,
             requiredBillingContactFields: requiredBillingContactFields.isEmpty ? nil : requiredBillingContactFields,
             supportsCouponCode: supportsCoupons, displayName: displayName, applicationData: applicationData)
+        // The page sets tokenNotificationURL: only it knows the public address Orchard is reached at.
+        if let agreement { request.setAgreement(agreement, tokenNotificationURL: nil) }
+        return request
     }
 
     static func isCountry(_ code: String) -> Bool {

@@ -20,7 +20,24 @@ enum PostgresMigrations {
     static let lockKey: Int64 = 0x6F72_6368_6172_6400  // "orchard\0"
 
     static let all: [Migration] = [
-        Migration(version: 1, description: "orders, payments, registry, payments API and webhook outbox", statements: initial)
+        Migration(version: 1, description: "orders, payments, registry, payments API and webhook outbox", statements: initial),
+        Migration(version: 2, description: "mandates, and the merchant token a payment came with", statements: mandates),
+    ]
+
+    static let mandates = [
+        """
+        ALTER TABLE payments ADD COLUMN mandate_id text, ADD COLUMN merchant_token_id text, ADD COLUMN merchant_token_metadata text
+        """,
+        """
+        CREATE TABLE mandates (
+            seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE, id text PRIMARY KEY, merchant text NOT NULL, kind text NOT NULL,
+            payment_id text NOT NULL REFERENCES payments (id), order_id text NOT NULL, processor text NOT NULL, credential text NOT NULL,
+            merchant_token_id text, merchant_token_metadata text, currency text NOT NULL, network text, last_four text NOT NULL,
+            description text NOT NULL, state text NOT NULL, ended_reason text, created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL, ended_at timestamptz)
+        """,
+        "CREATE INDEX mandates_by_merchant ON mandates (merchant, created_at)",
+        "CREATE INDEX mandates_by_token ON mandates (merchant_token_id)",
     ]
 
     /// Timestamps are `timestamptz` (microseconds); `seq` keeps insertion order where rows tie on time.

@@ -8,7 +8,8 @@ import PostgresNIO
 extension PostgresStore {
     static let paymentColumns = """
         id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at, processor, \
-        reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at
+        reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at, mandate_id, \
+        merchant_token_id, merchant_token_metadata
         """
 
     public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
@@ -87,6 +88,7 @@ extension PostgresStore {
     private func insertPayment(_ payment: PaymentRecord, sealed: [UInt8], on connection: PostgresConnection) async throws -> PaymentRecord?
     {
         let links = try Self.json(payment.links)
+        let metadata = try payment.merchantTokenMetadata.map(Self.json)
         return try await connection.rows(
             """
             INSERT INTO payments (\(unescaped: Self.paymentColumns), retry_payload) VALUES (
@@ -94,7 +96,7 @@ extension PostgresStore {
             \(payment.currency), \(payment.network), \(payment.lastFour), \(payment.processorReference), \(payment.createdAt),
             \(payment.processor), \(payment.reference), \(payment.processorCode), \(payment.processorMessage), \(links),
             \(payment.updatedAt), \(Int64(payment.sends)), \(Int64(payment.reconcileAttempts)), \(payment.nextReconcileAt),
-            \(sealed.bytea)) RETURNING \(unescaped: Self.paymentColumns)
+            \(payment.mandateId), \(payment.merchantTokenIdentifier), \(metadata), \(sealed.bytea)) RETURNING \(unescaped: Self.paymentColumns)
             """, logger
         ).first.map(Self.payment)
     }
@@ -119,7 +121,7 @@ extension PostgresStore {
                         processor_code = CASE WHEN \(outcome != nil) THEN \(outcome?.code) ELSE processor_code END,
                         processor_message = CASE WHEN \(outcome != nil) THEN \(outcome?.message) ELSE processor_message END,
                         links = COALESCE(\(links), links), sends = sends + \(counts), reconcile_attempts = reconcile_attempts + \(counts),
-                        next_reconcile_at = \(change.nextReconcileAt),
+                        next_reconcile_at = \(change.nextReconcileAt), mandate_id = COALESCE(\(change.mandate?.id), mandate_id),
                         retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(change.move.to)) THEN NULL ELSE retry_payload END
                         WHERE id = \(change.paymentId) AND order_id = \(change.orderId) AND state = \(from.rawValue)
                         AND EXISTS (SELECT 1 FROM moved_order)
@@ -136,6 +138,7 @@ extension PostgresStore {
                 {
                     try await insertPaymentEvent(type, payment: payment, merchant: merchant, on: connection, at: change.at)
                 }
+                if let mandate = change.mandate { try await insertMandate(mandate, payment: payment, on: connection) }
                 return payment
             }
         } catch is Conflict {
@@ -198,7 +201,10 @@ extension PostgresStore {
             processorReference: try row.optionalText("processor_reference"), processorCode: try row.optionalText("processor_code"),
             processorMessage: try row.optionalText("processor_message"), links: try decode([String: String].self, try row.text("links")),
             sends: Int(try row.integer("sends")), reconcileAttempts: Int(try row.integer("reconcile_attempts")),
-            nextReconcileAt: try row.optionalDate("next_reconcile_at"), createdAt: try row.date("created_at"),
-            updatedAt: try row.date("updated_at"))
+            nextReconcileAt: try row.optionalDate("next_reconcile_at"), mandateId: try row.optionalText("mandate_id"),
+            merchantTokenIdentifier: try row.optionalText("merchant_token_id"),
+            merchantTokenMetadata: try row.optionalText("merchant_token_metadata").flatMap {
+                try? decode(DecryptedPayment.MerchantTokenMetadata.self, $0)
+            }, createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"))
     }
 }

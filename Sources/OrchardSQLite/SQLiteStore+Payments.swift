@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import OrchardCore
 
@@ -14,11 +15,15 @@ extension SQLiteStore {
         ("reconcile_attempts", "INTEGER NOT NULL DEFAULT 0"),
         ("next_reconcile_at", "INTEGER"),
         ("retry_payload", "BLOB"),
+        ("mandate_id", "TEXT"),
+        ("merchant_token_id", "TEXT"),
+        ("merchant_token_metadata", "TEXT"),
     ]
 
     static let paymentColumns = """
         id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at,
-        processor, reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at
+        processor, reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at,
+        mandate_id, merchant_token_id, merchant_token_metadata
         """
 
     static func migratePayments(_ database: SQLiteDatabase) throws {
@@ -77,7 +82,7 @@ extension SQLiteStore {
                     record.reference = "\(draft.orderId)-\(count + 1)"
                     record.state = .pending
                     try db.execute(
-                        "INSERT INTO payments (\(Self.paymentColumns), retry_payload) VALUES (\(Self.placeholders(20)))",
+                        "INSERT INTO payments (\(Self.paymentColumns), retry_payload) VALUES (\(Self.placeholders(23)))",
                         try Self.values(record) + [.blob(claim.sealedRequest)])
                 case .unknown where unknown != nil:
                     try db.execute(
@@ -145,10 +150,13 @@ extension SQLiteStore {
                         "UPDATE orders SET state = ? WHERE id = ? AND state = ?",
                         [.text(change.move.order.to.rawValue), .text(change.orderId), .text(change.move.order.from.rawValue)])
                     guard order == 1 else { throw Conflict() }
-                    let payment = try Self.payment(id: change.paymentId, in: db)
+                    var payment = try Self.payment(id: change.paymentId, in: db)
+                    // The payment's own event first, naming its mandate.
+                    if let mandate = change.mandate { payment.mandateId = mandate.id }
                     if let type = change.move.event.webhook, try Self.reports(change, in: db) {
                         try Self.insertPaymentEvent(type, paymentId: change.paymentId, payment: payment, in: db, at: change.at)
                     }
+                    if let mandate = change.mandate { try Self.insertMandate(mandate, payment: payment, in: db) }
                     return payment
                 }
             } catch is Conflict {
@@ -247,6 +255,8 @@ extension SQLiteStore {
             .integer(Int64(payment.updatedAt.timeIntervalSince1970)), .integer(Int64(payment.sends)),
             .integer(Int64(payment.reconcileAttempts)),
             payment.nextReconcileAt.map { .integer(Int64($0.timeIntervalSince1970)) } ?? .null,
+            payment.mandateId.map(SQLiteValue.text) ?? .null, payment.merchantTokenIdentifier.map(SQLiteValue.text) ?? .null,
+            try payment.merchantTokenMetadata.map { .text(String(decoding: try JSONEncoder().encode($0), as: UTF8.self)) } ?? .null,
         ]
     }
 
@@ -267,7 +277,10 @@ extension SQLiteStore {
             network: row[6].text, lastFour: row[7].text ?? "", processor: row[10].text ?? "record", reference: row[11].text ?? "",
             processorReference: row[8].text, processorCode: row[12].text, processorMessage: row[13].text, links: links,
             sends: Int(row[16].integer ?? 1), reconcileAttempts: Int(row[17].integer ?? 0),
-            nextReconcileAt: row[18].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) }, createdAt: created,
-            updatedAt: updated)
+            nextReconcileAt: row[18].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) }, mandateId: row[19].text,
+            merchantTokenIdentifier: row[20].text,
+            merchantTokenMetadata: row[21].text.flatMap {
+                try? JSONDecoder().decode(DecryptedPayment.MerchantTokenMetadata.self, from: Data($0.utf8))
+            }, createdAt: created, updatedAt: updated)
     }
 }

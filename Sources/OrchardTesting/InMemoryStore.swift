@@ -17,6 +17,7 @@ public final class InMemoryStore: OrchardStore {
         var requests: [String: PaymentRequestRecord] = [:]
         var refunds: [RefundRecord] = []
         var events: [WebhookEvent] = []
+        var mandates: [MandateRecord] = []
         var settings: [String: [UInt8]] = [:]
         /// Until when a reconciler holds each refund.
         var refundLeases: [String: Date] = [:]
@@ -104,12 +105,17 @@ public final class InMemoryStore: OrchardStore {
                 payment.reconcileAttempts += 1
             }
             payment.nextReconcileAt = change.nextReconcileAt
+            if let mandate = change.mandate { payment.mandateId = mandate.id }
             if PaymentLifecycle.isResolved(change.move.to) { state.payloads[payment.id] = nil }
             state.payments[index] = payment
             state.orders[change.orderId]?.state = change.move.order.to
             // As in SQLite: an unknown outcome is reported once, on the first send.
             if let type = change.move.event.webhook, change.move.to != .unknown || (payment.sends == 1 && payment.reconcileAttempts == 0) {
                 try Self.appendPaymentEvent(type, payment: payment, to: &state, at: change.at)
+            }
+            if let mandate = change.mandate {
+                state.mandates.append(mandate)
+                state.events.append(try WebhookEvent.make(.mandateCreated, mandate: mandate, payment: payment, at: mandate.createdAt))
             }
             return payment
         }

@@ -101,7 +101,7 @@ final class SimulatedProcessor: PaymentProcessor {
 
     func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {
         var outcome = try await answer(request.reference)
-        if request.storeCredential != nil, outcome.status == .authorized {
+        if request.storeCredential != nil, outcome.status == .authorized, storesCredentials.load(ordering: .relaxed) {
             outcome.storedCredential = StoredCredential(
                 reference: "tok-" + request.reference, schemeReference: "scheme-" + request.reference)
         }
@@ -112,6 +112,9 @@ final class SimulatedProcessor: PaymentProcessor {
     func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome {
         try await answer(request.reference)
     }
+
+    /// False: authorizes an agreement's first payment without storing the credential.
+    let storesCredentials = Atomic(true)
 
     /// Stored credentials deleted, by reference.
     let deleted = Mutex<[String]>([])

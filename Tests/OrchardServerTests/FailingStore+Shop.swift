@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import OrchardCore
 import Synchronization
@@ -42,5 +43,24 @@ extension FailingStore {
     func sealedMerchantSettings() async throws -> [String: [UInt8]] { try await inner.sealedMerchantSettings() }
     func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {
         try await inner.saveSealedMerchantSettings(partnerIdentifier: partnerIdentifier, sealed: sealed, at: date)
+    }
+}
+
+/// Mandates, passed through; their changes fail like transitions.
+extension FailingStore {
+    func mandate(id: String) async throws -> MandateRecord? { try await inner.mandate(id: id) }
+    func mandates(merchantIdentifier: String, state: MandateRecord.State?, limit: Int) async throws -> [MandateRecord] {
+        try await inner.mandates(merchantIdentifier: merchantIdentifier, state: state, limit: limit)
+    }
+    func mandates(merchantIdentifier: String, merchantTokenIdentifier: String) async throws -> [MandateRecord] {
+        try await inner.mandates(merchantIdentifier: merchantIdentifier, merchantTokenIdentifier: merchantTokenIdentifier)
+    }
+    func endMandate(id: String, reason: String, at date: Date) async throws -> MandateRecord? {
+        if failing.load(ordering: .relaxed) { throw DiskFull() }
+        return try await inner.endMandate(id: id, reason: reason, at: date)
+    }
+    func updateMandate(id: String, metadata: DecryptedPayment.MerchantTokenMetadata?, at date: Date) async throws -> MandateRecord? {
+        if failing.load(ordering: .relaxed) { throw DiskFull() }
+        return try await inner.updateMandate(id: id, metadata: metadata, at: date)
     }
 }

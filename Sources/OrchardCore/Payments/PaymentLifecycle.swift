@@ -113,11 +113,16 @@ public struct PaymentTransition: Sendable {
     /// processor reference, code and message as they are: a settle records the refund links the
     /// processor answered with this way.
     public var links: [String: String]?
+    /// A mandate the move creates (an `authorized` move of an agreement's first payment): inserted
+    /// with its `mandate.created` event and named on the payment, in the move's transaction.
+    public var mandate: MandateRecord?
 
     public init(
         paymentId: String, orderId: String, move: PaymentLifecycle.Move, at: Date, outcome: AuthorizationOutcome? = nil,
-        countsReconcileAttempt: Bool = false, nextReconcileAt: Date? = nil, links: [String: String]? = nil
+        countsReconcileAttempt: Bool = false, nextReconcileAt: Date? = nil, links: [String: String]? = nil,
+        mandate: MandateRecord? = nil
     ) {
+        self.mandate = mandate
         self.paymentId = paymentId
         self.orderId = orderId
         self.move = move

@@ -5,8 +5,11 @@ import Foundation
 /// What the engine needs to send a payment's reference again after a restart: the shopper's
 /// token (still encrypted to the merchant's processing key) and the cardholder name.
 struct RetryRequest: Codable, Sendable {
-    var token: PaymentToken
+    /// The shopper's token; nil for a mandate charge, which re-sends from the mandate.
+    var token: PaymentToken?
     var cardholderName: String?
+    /// The mandate a merchant-initiated charge is of.
+    var mandateId: String?
 }
 
 /// Seals retry requests with AES-256-GCM under a key kept apart from the database, so a copy of

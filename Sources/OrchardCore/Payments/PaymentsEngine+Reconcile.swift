@@ -99,7 +99,7 @@ extension PaymentsEngine {
     }
 
     private func resend(_ payment: PaymentRecord) async -> ResendResult {
-        let request: AuthorizationRequest
+        let request: Resend
         let processor: any PaymentProcessor
         do {
             (request, processor) = try await rebuild(payment)
@@ -115,7 +115,14 @@ extension PaymentsEngine {
             countsReconcileAttempt: true)
         guard let claimed = try? await store.transition(change) else { return .taken }
         do {
-            _ = try await send(claimed, request, through: processor)
+            switch request {
+            case .payment(let request): _ = try await send(claimed, request, through: processor)
+            case .charge(var charge):
+                charge.sends = claimed.sends
+                _ = try await record(claimed, through: processor, operation: "charge_mandate") {
+                    try await processor.chargeMandate(charge)
+                }
+            }
             return .resolved
         } catch {
             switch error.code {
@@ -134,7 +141,13 @@ extension PaymentsEngine {
 
     /// The request as first sent, from the sealed copy: decrypted again, not verified again (the
     /// token was verified when the shopper sent it, and its signing time has passed since).
-    private func rebuild(_ payment: PaymentRecord) async throws(PaymentEngineError) -> (AuthorizationRequest, any PaymentProcessor) {
+    /// What a re-send sends: a shopper's payment, or a mandate's merchant-initiated charge.
+    enum Resend {
+        case payment(AuthorizationRequest)
+        case charge(MandateChargeRequest)
+    }
+
+    private func rebuild(_ payment: PaymentRecord) async throws(PaymentEngineError) -> (Resend, any PaymentProcessor) {
         guard let order = try await storage({ try await store.order(id: payment.orderId) }) else {
             throw PaymentEngineError(.notFound, "its order is missing")
         }
@@ -147,14 +160,19 @@ extension PaymentsEngine {
         }
         do {
             let retry = try vault.unseal(sealed)
+            if let mandateId = retry.mandateId {
+                return (.charge(try await rebuildCharge(payment, order: order, mandateId: mandateId)), processor)
+            }
+            guard let token = retry.token else { throw PaymentEngineError(.notFound, "its sealed request holds no token") }
             guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
                 throw PaymentEngineError(.invalidToken, "the merchant has no processing keys")
             }
-            let decrypted = try decryptor.decrypt(try retry.token.paymentData.decoded())
+            let decrypted = try decryptor.decrypt(try token.paymentData.decoded())
             return (
-                AuthorizationRequest(
-                    order: order, token: retry.token, payment: decrypted, reference: payment.reference,
-                    cardholderName: retry.cardholderName),
+                .payment(
+                    AuthorizationRequest(
+                        order: order, token: token, payment: decrypted, reference: payment.reference,
+                        cardholderName: retry.cardholderName, storeCredential: order.priced.agreement.map { CredentialUsage($0.type) })),
                 processor
             )
         } catch let error as PaymentEngineError {

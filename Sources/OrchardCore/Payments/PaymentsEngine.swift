@@ -123,7 +123,8 @@ public struct PaymentsEngine: Sendable {
             id: RecordIdentifier.random(), orderId: order.id, transactionId: transactionId, state: .pending,
             amount: order.priced.total,
             currency: order.priced.currency, network: attempt.token.paymentMethod?.network, lastFour: payment.lastFour,
-            processor: processor.name, reference: "", createdAt: time.now)
+            processor: processor.name, reference: "", merchantTokenIdentifier: payment.fields.merchantTokenIdentifier,
+            merchantTokenMetadata: payment.fields.merchantTokenMetadata, createdAt: time.now)
         let sealed: [UInt8]
         do {
             sealed = try vault.seal(RetryRequest(token: attempt.token, cardholderName: attempt.cardholderName))
@@ -132,7 +133,8 @@ public struct PaymentsEngine: Sendable {
         }
         let claimed = try await claim(PaymentClaim(draft: draft, transactionId: transactionId, sealedRequest: sealed))
         let request = AuthorizationRequest(
-            order: order, token: attempt.token, payment: payment, reference: claimed.reference, cardholderName: attempt.cardholderName)
+            order: order, token: attempt.token, payment: payment, reference: claimed.reference, cardholderName: attempt.cardholderName,
+            storeCredential: order.priced.agreement.map { CredentialUsage($0.type) })
         return try await send(claimed, request, through: processor)
     }
 
@@ -181,7 +183,7 @@ public struct PaymentsEngine: Sendable {
         return (verified, payment)
     }
 
-    private func claim(_ claim: PaymentClaim) async throws(PaymentEngineError) -> PaymentRecord {
+    func claim(_ claim: PaymentClaim) async throws(PaymentEngineError) -> PaymentRecord {
         do {
             return try await store.claimPayment(claim)
         } catch let error as StoreError {
@@ -197,15 +199,29 @@ public struct PaymentsEngine: Sendable {
         }
     }
 
-    /// Sends a pending payment's reference and records the answer along the lifecycle.
+    /// Sends a pending payment's reference and records the answer along the lifecycle; an
+    /// agreement's first payment, once authorized, creates its mandate in the same move.
     func send(_ payment: PaymentRecord, _ request: AuthorizationRequest, through processor: any PaymentProcessor)
         async throws(PaymentEngineError) -> PaymentRecord
     {
+        try await record(payment, through: processor, operation: "authorize") {
+            try await processor.authorize(request)
+        } mandate: { outcome in
+            mandate(for: payment, of: request.order, outcome: outcome, processor: processor.name)
+        }
+    }
+
+    /// Makes one call for a pending payment's reference (`call`) and records its answer along
+    /// the lifecycle, with the mandate `mandate` makes of an authorization, if any.
+    func record(
+        _ payment: PaymentRecord, through processor: any PaymentProcessor, operation: String,
+        call: () async throws -> AuthorizationOutcome, mandate: (AuthorizationOutcome) -> MandateRecord? = { _ in nil }
+    ) async throws(PaymentEngineError) -> PaymentRecord {
         let started = ContinuousClock.now
         var outcome: AuthorizationOutcome?
         var failure = ""
         do {
-            outcome = try await processor.authorize(request)
+            outcome = try await call()
         } catch {
             failure = "\(error)"
         }
@@ -219,7 +235,7 @@ public struct PaymentsEngine: Sendable {
             }
         let elapsed = ContinuousClock.now - started
         EngineMetrics.processorCall(
-            processor: processor.name, operation: "authorize", outcome: event == .noAnswer ? "no_answer" : "\(event)", elapsed: elapsed)
+            processor: processor.name, operation: operation, outcome: event == .noAnswer ? "no_answer" : "\(event)", elapsed: elapsed)
         var metadata: Logger.Metadata = [
             "order": "\(payment.orderId)", "payment": "\(payment.id)", "processor": "\(processor.name)",
             "reference": "\(payment.reference)", "send": "\(payment.sends)",
@@ -234,7 +250,8 @@ public struct PaymentsEngine: Sendable {
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(event), at: time.now,
             outcome: outcome.map { event == .noAnswer ? AuthorizationOutcome(status: $0.status, code: $0.code, message: $0.message) : $0 },
-            nextReconcileAt: event == .noAnswer ? policy.nextReconcile(after: payment.reconcileAttempts, now: time.now) : nil)
+            nextReconcileAt: event == .noAnswer ? policy.nextReconcile(after: payment.reconcileAttempts, now: time.now) : nil,
+            mandate: event == .authorized ? outcome.flatMap(mandate) : nil)
         let recorded: PaymentRecord?
         do {
             recorded = try await store.transition(change)

@@ -89,6 +89,12 @@ public struct PaymentRecord: Sendable, Codable, Equatable {
     /// Background re-sends so far, and when the next one is due (while unknown).
     public var reconcileAttempts: Int = 0
     public var nextReconcileAt: Date?
+    /// The mandate this payment set up (its first payment) or charged (a merchant-initiated charge).
+    public var mandateId: String?
+    /// Apple's merchant token identifier and the card details it came with, when the token was
+    /// a merchant token; never the MPAN itself.
+    public var merchantTokenIdentifier: String?
+    public var merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata?
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -96,8 +102,12 @@ public struct PaymentRecord: Sendable, Codable, Equatable {
         id: String, orderId: String, transactionId: String, state: PaymentState, amount: Int64, currency: String, network: String?,
         lastFour: String, processor: String, reference: String, processorReference: String? = nil, processorCode: String? = nil,
         processorMessage: String? = nil, links: [String: String] = [:], sends: Int = 1, reconcileAttempts: Int = 0,
-        nextReconcileAt: Date? = nil, createdAt: Date, updatedAt: Date? = nil
+        nextReconcileAt: Date? = nil, mandateId: String? = nil, merchantTokenIdentifier: String? = nil,
+        merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata? = nil, createdAt: Date, updatedAt: Date? = nil
     ) {
+        self.mandateId = mandateId
+        self.merchantTokenIdentifier = merchantTokenIdentifier
+        self.merchantTokenMetadata = merchantTokenMetadata
         self.id = id
         self.orderId = orderId
         self.transactionId = transactionId
@@ -164,7 +174,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 /// an instance that dies lets its leases run out and another takes the items over (webhooks
 /// are thus delivered at least once, under the same event ID). Instances' clocks must agree
 /// (NTP): leases, staleness and expiry compare times each instance writes.
-public protocol OrchardStore: ShopStore {
+public protocol OrchardStore: ShopStore, MandateStore {
     func insert(_ order: OrderRecord) async throws
     func order(id: String) async throws -> OrderRecord?
     /// Replaces an open order's pricing; fails with ``StoreError/Code/orderNotOpen`` otherwise.

@@ -21,6 +21,10 @@ public struct PaymentView: Sendable, Codable, Equatable {
     public var processorReference: String?
     public var processorCode: String?
     public var processorMessage: String?
+    /// The mandate this payment set up or charged.
+    public var mandateId: String?
+    /// Apple's merchant token identifier, when the token was a merchant token.
+    public var merchantTokenIdentifier: String?
     public var createdAt: Date
     public var updatedAt: Date
 
@@ -39,6 +43,8 @@ public struct PaymentView: Sendable, Codable, Equatable {
         processorReference = payment.processorReference
         processorCode = payment.processorCode
         processorMessage = payment.processorMessage
+        mandateId = payment.mandateId
+        merchantTokenIdentifier = payment.merchantTokenIdentifier
         createdAt = payment.createdAt
         updatedAt = payment.updatedAt
     }

@@ -12,6 +12,12 @@ public enum WebhookEventType: String, Sendable, Codable, CaseIterable {
     case paymentCancelled = "payment.cancelled"
     case paymentRefunded = "payment.refunded"
     case paymentRequestExpired = "payment_request.expired"
+    /// A first payment set up a mandate for later merchant-initiated charges.
+    case mandateCreated = "mandate.created"
+    /// Apple told of a change to the mandate's merchant token (card details, card art, keys).
+    case mandateUpdated = "mandate.updated"
+    /// Ended by the shop, by Apple (the shopper or issuer unlinked the token) or an operator.
+    case mandateEnded = "mandate.ended"
 }
 
 extension PaymentLifecycle.Event {
@@ -74,17 +80,25 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
         self.deliveredAt = deliveredAt
     }
 
+    /// A new event about a mandate, with the payment that set it up when there is one.
+    public static func make(_ type: WebhookEventType, mandate: MandateRecord, payment: PaymentRecord? = nil, at date: Date) throws
+        -> WebhookEvent
+    {
+        try make(type, merchantIdentifier: mandate.merchantIdentifier, payment: payment, request: nil, mandate: mandate, at: date)
+    }
+
     /// A new event about a payment (and the refund, for `payment.refunded`), its body rendered now.
     public static func make(
         _ type: WebhookEventType, merchantIdentifier: String, payment: PaymentRecord?, request: PaymentRequestRecord?,
-        refund: RefundRecord? = nil, refunded: Int64 = 0, at date: Date
+        refund: RefundRecord? = nil, refunded: Int64 = 0, mandate: MandateRecord? = nil, at date: Date
     ) throws -> WebhookEvent {
         let id = "evt_" + RecordIdentifier.random()
         let body = Body(
             id: id, type: type.rawValue, created: date, merchantIdentifier: merchantIdentifier,
             data: Body.Data(
                 payment: payment.map { PaymentView(payment: $0, request: request, refunded: refunded) },
-                paymentRequest: request.map { .init(id: $0.id, reference: $0.reference, metadata: $0.metadata) }, refund: refund))
+                paymentRequest: request.map { .init(id: $0.id, reference: $0.reference, metadata: $0.metadata) }, refund: refund,
+                mandate: mandate.map(MandateView.init)))
         return WebhookEvent(
             id: id, merchantIdentifier: merchantIdentifier, type: type, payload: try PaymentView.encoder.encode(body).asBytes,
             createdAt: date, nextAttemptAt: date)
@@ -95,6 +109,7 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
             var payment: PaymentView?
             var paymentRequest: RequestReference?
             var refund: RefundRecord?
+            var mandate: MandateView?
         }
 
         struct RequestReference: Encodable {

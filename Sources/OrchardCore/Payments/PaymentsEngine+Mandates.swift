@@ -1,0 +1,79 @@
+import ApplePay
+import Foundation
+import Logging
+import Metrics
+
+/// Mandates on the money path: an agreement's first payment creates one when the processor
+/// stored the credential, and a merchant-initiated charge follows the same claim, send and
+/// record steps as a shopper's payment (a retry re-sends the reference of an unknown attempt).
+extension PaymentsEngine {
+    /// The mandate an authorized first payment of an agreement sets up; nil for any other
+    /// payment, or when the processor stored no credential (logged: the shop then has a paid
+    /// order and no mandate, and must ask the shopper again for later charges).
+    func mandate(for payment: PaymentRecord, of order: OrderRecord, outcome: AuthorizationOutcome, processor: String)
+        -> MandateRecord?
+    {
+        guard let agreement = order.priced.agreement else { return nil }
+        guard let credential = outcome.storedCredential else {
+            logger.error(
+                "the processor authorized an agreement's first payment but stored no credential: no mandate was created",
+                metadata: ["payment": "\(payment.id)", "order": "\(order.id)", "processor": "\(processor)"])
+            return nil
+        }
+        return MandateRecord(
+            id: MandateRecord.newIdentifier(), merchantIdentifier: order.merchantIdentifier, kind: agreement.type, paymentId: payment.id,
+            orderId: order.id, processor: processor, credential: credential, merchantTokenIdentifier: payment.merchantTokenIdentifier,
+            merchantTokenMetadata: payment.merchantTokenMetadata, currency: payment.currency, network: payment.network,
+            lastFour: payment.lastFour, description: agreement.paymentDescription, createdAt: time.now)
+    }
+
+    /// Charges an active mandate for its charge order (created by the caller with the amount):
+    /// merchant-initiated, through the processor that stored the credential. A retry for the same
+    /// order re-sends the reference of an unknown attempt; a paid order answers its payment.
+    public func charge(_ mandate: MandateRecord, orderId: String) async throws(PaymentEngineError) -> PaymentRecord {
+        guard let order = try await storage({ try await store.order(id: orderId) }),
+            order.merchantIdentifier == mandate.merchantIdentifier
+        else { throw PaymentEngineError(.notFound, "there is no such charge") }
+        // A charge is one attempt: its answer, once definite, is the answer to every retry with
+        // the same Idempotency-Key (a declined charge is charged again only under a new key).
+        let earlier = try await storage { try await store.payments(orderId: order.id) }
+        if let last = earlier.last, PaymentLifecycle.isResolved(last.state) { return last }
+        guard mandate.state == .active else {
+            throw PaymentEngineError(.invalidState, "the mandate has ended (\(mandate.endedReason ?? "ended")): it cannot be charged")
+        }
+        let processor = processors.processor(forMerchant: mandate.merchantIdentifier)
+        guard processor.name == mandate.processor else {
+            throw PaymentEngineError(
+                .invalidState, "the mandate's credential is stored at \(mandate.processor), but the merchant now uses \(processor.name)")
+        }
+        guard order.priced.currency == mandate.currency else {
+            throw PaymentEngineError(.paymentMismatch, "a charge of this mandate must be in \(mandate.currency)")
+        }
+        let draft = PaymentRecord(
+            id: RecordIdentifier.random(), orderId: order.id, transactionId: "mit_" + RecordIdentifier.random(), state: .pending,
+            amount: order.priced.total, currency: order.priced.currency, network: mandate.network, lastFour: mandate.lastFour,
+            processor: processor.name, reference: "", mandateId: mandate.id, merchantTokenIdentifier: mandate.merchantTokenIdentifier,
+            createdAt: time.now)
+        let sealed: [UInt8]
+        do {
+            sealed = try vault.seal(RetryRequest(token: nil, mandateId: mandate.id))
+        } catch {
+            throw PaymentEngineError(.storage, "the charge could not be recorded; nothing was charged")
+        }
+        let claimed = try await claim(PaymentClaim(draft: draft, transactionId: draft.transactionId, sealedRequest: sealed))
+        let request = MandateChargeRequest(mandate: mandate, order: order, reference: claimed.reference, sends: claimed.sends)
+        return try await record(claimed, through: processor, operation: "charge_mandate") {
+            try await processor.chargeMandate(request)
+        }
+    }
+
+    /// A mandate charge as first sent, for the reconciler.
+    func rebuildCharge(_ payment: PaymentRecord, order: OrderRecord, mandateId: String) async throws(PaymentEngineError)
+        -> MandateChargeRequest
+    {
+        guard let mandate = try await storage({ try await store.mandate(id: mandateId) }) else {
+            throw PaymentEngineError(.notFound, "its mandate \(mandateId) is missing")
+        }
+        return MandateChargeRequest(mandate: mandate, order: order, reference: payment.reference, sends: payment.sends)
+    }
+}
