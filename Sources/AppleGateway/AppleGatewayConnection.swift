@@ -14,15 +14,18 @@ struct AppleGatewayConnection: Sendable {
 
     /// Sends one JSON call; transport failures become ``GatewayError`` (timed out, unreachable, or
     /// busy when `group` or the gateway already has as many calls in flight as allowed), any HTTP
-    /// answer is returned for the caller to judge. `call` names it in the metrics (`session` or
-    /// `registration`).
+    /// answer is returned for the caller to judge. `call` names it in the metrics (`session`,
+    /// `registration` or `merchant_token`). `alwaysJSON` sends the JSON Content-Type without a
+    /// body too (Apple's token API requires it on a GET); `extraHeaders` are sent as given.
     func send(
-        _ method: String, path: String, body: [UInt8]?, identity: MerchantIdentity, call: String, group: String? = nil
+        _ method: String, path: String, body: [UInt8]?, identity: MerchantIdentity, call: String, group: String? = nil,
+        alwaysJSON: Bool = false, extraHeaders: [(name: String, value: String)] = []
     ) async throws(GatewayError)
         -> CurlResponse
     {
         var headers: [(name: String, value: String)] = [(name: "Accept", value: "application/json")]
-        if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
+        if body != nil || alwaysJSON { headers.append((name: "Content-Type", value: "application/json")) }
+        headers += extraHeaders
         let trust = TLSTrust(caPEM: endpoint.trust.caPEM)
         var request = CurlRequest(
             method: method, url: endpoint.baseURL + path, headers: headers, body: body,

@@ -50,6 +50,10 @@ public final class MockAppleGateway: Sendable {
     private let sslContext: NIOSSLContext
     private let sessionSigningKey = SymmetricKey(size: .bits256)
     private let state: Mutex<State>
+    /// The Merchant Token Management API's tokens, events and calls (MockAppleGateway+MerchantTokens.swift).
+    let merchantTokens = MockMerchantTokens()
+    /// The test CA, which a loopback https notification URL's certificate must chain to.
+    let notificationTrust: NIOSSLCertificate
 
     private struct State {
         var faults: MockGatewayFaults
@@ -64,14 +68,14 @@ public final class MockAppleGateway: Sendable {
     public init(configuration: Configuration, logger: Logger = Logger(label: "orchard.mock-gateway")) throws {
         self.configuration = configuration
         self.logger = logger
+        let clientCA = try NIOSSLCertificate(bytes: Array(configuration.clientCA.serializeAsPEM().pemString.utf8), format: .pem)
+        self.notificationTrust = clientCA
         var tls = TLSConfiguration.makeServerConfigurationWithMTLS(
             certificateChain: [
                 .certificate(try NIOSSLCertificate(bytes: Array(configuration.serverIdentity.certificatePEM.utf8), format: .pem))
             ],
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(configuration.serverIdentity.keyPEM.utf8), format: .pem)),
-            trustRoots: .certificates([
-                try NIOSSLCertificate(bytes: Array(configuration.clientCA.serializeAsPEM().pemString.utf8), format: .pem)
-            ])
+            trustRoots: .certificates([clientCA])
         )
         tls.minimumTLSVersion = .tlsv12
         self.sslContext = try NIOSSLContext(configuration: tls)
@@ -249,11 +253,19 @@ final class MockGatewayHandler: ChannelInboundHandler {
         case (.GET, "/_mock/stats"):
             let json = (try? JSONEncoder().encode(gateway.stats.snapshot)) ?? Data()
             respond(200, Array(json), head, context)
+        case (.POST, MockAppleGateway.tokenEventsControlPath):
+            gateway.tokenEventControl(body: body, on: context.eventLoop).assumeIsolated().whenSuccess {
+                self.respond($0.status, $0.body, head, context)
+            }
         case (.POST, "/paymentservices/paymentSession"), (.POST, "/paymentservices/startSession"):
             session(path: path, head: head, context: context)
         case (.POST, "/paymentservices/registerMerchant"), (.POST, "/paymentservices/unregisterMerchant"):
             let answer = gateway.registration(
                 ReceivedRegistrationCall(method: "POST", path: path, body: body, clientMerchantHash: clientHash))
+            respond(answer.status, answer.body, head, context)
+        case (_, _) where path.hasPrefix(MockAppleGateway.merchantTokenPrefix):
+            let answer = gateway.merchantTokenCall(
+                method: head.method.rawValue, path: path, headers: head.headers, body: body, clientMerchantHash: clientHash)
             respond(answer.status, answer.body, head, context)
         case (.GET, _) where path.hasPrefix("/paymentservices/merchant/") && path.count > "/paymentservices/merchant/".count:
             let answer = gateway.registration(
@@ -313,8 +325,11 @@ final class MockGatewayHandler: ChannelInboundHandler {
     ) {
         guard context.channel.isActive else { return }
         var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "application/json")
-        headers.add(name: "Content-Length", value: String(body.count))
+        // A 204 (a merchant token unlinked) carries neither.
+        if status != 204 {
+            headers.add(name: "Content-Type", value: "application/json")
+            headers.add(name: "Content-Length", value: String(body.count))
+        }
         let keepAlive = request.isKeepAlive
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: status), headers: headers)

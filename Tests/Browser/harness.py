@@ -3,11 +3,13 @@ driven through Selenium's WebDriver) for the checkout page's browser tests. Loop
 
 import base64
 import contextlib
+import http.client
 import json
 import os
 import re
 import signal
 import sqlite3
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -55,6 +57,7 @@ class Demo:
         self.output = []
         found = threading.Event()
         self.port = None
+        self.gateway_port = None
 
         def read():
             for line in self.process.stdout:
@@ -62,11 +65,15 @@ class Demo:
                 match = re.search(r"checkout page:\s+http://localhost:(\d+)/", line)
                 if match:
                     self.port = int(match.group(1))
+                match = re.search(r"mock Apple gateway:\s+https://127\.0\.0\.1:(\d+)", line)
+                if match:
+                    self.gateway_port = int(match.group(1))
+                if self.port is not None and self.gateway_port is not None:
                     found.set()
             found.set()
 
         threading.Thread(target=read, daemon=True).start()
-        if not found.wait(60) or self.port is None:
+        if not found.wait(60) or self.port is None or self.gateway_port is None:
             self.stop()
             raise RuntimeError("orchard-sandbox demo did not start:\n" + "".join(self.output))
         self.url = f"http://127.0.0.1:{self.port}"
@@ -94,6 +101,29 @@ class Demo:
     def payments(self, order_id):
         with contextlib.closing(self.database()) as db:
             return db.execute("SELECT * FROM payments WHERE order_id = ?", (order_id,)).fetchall()
+
+    def token_event(self, event_type, merchant_token_identifier, token_notification_url, reason="user"):
+        """Makes the demo's mock Apple gateway create a merchant-token event and send Apple's
+        `GET {token_notification_url}/notification/merchantToken/{eventId}` for it (retried as Apple
+        does), through its `POST /_mock/token-events` over mutual TLS with the demo's test merchant
+        identity. Returns `{"eventId": ..., "status": <HTTP status the notification got>}`; raises
+        RuntimeError when the gateway refuses (400: a URL not http(s) on loopback) or no answer came (502)."""
+        context = ssl.create_default_context(cafile=str(self.state_dir / "test-ca.pem"))
+        context.load_cert_chain(str(self.state_dir / "test-merchant-identity.pem"),
+                                str(self.state_dir / "test-merchant-identity.key"))
+        body = json.dumps({"eventType": event_type, "merchantTokenIdentifier": merchant_token_identifier,
+                           "reason": reason, "tokenNotificationURL": token_notification_url})
+        # Apple's 4 attempts may each wait up to 15 s for a receiver that does not answer.
+        connection = http.client.HTTPSConnection("127.0.0.1", self.gateway_port, context=context, timeout=90)
+        try:
+            connection.request("POST", "/_mock/token-events", body=body, headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            text = response.read().decode()
+        finally:
+            connection.close()
+        if response.status != 200:
+            raise RuntimeError(f"mock gateway answered {response.status} to POST /_mock/token-events: {text}")
+        return json.loads(text)
 
     def mint_token(self, amount, application_data_base64):
         """A token from `orchard-sandbox token mint`, as a shopper's device would sign it for this order."""

@@ -1,0 +1,165 @@
+import ApplePay
+import CurlClient
+import Foundation
+import Logging
+import Metrics
+import OrchardCore
+
+/// Calls Apple's Merchant Token Management API (event details, unlink) over mutual TLS with the
+/// merchant's identity, through the same libcurl client (and connection pool) as merchant sessions.
+public struct AppleMerchantTokenClient: MerchantTokenService {
+    let connection: AppleGatewayConnection
+    let logger: Logger
+
+    /// Apple caps event IDs and token identifiers at 64 characters.
+    public static let maximumIdentifierLength = 64
+    /// The largest event body read: Apple's documented fields fit in a few kilobytes, so more is
+    /// not an event (the libcurl client's own cap bounds the transfer itself).
+    static let maximumEventBytes = 64 * 1024
+
+    /// - Parameters:
+    ///   - http: the shared libcurl client.
+    ///   - endpoint: Apple's gateway origin (`https://apple-pay-gateway.apple.com`), or a test gateway.
+    public init(http: CurlHTTPClient, endpoint: RemoteEndpoint, logger: Logger) {
+        self.connection = AppleGatewayConnection(http: http, endpoint: endpoint)
+        self.logger = logger
+    }
+
+    /// Whether `value` may go into a Merchant Token Management path or body: 1 to 64 of
+    /// `[A-Za-z0-9._-]`. Event IDs arrive in an unauthenticated notification URL, so anything else
+    /// is refused before it reaches Apple (or a log line).
+    public static func isValidIdentifier(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= maximumIdentifierLength
+            && value.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            }
+    }
+
+    public func event(id: String, for merchant: MerchantConfiguration) async throws(GatewayError) -> MerchantTokenEvent {
+        guard Self.isValidIdentifier(id) else {
+            Self.count("event", "invalid")
+            throw GatewayError(.invalidRequest, "the merchant token event ID is not 1 to 64 of A-Z a-z 0-9 . _ -")
+        }
+        let response = try await call("GET", "/event/" + id, body: nil, merchant: merchant, what: "event", subject: ["eventId": "\(id)"])
+        guard response.body.count <= Self.maximumEventBytes,
+            let wire = try? JSONDecoder().decode(WireEvent.self, from: Data(response.body)),
+            !wire.eventType.isEmpty, !wire.merchantTokenIdentifier.isEmpty
+        else {
+            Self.count("event", "malformed")
+            logger.error(
+                "Apple's merchant token event is not readable",
+                metadata: ["merchant": "\(merchant.merchantIdentifier)", "eventId": "\(id)", "bytes": "\(response.body.count)"])
+            throw GatewayError(.unreadable, "Apple sent an unreadable merchant token event")
+        }
+        Self.count("event", "success")
+        // The card's metadata (suffix, expiry, descriptions) stays out of the log.
+        logger.info(
+            "merchant token event fetched",
+            metadata: [
+                "merchant": "\(merchant.merchantIdentifier)", "eventId": "\(id)", "eventType": "\(wire.eventType)",
+                "merchantTokenIdentifier": "\(wire.merchantTokenIdentifier)",
+            ])
+        return MerchantTokenEvent(
+            eventType: wire.eventType, merchantTokenIdentifier: wire.merchantTokenIdentifier, reason: wire.reason,
+            merchantTokenMetadata: wire.merchantTokenMetadata)
+    }
+
+    public func unlink(merchantTokenIdentifier: String, for merchant: MerchantConfiguration) async throws(GatewayError) {
+        guard Self.isValidIdentifier(merchantTokenIdentifier) else {
+            Self.count("unlink", "invalid")
+            throw GatewayError(.invalidRequest, "the merchant token identifier is not 1 to 64 of A-Z a-z 0-9 . _ -")
+        }
+        let body: [UInt8]
+        do {
+            body = Array(try JSONEncoder().encode(["merchantTokenIdentifier": merchantTokenIdentifier]))
+        } catch {
+            throw GatewayError(.invalidRequest, "cannot encode the unlink request")
+        }
+        _ = try await call(
+            "POST", "/unlink", body: body, merchant: merchant, what: "unlink",
+            subject: ["merchantTokenIdentifier": "\(merchantTokenIdentifier)"])
+        Self.count("unlink", "success")
+        logger.info(
+            "merchant token unlinked at Apple",
+            metadata: ["merchant": "\(merchant.merchantIdentifier)", "merchantTokenIdentifier": "\(merchantTokenIdentifier)"])
+    }
+
+    /// One call under `/paymentservices/v1/merchantId/{merchantId}/merchantToken`: Apple's answer
+    /// when 2xx, a ``GatewayError`` otherwise.
+    private func call(
+        _ method: String, _ suffix: String, body: [UInt8]?, merchant: MerchantConfiguration, what: String, subject: Logger.Metadata
+    ) async throws(GatewayError) -> CurlResponse {
+        // The merchant ID is configuration, not input, but it may hold any character Apple allows.
+        guard
+            let merchantSegment = merchant.merchantIdentifier.addingPercentEncoding(withAllowedCharacters: .urlPathSegmentUnreserved),
+            !merchantSegment.isEmpty
+        else {
+            throw GatewayError(.invalidRequest, "the merchant ID cannot be put in a path")
+        }
+        // Apple requires both even on a GET; the request ID is what Apple's support asks for.
+        let requestID = UUID().uuidString.lowercased()
+        let path = "/paymentservices/v1/merchantId/" + merchantSegment + "/merchantToken" + suffix
+        var metadata = subject
+        metadata["merchant"] = "\(merchant.merchantIdentifier)"
+        metadata["call"] = "\(what)"
+        metadata["requestId"] = "\(requestID)"
+        let response: CurlResponse
+        do {
+            response = try await connection.send(
+                method, path: path, body: body, identity: merchant.identity, call: Self.metricsCall,
+                // One merchant's burst of token events cannot take every call to Apple the process allows.
+                group: "merchant-tokens " + merchant.merchantIdentifier, alwaysJSON: true,
+                extraHeaders: [(name: "x-request-id", value: requestID)])
+        } catch {
+            Self.count(what, "\(error.kind)")
+            metadata["error"] = "\(error.message)"
+            metadata["hint"] = "\(error.hint)"
+            logger.error("merchant token call failed", metadata: metadata)
+            throw error
+        }
+        guard (200..<300).contains(response.status) else {
+            Self.count(what, "rejected")
+            let message = AppleGatewayConnection.appleMessage(response.body)
+            let rejection = GatewayError(
+                .rejected, "Apple answered HTTP \(response.status) to the merchant token \(what) call", appleStatus: response.status,
+                appleMessage: message)
+            metadata["status"] = "\(response.status)"
+            metadata["statusMessage"] = "\(message)"
+            metadata["hint"] = "\(rejection.hint)"
+            logger.warning("Apple refused a merchant token call", metadata: metadata)
+            throw rejection
+        }
+        return response
+    }
+
+    /// The gateway metrics' `call` label for this API.
+    static let metricsCall = "merchant_token"
+
+    private static func count(_ call: String, _ outcome: String) {
+        Counter(label: "orchard_merchant_token_calls_total", dimensions: [("call", call), ("outcome", outcome)]).increment()
+    }
+
+    /// Apple's `MerchantTokenEventResponse`, read leniently where Apple's text is thin.
+    private struct WireEvent: Decodable {
+        var eventType: String
+        var merchantTokenIdentifier: String
+        var reason: String?
+        var merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata?
+
+        enum CodingKeys: String, CodingKey {
+            case eventType, merchantTokenIdentifier, reason, merchantTokenMetadata
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            eventType = try container.decode(String.self, forKey: .eventType)
+            merchantTokenIdentifier = try container.decode(String.self, forKey: .merchantTokenIdentifier)
+            reason = try? container.decodeIfPresent(String.self, forKey: .reason)
+            // The metadata is for display only: a shape Apple has not documented must not hide an
+            // UNLINK, so it is then left out rather than refusing the event.
+            merchantTokenMetadata = try? container.decodeIfPresent(
+                DecryptedPayment.MerchantTokenMetadata.self, forKey: .merchantTokenMetadata)
+        }
+    }
+}
