@@ -88,10 +88,23 @@ export function format(template, values = {}) {
   return template.replace(/\{(\w+)\}/g, (match, key) => (key in values ? String(values[key]) : match));
 }
 
-/** Versions this module can use: 3 added STATUS_FAILURE with ApplePayError; 12 added coupons. */
+/**
+ * Versions this module can use: 3 added STATUS_FAILURE with ApplePayError; 12 added coupons;
+ * 14 added recurring, deferred and automatic-reload payment requests.
+ */
 const MIN_VERSION = 3;
 const MAX_VERSION = 14;
 const COUPON_VERSION = 12;
+export const AGREEMENT_VERSION = 14;
+
+/** The request fields that carry an agreement, and the date members Apple Pay JS wants as Date objects. */
+const AGREEMENTS = ['recurringPaymentRequest', 'deferredPaymentRequest', 'automaticReloadPaymentRequest'];
+const LINE_DATES = ['recurringPaymentStartDate', 'recurringPaymentEndDate', 'deferredPaymentDate'];
+
+/** Whether the request sets up a recurring, deferred or automatic-reload agreement. */
+export function hasAgreement(serverRequest) {
+  return AGREEMENTS.some((key) => serverRequest?.[key] != null);
+}
 const CAPABILITIES_TIMEOUT_MS = 3_000;
 
 /** The highest Apple Pay JS version the browser supports, or null. */
@@ -135,14 +148,32 @@ export async function checkAvailability(merchantIdentifier) {
   return { available: true, version };
 }
 
-/** The payment request for `version`: fields a version lacks are left out, as Safari would reject them. */
-export function paymentRequestFor(serverRequest, version) {
+/**
+ * The payment request for `version`: fields a version lacks are left out, as Safari would reject
+ * them. An agreement's dates become Date objects (Apple Pay JS refuses strings there), and its
+ * `tokenNotificationURL` is made absolute against the Orchard this module came from. Throws when
+ * the version cannot show the agreement: paying without it would set up nothing.
+ */
+export function paymentRequestFor(serverRequest, version, tokenNotificationPath = null) {
   const request = structuredClone(serverRequest);
   if (version < COUPON_VERSION) {
     delete request.supportsCouponCode;
     delete request.couponCode;
   }
   if (request.couponCode == null) delete request.couponCode;
+  if (hasAgreement(request) && version < AGREEMENT_VERSION) {
+    throw new Error(`this browser's Apple Pay (version ${version}) cannot show a payment agreement`);
+  }
+  for (const key of AGREEMENTS) {
+    const agreement = request[key];
+    if (agreement == null) continue;
+    for (const line of [agreement.regularBilling, agreement.trialBilling, agreement.deferredBilling, agreement.automaticReloadBilling]) {
+      for (const field of LINE_DATES) if (line?.[field] != null) line[field] = new Date(line[field]);
+    }
+    if (agreement.freeCancellationDate != null) agreement.freeCancellationDate = new Date(agreement.freeCancellationDate);
+    if (tokenNotificationPath) agreement.tokenNotificationURL = new URL(tokenNotificationPath, BASE).href;
+    for (const field of Object.keys(agreement)) if (agreement[field] == null) delete agreement[field];
+  }
   return request;
 }
 
@@ -179,7 +210,7 @@ function sheetUpdate(update) {
  */
 export function startPayment({ order, version, on, t = defaultStrings }) {
   const ApplePaySession = window.ApplePaySession;
-  const session = new ApplePaySession(version, paymentRequestFor(order.paymentRequest, version));
+  const session = new ApplePaySession(version, paymentRequestFor(order.paymentRequest, version, order.tokenNotificationPath));
   const base = `api/orders/${encodeURIComponent(order.orderId)}`;
   let finished = false;
   let lastFailure = null;
@@ -415,7 +446,7 @@ class Checkout {
     }
     this.merchantIdentifier = opened.merchantIdentifier;
     this.simulatedSheet ??= opened.simulatedSheet;
-    this.order = { orderId: opened.id, paymentRequest: opened.paymentRequest };
+    this.order = { orderId: opened.id, paymentRequest: opened.paymentRequest, tokenNotificationPath: opened.tokenNotificationPath };
     this.emit('ready', opened, this.options.onReady);
     if (opened.status === 'requires_payment') return true;
     const paid = opened.status === 'paid';
@@ -449,6 +480,10 @@ class Checkout {
     const availability = await checkAvailability(this.merchantIdentifier);
     this.available = availability.available;
     this.version = availability.version ?? null;
+    if (this.available && this.order && hasAgreement(this.order.paymentRequest) && this.version < AGREEMENT_VERSION) {
+      // An agreement the sheet cannot show must not become a one-off payment.
+      this.available = false;
+    }
     if (!this.available) {
       this.outcome('unavailable', this.t.unavailableDetail);
       return;

@@ -109,6 +109,7 @@ public func runServer(
         registration: configuration.platform.map {
             AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
         },
+        merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
         domainProbe: CurlDomainProbe(http: http),
         processorMaker: CurlProcessorMaker(http: http),
         shopCalls: try CurlShopTransport(configuration: .init(outbound: configuration.outbound, allowedSchemes: ["https", "http"])),

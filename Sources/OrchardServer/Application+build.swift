@@ -21,6 +21,7 @@ import ServiceLifecycle
 ///   - simulator: the demo's simulated payment sheet; nil (the default) everywhere else.
 ///   - directory: configured and registered merchants (default: the configured ones only).
 ///   - registration: Apple's Web Merchant Registration API, for the admin API.
+///   - merchantTokens: Apple's Merchant Token Management API, for token events and unlinking (nil: neither).
 ///   - domainProbe: fetches domains' association files for `/admin/doctor?domains=true`.
 ///   - processorMaker: makes registered merchants' processors from their settings (nil: they record only).
 ///   - shopCalls: sends the webhook outbox to merchants' endpoints and asks their quote URLs; nil:
@@ -39,6 +40,7 @@ public func buildApplication(
     simulator: (any SimulatedApplePay)? = nil,
     directory: MerchantDirectory? = nil,
     registration: (any MerchantRegistrationService)? = nil,
+    merchantTokens: (any MerchantTokenService)? = nil,
     domainProbe: (any DomainProbe)? = nil,
     processorMaker: (any ProcessorMaker)? = nil,
     shopCalls: (any ShopTransport)? = nil,
@@ -76,6 +78,10 @@ public func buildApplication(
         limiter: limiter
     ).addRoutes(to: v1, page: router)
     PaymentsAPIController(store: store, engine: engine).addRoutes(to: v1)
+    let mandates = MandateLifecycle(
+        store: store, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
+    MandatesController(store: store, engine: engine, lifecycle: mandates, time: time).addRoutes(to: v1)
+    TokenEventsController(lifecycle: mandates).addRoutes(to: router)
     CheckoutController(configuration: configuration, simulator: simulator).addRoutes(to: router)
     if let simulator {
         SimulatedSheetController(configuration: configuration, simulator: simulator).addRoutes(to: router)

@@ -18,6 +18,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case internalError = "internal_error"
         case ordersUnavailable = "orders_unavailable"
         case invalidCart = "invalid_cart"
+        case invalidAgreement = "invalid_agreement"
         case orderNotOpen = "order_not_open"
         case invalidToken = "invalid_token"
         case paymentMismatch = "payment_mismatch"
@@ -70,7 +71,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .unknownHost: .misdirectedRequest
         case .notFound: .notFound
         case .ordersUnavailable: .notFound
-        case .invalidCart, .invalidToken: .badRequest
+        case .invalidCart, .invalidAgreement, .invalidToken: .badRequest
         case .orderNotOpen, .replayedPayment: .conflict
         case .paymentMismatch, .refundTooLarge, .idempotencyMismatch, .tooManyKeys: .unprocessableContent
         case .paymentFailed: HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required")

@@ -14,10 +14,12 @@ public protocol SimulatedApplePay: Sendable {
     /// The sheet's stylesheet.
     var stylesheet: [UInt8] { get }
     /// A token for `amount` (minor units) encrypted to `merchant`'s processing key and
-    /// carrying SHA-256 of `applicationData`, as Safari would produce for that sheet.
+    /// carrying SHA-256 of `applicationData`, as Safari would produce for that sheet; with
+    /// `merchantToken`, a merchant token (an MPAN with a new token identifier), as Safari gives
+    /// for a recurring, deferred or automatic-reload request.
     func mintToken(
         amount: Int64, currency: Currency, applicationData: [UInt8]?, paymentMethod: PaymentToken.PaymentMethod,
-        merchant: MerchantConfiguration
+        merchant: MerchantConfiguration, merchantToken: Bool
     ) throws -> PaymentToken
 }
 
@@ -35,6 +37,8 @@ struct SimulatedSheetController {
         var currencyCode: String
         var applicationData: String?
         var paymentMethod: PaymentToken.PaymentMethod?
+        /// The sheet showed an agreement: pay with a merchant token.
+        var merchantToken: Bool?
     }
 
     func addRoutes(to router: Router<OrchardRequestContext>) {
@@ -48,7 +52,8 @@ struct SimulatedSheetController {
             let (merchant, _) = try context.requireMerchant()
             let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
             guard let body = try? JSONDecoder().decode(MintBody.self, from: Data(bytes)) else {
-                throw OrchardError(.invalidJSON, "the body must be {amount, currencyCode, applicationData?, paymentMethod?}")
+                throw OrchardError(
+                    .invalidJSON, "the body must be {amount, currencyCode, applicationData?, paymentMethod?, merchantToken?}")
             }
             guard let currency = Currency(code: body.currencyCode), let amount = Money.minorUnits(body.amount, currency: currency)
             else {
@@ -63,7 +68,8 @@ struct SimulatedSheetController {
             }
             let method = body.paymentMethod ?? PaymentToken.PaymentMethod(displayName: "Visa 1111", network: "Visa", type: "debit")
             let token = try simulator.mintToken(
-                amount: amount, currency: currency, applicationData: applicationData, paymentMethod: method, merchant: merchant)
+                amount: amount, currency: currency, applicationData: applicationData, paymentMethod: method, merchant: merchant,
+                merchantToken: body.merchantToken ?? false)
             return token
         }
     }

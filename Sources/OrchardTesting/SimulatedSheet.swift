@@ -33,10 +33,15 @@ public struct SimulatedSheet: SimulatedApplePay {
 
     public func mintToken(
         amount: Int64, currency: Currency, applicationData: [UInt8]?, paymentMethod: PaymentToken.PaymentMethod,
-        merchant: MerchantConfiguration
+        merchant: MerchantConfiguration, merchantToken: Bool
     ) throws -> PaymentToken {
+        let payload =
+            merchantToken
+            ? TokenMinter.merchantTokenPayload(
+                amount: Int(amount), currencyCode: currency.numericCode, merchantTokenIdentifier: "DNITHE" + RecordIdentifier.random())
+            : TokenMinter.samplePayload(amount: Int(amount), currencyCode: currency.numericCode)
         let paymentData = try minter.mintEC(
-            payload: TokenMinter.samplePayload(amount: Int(amount), currencyCode: currency.numericCode), to: processingKey,
+            payload: payload, to: processingKey,
             merchantIdentifier: merchant.merchantIdentifier, applicationDataHash: applicationData.map { Array(SHA256.hash(data: $0)) })
         return PaymentToken(
             paymentData: paymentData, paymentMethod: paymentMethod, transactionIdentifier: paymentData.header.transactionId.uppercased())

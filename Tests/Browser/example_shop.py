@@ -37,7 +37,8 @@ PAGE = b"""<!doctype html>
 SCRIPT = b"""import { mount } from '/orchard/orchard.js';
 
 const result = document.querySelector('[data-testid="payment-result"]');
-const answer = await fetch('/checkout', { method: 'POST' });
+// `?plan=recurring`: the shop's subscription page (the backend adds an agreement).
+const answer = await fetch('/checkout' + window.location.search, { method: 'POST' });
 const { clientSecret, reference } = await answer.json();
 document.querySelector('[data-testid="shop-reference"]').textContent = reference;
 mount(document.getElementById('apple-pay'), {
@@ -88,8 +89,8 @@ class ShopBackend:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if self.path == "/checkout":
-                    created = shop.create_payment_request()
+                if self.path in ("/checkout", "/checkout?plan=recurring"):
+                    created = shop.create_payment_request(recurring=self.path.endswith("recurring"))
                     self.reply(200, json.dumps({"clientSecret": created["clientSecret"],
                                                 "reference": created["reference"]}).encode(), "application/json")
                 elif self.path == "/webhooks/orchard":
@@ -119,7 +120,7 @@ class ShopBackend:
     def webhook_url(self):
         return f"http://127.0.0.1:{self.port}/webhooks/orchard"
 
-    def create_payment_request(self):
+    def create_payment_request(self, recurring=False):
         reference = f"tea-{len(self.created) + 1001}"
         body = {
             "amount": 1234, "currency": "EUR", "reference": reference, "metadata": {"customer": "c-42"},
@@ -127,6 +128,14 @@ class ShopBackend:
             "shippingMethods": [{"identifier": "post", "label": "Post", "detail": "3 days", "amount": 490}],
             "requiredShippingContactFields": ["postalAddress", "email"],
         }
+        if recurring:
+            # A tea subscription: this month's box now, the same box every month from the next.
+            start = time.strftime("%Y-%m-%dT09:00:00Z", time.gmtime(time.time() + 30 * 86400))
+            body["agreement"] = {
+                "type": "recurring", "paymentDescription": "Tea club", "billingAgreement": "Cancel any time.",
+                "managementURL": "https://shop.example/account/tea-club",
+                "regularBilling": {"label": "Monthly tea box", "amount": 1234, "startDate": start, "intervalUnit": "month"},
+            }
         request = urllib.request.Request(
             self.orchard_url + "/v1/payment-requests", data=json.dumps(body).encode(), method="POST",
             headers={"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json",

@@ -130,6 +130,7 @@ struct ServerHarness {
             registration: configuration.platform.map {
                 AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
             },
+            merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
             processorMaker: CurlProcessorMaker(http: http), shopCalls: shopCalls, expiryCheckInterval: expiryCheckInterval,
             activity: activity, logger: logger
         ) { port in

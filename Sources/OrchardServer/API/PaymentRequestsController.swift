@@ -45,6 +45,16 @@ struct PaymentRequestsController {
         var supportedNetworks: [String]?
         var metadata: [String: String]?
         var expiresInSeconds: Int?
+        /// A recurring, deferred or automatic-reload agreement: the payment then sets up a mandate.
+        var agreement: PaymentAgreement?
+        /// Read only to refuse it: decoding ignores unknown keys, and a split payment silently
+        /// charged as one would be worse than a clear 400.
+        var multiTokenContexts: [TokenContextBody]?
+    }
+
+    /// Apple Pay JS's `ApplePayPaymentTokenContext`, loosely: any shape is refused the same way.
+    struct TokenContextBody: Codable {
+        var merchantIdentifier: String?
     }
 
     struct OpenBody: Decodable {
@@ -76,6 +86,7 @@ struct PaymentRequestsController {
         let key = try idempotencyKey(request)
         let body = try await request.decode(as: CreateBody.self, context: context)
         let cart = try self.cart(body, merchant: merchant)
+        try checkAgreement(body)
         let (reference, metadata) = try checkedReference(body)
         let expiry = body.expiresInSeconds ?? Self.defaultExpiry
         guard Self.expiryRange.contains(expiry) else {
@@ -120,11 +131,28 @@ struct PaymentRequestsController {
                     identifier: $0.identifier, label: $0.label, detail: $0.detail ?? "", amount: $0.amount, countries: $0.countries)
             }, requiredShippingContactFields: body.requiredShippingContactFields ?? [],
             requiredBillingContactFields: body.requiredBillingContactFields ?? [],
-            supportedNetworks: body.supportedNetworks ?? merchant.catalogue?.supportedNetworks ?? ShopCart.defaultNetworks)
+            supportedNetworks: body.supportedNetworks ?? merchant.catalogue?.supportedNetworks ?? ShopCart.defaultNetworks,
+            agreement: body.agreement)
         do throws(ApplePayError) {
             return try cart.validated()
         } catch {
             throw OrchardError(.invalidCart, error.message)
+        }
+    }
+
+    /// The agreement's own rules at this instant, and no split payment.
+    func checkAgreement(_ body: CreateBody) throws {
+        if body.multiTokenContexts != nil {
+            throw OrchardError(
+                .invalidRequest,
+                "multiTokenContexts (one payment split across several merchants) is not supported: none of Orchard's processors takes it; create one payment request per merchant"
+            )
+        }
+        guard let agreement = body.agreement else { return }
+        do throws(ApplePayError) {
+            try agreement.check(now: time.now)
+        } catch {
+            throw OrchardError(.invalidAgreement, error.message)
         }
     }
 
@@ -195,6 +223,10 @@ struct PaymentRequestView: ResponseEncodable {
     var payments: [PaymentView]
     /// Only to the page, only in the demo: the `ApplePaySession` test double's module.
     var simulatedSheet: String?
+    /// With an agreement: where Apple notifies changes to the merchant token, relative to
+    /// Orchard's public address. `orchard.js` makes it absolute against the address it loads
+    /// Orchard from and puts it in the request as `tokenNotificationURL`.
+    var tokenNotificationPath: String?
 
     init(
         record: PaymentRequestRecord, order: OrderRecord, clientSecret: String, now: Date, paymentRequest: ApplePayPaymentRequest,
@@ -220,5 +252,8 @@ struct PaymentRequestView: ResponseEncodable {
         createdAt = record.createdAt
         self.paymentRequest = paymentRequest
         self.payments = payments
+        if record.cart.agreement != nil {
+            tokenNotificationPath = TokenEventsController.notificationPath(merchantIdentifier: record.merchantIdentifier)
+        }
     }
 }

@@ -81,6 +81,63 @@ function checkRequest(version, request) {
   if ((request.supportsCouponCode !== undefined || request.couponCode !== undefined) && version < 12) {
     throw new TypeError('coupon codes need Apple Pay JS version 12');
   }
+  checkAgreement(version, request);
+}
+
+/** The agreement dictionaries' required members and types, as WebKit's IDL has them. */
+const AGREEMENT_LINES = {
+  recurringPaymentRequest: { required: 'regularBilling', optional: ['trialBilling'], timing: 'recurring' },
+  deferredPaymentRequest: { required: 'deferredBilling', optional: [], timing: 'deferred' },
+  automaticReloadPaymentRequest: { required: 'automaticReloadBilling', optional: [], timing: 'automaticReload' },
+};
+const DATE_MEMBERS = ['recurringPaymentStartDate', 'recurringPaymentEndDate', 'deferredPaymentDate'];
+
+/** The one agreement a request carries, checked: `{key, agreement}` or null. */
+function checkAgreement(version, request) {
+  const present = Object.keys(AGREEMENT_LINES).filter((key) => request[key] !== undefined);
+  if (present.length === 0) return null;
+  if (version < 14) throw new TypeError(`${present[0]} needs Apple Pay JS version 14`);
+  if (present.length > 1) throw new TypeError(`one agreement per request, not ${present.join(' and ')}`);
+  if (request.multiTokenContexts !== undefined && present[0] !== 'deferredPaymentRequest') {
+    throw new TypeError(`multiTokenContexts cannot be combined with ${present[0]}`);
+  }
+  const key = present[0];
+  const agreement = request[key];
+  const { required, optional, timing } = AGREEMENT_LINES[key];
+  for (const member of ['paymentDescription', 'managementURL', required]) {
+    if (agreement?.[member] === undefined) throw new TypeError(`Missing required member ${member} in ${key}`);
+  }
+  for (const url of ['managementURL', 'tokenNotificationURL']) {
+    if (agreement[url] !== undefined && !/^https?:\/\//.test(String(agreement[url]))) {
+      throw new TypeError(`${key}.${url} must be an absolute URL`);
+    }
+  }
+  for (const name of [required, ...optional]) {
+    const line = agreement[name];
+    if (line === undefined) continue;
+    if (!line.label || !isAmount(line.amount)) throw new TypeError(`${key}.${name} needs a label and a decimal string amount`);
+    if ((line.paymentTiming ?? 'immediate') !== timing) throw new TypeError(`${key}.${name}.paymentTiming must be "${timing}"`);
+    for (const member of DATE_MEMBERS) {
+      if (line[member] !== undefined && !(line[member] instanceof Date)) {
+        throw new TypeError(`${key}.${name}.${member} is not a Date`);
+      }
+    }
+  }
+  if (agreement.freeCancellationDate !== undefined && !(agreement.freeCancellationDate instanceof Date)) {
+    throw new TypeError(`${key}.freeCancellationDate is not a Date`);
+  }
+  return { key, agreement };
+}
+
+/** What the sheet says of an agreement, as Safari shows it under the total. */
+function describeAgreement({ key, agreement }, currency) {
+  const line = agreement.regularBilling ?? agreement.deferredBilling ?? agreement.automaticReloadBilling;
+  const when = {
+    recurringPaymentRequest: () => `every ${line.recurringPaymentIntervalCount ?? 1} ${line.recurringPaymentIntervalUnit ?? 'month'}`,
+    deferredPaymentRequest: () => `on ${line.deferredPaymentDate.toISOString().slice(0, 10)}`,
+    automaticReloadPaymentRequest: () => `when the balance is below ${line.automaticReloadPaymentThresholdAmount} ${currency}`,
+  }[key]();
+  return `${agreement.paymentDescription}: ${line.label} ${line.amount} ${currency} ${when}`;
 }
 
 function checkMerchantSession(session) {
@@ -366,6 +423,14 @@ class SimulatedApplePaySession extends EventTarget {
       this.#fire('couponcodechanged', { couponCode: coupon.value.trim() });
     }));
     const tamper = element('input', { type: 'checkbox', 'data-testid': 'sheet-tamper', id: 'orchard-sheet-tamper' });
+    const agreement = checkAgreement(this.#version, this.#request);
+    const terms = agreement
+      ? [element('p', {
+        class: 'orchard-sheet-agreement', 'data-testid': 'sheet-agreement', 'data-kind': agreement.key,
+        'data-token-notification-url': agreement.agreement.tokenNotificationURL ?? '',
+        text: describeAgreement(agreement, this.#request.currencyCode),
+      })]
+      : [];
     const lines = element('ul', { class: 'orchard-sheet-lines', 'data-testid': 'sheet-lines' });
     const total = element('p', { class: 'orchard-sheet-total', 'data-testid': 'sheet-total' });
     const errors = element('ul', { class: 'orchard-sheet-errors', 'data-testid': 'sheet-errors', role: 'alert' });
@@ -382,7 +447,7 @@ class SimulatedApplePaySession extends EventTarget {
     const body = [banner, field('Card', card)];
     if (this.#needsShipping()) body.push(field('Ship to', contact), field('Delivery', method));
     if (this.#request.supportsCouponCode && this.#version >= 12) body.push(couponRow);
-    body.push(lines, total, errors, message,
+    body.push(lines, total, ...terms, errors, message,
       element('div', { class: 'orchard-sheet-field orchard-sheet-test' }, [
         tamper, element('label', { for: tamper.id, text: 'Test: sign one minor unit more than the total shown' })]),
       element('div', { class: 'orchard-sheet-actions' }, [cancel, pay]));
@@ -452,6 +517,8 @@ class SimulatedApplePaySession extends EventTarget {
           currencyCode: this.#request.currencyCode,
           applicationData: this.#request.applicationData,
           paymentMethod: this.#card,
+          // Safari pays an agreement with a merchant token where the issuer supports one.
+          merchantToken: checkAgreement(this.#version, this.#request) !== null,
         }),
       });
       if (!response.ok) throw new Error(`the demo server could not mint a token (${response.status})`);

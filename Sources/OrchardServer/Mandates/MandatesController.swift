@@ -1,0 +1,133 @@
+import ApplePay
+import Crypto
+import Foundation
+import Hummingbird
+import OrchardCore
+
+/// `/v1/mandates`: the mandates a merchant's agreements set up, merchant-initiated charges of
+/// them, and ending them. Another merchant's mandate is "not found".
+struct MandatesController {
+    let store: any OrchardStore
+    let engine: PaymentsEngine
+    let lifecycle: MandateLifecycle
+    let time: TimeSource
+
+    /// The charge body; re-encoded with sorted keys (and the mandate), it is the idempotency fingerprint.
+    struct ChargeBody: Codable {
+        /// Minor units of the mandate's currency.
+        var amount: Int64
+        /// The shop's own reference for this charge (its invoice number).
+        var reference: String
+        var metadata: [String: String]?
+    }
+
+    struct MandateList: ResponseEncodable {
+        var mandates: [MandateView]
+    }
+
+    struct ChargeView: ResponseEncodable {
+        var payment: PaymentView
+        var mandate: MandateView
+    }
+
+    func addRoutes(to v1: RouterGroup<OrchardRequestContext>) {
+        v1.get("mandates") { request, context in
+            let merchant = try context.requireAPIMerchant()
+            let state = try request.uri.queryParameters["state"].map { text in
+                guard let state = MandateRecord.State(rawValue: String(text)) else {
+                    throw OrchardError(.invalidRequest, "state must be active or ended")
+                }
+                return state
+            }
+            let mandates = try await store.mandates(merchantIdentifier: merchant.merchantIdentifier, state: state, limit: 100)
+            return MandateList(mandates: mandates.map(MandateView.init))
+        }
+        v1.get("mandates/{id}") { _, context in
+            MandateView(try await requireMandate(context))
+        }
+        v1.post("mandates/{id}/charges") { request, context in try await charge(request, context: context) }
+        v1.delete("mandates/{id}") { _, context in
+            let mandate = try await requireMandate(context)
+            guard mandate.state == .active,
+                let ended = try await lifecycle.end(mandate, reason: "shop", unlinkAtApple: true)
+            else { return MandateView(try await store.mandate(id: mandate.id) ?? mandate) }
+            return MandateView(ended)
+        }
+    }
+
+    func requireMandate(_ context: OrchardRequestContext) async throws -> MandateRecord {
+        let merchant = try context.requireAPIMerchant()
+        let id = try context.parameters.require("id")
+        guard id.utf8.count <= 64, let mandate = try await store.mandate(id: id), mandate.merchantIdentifier == merchant.merchantIdentifier
+        else { throw OrchardError(.notFound, "there is no mandate \(id.prefix(64))") }
+        return mandate
+    }
+
+    /// A charge is a payment request of its own (the Idempotency-Key's), paid by the mandate: a
+    /// retry with the same key finds it and re-sends an unknown attempt under the same reference.
+    func charge(_ request: Request, context: OrchardRequestContext) async throws -> EditedResponse<ChargeView> {
+        let merchant = try context.requireAPIMerchant()
+        let key = try idempotencyKey(request)
+        let body = try await request.decode(as: ChargeBody.self, context: context)
+        let mandate = try await requireMandate(context)
+        guard (1...ShopCart.maximumAmount).contains(body.amount) else {
+            throw OrchardError(.invalidRequest, "amount must be a whole number of minor units from 1 to \(ShopCart.maximumAmount)")
+        }
+        guard (1...128).contains(body.reference.count) else {
+            throw OrchardError(.invalidRequest, "reference (the shop's own reference for this charge) must be 1–128 characters")
+        }
+        let metadata = body.metadata ?? [:]
+        guard metadata.count <= 20, metadata.allSatisfy({ (1...40).contains($0.key.count) && $0.value.count <= 500 }) else {
+            throw OrchardError(.invalidRequest, "metadata takes at most 20 keys of 1–40 characters, values of at most 500")
+        }
+        // Checked before a charge order is made, so an ended mandate leaves nothing behind.
+        guard mandate.state == .active else {
+            throw OrchardError(.invalidState, "the mandate has ended (\(mandate.endedReason ?? "ended")): it cannot be charged")
+        }
+        let now = time.now
+        let id = RecordIdentifier.random()
+        let cart = ShopCart(currency: mandate.currency, countryCode: "ZZ", amount: body.amount)
+        let order = OrderRecord(
+            id: id, merchantIdentifier: merchant.merchantIdentifier, state: .open, priced: try price(cart),
+            applicationData: Array("orchard-charge:\(id)".utf8), createdAt: now, expiresAt: now.addingTimeInterval(86_400))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let fingerprint = SHA256.hash(data: try encoder.encode(body) + Data(mandate.id.utf8))
+        let record = PaymentRequestRecord(
+            id: id, merchantIdentifier: merchant.merchantIdentifier, reference: body.reference, metadata: metadata, cart: cart,
+            idempotencyKey: "mandate-charge:" + key, fingerprint: Array(fingerprint), expiresAt: now.addingTimeInterval(86_400),
+            createdAt: now)
+        let stored: PaymentRequestRecord
+        let created: Bool
+        do {
+            (stored, created) = try await store.createPaymentRequest(record, order: order)
+        } catch let error as StoreError where error.code == .idempotencyMismatch {
+            throw OrchardError(.idempotencyMismatch, "this Idempotency-Key was used for another charge or body")
+        }
+        let payment: PaymentRecord
+        do {
+            payment = try await engine.charge(mandate, orderId: stored.id)
+        } catch {
+            throw OrchardError(error)
+        }
+        switch payment.state {
+        case .refused: throw OrchardError(.paymentFailed, "the issuer declined the charge: nothing was charged")
+        case .failed: throw OrchardError(.processorRejected, "the processor refused the charge request: nothing was charged")
+        default:
+            let current = try await store.mandate(id: mandate.id) ?? mandate
+            return EditedResponse(
+                status: created ? .created : .ok,
+                response: ChargeView(payment: PaymentView(payment: payment, request: stored, refunded: 0), mandate: MandateView(current)))
+        }
+    }
+
+    private func price(_ cart: ShopCart) throws -> PricedOrder {
+        do throws(ApplePayError) {
+            return try cart.price()
+        } catch {
+            throw OrchardError(.invalidRequest, error.message)
+        }
+    }
+}
+
+extension MandateView: ResponseEncodable {}
