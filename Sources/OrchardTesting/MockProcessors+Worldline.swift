@@ -54,8 +54,15 @@ extension MockProcessors {
         guard Self.isCurrency(money["currencyCode"]) else {
             return worldlineError(400, "INVALID_VALUE", "currencyCode must be ISO 4217", property: "order.amountOfMoney.currencyCode")
         }
+        if body["cardPaymentMethodSpecificInput"] != nil {
+            return worldlineMandateCharge(request, body: body, amount: amount, currency: money["currencyCode"] as? String ?? "")
+        }
         let input = body["mobilePaymentMethodSpecificInput"] as? [String: Any] ?? [:]
         if let refusal = worldlineInputError(input) { return refusal }
+        let tokenization = worldlineTokenization(input)
+        if let refusal = tokenization.refusal { return refusal }
+        // Only a first payment that asked for a token gets one, unless tokens are withheld.
+        let token = tokenization.usage != nil && !withholdsTokens ? Self.newTokenId() : nil
         guard let key = request.header("X-GCS-Idempotence-Key"), !key.isEmpty else {
             return worldlineError(400, "PARAMETER_NOT_FOUND_IN_REQUEST", "this mock requires X-GCS-Idempotence-Key")
         }
@@ -63,17 +70,10 @@ extension MockProcessors {
         let id = "\(3_000_000_000 + Int64(state.withLock { $0.charges.count }))_0"
         let references = (body["order"] as? [String: Any])?["references"] as? [String: Any]
         let reference = references?["merchantReference"] as? String ?? key
-        let status = mode == "SALE" ? "CAPTURED" : "PENDING_CAPTURE"
-        let authorized = Self.body([
-            "creationOutput": ["isNewToken": false],
-            "payment": [
-                "id": id, "status": status,
-                "paymentOutput": ["references": ["merchantReference": reference]],
-                "statusOutput": [
-                    "statusCategory": mode == "SALE" ? "COMPLETED" : "PENDING_MERCHANT", "statusCode": mode == "SALE" ? 9 : 5,
-                ],
-            ],
-        ])
+        var creation: [String: Any] = ["isNewToken": token != nil]
+        if tokenization.usage != nil { creation["tokenizationSucceeded"] = token != nil }
+        creation["token"] = token
+        let authorized = Self.body(["creationOutput": creation, "payment": Self.worldlinePayment(id: id, mode: mode, reference: reference)])
         return authorization(
             reference: "worldline:" + key,
             charge: MockCharge(
@@ -81,14 +81,38 @@ extension MockProcessors {
                 state: .authorized, mode: input["encryptedPaymentData"] is String ? "encrypted" : "decrypted"),
             authorized: authorized, authorizedStatus: 201,
             refused: { code, description in (402, Self.worldlineRejection(id: id, code: code, description: description)) },
-            errorBody: { status in
-                Self.body([
-                    "errorId": UUID().uuidString,
-                    "errors": [["errorCode": "9999", "id": "SERVER_ERROR", "message": "Injected fault \(status)"]],
-                ])
-            },
-            inProgress: InProgressAnswer(status: 409, body: Self.worldlineInProgress),
-            replayHeaders: [("X-GCS-Idempotence-Request-Timestamp", String(Int(Date().timeIntervalSince1970 * 1000)))])
+            errorBody: Self.worldlineFault, inProgress: InProgressAnswer(status: 409, body: Self.worldlineInProgress),
+            replayHeaders: Self.worldlineReplayHeaders,
+            taken: { state, taken in
+                guard taken.state == .authorized, let token, let usage = tokenization.usage else { return }
+                state.tokens.append(
+                    MockStoredToken(
+                        processor: "worldline", reference: token, usage: usage, paymentReference: key, schemeReference: nil,
+                        deleted: false))
+            })
+    }
+
+    /// The `payment` of a CreatePayment answer, its status as the authorization mode makes it;
+    /// `output` adds to its `paymentOutput`.
+    static func worldlinePayment(id: String, mode: String, reference: String, output: [String: Any] = [:]) -> [String: Any] {
+        var paymentOutput: [String: Any] = ["references": ["merchantReference": reference]]
+        paymentOutput.merge(output) { $1 }
+        return [
+            "id": id, "status": mode == "SALE" ? "CAPTURED" : "PENDING_CAPTURE", "paymentOutput": paymentOutput,
+            "statusOutput": ["statusCategory": mode == "SALE" ? "COMPLETED" : "PENDING_MERCHANT", "statusCode": mode == "SALE" ? 9 : 5],
+        ]
+    }
+
+    /// The body of an injected fault (``MockProcessorBehaviour/status(_:)``).
+    static func worldlineFault(_ status: Int) -> [UInt8] {
+        body([
+            "errorId": UUID().uuidString, "errors": [["errorCode": "9999", "id": "SERVER_ERROR", "message": "Injected fault \(status)"]],
+        ])
+    }
+
+    /// What Worldline adds to an answer it replays for a known idempotence key.
+    static var worldlineReplayHeaders: [(String, String)] {
+        [("X-GCS-Idempotence-Request-Timestamp", String(Int(Date().timeIntervalSince1970 * 1000)))]
     }
 
     /// What Worldline checks in `mobilePaymentMethodSpecificInput`: product 302, the mode, and

@@ -57,7 +57,7 @@ public struct MockCharge: Sendable, Equatable {
     public var amount: Int64
     public var currency: String
     public var state: State
-    /// Worldline: `encrypted` or `decrypted`; Worldpay: `walletToken`.
+    /// Worldline: `encrypted` or `decrypted`; Worldpay: `walletToken`; a merchant-initiated charge of either: `token`.
     public var mode: String
 }
 
@@ -95,6 +95,11 @@ public final class MockProcessors: Sendable {
         var received: [MockProcessorRequest] = []
         var refundBehaviour: MockRefundBehaviour = .accept
         var refunds: [MockRefund] = []
+        /// Tokens issued by first payments that asked for them, deleted ones included.
+        var tokens: [MockStoredToken] = []
+        var mandateCharges: [MockMandateCharge] = []
+        var deletedTokens: [String] = []
+        var withholdsTokens = false
     }
     private let channels = ChannelTracker()
 
@@ -169,6 +174,7 @@ public final class MockProcessors: Sendable {
         state.withLock { $0.received.append(request) }
         let path = request.path
         if let refund = refundRoute(request) { return refund }
+        if let mandate = mandateRoute(request) { return mandate }
         if path == "/payments/authorizations" && request.method == "POST" { return worldpayAuthorize(request) }
         if path.hasPrefix("/payments/settlements/full/") || path.hasPrefix("/payments/authorizations/cancellations/") {
             return worldpayAction(request)
@@ -212,9 +218,12 @@ public final class MockProcessors: Sendable {
 
     /// Runs one authorization under the current behaviour, as the processors keep idempotency: a
     /// reference still being processed gets `inProgress`; a known one gets its first answer again.
+    /// `declined` refuses a new charge whatever the behaviour (a deleted token); `taken` runs, in
+    /// the lock, once a new charge is recorded (a token issued only if it was authorized).
     func authorization(
         reference: String, charge: MockCharge, authorized: [UInt8], authorizedStatus: Int, refused: (String, String) -> (Int, [UInt8]),
-        errorBody: (Int) -> [UInt8], inProgress: InProgressAnswer, replayHeaders: [(String, String)]
+        errorBody: (Int) -> [UInt8], inProgress: InProgressAnswer, replayHeaders: [(String, String)],
+        declined: (code: String, description: String)? = nil, taken onTaken: (inout State, MockCharge) -> Void = { _, _ in }
     ) -> Reply {
         let behaviour = state.withLock { $0.behaviour }
         if case .status(let status) = behaviour { return .answer(status: status, body: errorBody(status), headers: []) }
@@ -226,13 +235,17 @@ public final class MockProcessors: Sendable {
             if case .delay(let duration) = behaviour { state.inProgress[reference] = .now + duration }
             var taken = charge
             let answer: (Int, [UInt8])
-            if case .refuse(let code, let description) = behaviour {
+            if let declined {
+                taken.state = .refused
+                answer = refused(declined.code, declined.description)
+            } else if case .refuse(let code, let description) = behaviour {
                 taken.state = .refused
                 answer = refused(code, description)
             } else {
                 answer = (authorizedStatus, authorized)
             }
             state.charges.append(taken)
+            onTaken(&state, taken)
             state.answers[reference] = answer
             return (answer.0, answer.1, false)
         }
@@ -242,109 +255,6 @@ public final class MockProcessors: Sendable {
             return .answer(status: status, body: Array("<html><body>Bad gateway</body></html>".utf8), headers: [])
         case .delay(let duration): return .delayed(duration, status: outcome.status, body: outcome.body)
         default: return .answer(status: outcome.status, body: outcome.body, headers: outcome.replayed ? replayHeaders : [])
-        }
-    }
-
-    // MARK: Worldpay Access
-
-    private func worldpayError(_ status: Int, _ name: String, _ message: String) -> Reply {
-        Self.reply(status, ["errorName": name, "message": message])
-    }
-
-    func worldpayAuthorized(_ request: MockProcessorRequest) -> Reply? {
-        let expected = "Basic " + Data("\(worldpay.username):\(worldpay.password)".utf8).base64EncodedString()
-        guard request.header("Authorization") == expected else {
-            return worldpayError(401, "accessDenied", "Access to the requested resource has been denied")
-        }
-        return nil
-    }
-
-    private func worldpayAuthorize(_ request: MockProcessorRequest) -> Reply {
-        if let denied = worldpayAuthorized(request) { return denied }
-        let mediaType = "application/vnd.worldpay.payments-v7+json"
-        guard request.header("Content-Type") == mediaType else {
-            return worldpayError(415, "headerHasInvalidValue", "Content-Type must be \(mediaType)")
-        }
-        guard let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] else {
-            return worldpayError(400, "bodyIsNotJson", "The body is not JSON")
-        }
-        var problems: [String] = []
-        let reference = body["transactionReference"] as? String ?? ""
-        if reference.isEmpty || reference.count > 64 { problems.append("transactionReference: 1–64 characters") }
-        if (body["merchant"] as? [String: Any])?["entity"] as? String != worldpay.entity {
-            problems.append("merchant.entity: not configured")
-        }
-        let instruction = body["instruction"] as? [String: Any] ?? [:]
-        let line1 = (instruction["narrative"] as? [String: Any])?["line1"] as? String ?? ""
-        if line1.isEmpty || line1.count > 24 { problems.append("instruction.narrative.line1: 1–24 characters") }
-        let value = instruction["value"] as? [String: Any] ?? [:]
-        if !Self.isCurrency(value["currency"]) { problems.append("instruction.value.currency: ISO 4217 code") }
-        let amount = Self.integer(value["amount"])
-        if amount == nil { problems.append("instruction.value.amount: an integer in minor units") }
-        let instrument = instruction["paymentInstrument"] as? [String: Any] ?? [:]
-        if instrument["type"] as? String != "card/wallet+applepay" { problems.append("paymentInstrument.type: card/wallet+applepay") }
-        let wallet = (instrument["walletToken"] as? String).flatMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
-        if wallet == nil || ["version", "data", "signature", "header"].contains(where: { wallet?[$0] == nil }) {
-            problems.append("paymentInstrument.walletToken: the Apple Pay paymentData as a JSON string")
-        }
-        guard problems.isEmpty, let amount else {
-            return Self.reply(
-                400,
-                [
-                    "errorName": "bodyDoesNotMatchSchema", "message": "The json body provided does not match the expected schema",
-                    "validationErrors": problems.map { ["errorName": "fieldIsInvalid", "message": $0] },
-                ])
-        }
-        let key = Data(reference.utf8).base64EncodedString().replacingOccurrences(of: "/", with: "_").replacingOccurrences(
-            of: "+", with: "-")
-        let base = "https://\(host):\(port)"
-        let authorized = Self.body([
-            "outcome": "authorized",
-            "paymentInstrument": ["type": "card/network+masked", "card": ["brand": "visa", "fundingType": "debit"]],
-            "_links": [
-                "payments:cancel": ["href": "\(base)/payments/authorizations/cancellations/\(key)"],
-                "payments:settle": ["href": "\(base)/payments/settlements/full/\(key)"],
-                "payments:events": ["href": "\(base)/payments/events/\(key)"],
-            ],
-        ])
-        return authorization(
-            reference: "worldpay:" + reference,
-            charge: MockCharge(
-                processor: "worldpay", reference: reference, id: key, amount: amount, currency: value["currency"] as? String ?? "",
-                state: .authorized, mode: "walletToken"),
-            authorized: authorized, authorizedStatus: 201,
-            refused: { code, description in (201, Self.body(["outcome": "refused", "code": code, "description": description])) },
-            errorBody: { status in Self.body(["errorName": "internalErrorOccurred", "message": "Injected fault \(status)"]) },
-            inProgress: InProgressAnswer(
-                status: 400,
-                body: Self.body([
-                    "errorName": "duplicateTransactionReference",
-                    "message": "A request with this transactionReference is still being processed",
-                ])),
-            replayHeaders: [])
-    }
-
-    private func worldpayAction(_ request: MockProcessorRequest) -> Reply {
-        if let denied = worldpayAuthorized(request) { return denied }
-        let settle = request.path.hasPrefix("/payments/settlements/full/")
-        let key = String(request.path.split(separator: "/").last ?? "")
-        return state.withLock { state in
-            guard let index = state.charges.firstIndex(where: { $0.processor == "worldpay" && $0.id == key }) else {
-                return Self.reply(404, ["errorName": "urlNotFound", "message": "no such payment"])
-            }
-            guard state.charges[index].state == .authorized else {
-                return Self.reply(
-                    409, ["errorName": "entityIsInWrongState", "message": "the payment is \(state.charges[index].state.rawValue)"])
-            }
-            state.charges[index].state = settle ? .settled : .cancelled
-            // As Worldpay's, a settlement's answer is where the refund links come from.
-            let refunds = "https://\(host):\(port)/payments/settlements/refunds"
-            let links = [
-                "payments:refund": ["href": "\(refunds)/full/\(key)"], "payments:partialRefund": ["href": "\(refunds)/partials/\(key)"],
-            ]
-            return Self.reply(202, ["_links": settle ? links : [:]])
         }
     }
 }

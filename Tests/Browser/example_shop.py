@@ -80,7 +80,7 @@ class ShopBackend:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
-                if self.path == "/":
+                if self.path in ("/", "/?plan=recurring"):
                     self.reply(200, PAGE, "text/html; charset=utf-8")
                 elif self.path == "/shop.js":
                     self.reply(200, SCRIPT, "text/javascript")

@@ -54,16 +54,17 @@ public struct WorldlineProcessor: PaymentProcessor {
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 
-    func signedHeaders(method: String, path: String, idempotenceKey: String?) -> [(name: String, value: String)] {
+    /// `hasBody` false (a `DELETE`): no Content-Type is sent, and the signature covers an empty
+    /// one, as Worldline computes it from the headers it receives.
+    func signedHeaders(method: String, path: String, idempotenceKey: String?, hasBody: Bool = true) -> [(name: String, value: String)] {
         let date = Self.httpDate(now())
         let gcs = idempotenceKey.map { [(name: "X-GCS-Idempotence-Key", value: $0)] } ?? []
+        let contentType = hasBody ? Self.contentType : ""
         let authorization = Self.authorization(
-            method: method, contentType: Self.contentType, date: date, gcsHeaders: gcs, path: path, keyId: settings.apiKeyId,
+            method: method, contentType: contentType, date: date, gcsHeaders: gcs, path: path, keyId: settings.apiKeyId,
             secret: settings.secretApiKey.value)
-        return [
-            (name: "Content-Type", value: Self.contentType), (name: "Date", value: date), (name: "Authorization", value: authorization),
-        ]
-            + gcs
+        let type = hasBody ? [(name: "Content-Type", value: contentType)] : []
+        return type + [(name: "Date", value: date), (name: "Authorization", value: authorization)] + gcs
     }
 
     /// The CreatePayment body for the configured decryption mode.
@@ -88,6 +89,7 @@ public struct WorldlineProcessor: PaymentProcessor {
             decrypted["cardholderName"] = request.cardholderName ?? request.payment.fields.cardholderName
             input["decryptedPaymentData"] = decrypted
         }
+        if let usage = request.storeCredential { input["paymentProduct302SpecificInput"] = Self.tokenization(usage) }
         return try ProcessorHTTP.encode([
             "order": [
                 "amountOfMoney": ["amount": request.order.priced.total, "currencyCode": request.order.priced.currency],
@@ -112,14 +114,24 @@ public struct WorldlineProcessor: PaymentProcessor {
         let answer = try await client.send(
             "POST", url: settings.connection.baseURL + paymentsPath,
             headers: signedHeaders(method: "POST", path: paymentsPath, idempotenceKey: request.reference), body: bytes)
+        var outcome = try outcome(answer, reference: request.reference)
+        if request.storeCredential != nil && outcome.status == .authorized {
+            // Authorized without a token: the payment stands; the engine reports that no mandate was made.
+            outcome.storedCredential = Self.storedCredential(answer.json)
+        }
+        return outcome
+    }
+
+    /// What a CreatePayment answer says, for a first payment and a merchant-initiated one alike.
+    func outcome(_ answer: ProcessorHTTP.Answer, reference: String) throws -> AuthorizationOutcome {
         let payment =
             (answer.json["payment"] as? [String: Any]) ?? ((answer.json["paymentResult"] as? [String: Any])?["payment"] as? [String: Any])
         let status = payment?["status"] as? String
         let id = payment?["id"] as? String
         let firstError = (answer.json["errors"] as? [[String: Any]])?.first
         let echoed = ((payment?["paymentOutput"] as? [String: Any])?["references"] as? [String: Any])?["merchantReference"] as? String
-        if let echoed, echoed != request.reference {
-            throw ProcessorNoAnswer("Worldline answered for reference \(echoed), not \(request.reference)")
+        if let echoed, echoed != reference {
+            throw ProcessorNoAnswer("Worldline answered for reference \(echoed), not \(reference)")
         }
         // A 402 is a refusal only with Worldline's body: a bare 402 from anything in between says nothing.
         let rejected = status == "REJECTED" || (answer.status == 402 && status == nil && firstError != nil)
@@ -245,14 +257,5 @@ public struct WorldlineProcessor: PaymentProcessor {
         case let number as NSNumber: number.stringValue
         default: nil
         }
-    }
-
-    // TODO(issue 15, processors helper): merchant-initiated charges.
-    public func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome {
-        throw ProcessorNoAnswer("merchant-initiated charges are not built yet")
-    }
-
-    public func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError) {
-        throw ProcessorActionError("not built yet")
     }
 }

@@ -33,31 +33,42 @@ public struct WorldpayProcessor: PaymentProcessor {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let walletToken = String(decoding: try encoder.encode(request.token.paymentData), as: UTF8.self)
+        var instruction: [String: Any] = [
+            "narrative": ["line1": settings.narrative],
+            "value": ["currency": request.order.priced.currency, "amount": request.order.priced.total],
+            "paymentInstrument": ["type": "card/wallet+applepay", "walletToken": walletToken],
+        ]
+        if let usage = request.storeCredential {
+            instruction["customerAgreement"] = ["type": Self.agreementType(usage), "storedCardUsage": "first"]
+            instruction["tokenCreation"] = ["type": "worldpay"]
+        }
         return try ProcessorHTTP.encode([
-            "transactionReference": request.reference,
-            "merchant": ["entity": settings.entity],
-            "instruction": [
-                "narrative": ["line1": settings.narrative],
-                "value": ["currency": request.order.priced.currency, "amount": request.order.priced.total],
-                "paymentInstrument": ["type": "card/wallet+applepay", "walletToken": walletToken],
-            ],
+            "transactionReference": request.reference, "merchant": ["entity": settings.entity], "instruction": instruction,
         ])
     }
 
     public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {
         let answer = try await client.send(
             "POST", url: settings.connection.baseURL + "/payments/authorizations", headers: headers, body: try body(request), fresh: true)
+        var outcome = try outcome(answer, reference: request.reference)
+        if request.storeCredential != nil && outcome.status == .authorized {
+            // Authorized without a token: the payment stands; the engine reports that no mandate was made.
+            outcome.storedCredential = Self.storedCredential(answer.json)
+        }
+        return outcome
+    }
+
+    /// What an authorization answer says, for a first payment and a merchant-initiated one alike.
+    /// Worldpay knows the payment by our `transactionReference`, which is its processor reference;
+    /// the settle and cancel links are read under v6's and v7's relation names alike.
+    func outcome(_ answer: ProcessorHTTP.Answer, reference: String) throws -> AuthorizationOutcome {
         switch answer.status {
         case 200..<300:
-            let links = answer.json["_links"] as? [String: Any] ?? [:]
-            func href(_ relation: String) -> String? { (links[relation] as? [String: Any])?["href"] as? String }
             switch answer.json["outcome"] as? String {
             case "authorized":
-                var actions: [String: String] = [:]
-                actions["settle"] = href("payments:settle")
-                actions["cancel"] = href("payments:cancel")
-                // Worldpay knows the payment by our transactionReference.
-                return AuthorizationOutcome(status: .authorized, processorReference: request.reference, links: actions)
+                return AuthorizationOutcome(
+                    status: .authorized, processorReference: reference,
+                    links: Self.actions(answer.json, ["settle", "cancel"], baseURL: settings.connection.baseURL))
             case "refused":
                 return AuthorizationOutcome(
                     status: .refused, code: Self.string(answer.json["code"]), message: answer.json["description"] as? String)
@@ -165,14 +176,5 @@ public struct WorldpayProcessor: PaymentProcessor {
         case let number as NSNumber: number.stringValue
         default: nil
         }
-    }
-
-    // TODO(issue 15, processors helper): merchant-initiated charges.
-    public func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome {
-        throw ProcessorNoAnswer("merchant-initiated charges are not built yet")
-    }
-
-    public func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError) {
-        throw ProcessorActionError("not built yet")
     }
 }

@@ -1,0 +1,108 @@
+import ApplePay
+import CurlClient
+import Foundation
+import OrchardCore
+
+/// Mandates on Worldpay Access (Card Payments v7): the first payment states the customer
+/// agreement and asks for a Worldpay token, later merchant-initiated charges send that token with
+/// the agreement and the scheme's reference, and the token is deleted when the mandate ends.
+///
+/// Confirmed from Worldpay's guides: `customerAgreement` (`subscription` | `unscheduled`, with
+/// `storedCardUsage: first` on the first payment), `tokenCreation: {type: worldpay}`,
+/// `POST /cardPayments/merchantInitiatedTransactions` with a `card/token` instrument and the
+/// agreement's `schemeReference`, that `channel` is refused there, and that a token is deleted by
+/// `DELETE` on its href (Tokens API v3).
+extension WorldpayProcessor {
+    /// The Tokens API's media type: its `Accept` header picks the API version.
+    public static let tokensMediaType = "application/vnd.worldpay.tokens-v3.hal+json"
+
+    static func agreementType(_ usage: CredentialUsage) -> String {
+        usage == .scheduled ? "subscription" : "unscheduled"
+    }
+
+    /// The token and scheme reference of a first payment's answer: `tokenPaymentInstrument.href`
+    /// and `scheme.reference`; nil without a token.
+    ///
+    /// To be confirmed in Worldpay's try environment: whether Worldpay creates a token for an
+    /// encrypted Apple Pay wallet payment at all, and that its answer names it in
+    /// `tokenPaymentInstrument` (the Tokens API's field) beside `scheme.reference`. Worldpay's
+    /// guides stop short of a wallet payment's answer; this shape is the mock processor's.
+    static func storedCredential(_ json: [String: Any]) -> StoredCredential? {
+        guard let href = (json["tokenPaymentInstrument"] as? [String: Any])?["href"] as? String, !href.isEmpty else { return nil }
+        let scheme = (json["scheme"] as? [String: Any])?["reference"] as? String
+        return StoredCredential(reference: href, schemeReference: scheme.flatMap(schemeReference))
+    }
+
+    /// A scheme reference as Worldpay accepts it back (1–56 letters and digits); another is
+    /// left out rather than make every later charge fail validation.
+    static func schemeReference(_ value: String) -> String? {
+        (1...56).contains(value.utf8.count) && value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) ? value : nil
+    }
+
+    /// The merchant-initiated body: no `channel` (Worldpay refuses it on this route), and no
+    /// `requestAutoSettlement`, as for first payments: settling stays the back office's call.
+    func mandateBody(_ request: MandateChargeRequest) throws -> [UInt8] {
+        var agreement: [String: Any] = ["type": Self.agreementType(CredentialUsage(request.mandate.kind))]
+        agreement["schemeReference"] = request.mandate.credential.schemeReference
+        return try ProcessorHTTP.encode([
+            "transactionReference": request.reference,
+            "merchant": ["entity": settings.entity],
+            "instruction": [
+                "narrative": ["line1": settings.narrative],
+                "value": ["currency": request.order.priced.currency, "amount": request.order.priced.total],
+                "paymentInstrument": ["type": "card/token", "href": request.mandate.credential.reference],
+                "customerAgreement": agreement,
+            ],
+        ])
+    }
+
+    /// `POST /cardPayments/merchantInitiatedTransactions` under the charge's reference, on a fresh
+    /// connection. Answers are read as for ``authorize(_:)``; a request Worldpay refused (`failed`)
+    /// is final only on the reference's first send: later, a 400 may be Worldpay's answer to a
+    /// reference it is still processing, or has already charged.
+    public func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome {
+        guard !request.mandate.credential.reference.isEmpty else {
+            // Nothing is sent: a definite no.
+            return AuthorizationOutcome(
+                status: .failed, code: "no_stored_credential", message: "the mandate has no Worldpay token to charge")
+        }
+        let answer = try await client.send(
+            "POST", url: settings.connection.baseURL + "/cardPayments/merchantInitiatedTransactions", headers: headers,
+            body: try mandateBody(request), fresh: true)
+        let outcome = try outcome(answer, reference: request.reference)
+        if outcome.status == .failed && request.sends > 1 {
+            throw ProcessorNoAnswer(
+                "Worldpay refused a re-send of \(request.reference) (\(outcome.code ?? "HTTP \(answer.status)")): not proof that nothing was charged"
+            )
+        }
+        return outcome
+    }
+
+    /// `DELETE` on the token's href, only when it is a `/tokens/` URL on the configured Worldpay
+    /// origin: the href came back in an answer and Orchard's credentials go with the call, so it
+    /// is never sent anywhere else. 200 and 204 are done; so is 404: the token is already gone.
+    public func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError) {
+        let href = mandate.credential.reference
+        guard settings.connection.owns(href), URLComponents(string: href)?.path.hasPrefix("/tokens/") == true else {
+            let host = URLComponents(string: href)?.host ?? "an unreadable URL"
+            throw ProcessorActionError(
+                "refusing to delete the Worldpay token at \(host): not a /tokens/ URL on \(settings.connection.baseURL)")
+        }
+        let credentials = Data("\(settings.username.value):\(settings.password.value)".utf8).base64EncodedString()
+        let answer: ProcessorHTTP.Answer
+        do {
+            answer = try await client.send(
+                "DELETE", url: href,
+                headers: [(name: "Authorization", value: "Basic \(credentials)"), (name: "Accept", value: Self.tokensMediaType)],
+                body: nil, fresh: true)
+        } catch let error as ProcessorActionError {
+            throw error
+        } catch {
+            throw ProcessorActionError("Worldpay did not answer the token deletion (\(error)); try again later")
+        }
+        guard [200, 204, 404].contains(answer.status) else {
+            throw ProcessorActionError(
+                "Worldpay answered the token deletion with HTTP \(answer.status): \(answer.json["message"] as? String ?? "")")
+        }
+    }
+}
