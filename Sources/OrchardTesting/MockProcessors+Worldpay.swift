@@ -100,6 +100,10 @@ extension MockProcessors {
         case .accepted(let request): checked = request
         case .refused(let reply): return reply
         }
+        // v7 requires the channel on a customer-initiated payment (and refuses it on a merchant-initiated one).
+        guard checked.body["channel"] as? String == "ecom" else {
+            return Self.worldpaySchemaError([("fieldIsMissing", "channel: ecom for a customer-initiated payment")])
+        }
         // Only a first payment that asked for a token gets one, unless tokens are withheld.
         let token = usage != nil && !withholdsTokens ? "\(baseURL)/tokens/\(Self.newTokenId())" : nil
         let scheme = "0607\(Int.random(in: 10_000_000_000...99_999_999_999))"
@@ -126,9 +130,9 @@ extension MockProcessors {
             "outcome": "authorized",
             "paymentInstrument": ["type": "card/network+masked", "card": ["brand": "visa", "fundingType": "debit"]],
             "_links": [
-                "payments:cancel": ["href": "\(baseURL)/payments/authorizations/cancellations/\(key)"],
-                "payments:settle": ["href": "\(baseURL)/payments/settlements/full/\(key)"],
-                "payments:events": ["href": "\(baseURL)/payments/events/\(key)"],
+                "cardPayments:cancel": ["href": "\(baseURL)/payments/authorizations/cancellations/\(key)"],
+                "cardPayments:settle": ["href": "\(baseURL)/payments/settlements/full/\(key)"],
+                "cardPayments:events": ["href": "\(baseURL)/payments/events/\(key)"],
             ],
         ]
         answer.merge(extra) { $1 }

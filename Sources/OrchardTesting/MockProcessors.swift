@@ -175,7 +175,7 @@ public final class MockProcessors: Sendable {
         let path = request.path
         if let refund = refundRoute(request) { return refund }
         if let mandate = mandateRoute(request) { return mandate }
-        if path == "/payments/authorizations" && request.method == "POST" { return worldpayAuthorize(request) }
+        if path == "/cardPayments/customerInitiatedTransactions" && request.method == "POST" { return worldpayAuthorize(request) }
         if path.hasPrefix("/payments/settlements/full/") || path.hasPrefix("/payments/authorizations/cancellations/") {
             return worldpayAction(request)
         }

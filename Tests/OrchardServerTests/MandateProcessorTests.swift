@@ -133,6 +133,8 @@ struct MandateProcessorTests {
                 let type = usage == .scheduled ? "subscription" : "unscheduled"
                 #expect(same(instruction["customerAgreement"], ["type": type, "storedCardUsage": "first"]))
                 #expect(same(instruction["tokenCreation"], ["type": "worldpay"]))
+                let (request, _) = try fixture.lastSent()
+                #expect(request.path == "/cardPayments/customerInitiatedTransactions" && body["channel"] as? String == "ecom")
             default:
                 #expect(stored.schemeReference == nil && outcome.storedCredential?.schemeReference == nil)
                 let input = try #require(body["mobilePaymentMethodSpecificInput"] as? [String: Any])

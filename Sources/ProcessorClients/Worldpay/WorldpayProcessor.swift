@@ -3,7 +3,8 @@ import CurlClient
 import Foundation
 import OrchardCore
 
-/// Worldpay Access: `POST /payments/authorizations` with the Apple Pay token as `walletToken`;
+/// Worldpay Access (Card Payments v7): `POST /cardPayments/customerInitiatedTransactions` with
+/// the Apple Pay token as `walletToken`;
 /// Worldpay decrypts it. Settle and cancel follow the `_links` Worldpay returned. Every call is
 /// on a fresh connection: its documentation promises no de-duplication, and libcurl would
 /// otherwise re-send a POST by itself when a reused connection dies under it.
@@ -43,13 +44,15 @@ public struct WorldpayProcessor: PaymentProcessor {
             instruction["tokenCreation"] = ["type": "worldpay"]
         }
         return try ProcessorHTTP.encode([
-            "transactionReference": request.reference, "merchant": ["entity": settings.entity], "instruction": instruction,
+            "transactionReference": request.reference, "channel": "ecom", "merchant": ["entity": settings.entity],
+            "instruction": instruction,
         ])
     }
 
     public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {
         let answer = try await client.send(
-            "POST", url: settings.connection.baseURL + "/payments/authorizations", headers: headers, body: try body(request), fresh: true)
+            "POST", url: settings.connection.baseURL + "/cardPayments/customerInitiatedTransactions", headers: headers,
+            body: try body(request), fresh: true)
         var outcome = try outcome(answer, reference: request.reference)
         if request.storeCredential != nil && outcome.status == .authorized {
             // Authorized without a token: the payment stands; the engine reports that no mandate was made.
