@@ -85,6 +85,17 @@ public struct AuthorizationOutcome: Sendable, Equatable {
     }
 }
 
+extension AuthorizationOutcome {
+    /// This outcome, unless it is a `.failed` refusal of a reference sent before: the processor
+    /// may be refusing a duplicate of its own earlier send, so that is no answer, not proof that
+    /// nothing was charged.
+    public func definite(sends: Int, processor: String, reference: String, status: Int) throws -> AuthorizationOutcome {
+        guard self.status == .failed && sends > 1 else { return self }
+        throw ProcessorNoAnswer(
+            "\(processor) refused a re-send of \(reference) (\(code ?? "HTTP \(status)")): not proof that nothing was charged")
+    }
+}
+
 /// The processor gave no definite answer (5xx, 409 in progress, timeout, dropped connection, an
 /// unreadable body): it may or may not have charged.
 public struct ProcessorNoAnswer: Error, Sendable, CustomStringConvertible {

@@ -157,14 +157,7 @@ struct PaymentRequestsController {
     }
 
     func checkedReference(_ body: CreateBody) throws -> (String, [String: String]) {
-        guard (1...128).contains(body.reference.count) else {
-            throw OrchardError(.invalidRequest, "reference (the shop's own order reference) must be 1–128 characters")
-        }
-        let metadata = body.metadata ?? [:]
-        guard metadata.count <= 20, metadata.allSatisfy({ (1...40).contains($0.key.count) && $0.value.count <= 500 }) else {
-            throw OrchardError(.invalidRequest, "metadata takes at most 20 keys of 1–40 characters, values of at most 500")
-        }
-        return (body.reference, metadata)
+        try checkedShopReference(body.reference, metadata: body.metadata, naming: "the shop's own order reference")
     }
 
     func requireRequest(_ id: String, merchant: MerchantConfiguration) async throws -> PaymentRequestRecord {
@@ -190,6 +183,19 @@ struct PaymentRequestsController {
                 supportsCoupons: merchant.quote != nil),
             payments: payments)
     }
+}
+
+/// The shop's reference (1–128 characters) and metadata (at most 20 keys of 1–40 characters,
+/// values of at most 500), checked; `naming` says what the reference is in the message.
+func checkedShopReference(_ reference: String, metadata: [String: String]?, naming: String) throws -> (String, [String: String]) {
+    guard (1...128).contains(reference.count) else {
+        throw OrchardError(.invalidRequest, "reference (\(naming)) must be 1–128 characters")
+    }
+    let metadata = metadata ?? [:]
+    guard metadata.count <= 20, metadata.allSatisfy({ (1...40).contains($0.key.count) && $0.value.count <= 500 }) else {
+        throw OrchardError(.invalidRequest, "metadata takes at most 20 keys of 1–40 characters, values of at most 500")
+    }
+    return (reference, metadata)
 }
 
 /// The `Idempotency-Key` header: required, 1–255 visible ASCII characters.

@@ -73,13 +73,8 @@ struct MandatesController {
         guard (1...ShopCart.maximumAmount).contains(body.amount) else {
             throw OrchardError(.invalidRequest, "amount must be a whole number of minor units from 1 to \(ShopCart.maximumAmount)")
         }
-        guard (1...128).contains(body.reference.count) else {
-            throw OrchardError(.invalidRequest, "reference (the shop's own reference for this charge) must be 1–128 characters")
-        }
-        let metadata = body.metadata ?? [:]
-        guard metadata.count <= 20, metadata.allSatisfy({ (1...40).contains($0.key.count) && $0.value.count <= 500 }) else {
-            throw OrchardError(.invalidRequest, "metadata takes at most 20 keys of 1–40 characters, values of at most 500")
-        }
+        let (_, metadata) = try checkedShopReference(
+            body.reference, metadata: body.metadata, naming: "the shop's own reference for this charge")
         // Checked before a charge order is made, so an ended mandate leaves nothing behind.
         guard mandate.state == .active else {
             throw OrchardError(.invalidState, "the mandate has ended (\(mandate.endedReason ?? "ended")): it cannot be charged")

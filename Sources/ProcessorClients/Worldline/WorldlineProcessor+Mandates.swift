@@ -77,13 +77,8 @@ extension WorldlineProcessor {
         let answer = try await client.send(
             "POST", url: settings.connection.baseURL + paymentsPath,
             headers: signedHeaders(method: "POST", path: paymentsPath, idempotenceKey: request.reference), body: body)
-        let outcome = try outcome(answer, reference: request.reference)
-        if outcome.status == .failed && request.sends > 1 {
-            throw ProcessorNoAnswer(
-                "Worldline refused a re-send of \(request.reference) (\(outcome.code ?? "HTTP \(answer.status)")): not proof that nothing was charged"
-            )
-        }
-        return outcome
+        return try outcome(answer, reference: request.reference).definite(
+            sends: request.sends, processor: "Worldline", reference: request.reference, status: answer.status)
     }
 
     /// `DELETE /v2/{merchantId}/tokens/{tokenId}`, signed. 200 and 204 are done; so is 404: the

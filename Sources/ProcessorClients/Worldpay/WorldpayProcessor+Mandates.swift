@@ -69,13 +69,8 @@ extension WorldpayProcessor {
         let answer = try await client.send(
             "POST", url: settings.connection.baseURL + "/cardPayments/merchantInitiatedTransactions", headers: headers,
             body: try mandateBody(request), fresh: true)
-        let outcome = try outcome(answer, reference: request.reference)
-        if outcome.status == .failed && request.sends > 1 {
-            throw ProcessorNoAnswer(
-                "Worldpay refused a re-send of \(request.reference) (\(outcome.code ?? "HTTP \(answer.status)")): not proof that nothing was charged"
-            )
-        }
-        return outcome
+        return try outcome(answer, reference: request.reference).definite(
+            sends: request.sends, processor: "Worldpay", reference: request.reference, status: answer.status)
     }
 
     /// `DELETE` on the token's href, only when it is a `/tokens/` URL on the configured Worldpay
