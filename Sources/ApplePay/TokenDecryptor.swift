@@ -143,10 +143,14 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
         public var merchantTokenIdentifier: String?
         /// The merchant token's card art and card details; nil when absent or in a shape not known yet.
         public var merchantTokenMetadata: MerchantTokenMetadata?
+        /// A multi-token payment's sub-merchant cryptograms (Apple Pay JS `multiTokenContexts`),
+        /// which Orchard never asks for; kept so such a token is recognised, nil when absent.
+        public var authenticationResponses: [AuthenticationResponse]?
 
         enum CodingKeys: String, CodingKey {
             case applicationPrimaryAccountNumber, applicationExpirationDate, currencyCode, transactionAmount, cardholderName
             case deviceManufacturerIdentifier, paymentDataType, paymentData, merchantTokenIdentifier, merchantTokenMetadata
+            case authenticationResponses
         }
 
         public init(from decoder: any Decoder) throws {
@@ -163,6 +167,27 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
             // Apple documents this object's shape for token events, not inside the token: a shape
             // that differs must not refuse a payment Apple signed, so it is then left out.
             merchantTokenMetadata = try? container.decodeIfPresent(MerchantTokenMetadata.self, forKey: .merchantTokenMetadata)
+            authenticationResponses = try? container.decodeIfPresent([AuthenticationResponse].self, forKey: .authenticationResponses)
+        }
+    }
+
+    /// One sub-merchant's part of a multi-token payment, as Apple's token format reference lists it.
+    public struct AuthenticationResponse: Sendable, Decodable, Equatable {
+        public var merchantIdentifier: String?
+        /// The cryptogram for this sub-merchant's amount.
+        public var authenticationData: String?
+        /// Minor units, written by Apple as a number or a string.
+        public var transactionAmount: Int64?
+
+        enum CodingKeys: String, CodingKey { case merchantIdentifier, authenticationData, transactionAmount }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            merchantIdentifier = try? container.decodeIfPresent(String.self, forKey: .merchantIdentifier)
+            authenticationData = try? container.decodeIfPresent(String.self, forKey: .authenticationData)
+            transactionAmount =
+                (try? container.decodeIfPresent(Int64.self, forKey: .transactionAmount))
+                ?? (try? container.decodeIfPresent(String.self, forKey: .transactionAmount)).flatMap { $0.flatMap { Int64($0) } }
         }
     }
 

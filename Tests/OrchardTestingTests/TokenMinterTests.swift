@@ -62,6 +62,17 @@ struct TokenMinterTests {
         let tolerated = try decryptor.decrypt(try verifier.verify(oddToken, at: Date()).decoded)
         #expect(tolerated.fields.merchantTokenIdentifier == "DNITHE302308980427388297")
         #expect(tolerated.fields.merchantTokenMetadata == nil, "cardArt as an object is not Apple's documented shape")
+        #expect(decrypted.fields.authenticationResponses == nil)
+
+        let multi = String(decoding: payload, as: UTF8.self).replacingOccurrences(
+            of: "\"merchantTokenIdentifier\"",
+            with:
+                #""authenticationResponses":[{"merchantIdentifier":"merchant.sub","authenticationData":"AAEC","transactionAmount":"250"},{"merchantIdentifier":"merchant.other","authenticationData":"AwQF","transactionAmount":1000}],"merchantTokenIdentifier""#
+        )
+        let multiToken = try minter.mintEC(payload: Array(multi.utf8), to: key.publicKey, merchantIdentifier: Self.merchant)
+        let responses = try decryptor.decrypt(try verifier.verify(multiToken, at: Date()).decoded).fields.authenticationResponses
+        #expect(responses?.map(\.merchantIdentifier) == ["merchant.sub", "merchant.other"])
+        #expect(responses?.map(\.transactionAmount) == [250, 1000], "a number or a string")
     }
 
     @Test("RSA_v1 without applicationData")
