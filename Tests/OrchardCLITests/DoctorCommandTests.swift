@@ -80,10 +80,13 @@ struct DoctorCommandTests {
         ])
     func gatewayFailures(faults: MockGatewayFaults, expected: String) async throws {
         try await Self.withSetup(faults: faults) { setup in
+            // Short timeouts only where the timeout is what is tested: under CI load a reset or an
+            // error answer can take longer than 1.5 s to arrive, and would then read as a timeout.
+            let slow = faults.latency > .zero
             try setup.edit { json in
                 var gateway = json["appleGateway"] as? [String: Any] ?? [:]
-                gateway["connectTimeoutMilliseconds"] = 1000
-                gateway["timeoutMilliseconds"] = 1500
+                gateway["connectTimeoutMilliseconds"] = slow ? 1000 : 10_000
+                gateway["timeoutMilliseconds"] = slow ? 1500 : 15_000
                 json["appleGateway"] = gateway
             }
             let (status, lines) = try await setup.doctor()
