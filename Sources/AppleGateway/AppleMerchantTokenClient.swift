@@ -11,8 +11,6 @@ public struct AppleMerchantTokenClient: MerchantTokenService {
     let connection: AppleGatewayConnection
     let logger: Logger
 
-    /// Apple caps event IDs and token identifiers at 64 characters.
-    public static let maximumIdentifierLength = 64
     /// The largest event body read: Apple's documented fields fit in a few kilobytes, so more is
     /// not an event (the libcurl client's own cap bounds the transfer itself).
     static let maximumEventBytes = 64 * 1024
@@ -25,19 +23,8 @@ public struct AppleMerchantTokenClient: MerchantTokenService {
         self.logger = logger
     }
 
-    /// Whether `value` may go into a Merchant Token Management path or body: 1 to 64 of
-    /// `[A-Za-z0-9._-]`. Event IDs arrive in an unauthenticated notification URL, so anything else
-    /// is refused before it reaches Apple (or a log line).
-    public static func isValidIdentifier(_ value: String) -> Bool {
-        !value.isEmpty && value.utf8.count <= maximumIdentifierLength
-            && value.utf8.allSatisfy { byte in
-                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
-            }
-    }
-
     public func event(id: String, for merchant: MerchantConfiguration) async throws(GatewayError) -> MerchantTokenEvent {
-        guard Self.isValidIdentifier(id) else {
+        guard MerchantTokenEvent.isValidIdentifier(id) else {
             Self.count("event", "invalid")
             throw GatewayError(.invalidRequest, "the merchant token event ID is not 1 to 64 of A-Z a-z 0-9 . _ -")
         }
@@ -66,7 +53,7 @@ public struct AppleMerchantTokenClient: MerchantTokenService {
     }
 
     public func unlink(merchantTokenIdentifier: String, for merchant: MerchantConfiguration) async throws(GatewayError) {
-        guard Self.isValidIdentifier(merchantTokenIdentifier) else {
+        guard MerchantTokenEvent.isValidIdentifier(merchantTokenIdentifier) else {
             Self.count("unlink", "invalid")
             throw GatewayError(.invalidRequest, "the merchant token identifier is not 1 to 64 of A-Z a-z 0-9 . _ -")
         }

@@ -158,8 +158,8 @@ struct MerchantTokenClientTests {
     @Test("64 characters of the allowed set pass")
     func longestIdentifier() async throws {
         let longest = String(repeating: "A", count: 60) + "9._-"
-        #expect(AppleMerchantTokenClient.isValidIdentifier(longest))
-        #expect(!AppleMerchantTokenClient.isValidIdentifier(longest + "x"))
+        #expect(MerchantTokenEvent.isValidIdentifier(longest))
+        #expect(!MerchantTokenEvent.isValidIdentifier(longest + "x"))
     }
 
     @Test("a merchant ID with reserved characters goes as one percent-encoded path segment")

@@ -10,6 +10,19 @@ public struct MerchantTokenEvent: Sendable, Codable, Equatable {
     public static let updatedCardArt = "UPDATED_CARD_ART"
     public static let updatedPublicKey = "UPDATED_MERCHANT_TOKEN_PUBLIC_KEY"
 
+    /// The longest event ID or merchant token identifier Apple documents.
+    public static let maximumIdentifierLength = 64
+
+    /// Whether `value` can be an event ID or merchant token identifier: 1–64 of `A-Z a-z 0-9 . _ -`.
+    /// Both come from an unauthenticated URL or a stored record and go into a path to Apple.
+    public static func isValidIdentifier(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= maximumIdentifierLength
+            && value.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            }
+    }
+
     public var eventType: String
     public var merchantTokenIdentifier: String
     /// Who originated the event (the user or the card issuer), in Apple's words.

@@ -68,7 +68,7 @@ struct MandateLifecycle: Sendable {
     func handleNotification(eventId: String, merchantIdentifier: String) async -> NotificationAnswer {
         // Apple's IDs are short and plain; anything else is not Apple's, and is neither logged
         // as it came nor spends the merchant's fetches.
-        guard (1...64).contains(eventId.utf8.count), eventId.utf8.allSatisfy(Self.isIdentifierByte),
+        guard MerchantTokenEvent.isValidIdentifier(eventId),
             (1...255).contains(merchantIdentifier.utf8.count), merchantIdentifier.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
         else {
             logger.notice("a merchant token notification with an event ID Apple does not send: ignored")
@@ -103,13 +103,6 @@ struct MandateLifecycle: Sendable {
             logger.error("a merchant token event could not be recorded: Apple will notify again", metadata: metadata)
             return .retryLater
         }
-    }
-
-    /// `A-Z a-z 0-9 . _ -`.
-    static func isIdentifierByte(_ byte: UInt8) -> Bool {
-        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
-            || byte == UInt8(ascii: "-")
     }
 
     private func apply(_ event: MerchantTokenEvent, merchantIdentifier: String, metadata: Logger.Metadata) async throws {
