@@ -22,7 +22,7 @@ struct MerchantTokenClientTests {
         let client = AppleMerchantTokenClient(
             http: http,
             endpoint: RemoteEndpoint(
-                baseURL: fixture.baseURL, trust: .caPEM(fixture.material.caPEM), connectTimeout: .seconds(2), timeout: .seconds(5),
+                baseURL: fixture.baseURL, trust: .caPEM(fixture.material.caPEM), connectTimeout: .seconds(10), timeout: .seconds(15),
                 isProductionHost: false),
             logger: Logger(label: "orchard.test.merchant-tokens"))
         do {
