@@ -108,9 +108,10 @@ public struct AppleMerchantTokenClient: MerchantTokenService {
         guard (200..<300).contains(response.status) else {
             Self.count(what, "rejected")
             let message = AppleGatewayConnection.appleMessage(response.body)
-            let rejection = GatewayError(
+            var rejection = GatewayError(
                 .rejected, "Apple answered HTTP \(response.status) to the merchant token \(what) call", appleStatus: response.status,
                 appleMessage: message)
+            rejection.advice = Self.advice(status: response.status, what: what, merchant: merchant.merchantIdentifier)
             metadata["status"] = "\(response.status)"
             metadata["statusMessage"] = "\(message)"
             metadata["hint"] = "\(rejection.hint)"
@@ -118,6 +119,15 @@ public struct AppleMerchantTokenClient: MerchantTokenService {
             throw rejection
         }
         return response
+    }
+
+    /// What a refusal of a token call means. Identity refusals (401, 403, 417) keep the general
+    /// hint; any other 4xx is about the event or token, not the merchant ID, which Apple knew.
+    static func advice(status: Int, what: String, merchant: String) -> String? {
+        guard (400..<500).contains(status), ![401, 403, 417].contains(status) else { return nil }
+        let subject = what == "event" ? "this event" : "this merchant token"
+        return
+            "Apple does not know \(subject) for \(merchant): it may belong to another merchant ID, or to Apple's other environment (sandbox or production)"
     }
 
     /// The gateway metrics' `call` label for this API.

@@ -26,18 +26,23 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
     public var appleStatus: Int?
     /// Apple's own `statusMessage`, for the operator (logs, admin API, doctor), never the page.
     public var appleMessage: String?
+    /// Advice from the caller, which knows what was asked (an event, a token), in place of the
+    /// general ``hint`` that reads Apple's answer as if it were about sessions and domains.
+    public var advice: String?
 
-    public init(_ kind: Kind, _ message: String, appleStatus: Int? = nil, appleMessage: String? = nil) {
+    public init(_ kind: Kind, _ message: String, appleStatus: Int? = nil, appleMessage: String? = nil, advice: String? = nil) {
         self.kind = kind
         self.message = message
         self.appleStatus = appleStatus
         self.appleMessage = appleMessage
+        self.advice = advice
     }
 
     public var description: String { message }
 
     /// What went wrong and what to do, in plain words, from Apple's status and message.
     public var hint: String {
+        if let advice { return advice }
         let apple = appleMessage ?? ""
         switch kind {
         case .timedOut:

@@ -97,6 +97,8 @@ struct MerchantTokenClientTests {
                 #expect(error.kind == .rejected)
                 #expect(error.appleStatus == 400)
                 #expect(error.appleMessage?.contains("unknown eventId=no-such-event") == true, "\(error.appleMessage ?? "")")
+                // The operator is told what Apple did not know: the event, not the merchant ID.
+                #expect(error.hint.hasPrefix("Apple does not know this event for \(Self.merchant)"), "\(error.hint)")
             }
             #expect(fixture.gateway.tokenEventFetches == ["no-such-event"])
         }
@@ -125,6 +127,7 @@ struct MerchantTokenClientTests {
                 } catch {
                     #expect(error.kind == .rejected)
                     #expect(error.appleStatus == 400)
+                    #expect(error.hint.hasPrefix("Apple does not know this merchant token"), "\(error.hint)")
                 }
             }
             #expect(fixture.gateway.unlinkedTokens == ["tok-1"])
@@ -197,6 +200,7 @@ struct MerchantTokenClientTests {
             } catch {
                 #expect(error.kind == .rejected)
                 #expect(error.appleStatus == 417)
+                #expect(error.hint.contains("identity certificate belongs to another merchant ID"), "\(error.hint)")
             }
             #expect(fixture.gateway.tokenEventFetches.isEmpty)
         }
@@ -233,6 +237,7 @@ struct MerchantTokenClientTests {
             } catch {
                 #expect(error.kind == .rejected)
                 #expect(error.appleStatus == 500)
+                #expect(error.hint.hasPrefix("Apple refused the request (HTTP 500"), "\(error.hint)")
             }
             #expect(fixture.gateway.unlinkedTokens.isEmpty)
             fixture.gateway.merchantTokenFaultStatus = nil
