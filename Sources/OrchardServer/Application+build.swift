@@ -92,6 +92,8 @@ public func buildApplication(
             domainProbe: domainProbe, engine: engine, time: time, processors: processors, processorMaker: processorMaker
         )
         .addRoutes(to: router, token: token)
+        AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: mandates)
+            .addRoutes(to: router, token: token)
     }
 
     var app = Application(

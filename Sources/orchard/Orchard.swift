@@ -7,7 +7,7 @@ import NIOPosix
 struct Orchard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Orchard: a self-hosted Apple Pay on the Web backend.",
-        subcommands: [Serve.self, DoctorCommand.self, Token.self, Domains.self, Certs.self, Payments.self, Keys.self, Webhooks.self]
+        subcommands: [Serve.self, DoctorCommand.self, Token.self, Domains.self, Certs.self, Payments.self, Mandates.self, Keys.self, Webhooks.self]
     )
 
     /// Swift concurrency's jobs run on NIO's event loops, where the sockets are: a request, its

@@ -1,0 +1,91 @@
+import ApplePay
+import Foundation
+import Hummingbird
+import OrchardCore
+
+/// `/admin/mandates`: every merchant's mandates for the operator, behind the admin token, and
+/// ending one (a shopper who asked the platform rather than the shop, a card reported stolen).
+/// Ending goes through the same compare-and-set, processor deletion and Apple unlink as the
+/// shop's `DELETE /v1/mandates/{id}`, with the reason `operator`.
+struct AdminMandatesController {
+    let store: any OrchardStore
+    let directory: MerchantDirectory
+    let configuration: ServerConfiguration
+    let lifecycle: MandateLifecycle
+
+    /// A mandate with the merchant it belongs to, which the shop's own view leaves out.
+    struct AdminMandate: ResponseEncodable {
+        var merchantIdentifier: String
+        var mandate: MandateView
+
+        init(_ record: MandateRecord) {
+            merchantIdentifier = record.merchantIdentifier
+            mandate = MandateView(record)
+        }
+    }
+
+    struct AdminMandateList: ResponseEncodable {
+        var mandates: [AdminMandate]
+    }
+
+    func addRoutes(to router: Router<OrchardRequestContext>, token: AdminToken) {
+        let admin = router.group("admin").add(middleware: AdminAuthMiddleware(token: token))
+        admin.get("mandates") { request, _ in
+            try await list(request.uri.queryParameters)
+        }
+        admin.get("mandates/{id}") { _, context in
+            AdminMandate(try await requireMandate(context))
+        }
+        admin.post("mandates/{id}/end") { _, context in
+            let mandate = try await requireMandate(context)
+            guard mandate.state == .active, let ended = try await lifecycle.end(mandate, reason: "operator", unlinkAtApple: true)
+            else {
+                // Already ended (here or by a concurrent call): the answer shows by whom.
+                return AdminMandate(try await store.mandate(id: mandate.id) ?? mandate)
+            }
+            return AdminMandate(ended)
+        }
+    }
+
+    /// Newest first, across every configured and registered merchant unless `merchant` names one.
+    private func list(_ query: Parameters) async throws -> AdminMandateList {
+        let state = try query["state"].map { text in
+            guard let state = MandateRecord.State(rawValue: String(text)) else {
+                throw OrchardError(.invalidRequest, "state must be active or ended")
+            }
+            return state
+        }
+        let limit =
+            try query["limit"].map { text in
+                guard let limit = Int(String(text)), (1...1000).contains(limit) else {
+                    throw OrchardError(.invalidRequest, "limit must be a whole number from 1 to 1000")
+                }
+                return limit
+            } ?? 100
+        let merchants: [String]
+        if let merchant = query["merchant"].map(String.init) {
+            guard (1...255).contains(merchant.utf8.count) else {
+                throw OrchardError(.invalidRequest, "merchant must be a merchant ID (1 to 255 bytes)")
+            }
+            merchants = [merchant]
+        } else {
+            merchants =
+                configuration.merchants.map(\.merchantIdentifier) + directory.registrations.map(\.partnerIdentifier)
+        }
+        var mandates: [MandateRecord] = []
+        for merchant in merchants {
+            mandates += try await store.mandates(merchantIdentifier: merchant, state: state, limit: limit)
+        }
+        // Each merchant's list is newest first and at most `limit` long, so the merge is exact.
+        mandates.sort { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }
+        return AdminMandateList(mandates: mandates.prefix(limit).map(AdminMandate.init))
+    }
+
+    private func requireMandate(_ context: OrchardRequestContext) async throws -> MandateRecord {
+        let id = try context.parameters.require("id")
+        guard id.utf8.count <= 64, let mandate = try await store.mandate(id: id) else {
+            throw OrchardError(.notFound, "there is no mandate \(id.prefix(64))")
+        }
+        return mandate
+    }
+}
