@@ -149,9 +149,12 @@ struct MerchantSessionTests {
         // Only the slow cases need a deadline under the mock's 3 s; the others keep the harness's
         // 10 s, as a loaded CI machine once took over a second for the handshake before a reset.
         try await ServerHarness.with(faults: faults, timeoutMilliseconds: status == 504 ? 1500 : 10_000) { server in
+            let started = ContinuousClock.now
             let response = try await server.requestSession()
-            #expect(response.status == status)
-            #expect(response.errorCode == code)
+            // What the gateway saw tells a slow handshake from a reset that went unnoticed.
+            let seen = "after \(ContinuousClock.now - started), gateway saw \(server.gateway.stats.snapshot)"
+            #expect(response.status == status, "\(seen)")
+            #expect(response.errorCode == code, "\(seen)")
             // Apple's own message never reaches the browser.
             #expect(response.errorMessage?.contains("Injected") == false)
             let r4 = try await server.send("GET", "/health")

@@ -74,10 +74,13 @@ struct MockGatewayControlTests {
         _ fixture: GatewayFixture, _ http: CurlHTTPClient, _ object: [String: String]? = nil, raw: [UInt8]? = nil
     ) async throws -> (status: Int, body: [String: Any]) {
         let bytes = try raw ?? Array(JSONSerialization.data(withJSONObject: object ?? [:]))
-        let response = try await http.execute(
-            identified(
-                fixture, method: "POST", url: fixture.baseURL + "/_mock/token-events",
-                headers: [(name: "Content-Type", value: "application/json")], body: bytes))
+        var request = try identified(
+            fixture, method: "POST", url: fixture.baseURL + "/_mock/token-events",
+            headers: [(name: "Content-Type", value: "application/json")], body: bytes)
+        // The answer waits for up to four notification attempts; one core running the whole
+        // suite was seen to take over 10 s (the client's default) for them.
+        request.timeouts = CurlTimeouts(connect: .seconds(10), total: CurlTimeouts.maximumTotal)
+        let response = try await http.execute(request)
         let body = (try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
         return (response.status, body)
     }

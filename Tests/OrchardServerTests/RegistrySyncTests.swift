@@ -11,9 +11,11 @@ import Testing
 struct RegistrySyncTests {
     static let domain = "sync-shop.example"
 
-    /// Polls the association file on `domain` until it answers `status`, for at most 5 s.
+    /// Polls the association file on `domain` until it answers `status`, for at most 20 s: the
+    /// sync pass runs every 2 s, but a test machine running the whole suite on one core was seen
+    /// to take over 5 s for it.
     func waitForAssociation(_ server: ServerHarness, status: Int) async throws -> Int {
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(20)
         var last = 0
         while ContinuousClock.now < deadline {
             last = Int(try await server.send("GET", "/.well-known/apple-developer-merchantid-domain-association", host: Self.domain).status)
@@ -23,7 +25,7 @@ struct RegistrySyncTests {
         return last
     }
 
-    @Test("a domain registered in the store by another instance is served within 5 s, and stops being served once deleted")
+    @Test("a domain registered in the store by another instance is served after a sync pass, and stops being served once deleted")
     func picksUpRegistrations() async throws {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants, environment: MoreMerchants.environment, configure: MoreMerchants.all

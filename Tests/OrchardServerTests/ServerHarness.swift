@@ -138,9 +138,11 @@ struct ServerHarness {
         ) { port in
             portContinuation.yield(port)
         }
-        let client = try CurlHTTPClient(configuration: .init(allowedSchemes: ["http"]))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.runService(gracefulShutdownSignals: []) }
+        // Longer than the server's own gateway and processor timeouts (10 s here), so a slow
+        // upstream reaches the test as the server's answer, not as this client giving up first.
+        let client = try CurlHTTPClient(
+            configuration: .init(timeouts: CurlTimeouts(connect: .seconds(10), total: .seconds(25)), allowedSchemes: ["http"]))
+        try await withGracefulShutdown(app, logger: logger) {
             var iterator = ports.makeAsyncIterator()
             guard let port = await iterator.next() else { throw CancellationError() }
             let harness = ServerHarness(
@@ -149,11 +151,9 @@ struct ServerHarness {
             do {
                 try await body(harness)
             } catch {
-                group.cancelAll()
                 await fixture.gateway.stop()
                 throw error
             }
-            group.cancelAll()
         }
         client.shutdown()
         http.shutdown()
