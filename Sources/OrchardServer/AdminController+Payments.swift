@@ -27,8 +27,7 @@ extension AdminController {
                 }
                 state = parsed
             }
-            let limit = query["limit"].flatMap { Int(String($0)) } ?? 100
-            guard (1...1000).contains(limit) else { throw OrchardError(.invalidRequest, "limit must be 1–1000") }
+            let limit = try query.adminLimit(default: 100)
             var payments: [PaymentRecord]
             if let orderId = query["order"].map(String.init) {
                 payments = try await store.payments(orderId: orderId).filter { state == nil || $0.state == state }

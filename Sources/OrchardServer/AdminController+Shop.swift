@@ -81,8 +81,7 @@ extension AdminController {
                 }
                 return state
             }
-            let limit = query["limit"].flatMap { Int(String($0)) } ?? 50
-            guard (1...1000).contains(limit) else { throw OrchardError(.invalidRequest, "limit must be 1–1000") }
+            let limit = try query.adminLimit(default: 50)
             let events = try await store.webhookEvents(merchantIdentifier: query["merchant"].map(String.init), state: state, limit: limit)
             return EventList(events: events.map { EventView(event: $0, payload: String(decoding: $0.payload, as: UTF8.self)) })
         }

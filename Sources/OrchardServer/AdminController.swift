@@ -224,3 +224,14 @@ struct AdminAuthMiddleware<Context: RequestContext>: RouterMiddleware {
         return try await next(request, context)
     }
 }
+
+extension Parameters {
+    /// The admin lists' `limit`: `fallback` when absent, 400 unless a whole number from 1 to 1000.
+    func adminLimit(default fallback: Int) throws -> Int {
+        guard let text = self["limit"] else { return fallback }
+        guard let limit = Int(String(text)), (1...1000).contains(limit) else {
+            throw OrchardError(.invalidRequest, "limit must be a whole number from 1 to 1000")
+        }
+        return limit
+    }
+}

@@ -53,6 +53,13 @@ struct AdminMandatesTests {
                 let refused = try await server.send("GET", "/admin/mandates?\(bad)", extraHeaders: MoreMerchants.authorization)
                 #expect(refused.status == 400 && refused.errorCode == "invalid_request", "\(bad)")
             }
+            // The other admin lists read `limit` the same way (a word was once taken as the default).
+            for list in ["/admin/payments", "/admin/webhooks"] {
+                #expect(try await admin("GET", "\(list)?limit=2").status == 200, "\(list)")
+                for bad in ["limit=0", "limit=1001", "limit=ten"] {
+                    #expect(try await admin("GET", "\(list)?\(bad)").status == 400, "\(list)?\(bad)")
+                }
+            }
             #expect(try await admin("GET", "/admin/mandates/no-such-mandate").status == 404)
             #expect(try await admin("POST", "/admin/mandates/no-such-mandate/end").status == 404)
 

@@ -55,13 +55,7 @@ struct AdminMandatesController {
             }
             return state
         }
-        let limit =
-            try query["limit"].map { text in
-                guard let limit = Int(String(text)), (1...1000).contains(limit) else {
-                    throw OrchardError(.invalidRequest, "limit must be a whole number from 1 to 1000")
-                }
-                return limit
-            } ?? 100
+        let limit = try query.adminLimit(default: 100)
         let merchants: [String]
         if let merchant = query["merchant"].map(String.init) {
             guard (1...255).contains(merchant.utf8.count) else {
