@@ -141,6 +141,12 @@ public final class ChildProcess: Sendable {
         return exit.withLock { $0 } ?? status
     }
 
+    /// ``wait()`` on a thread of its own, leaving the cooperative pool free meanwhile.
+    @discardableResult
+    public func waitOffPool() async -> Int32 {
+        (try? await offPool { self.wait() }) ?? wait()
+    }
+
     /// Both captured streams to their end (stderr read on its own thread, so neither pipe fills).
     public func readToEnd() -> (stdout: [UInt8], stderr: [UInt8]) {
         let errors = Mutex<[UInt8]>([])

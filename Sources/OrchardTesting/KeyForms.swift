@@ -22,7 +22,12 @@ public enum KeyForms {
     /// form: PEM with an `EC PARAMETERS` block (EC keys, as `openssl ecparam -genkey` writes),
     /// PKCS#8, encrypted PKCS#8, traditional encrypted PEM, DER (traditional and PKCS#8,
     /// plain and encrypted), and modern and legacy PKCS#12. `password.txt` holds the password.
-    public static func write(keyPEM: String, certificatePEM: String, isEC: Bool, into directory: String) throws -> [KeyForm] {
+    /// The `openssl` runs happen on a thread of their own, off the cooperative pool.
+    public static func write(keyPEM: String, certificatePEM: String, isEC: Bool, into directory: String) async throws -> [KeyForm] {
+        try await offPool { try writeBlocking(keyPEM: keyPEM, certificatePEM: certificatePEM, isEC: isEC, into: directory) }
+    }
+
+    private static func writeBlocking(keyPEM: String, certificatePEM: String, isEC: Bool, into directory: String) throws -> [KeyForm] {
         let key = directory + "/source.key"
         let certificate = directory + "/source.pem"
         try Data(keyPEM.utf8).write(to: URL(fileURLWithPath: key))
@@ -33,14 +38,14 @@ public enum KeyForms {
         var forms: [KeyForm] = []
         func make(_ name: String, encrypted: Bool = false, p12: Bool = false, _ arguments: [String]) throws {
             let path = "\(directory)/\(name)"
-            try openssl(arguments + ["-out", path])
+            try opensslBlocking(arguments + ["-out", path])
             forms.append(KeyForm(name: name, path: path, encrypted: encrypted, bundlesCertificate: p12))
         }
         if isEC {
             let parameters = directory + "/parameters.pem"
             let sec1 = directory + "/sec1.pem"
-            try openssl(["ecparam", "-name", "prime256v1", "-out", parameters])
-            try openssl(["ec", "-in", key, "-out", sec1])
+            try opensslBlocking(["ecparam", "-name", "prime256v1", "-out", parameters])
+            try opensslBlocking(["ec", "-in", key, "-out", sec1])
             let combined = try Data(contentsOf: URL(fileURLWithPath: parameters)) + Data(contentsOf: URL(fileURLWithPath: sec1))
             try combined.write(to: URL(fileURLWithPath: directory + "/ecparam-genkey.pem"))
             forms.append(
@@ -64,8 +69,12 @@ public enum KeyForms {
     }
 
     /// Runs the system `openssl` (CI installs it); throws with its standard error on failure.
-    public static func openssl(_ arguments: [String]) throws {
-        let result = try OrchardProcess.run(arguments, executable: URL(fileURLWithPath: "/usr/bin/openssl"))
+    public static func openssl(_ arguments: [String]) async throws {
+        try await offPool { try opensslBlocking(arguments) }
+    }
+
+    private static func opensslBlocking(_ arguments: [String]) throws {
+        let result = try OrchardProcess.runBlocking(arguments, executable: URL(fileURLWithPath: "/usr/bin/openssl"))
         guard result.status == 0 else { throw OpenSSLFailed(arguments: arguments, stderr: result.stderr) }
     }
 

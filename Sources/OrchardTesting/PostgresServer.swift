@@ -77,20 +77,20 @@ public final class PostgresServer: Sendable {
     /// A new, empty database (`t_` and 16 hex digits) and the settings that reach it.
     public func createDatabase(poolSize: Int = 8) async throws -> PostgresSettings {
         let name = "t_" + RecordIdentifier.random().prefix(16)
-        _ = try await Self.offPool { try self.psql("CREATE DATABASE \(name)") }
+        _ = try await offPool { try self.psql("CREATE DATABASE \(name)") }
         return PostgresSettings(
             endpoint: .tcp(host: "127.0.0.1", port: port), database: name, user: Self.user, password: Secret(password), poolSize: poolSize)
     }
 
     /// Drops a database `createDatabase` made, closing whatever is still connected to it.
     public func dropDatabase(_ name: String) async {
-        _ = try? await Self.offPool { try self.psql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+        _ = try? await offPool { try self.psql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
     }
 
     /// Runs SQL in `database` with psql; its output unaligned, without headers, trimmed.
     @discardableResult
     public func query(_ database: String, _ sql: String) async throws -> String {
-        try await Self.offPool { try self.psql(sql, database: database) }
+        try await offPool { try self.psql(sql, database: database) }
     }
 
     @discardableResult
@@ -300,10 +300,4 @@ public final class PostgresServer: Sendable {
         }
     }
 
-    /// Runs blocking work (waiting for processes) on its own thread.
-    static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try work() }) }.start()
-        }
-    }
 }

@@ -51,8 +51,27 @@ public enum OrchardProcess {
         return URL(fileURLWithPath: name)
     }
 
-    /// Runs `executable` to completion, blocking the calling thread; `stdin` is written to it first.
+    /// Runs `executable` to completion on a thread of its own (`stdin` written to it first), so
+    /// the test waiting for it leaves Swift's cooperative pool to the servers running beside it:
+    /// on a two-core CI machine two blocked pool threads stall every async test in the process.
     public static func run(
+        _ arguments: [String], environment: [String: String]? = nil, executable: URL = orchard, currentDirectory: URL? = nil,
+        stdin: [UInt8]? = nil
+    ) async throws -> Result {
+        try await offPool {
+            try runBlocking(
+                arguments, environment: environment, executable: executable, currentDirectory: currentDirectory, stdin: stdin)
+        }
+    }
+
+    /// A program found on the `PATH` (`openssl`), run like ``run(_:environment:executable:currentDirectory:stdin:)``.
+    public static func tool(_ name: String, _ arguments: [String], stdin: [UInt8]? = nil) async throws -> Result {
+        try await run([name] + arguments, executable: URL(fileURLWithPath: "/usr/bin/env"), stdin: stdin)
+    }
+
+    /// ``run(_:environment:executable:currentDirectory:stdin:)`` blocking the calling thread: for
+    /// work already off the pool.
+    static func runBlocking(
         _ arguments: [String], environment: [String: String]? = nil, executable: URL = orchard, currentDirectory: URL? = nil,
         stdin: [UInt8]? = nil
     ) throws -> Result {
@@ -61,21 +80,13 @@ public enum OrchardProcess {
         let (stdout, stderr) = child.readToEnd()
         return Result(status: child.wait(), stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
     }
+}
 
-    /// A program found on the `PATH` (`openssl`), run like ``run(_:environment:executable:currentDirectory:stdin:)``.
-    public static func tool(_ name: String, _ arguments: [String], stdin: [UInt8]? = nil) throws -> Result {
-        try run([name] + arguments, executable: URL(fileURLWithPath: "/usr/bin/env"), stdin: stdin)
-    }
-
-    /// ``run(_:environment:executable:currentDirectory:)`` on its own thread, so a server in the
-    /// test process keeps the cooperative pool.
-    public static func runAsync(_ arguments: [String], environment: [String: String]? = nil, executable: URL = orchard)
-        async throws -> Result
-    {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Swift.Result { try run(arguments, environment: environment, executable: executable) }) }
-                .start()
-        }
+/// Runs blocking work (waiting for a process, reading its pipes) on a thread of its own, off
+/// Swift's cooperative pool.
+public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
     }
 }
 

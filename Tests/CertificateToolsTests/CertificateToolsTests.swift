@@ -18,8 +18,8 @@ enum AppleFixture {
 }
 
 /// Runs the system `openssl` (CI installs it) to build PKCS#12 files the way other tools do.
-func openssl(_ arguments: [String]) throws {
-    guard try OrchardProcess.tool("openssl", arguments).status == 0 else {
+func openssl(_ arguments: [String]) async throws {
+    guard try await OrchardProcess.tool("openssl", arguments).status == 0 else {
         throw CertificateToolError("openssl \(arguments.first ?? "") failed")
     }
 }
@@ -27,7 +27,7 @@ func openssl(_ arguments: [String]) throws {
 @Suite("orchard certs: CSRs, Apple .cer import, and inspection of PEM, DER and PKCS#12")
 struct CertificateToolsTests {
     @Test("identity CSR: RSA-2048, signed, subject CN = merchant ID; processing CSR: EC P-256 usable as a processing key")
-    func csrs() throws {
+    func csrs() async throws {
         let identity = try CertificateRequests.make(kind: .identity, merchantIdentifier: "merchant.com.example.shop")
         let identityCSR = try CertificateSigningRequest(pemEncoded: identity.csrPEM)
         #expect(_RSA.Signing.PublicKey(identityCSR.publicKey)?.keySizeInBits == 2048)
@@ -44,7 +44,7 @@ struct CertificateToolsTests {
     }
 
     @Test("import: Apple's DER .cer becomes PEM with its own key, and is refused with another key")
-    func importCertificate() throws {
+    func importCertificate() async throws {
         let made = try CertificateRequests.make(kind: .processing, merchantIdentifier: "merchant.com.example.shop")
         let csr = try CertificateSigningRequest(pemEncoded: made.csrPEM)
         // The test CA plays Apple: it signs the CSR's key.
@@ -66,7 +66,7 @@ struct CertificateToolsTests {
     }
 
     @Test("Apple's real processing certificate: kind, merchant ID from UID and extension, RSA-2048, expiry on the given clock")
-    func realAppleCertificate() throws {
+    func realAppleCertificate() async throws {
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: AppleFixture.certificatePath)))
         let report = try CertificateInspector.inspect(bytes, password: nil, at: AppleFixture.signedAt)
         #expect(report.format == "pem")
@@ -84,7 +84,7 @@ struct CertificateToolsTests {
     }
 
     @Test("PEM with a key reports whether it matches; DER works; encrypted keys and CSRs get a note; junk is refused")
-    func pemVariants() throws {
+    func pemVariants() async throws {
         let identity = TestMaterial.shared.identity
         let pem = Array((try identity.certificatePEM + "\n" + identity.keyPEM).utf8)
         let report = try CertificateInspector.inspect(pem, password: nil, at: Date())
@@ -104,7 +104,7 @@ struct CertificateToolsTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try directory.write("plain.key", Array(P256.Signing.PrivateKey().pemRepresentation.utf8))
-        try openssl([
+        try await openssl([
             "pkcs8", "-topk8", "-v2", "aes-256-cbc", "-passout", "pass:pw", "-in", directory.path("plain.key"), "-out",
             directory.path("encrypted.key"),
         ])
@@ -120,14 +120,14 @@ struct CertificateToolsTests {
     @Test(
         "PKCS#12, modern (AES) and legacy (RC2-40 + 3DES, as Keychain exports): certificate, chain and matching key",
         arguments: [false, true])
-    func pkcs12(legacy: Bool) throws {
+    func pkcs12(legacy: Bool) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let folder = directory.url
         let caPath = folder.appendingPathComponent("ca.pem").path
         try Data(TestMaterial.shared.caPEM).write(to: URL(fileURLWithPath: caPath))
         let p12 = folder.appendingPathComponent("apple_pay.p12").path
-        try openssl(
+        try await openssl(
             [
                 "pkcs12", "-export", "-in", AppleFixture.certificatePath, "-inkey", AppleFixture.keyPath, "-certfile", caPath, "-out", p12,
                 "-passout", "pass:s3cret",

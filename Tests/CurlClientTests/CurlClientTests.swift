@@ -57,7 +57,7 @@ struct CurlClientTests {
 
         // A PKCS#12 bundle with a passphrase, made by the openssl command line tool.
         let p12 = directory.appendingPathComponent("identity.p12").path
-        let openssl = try OrchardProcess.tool(
+        let openssl = try await OrchardProcess.tool(
             "openssl", ["pkcs12", "-export", "-in", cert, "-inkey", key, "-out", p12, "-passout", "pass:s3cret"])
         #expect(openssl.status == 0)
         let fromP12 = try await client.execute(try sessionRequest(fixture, identity: .pkcs12File(p12, passphrase: "s3cret")))

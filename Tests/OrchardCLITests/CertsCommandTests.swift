@@ -9,7 +9,7 @@ struct CertsCommandTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let out = directory.path("keys")
-        let made = try await OrchardProcess.runAsync([
+        let made = try await OrchardProcess.run([
             "certs", "csr", "--type", "identity", "--merchant-id", "merchant.com.example", "--out", out,
         ])
         #expect(made.status == 0, "\(made.stderr)")
@@ -17,32 +17,32 @@ struct CertsCommandTests {
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         #expect(try String(contentsOfFile: out + "/identity.csr", encoding: .utf8).hasPrefix("-----BEGIN CERTIFICATE REQUEST-----"))
 
-        let again = try await OrchardProcess.runAsync([
+        let again = try await OrchardProcess.run([
             "certs", "csr", "--type", "identity", "--merchant-id", "merchant.com.example", "--out", out,
         ])
         #expect(again.status == 1)
         #expect(again.stderr.contains("--force"))
 
-        let inspected = try await OrchardProcess.runAsync(["certs", "inspect", out + "/identity.key", "--json"])
+        let inspected = try await OrchardProcess.run(["certs", "inspect", out + "/identity.key", "--json"])
         #expect(inspected.status == 0)
         let json = try JSONSerialization.jsonObject(with: Data(inspected.stdout)) as? [String: Any]
         #expect((json?["privateKey"] as? [String: Any])?["type"] as? String == "RSA")
 
         try TestMaterial.shared.identity.write(certificateTo: directory.path("cert.pem"), keyTo: directory.path("cert.key"))
-        let foreign = try await OrchardProcess.runAsync([
+        let foreign = try await OrchardProcess.run([
             "certs", "import", "--cer", directory.path("cert.pem"), "--key", out + "/identity.key", "--out", directory.path("out.pem"),
         ])
         #expect(foreign.status == 1)
         #expect(foreign.stderr.contains("does not match"))
         #expect(!FileManager.default.fileExists(atPath: directory.path("out.pem")))
 
-        let imported = try await OrchardProcess.runAsync([
+        let imported = try await OrchardProcess.run([
             "certs", "import", "--cer", directory.path("cert.pem"), "--key", directory.path("cert.key"), "--out", directory.path("out.pem"),
         ])
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(String(decoding: imported.stdout, as: UTF8.self).contains("identity certificate"))
 
-        let junk = try await OrchardProcess.runAsync(["certs", "inspect", directory.path("missing.p12")])
+        let junk = try await OrchardProcess.run(["certs", "inspect", directory.path("missing.p12")])
         #expect(junk.status == 1)
         #expect(junk.stderr.split(separator: "\n").count == 1)
     }

@@ -6,8 +6,13 @@ import Testing
 
 @Suite("orchard-sandbox demo as a process")
 struct DemoCommandTests {
-    /// Starts the demo in `folder` and returns it with the port it printed.
-    func startDemo(in folder: URL) throws -> (process: ChildProcess, port: Int) {
+    /// Starts the demo in `folder` and returns it with the port it printed (waited for off the
+    /// cooperative pool).
+    func startDemo(in folder: URL) async throws -> (process: ChildProcess, port: Int) {
+        try await offPool { try startDemoBlocking(in: folder) }
+    }
+
+    func startDemoBlocking(in folder: URL) throws -> (process: ChildProcess, port: Int) {
         let process = try ChildProcess(
             OrchardProcess.sandbox.path, ["demo", "--port", "0", "--log-level", "error"], currentDirectory: folder.path,
             output: .captureStdout)
@@ -43,7 +48,7 @@ struct DemoCommandTests {
         defer { directory.remove() }
         // A temporary folder is not a checkout: no Public/ or Config/ beside it.
         #expect(!FileManager.default.fileExists(atPath: directory.path("Public")))
-        let (process, port) = try startDemo(in: directory.url)
+        let (process, port) = try await startDemo(in: directory.url)
         defer {
             process.send(SIGTERM)
             process.wait()

@@ -42,7 +42,7 @@ struct DoctorCommandTests {
         }
 
         func doctor(live: Bool = true) async throws -> (status: Int32, lines: [String]) {
-            let result = try await OrchardProcess.runAsync(["doctor", "--config", configuration] + (live ? ["--live"] : []))
+            let result = try await OrchardProcess.run(["doctor", "--config", configuration] + (live ? ["--live"] : []))
             return (result.status, String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init))
         }
     }
@@ -224,7 +224,7 @@ struct DoctorCommandTests {
             let names = ["shop.example", "redirect.example", "wrong.example", "missing.example"]
             try setup.merchant { $0["domains"] = names }
             let connect = names.flatMap { ["--connect-to", "\($0)=https://127.0.0.1:\(port)"] }
-            let result = try await OrchardProcess.runAsync(
+            let result = try await OrchardProcess.run(
                 ["doctor", "--config", setup.configuration, "--domains", "--ca-file", setup.environment.caFile] + connect)
             let lines = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
             #expect(result.status == 1)
@@ -249,7 +249,7 @@ struct DoctorCommandTests {
                     $0.hasPrefix("✗ merchant.dev.orchard.demo domain missing.example: \(url("missing.example")) is not found")
                 })
 
-            let untrusted = try await OrchardProcess.runAsync(
+            let untrusted = try await OrchardProcess.run(
                 ["doctor", "--config", setup.configuration, "--domains", "--connect-to", "shop.example=https://127.0.0.1:\(port)"])
             let refused = String(decoding: untrusted.stdout, as: UTF8.self)
             #expect(
@@ -276,7 +276,7 @@ struct DoctorCommandTests {
             for name in ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] { environment[name] = recorder.url }
             environment["no_proxy"] = nil
             environment["NO_PROXY"] = nil
-            let result = try await OrchardProcess.runAsync(
+            let result = try await OrchardProcess.run(
                 [
                     "doctor", "--config", setup.configuration, "--domains", "--ca-file", setup.environment.caFile, "--connect-to",
                     "shop.example=https://127.0.0.1:\(port)",

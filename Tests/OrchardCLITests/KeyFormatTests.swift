@@ -8,51 +8,51 @@ import Testing
 struct KeyFormatTests {
     static let vector = OrchardProcess.repositoryRoot.appendingPathComponent("Tests/ApplePayTests/Fixtures/gala-2021")
 
-    static func forms(_ directory: TemporaryDirectory) throws -> [KeyForm] {
-        try KeyForms.write(
+    static func forms(_ directory: TemporaryDirectory) async throws -> [KeyForm] {
+        try await KeyForms.write(
             keyPEM: try String(contentsOf: vector.appendingPathComponent("private_key.pem"), encoding: .utf8),
             certificatePEM: try String(contentsOf: vector.appendingPathComponent("certificate.pem"), encoding: .utf8), isEC: true,
             into: directory.url.path)
     }
 
-    func decrypt(_ form: KeyForm, password: [String]) throws -> OrchardProcess.Result {
+    func decrypt(_ form: KeyForm, password: [String]) async throws -> OrchardProcess.Result {
         var arguments = [
             "token", "decrypt", "--token", Self.vector.appendingPathComponent("token.json").path, "--key", form.path, "--at",
             "2021-09-01T19:04:00Z",
         ]
         if !form.bundlesCertificate { arguments += ["--cert", Self.vector.appendingPathComponent("certificate.pem").path] }
-        return try OrchardProcess.run(arguments + password)
+        return try await OrchardProcess.run(arguments + password)
     }
 
     @Test("every form decrypts the real vector; encrypted ones only with their password")
-    func everyForm() throws {
+    func everyForm() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let forms = try Self.forms(directory)
+        let forms = try await Self.forms(directory)
         #expect(forms.count == 9)
         let expected = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.vector.appendingPathComponent("expected.json")))
         let plaintext = (expected as? [String: Any])?["plaintext"] as? NSDictionary
         for form in forms {
-            let result = try decrypt(form, password: form.encrypted ? ["--password-file", directory.path("password.txt")] : [])
+            let result = try await decrypt(form, password: form.encrypted ? ["--password-file", directory.path("password.txt")] : [])
             #expect(result.status == 0, "\(form): \(result.stderr)")
             #expect((try? JSONSerialization.jsonObject(with: Data(result.stdout))) as? NSDictionary == plaintext, "\(form)")
             guard form.encrypted else { continue }
-            let none = try decrypt(form, password: [])
+            let none = try await decrypt(form, password: [])
             #expect(none.status == 1, "\(form)")
             #expect(
                 none.stderr.contains(form.bundlesCertificate ? "needs a password" : "encrypted: give its password"),
                 "\(form): \(none.stderr)")
             try directory.write("wrong.txt", Array("not-it".utf8))
-            let wrong = try decrypt(form, password: ["--password-file", directory.path("wrong.txt")])
+            let wrong = try await decrypt(form, password: ["--password-file", directory.path("wrong.txt")])
             #expect(wrong.status == 1, "\(form)")
             #expect(wrong.stderr.contains("wrong password"), "\(form): \(wrong.stderr)")
         }
     }
 
     @Test("a certificate where the key goes is named as such")
-    func certificateForKey() throws {
+    func certificateForKey() async throws {
         let certificate = Self.vector.appendingPathComponent("certificate.pem").path
-        let result = try OrchardProcess.run([
+        let result = try await OrchardProcess.run([
             "token", "decrypt", "--token", Self.vector.appendingPathComponent("token.json").path, "--key", certificate, "--cert",
             certificate,
         ])

@@ -17,7 +17,7 @@ struct KeysCommandTests {
         let configuration: String
 
         func orchard(_ arguments: [String]) async throws -> Run {
-            let result = try await OrchardProcess.runAsync(arguments + ["--config", configuration])
+            let result = try await OrchardProcess.run(arguments + ["--config", configuration])
             return Run(status: result.status, stdout: String(decoding: result.stdout, as: UTF8.self), stderr: result.stderr)
         }
     }

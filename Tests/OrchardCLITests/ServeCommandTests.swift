@@ -20,23 +20,23 @@ struct ServeCommandTests {
         json["merchants"] = merchants
     }
 
-    func serve(_ path: String) throws -> OrchardProcess.Result {
-        try OrchardProcess.run(["serve", "--config", path])
+    func serve(_ path: String) async throws -> OrchardProcess.Result {
+        try await OrchardProcess.run(["serve", "--config", path])
     }
 
     @Test("orchard serve exits non-zero with one clear line for a missing, mismatched or expired identity")
-    func processExits() throws {
+    func processExits() async throws {
         #expect(FileManager.default.isExecutableFile(atPath: OrchardProcess.orchard.path), "orchard executable not found")
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
 
-        let missing = try serve(try configuration(directory) { merchant(&$0) { $0["identityKey"] = "missing.key" } })
+        let missing = try await serve(try configuration(directory) { merchant(&$0) { $0["identityKey"] = "missing.key" } })
         #expect(missing.status == 1)
         #expect(missing.stderr == "orchard: \(directory.path("missing.key")): cannot read identityKey (no such file)\n")
 
         let other = try TestMaterial.shared.pki.issueMerchantIdentity(merchantIdentifier: TestMaterial.merchantIdentifier)
         try other.write(certificateTo: directory.path("other.pem"), keyTo: directory.path("other.key"))
-        let mismatched = try serve(try configuration(directory) { merchant(&$0) { $0["identityCertificate"] = "other.pem" } })
+        let mismatched = try await serve(try configuration(directory) { merchant(&$0) { $0["identityCertificate"] = "other.pem" } })
         #expect(mismatched.status == 1)
         #expect(mismatched.stderr.hasSuffix("does not match the certificate \(directory.path("other.pem"))\n"))
         #expect(mismatched.stderr.split(separator: "\n").count == 1)
@@ -45,7 +45,7 @@ struct ServeCommandTests {
             merchantIdentifier: TestMaterial.merchantIdentifier, notValidBefore: Date(timeIntervalSinceNow: -800 * 86_400),
             notValidAfter: Date(timeIntervalSinceNow: -3600))
         try expired.write(certificateTo: directory.path("expired.pem"), keyTo: directory.path("expired.key"))
-        let result = try serve(
+        let result = try await serve(
             try configuration(directory) {
                 merchant(&$0) {
                     $0["identityCertificate"] = "expired.pem"
@@ -58,11 +58,11 @@ struct ServeCommandTests {
     }
 
     @Test("a configured public folder without index.html stops startup with one line")
-    func publicFolderWithoutIndex() throws {
+    func publicFolderWithoutIndex() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try FileManager.default.createDirectory(atPath: directory.path("site"), withIntermediateDirectories: true)
-        let result = try serve(
+        let result = try await serve(
             try configuration(directory) { json in
                 var server = json["server"] as? [String: Any] ?? [:]
                 server["publicDirectory"] = "site"

@@ -11,13 +11,13 @@ struct TokenCommandTests {
     }
 
     @Test("decrypts the real EC_v1 and RSA_v1 vectors at their signing time")
-    func decryptVectors() throws {
+    func decryptVectors() async throws {
         for (folder, key, cert, at) in [
             ("gala-2021", "private_key.pem", "certificate.pem", "2021-09-01T19:04:00Z"),
             ("basis-theory-rsa", "private.key", "apple_pay.pem", "2024-01-08T17:55:00Z"),
         ] {
             let dir = Self.fixtures.appendingPathComponent(folder)
-            let result = try OrchardProcess.run([
+            let result = try await OrchardProcess.run([
                 "token", "decrypt", "--token", dir.appendingPathComponent("token.json").path,
                 "--key", dir.appendingPathComponent(key).path, "--cert", dir.appendingPathComponent(cert).path, "--at", at,
             ])
@@ -29,10 +29,10 @@ struct TokenCommandTests {
     }
 
     @Test("fails with exit 1 and one line: today (expired leaf), wrong merchant, unreadable key")
-    func failures() throws {
+    func failures() async throws {
         let dir = Self.fixtures.appendingPathComponent("gala-2021")
         let base = ["token", "decrypt", "--token", dir.appendingPathComponent("token.json").path]
-        let today = try OrchardProcess.run(
+        let today = try await OrchardProcess.run(
             base + [
                 "--key", dir.appendingPathComponent("private_key.pem").path, "--cert", dir.appendingPathComponent("certificate.pem").path,
             ])
@@ -40,7 +40,7 @@ struct TokenCommandTests {
         #expect(today.stdout.isEmpty)
         #expect(today.stderr.hasPrefix("orchard: the signing certificate ") && today.stderr.split(separator: "\n").count == 1)
 
-        let wrongMerchant = try OrchardProcess.run(
+        let wrongMerchant = try await OrchardProcess.run(
             base + [
                 "--key", dir.appendingPathComponent("private_key.pem").path, "--merchant-id", "merchant.wrong", "--at",
                 "2021-09-01T19:04:00Z",
@@ -48,30 +48,30 @@ struct TokenCommandTests {
         #expect(wrongMerchant.status == 1)
         #expect(wrongMerchant.stderr.contains("does not decrypt"))
 
-        let missing = try OrchardProcess.run(base + ["--key", "/nonexistent.pem", "--merchant-id", "m"])
+        let missing = try await OrchardProcess.run(base + ["--key", "/nonexistent.pem", "--merchant-id", "m"])
         #expect(missing.status == 1)
         #expect(missing.stderr == "orchard: /nonexistent.pem: cannot read the key file\n")
     }
 
     @Test("the production binary links none of the test doubles; the sandbox has them, and orchard has no demo or mint")
-    func productionBinaryIsClean() throws {
+    func productionBinaryIsClean() async throws {
         // Swift mangles a module's name into every symbol it defines: `14OrchardTesting`.
         let marker = Data("14OrchardTesting".utf8)
         let production = try Data(contentsOf: OrchardProcess.orchard)
         let sandbox = try Data(contentsOf: OrchardProcess.sandbox)
         #expect(production.range(of: marker) == nil, "orchard links OrchardTesting")
         #expect(sandbox.range(of: marker) != nil, "the marker is found where the module is linked")
-        #expect(try OrchardProcess.run(["demo"]).status != 0)
-        #expect(try OrchardProcess.run(["token", "mint", "--amount", "1"]).status != 0)
-        let help = try OrchardProcess.run(["--help"])
+        #expect(try await OrchardProcess.run(["demo"]).status != 0)
+        #expect(try await OrchardProcess.run(["token", "mint", "--amount", "1"]).status != 0)
+        let help = try await OrchardProcess.run(["--help"])
         #expect(!String(decoding: help.stdout, as: UTF8.self).contains("mock-gateway"))
     }
 
     @Test("mint then decrypt round-trips, and only with the test root")
-    func mintRoundTrip() throws {
+    func mintRoundTrip() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let minted = try OrchardProcess.run(
+        let minted = try await OrchardProcess.run(
             ["token", "mint", "--state-dir", directory.url.path, "--amount", "4321", "--leading-zero"],
             executable: OrchardProcess.sandbox)
         #expect(minted.status == 0, "\(minted.stderr)")
@@ -80,10 +80,10 @@ struct TokenCommandTests {
             "token", "decrypt", "--token", directory.path("token.json"), "--key", directory.path("test-processing-ec.key"),
             "--merchant-id", "merchant.dev.orchard.demo",
         ]
-        let trusted = try OrchardProcess.run(decrypt + ["--trust-root", directory.path("test-apple-root.pem")])
+        let trusted = try await OrchardProcess.run(decrypt + ["--trust-root", directory.path("test-apple-root.pem")])
         #expect(trusted.status == 0, "\(trusted.stderr)")
         #expect(json(trusted.stdout)?["transactionAmount"] as? Int == 4321)
-        let production = try OrchardProcess.run(decrypt)
+        let production = try await OrchardProcess.run(decrypt)
         #expect(production.status == 1)
         #expect(production.stderr.contains("do not chain to the trusted root"))
     }

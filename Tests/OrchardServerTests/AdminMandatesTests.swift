@@ -66,12 +66,12 @@ struct AdminMandatesTests {
             var environment = ProcessInfo.processInfo.environment
             environment["ORCHARD_ADMIN_TOKEN"] = MoreMerchants.adminToken
             let base = ["--server", "http://127.0.0.1:\(server.port)"]
-            let shown = try await OrchardProcess.runAsync(["mandates", "show", mandateId] + base, environment: environment)
+            let shown = try await OrchardProcess.run(["mandates", "show", mandateId] + base, environment: environment)
             #expect(shown.status == 0, "\(shown.stderr)")
             let view = try JSONSerialization.jsonObject(with: Data(shown.stdout)) as? [String: Any]
             #expect((view?["mandate"] as? [String: Any])?["state"] as? String == "active")
 
-            let ended = try await OrchardProcess.runAsync(["mandates", "end", mandateId] + base, environment: environment)
+            let ended = try await OrchardProcess.run(["mandates", "end", mandateId] + base, environment: environment)
             #expect(ended.status == 0, "\(ended.stderr)")
             let after = (try JSONSerialization.jsonObject(with: Data(ended.stdout)) as? [String: Any])?["mandate"] as? [String: Any]
             #expect(after?["state"] as? String == "ended" && after?["endedReason"] as? String == "operator")
@@ -81,10 +81,10 @@ struct AdminMandatesTests {
                 idempotencyKey: "after-end")
             #expect(charge.status == 409, "an ended mandate is not charged")
 
-            let again = try await OrchardProcess.runAsync(["mandates", "end", mandateId] + base, environment: environment)
+            let again = try await OrchardProcess.run(["mandates", "end", mandateId] + base, environment: environment)
             #expect(again.status == 0)
             #expect(server.gateway.unlinkedTokens == [token], "ending twice unlinks once")
-            let listed = try await OrchardProcess.runAsync(
+            let listed = try await OrchardProcess.run(
                 ["mandates", "list", "--state", "ended", "--merchant", TestMaterial.merchantIdentifier] + base, environment: environment)
             #expect(listed.status == 0, "\(listed.stderr)")
             let mandates = (try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [String: Any])?["mandates"] as? [[String: Any]]

@@ -73,8 +73,8 @@ struct ClusterTests {
             Issue.record("instance logs: \(a.log.suffix(1500)) \(b.log.suffix(1500))")
             throw error
         }
-        a.stop()
-        b.stop()
+        await a.stop()
+        await b.stop()
         client.shutdown()
         await receiver.stop()
         await mock.stop()

@@ -42,7 +42,7 @@ struct CrashTests {
 
     /// Stops the server and checks every invariant over its database.
     static func finalCheck(_ server: ServerProcess, mock: MockProcessors, orders: [String]) async throws {
-        server.stop()
+        await server.stop()
         let store = try SQLiteStore(path: server.databasePath)
         let problems = try await PaymentInvariants.check(orders: orders, store: store, charges: charged(mock))
         #expect(problems.isEmpty, "\(problems.prefix(5))")
@@ -87,12 +87,12 @@ struct CrashTests {
                     let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: server.minter)
                     let tap = Task { try? await server.send("POST", "/api/apple-pay/authorize", body: body) }
                     try await Task.sleep(for: .milliseconds(Int.random(in: 5...300, using: &random)))
-                    server.kill()
+                    await server.kill()
                     _ = await tap.value
                     try await server.start()
                     kills += 1
                 case .kill:
-                    server.kill()
+                    await server.kill()
                     try await server.start()
                     kills += 1
                 case .resolve:
@@ -171,7 +171,7 @@ struct CrashTests {
             var random = SplitMix64(seed: 16)
             for _ in 0..<10 {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 250...700, using: &random)))
-                server.kill()
+                await server.kill()
                 try await server.start()
             }
             try await Task.sleep(for: .milliseconds(500))
@@ -184,7 +184,7 @@ struct CrashTests {
         #expect(successes.count > 20, "the clients got \(successes.count) payments through")
         let open = try await Self.quiesce(server, orders: orders)
         #expect(open.isEmpty, "still open after reconciliation: \(open)")
-        server.stop()
+        await server.stop()
         let store = try SQLiteStore(path: server.databasePath)
         for success in successes {
             let payment = try await store.payment(id: success.payment)

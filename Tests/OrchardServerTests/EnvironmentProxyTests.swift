@@ -27,7 +27,7 @@ struct EnvironmentProxyTests {
         try await AdminTests.with { server in
             var environment = Self.proxied(recorder)
             environment["ORCHARD_ADMIN_TOKEN"] = MoreMerchants.adminToken
-            let shown = try await OrchardProcess.runAsync(
+            let shown = try await OrchardProcess.run(
                 ["domains", "show", "--server", "http://127.0.0.1:\(server.port)"], environment: environment)
             #expect(shown.status == 0, "\(shown.stderr)")
             #expect(String(decoding: shown.stdout, as: UTF8.self).contains(MoreMerchants.secondDomain))
@@ -49,7 +49,7 @@ struct EnvironmentProxyTests {
             body: MetricsTests.sessionBody)
         session.timeouts = CurlTimeouts(connect: .seconds(2), total: .seconds(20))
         let response = try await server.client.execute(session)
-        server.stop()
+        await server.stop()
         await fixture.gateway.stop()
         #expect(response.status == 200, "the session came over mutual TLS")
         #expect(fixture.gateway.receivedSessionRequests.count == 1)

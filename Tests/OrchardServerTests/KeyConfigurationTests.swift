@@ -14,10 +14,10 @@ struct KeyConfigurationTests {
     /// The vector's signing time: its processing certificate is valid then.
     static let vectorTime = ISO8601DateFormatter().date(from: "2021-09-01T19:04:00Z")!
 
-    func identityForms(_ directory: TemporaryDirectory) throws -> [KeyForm] {
+    func identityForms(_ directory: TemporaryDirectory) async throws -> [KeyForm] {
         try FileManager.default.createDirectory(atPath: directory.path("identity"), withIntermediateDirectories: true)
         let identity = TestMaterial.shared.identity
-        return try KeyForms.write(
+        return try await KeyForms.write(
             keyPEM: identity.keyPEM, certificatePEM: identity.certificatePEM, isEC: false, into: directory.path("identity"))
     }
 
@@ -37,7 +37,7 @@ struct KeyConfigurationTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
-        let forms = try identityForms(directory)
+        let forms = try await identityForms(directory)
         #expect(forms.count == 9)
         for form in forms {
             var changed = file
@@ -46,14 +46,16 @@ struct KeyConfigurationTests {
             #expect(configuration.merchants[0].identity.certificate == TestMaterial.shared.identity.certificate, "\(form)")
         }
         // A DER certificate with a DER key.
-        try KeyForms.openssl(["x509", "-in", directory.path("identity.pem"), "-outform", "DER", "-out", directory.path("identity.der")])
+        try await KeyForms.openssl([
+            "x509", "-in", directory.path("identity.pem"), "-outform", "DER", "-out", directory.path("identity.der"),
+        ])
         file.merchants[0].identityCertificate = "identity.der"
         file.merchants[0].identityKey = "identity/pkcs8.der"
         _ = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
 
         for name in ["modern.p12", "legacy.p12", "pkcs8-encrypted.pem"] {
             try await ServerHarness.with(configure: { file, directory in
-                let form = try #require(try identityForms(directory).first { $0.name == name })
+                let form = try #require(try await identityForms(directory).first { $0.name == name })
                 use(form, for: &file)
             }) { server in
                 let response = try await server.requestSession()
@@ -63,11 +65,11 @@ struct KeyConfigurationTests {
     }
 
     @Test("refusals name the file and what it holds instead")
-    func refusals() throws {
+    func refusals() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let base = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
-        let forms = try identityForms(directory)
+        let forms = try await identityForms(directory)
         func refusal(_ change: (inout ConfigurationFile) throws -> Void) throws -> String {
             var file = base
             try change(&file)
@@ -119,7 +121,7 @@ struct KeyConfigurationTests {
     }
 
     @Test("the real Apple-signed vector decrypts through each processing-key form loaded by serve's configuration")
-    func processingKeyForms() throws {
+    func processingKeyForms() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
@@ -129,7 +131,7 @@ struct KeyConfigurationTests {
             notValidAfter: Self.vectorTime.addingTimeInterval(86_400))
         try identity.write(certificateTo: directory.path("identity.pem"), keyTo: directory.path("identity.key"))
         try FileManager.default.createDirectory(atPath: directory.path("keys"), withIntermediateDirectories: true)
-        let forms = try KeyForms.write(
+        let forms = try await KeyForms.write(
             keyPEM: try String(contentsOf: Self.vector.appendingPathComponent("private_key.pem"), encoding: .utf8),
             certificatePEM: try String(contentsOf: Self.vector.appendingPathComponent("certificate.pem"), encoding: .utf8), isEC: true,
             into: directory.path("keys"))

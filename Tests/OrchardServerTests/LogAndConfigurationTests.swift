@@ -68,7 +68,7 @@ struct JSONLogTests {
             url: "http://127.0.0.1:\(server.port)/v1/payments/pay_missing", headers: [(name: "Authorization", value: "Bearer \(apiSecret)")]
         )
         #expect(try await server.client.execute(call).status == 404)
-        server.stop()
+        await server.stop()
 
         let output = server.output
         let lines = output.split(separator: "\n")

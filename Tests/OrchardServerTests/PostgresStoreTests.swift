@@ -157,28 +157,28 @@ struct PostgresStoreTests {
                     "password": "env:ORCHARD_TEST_PGPASSWORD",
                 ])
             let environment = ["ORCHARD_TEST_PGPASSWORD": server.password, "PATH": "/usr/bin:/bin"]
-            let created = try await OrchardProcess.runAsync(
+            let created = try await OrchardProcess.run(
                 ["keys", "create", "--config", path, "--merchant", TestMaterial.merchantIdentifier], environment: environment)
             #expect(created.status == 0, "\(created.stderr)")
-            let listed = try await OrchardProcess.runAsync(["keys", "list", "--config", path], environment: environment)
+            let listed = try await OrchardProcess.run(["keys", "list", "--config", path], environment: environment)
             #expect(String(decoding: listed.stdout, as: UTF8.self).contains(TestMaterial.merchantIdentifier))
             #expect(try await server.query(settings.database, "SELECT count(*) FROM api_keys") == "1", "the key is in PostgreSQL")
 
-            let doctor = try await OrchardProcess.runAsync(["doctor", "--config", path], environment: environment)
+            let doctor = try await OrchardProcess.run(["doctor", "--config", path], environment: environment)
             let store = String(decoding: doctor.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init)
             #expect(
                 store
                     == "✓ store PostgreSQL: \(settings.database) on 127.0.0.1:\(server.port) (TLS disable) answers; schema version 2, this Orchard's",
                 "\(doctor.stdout)")
 
-            let wrong = try await OrchardProcess.runAsync(
+            let wrong = try await OrchardProcess.run(
                 ["keys", "list", "--config", path], environment: ["ORCHARD_TEST_PGPASSWORD": "wrong", "PATH": "/usr/bin:/bin"])
             #expect(wrong.status == 1)
             #expect(
                 wrong.stderr
                     == "orchard: store.postgres: 127.0.0.1:\(server.port) refused the login: password authentication failed for user \"orchard\"\n"
             )
-            let refused = try await OrchardProcess.runAsync(
+            let refused = try await OrchardProcess.run(
                 ["doctor", "--config", path], environment: ["ORCHARD_TEST_PGPASSWORD": "wrong", "PATH": "/usr/bin:/bin"])
             #expect(refused.status == 1)
             #expect(

@@ -379,23 +379,23 @@ struct ProcessorTests {
             var environment = ProcessInfo.processInfo.environment
             environment["ORCHARD_ADMIN_TOKEN"] = MoreMerchants.adminToken
             let server = ["--server", "http://127.0.0.1:\(fixture.server.port)"]
-            let listed = try await OrchardProcess.runAsync(
+            let listed = try await OrchardProcess.run(
                 ["payments", "list", "--state", "authorized"] + server, environment: environment)
             #expect(listed.status == 0, "\(listed.stderr)")
             let payments = (try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [String: Any])?["payments"] as? [[String: Any]]
             #expect(payments?.first?["id"] as? String == paymentId)
             #expect(payments?.first?["createdAt"] as? String != nil, "dates are ISO 8601")
-            let cancelled = try await OrchardProcess.runAsync(["payments", "cancel", paymentId] + server, environment: environment)
+            let cancelled = try await OrchardProcess.run(["payments", "cancel", paymentId] + server, environment: environment)
             #expect(cancelled.status == 0, "\(cancelled.stderr)")
             #expect(fixture.mock.charges.first?.state == .cancelled)
-            let again = try await OrchardProcess.runAsync(["payments", "settle", paymentId] + server, environment: environment)
+            let again = try await OrchardProcess.run(["payments", "settle", paymentId] + server, environment: environment)
             #expect(again.status == 1)
             #expect(again.stderr.contains("HTTP 409"))
         }
     }
 
     @Test("Worldline v1HMAC: the Date header is RFC 1123 and the signature equals openssl's HMAC-SHA256 of the documented subject")
-    func worldlineSignature() throws {
+    func worldlineSignature() async throws {
         #expect(WorldlineProcessor.httpDate(Date(timeIntervalSince1970: 0)) == "Thu, 01 Jan 1970 00:00:00 GMT")
         #expect(WorldlineProcessor.httpDate(Date(timeIntervalSince1970: 1_795_309_323)) == "Sun, 22 Nov 2026 01:02:03 GMT")
         let authorization = WorldlineProcessor.authorization(
@@ -404,7 +404,7 @@ struct ProcessorTests {
             path: "/v2/PSPID/payments", keyId: "KEY1", secret: "s3cr3t")
         let subject =
             "POST\napplication/json; charset=utf-8\nSun, 22 Nov 2026 01:02:03 GMT\nx-gcs-clientmetainfo:abc\nx-gcs-idempotence-key:order-1\n/v2/PSPID/payments\n"
-        let mac = try OrchardProcess.tool("openssl", ["dgst", "-sha256", "-hmac", "s3cr3t", "-binary"], stdin: Array(subject.utf8))
+        let mac = try await OrchardProcess.tool("openssl", ["dgst", "-sha256", "-hmac", "s3cr3t", "-binary"], stdin: Array(subject.utf8))
         #expect(mac.status == 0 && mac.stdout.count == 32)
         #expect(authorization == "GCS v1HMAC:KEY1:\(Data(mac.stdout).base64EncodedString())")
     }

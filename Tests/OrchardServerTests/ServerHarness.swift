@@ -104,7 +104,7 @@ struct ServerHarness {
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 },
         shopCalls: (any ShopTransport)? = nil,
         activity: ServerActivity = ServerActivity(),
-        configure: (inout ConfigurationFile, TemporaryDirectory) throws -> Void = { _, _ in },
+        configure: (inout ConfigurationFile, TemporaryDirectory) async throws -> Void = { _, _ in },
         _ body: (ServerHarness) async throws -> Void
     ) async throws {
         let fixture = try await GatewayFixture.start(domains: [domain], otherMerchants: otherMockMerchants, faults: faults)
@@ -114,7 +114,7 @@ struct ServerHarness {
         file.checkout = checkout
         // Tests send many calls from one address; a test about limits sets its own.
         file.limits = Self.noLimits
-        try configure(&file, directory)
+        try await configure(&file, directory)
         let configuration = try ServerConfiguration.resolve(
             file, relativeTo: directory.url.path, environment: environment, time: time, processors: ProcessorFactory.drivers)
         let http = try CurlHTTPClient(configuration: .init(outbound: configuration.outbound))

@@ -54,7 +54,11 @@ final class ServerProcess: Sendable {
     }
 
     deinit {
-        kill()
+        // A process the test left running: SIGKILL ends it at once, so this short wait is fine here.
+        if let child = process.withLock({ $0.take() }) {
+            child.send(SIGKILL)
+            child.wait()
+        }
         client.shutdown()
         directory.remove()
     }
@@ -85,21 +89,21 @@ final class ServerProcess: Sendable {
 
     /// Runs another `orchard` command on this server's configuration and environment.
     func command(_ arguments: [String]) async throws -> OrchardProcess.Result {
-        try await OrchardProcess.runAsync(arguments + ["--config", directory.path("orchard.json")], environment: environment)
+        try await OrchardProcess.run(arguments + ["--config", directory.path("orchard.json")], environment: environment)
     }
 
     /// SIGKILL: no shutdown, no last write.
-    func kill() {
+    func kill() async {
         guard let child = process.withLock({ $0.take() }) else { return }
         child.send(SIGKILL)
-        child.wait()
+        await child.waitOffPool()
     }
 
-    /// SIGTERM, and waits for the exit.
-    func stop() {
+    /// SIGTERM, and waits for the exit (off the cooperative pool: a graceful shutdown takes a while).
+    func stop() async {
         guard let child = process.withLock({ $0.take() }) else { return }
         child.send(SIGTERM)
-        child.wait()
+        await child.waitOffPool()
     }
 
     /// Sends `signal` and returns at once.

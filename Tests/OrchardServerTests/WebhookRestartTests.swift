@@ -55,8 +55,8 @@ struct WebhookRestartTests {
         #expect(failing.count == 1 && failing[0].contains("payment.authorized") && failing[0].contains("pending after"), "\(failing)")
         #expect(!failing.contains { $0.contains("after 0 attempt") }, "the dispatcher tried while the receiver was down: \(failing)")
         switch stop {
-        case .terminate: server.stop()
-        case .kill: server.kill()
+        case .terminate: await server.stop()
+        case .kill: await server.kill()
         }
         let missed = try await Self.events(server)
         #expect(missed.count == 1)
@@ -84,7 +84,7 @@ struct WebhookRestartTests {
         let twice = "delivered after \(event.attempts + 2) attempt(s)"
         let replayed = try await Self.listed(server) { $0.contains { $0.hasPrefix(event.id) && $0.contains(twice) } }
         #expect(replayed.contains { $0.contains(twice) }, "\(replayed)")
-        server.stop()
+        await server.stop()
         await receiver.stop()
 
         #expect(receiver.deliveries.map(\.eventId) == [event.id, event.id])
