@@ -144,7 +144,9 @@ public final class ChildProcess: Sendable {
     /// ``wait()`` on a thread of its own, leaving the cooperative pool free meanwhile.
     @discardableResult
     public func waitOffPool() async -> Int32 {
-        (try? await offPool { self.wait() }) ?? wait()
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: self.wait()) }.start()
+        }
     }
 
     /// Both captured streams to their end (stderr read on its own thread, so neither pipe fills).
