@@ -64,8 +64,35 @@ public struct Money: Sendable, Hashable, Codable {
         return Int64(whole + fraction)
     }
 
-    public static func + (a: Money, b: Money) -> Money {
-        precondition(a.currency == b.currency, "adding different currencies")
-        return Money(minorUnits: a.minorUnits + b.minorUnits, currency: a.currency)
+}
+
+/// The bounds every amount Orchard takes from outside (a shop, a quote, a catalogue, an
+/// agreement, a token) is held to, checked without arithmetic that can trap.
+extension Money {
+    /// The largest amount accepted, in minor units: far above any card limit, and small enough that
+    /// a few thousand of them cannot reach `Int64.max`.
+    public static let maximumMinorUnits: Int64 = 99_999_999_999
+
+    /// Whether `minorUnits` is a chargeable amount: 1 to ``maximumMinorUnits``.
+    public static func isPositiveAmount(_ minorUnits: Int64) -> Bool {
+        (1...maximumMinorUnits).contains(minorUnits)
+    }
+
+    /// Whether `minorUnits` lies within ±``maximumMinorUnits`` (a line or a discount may be
+    /// negative). A range test, not `abs`, which traps on `Int64.min`.
+    public static func isBoundedAmount(_ minorUnits: Int64) -> Bool {
+        (-maximumMinorUnits...maximumMinorUnits).contains(minorUnits)
+    }
+
+    /// The sum of `amounts`, or nil when it would leave `Int64`'s range: the caller refuses
+    /// instead of trapping.
+    public static func sum<S: Sequence<Int64>>(_ amounts: S) -> Int64? {
+        var total: Int64 = 0
+        for amount in amounts {
+            let (next, overflow) = total.addingReportingOverflow(amount)
+            guard !overflow else { return nil }
+            total = next
+        }
+        return total
     }
 }

@@ -83,8 +83,8 @@ public struct PaymentAgreement: Sendable, Equatable, Codable {
         self.automaticReloadBilling = automaticReloadBilling
     }
 
-    /// The largest amount a billing line may carry (as the payments API's other amounts).
-    public static let maximumAmount: Int64 = 99_999_999_999
+    /// The largest amount a billing line may carry (``Money/maximumMinorUnits``, as everywhere).
+    public static let maximumAmount = Money.maximumMinorUnits
 }
 
 extension PaymentAgreement {

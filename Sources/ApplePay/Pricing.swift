@@ -54,15 +54,23 @@ public struct Catalogue: Sendable, Codable {
         }
         guard Set(products.map(\.id)).count == products.count, Set(shippingMethods.map(\.identifier)).count == shippingMethods.count
         else { throw ApplePayError(.invalidCatalogue, "product ids and shipping method identifiers must be unique") }
-        guard products.allSatisfy({ $0.price > 0 }), shippingMethods.allSatisfy({ $0.amount >= 0 }), !shippingMethods.isEmpty else {
+        // Bounded here, a line (price × 99), a subtotal (50 lines) and a percentage of it stay far
+        // inside Int64: pricing never traps.
+        guard products.allSatisfy({ Money.isPositiveAmount($0.price) }),
+            shippingMethods.allSatisfy({ (0...Money.maximumMinorUnits).contains($0.amount) }), !shippingMethods.isEmpty
+        else {
             throw ApplePayError(
-                .invalidCatalogue, "prices must be positive, shipping amounts not negative, and one shipping method must exist")
+                .invalidCatalogue,
+                "prices must be 1 to \(Money.maximumMinorUnits) minor units, shipping amounts 0 to that, and one shipping method must exist"
+            )
         }
         for coupon in coupons
         where (coupon.percentOff == nil) == (coupon.amountOff == nil) || !(1...100).contains(coupon.percentOff ?? 1)
-            || (coupon.amountOff ?? 1) <= 0
+            || !Money.isPositiveAmount(coupon.amountOff ?? 1)
         {
-            throw ApplePayError(.invalidCatalogue, "coupon \(coupon.code) needs exactly one of percentOff (1–100) or a positive amountOff")
+            throw ApplePayError(
+                .invalidCatalogue,
+                "coupon \(coupon.code) needs exactly one of percentOff (1–100) or an amountOff of 1 to \(Money.maximumMinorUnits)")
         }
         return self
     }
@@ -194,10 +202,13 @@ public enum Pricing {
             }
             appliedCoupon = coupon.code
         }
+        let total = subtotal - discount + method.amount
+        guard (0...Money.maximumMinorUnits).contains(total) else {
+            throw ApplePayError(.invalidCart, "the order's total must be at most \(Money.maximumMinorUnits) minor units")
+        }
         return PricedOrder(
             currency: catalogue.currency, lines: lines, items: items, subtotal: subtotal, shippingMethod: method,
-            couponCode: appliedCoupon, discount: discount, shippingCountry: country,
-            total: subtotal - discount + method.amount)
+            couponCode: appliedCoupon, discount: discount, shippingCountry: country, total: total)
     }
 
     /// The method `id` names among those `available`, or the first when `id` is nil.

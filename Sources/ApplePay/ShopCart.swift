@@ -33,8 +33,8 @@ public struct ShopCart: Sendable, Codable, Equatable {
 
     public static let maximumLines = 50
     public static let maximumShippingMethods = 20
-    /// The largest amount accepted, in minor units: far above any card limit, far below overflow.
-    public static let maximumAmount: Int64 = 99_999_999_999
+    /// The largest amount accepted, in minor units (``Money/maximumMinorUnits``).
+    public static let maximumAmount = Money.maximumMinorUnits
     /// Apple Pay JS's contact fields.
     public static let shippingContactFields: Set<String> = ["postalAddress", "name", "phoneticName", "phone", "email"]
     public static let billingContactFields: Set<String> = ["postalAddress", "name", "phoneticName"]
@@ -68,25 +68,28 @@ public struct ShopCart: Sendable, Codable, Equatable {
             throw refuse("currency must be an ISO 4217 code Orchard knows, in capitals (EUR, GBP, USD, …)")
         }
         guard Self.isCountry(countryCode) else { throw refuse("countryCode must be the merchant's ISO 3166 country, like GB") }
-        guard (1...Self.maximumAmount).contains(amount) else {
+        guard Money.isPositiveAmount(amount) else {
             throw refuse("amount must be a whole number of minor units from 1 to \(Self.maximumAmount)")
         }
         guard lines.count <= Self.maximumLines else { throw refuse("at most \(Self.maximumLines) lineItems") }
-        for line in lines where !Self.isLabel(line.label) || abs(line.amount) > Self.maximumAmount {
-            throw refuse("each line item needs a label of 1–100 characters and an amount in minor units")
+        for line in lines where !Self.isLabel(line.label) || !Money.isBoundedAmount(line.amount) {
+            throw refuse("each line item needs a label of 1–100 characters and an amount of at most ±\(Self.maximumAmount) minor units")
         }
-        if !lines.isEmpty, lines.reduce(0, { $0 + $1.amount }) != amount {
-            throw refuse("the lineItems add up to \(lines.reduce(0) { $0 + $1.amount }), not the amount \(amount)")
+        // Bounded lines cannot overflow a sum, but it is checked anyway: nothing here traps.
+        if !lines.isEmpty, let sum = Optional(Money.sum(lines.lazy.map(\.amount))), sum != amount {
+            throw refuse("the lineItems add up to \(sum.map(String.init) ?? "more than Int64 holds"), not the amount \(amount)")
         }
         guard shippingMethods.count <= Self.maximumShippingMethods,
             Set(shippingMethods.map(\.identifier)).count == shippingMethods.count
         else { throw refuse("at most \(Self.maximumShippingMethods) shipping methods, each with its own identifier") }
         for method in shippingMethods {
             guard (1...64).contains(method.identifier.count), Self.isLabel(method.label), method.detail.count <= 100,
-                (0...Self.maximumAmount).contains(method.amount), method.countries?.allSatisfy(Self.isCountry) ?? true
+                (0...Self.maximumAmount).contains(method.amount), Money.isPositiveAmount(amount + method.amount),
+                method.countries?.allSatisfy(Self.isCountry) ?? true
             else {
                 throw refuse(
-                    "shipping method \(method.identifier.prefix(64)) needs an identifier, a label, an amount ≥ 0 and ISO 3166 countries")
+                    "shipping method \(method.identifier.prefix(64)) needs an identifier, a label, an amount ≥ 0 that keeps the total within \(Self.maximumAmount), and ISO 3166 countries"
+                )
             }
         }
         guard requiredShippingContactFields.allSatisfy(Self.shippingContactFields.contains) else {

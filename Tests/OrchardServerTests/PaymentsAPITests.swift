@@ -102,12 +102,32 @@ struct PaymentsAPITests {
                 (#"{"amount": 100, "currency": "EUR", "reference": "r", "requiredShippingContactFields": ["ssn"]}"#, "requiredShipping"),
                 (#"{"amount": 100, "currency": "EUR", "reference": "r", "expiresInSeconds": 5}"#, "expiresInSeconds"),
                 (#"{"amount": "1.00", "currency": "EUR", "reference": "r"}"#, "JSON"),
+                // Numbers where arithmetic traps (abs(Int64.min) crashed the process before).
+                (
+                    #"{"amount": 100, "currency": "EUR", "reference": "r", "lineItems": [{"label": "A", "amount": -9223372036854775808}]}"#,
+                    "line item"
+                ),
+                (
+                    #"{"amount": 100, "currency": "EUR", "reference": "r", "lineItems": [{"label": "A", "amount": 9223372036854775807}, {"label": "B", "amount": 9223372036854775807}]}"#,
+                    "line item"
+                ),
+                (#"{"amount": 9223372036854775807, "currency": "EUR", "reference": "r"}"#, "amount"),
+                (
+                    #"{"amount": 100, "currency": "EUR", "reference": "r", "shippingMethods": [{"identifier": "x", "label": "X", "amount": 9223372036854775807}]}"#,
+                    "shipping method"
+                ),
+                (
+                    #"{"amount": 100, "currency": "EUR", "reference": "r", "lineItems": [{"label": "A", "amount": 9223372036854775808}]}"#,
+                    "JSON"
+                ),
             ]
             for (index, (body, word)) in cases.enumerated() {
                 let response = try await server.api("POST", "/v1/payment-requests", key: key, json: body, idempotencyKey: "v\(index)")
                 #expect(response.status == 400, "\(body)")
                 #expect(response.errorMessage?.contains(word) == true, "\(response.errorMessage ?? "") should name \(word)")
             }
+            // Still serving, and nothing was created.
+            #expect(try await server.api("GET", "/v1/payment-requests/pr_none", key: key).status == 404)
         }
     }
 

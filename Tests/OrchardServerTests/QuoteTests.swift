@@ -64,6 +64,13 @@ struct QuoteTests {
                 (500, "", .zero), (200, Self.quote, .seconds(4)), (200, "<html>", .zero),
                 (200, #"{"amount": 2000, "lineItems": [{"label": "A", "amount": 1}]}"#, .zero),
                 (200, #"{"amount": 2000, "errors": [{"code": "creditCardInvalid", "message": "x"}]}"#, .zero),
+                // A hostile shop's numbers: they used to trap in abs() and take the process down.
+                (200, #"{"amount": 2000, "lineItems": [{"label": "A", "amount": -9223372036854775808}]}"#, .zero),
+                (
+                    200,
+                    #"{"amount": 9223372036854775807, "shippingMethods": [{"identifier": "x", "label": "X", "amount": 9223372036854775807}]}"#,
+                    .zero
+                ),
             ]
             for (status, body, delay) in failures {
                 quotes.answer(status, body: body, delay: delay)

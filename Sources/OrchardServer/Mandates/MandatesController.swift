@@ -70,7 +70,7 @@ struct MandatesController {
         let key = try idempotencyKey(request)
         let body = try await request.decode(as: ChargeBody.self, context: context)
         let mandate = try await requireMandate(context)
-        guard (1...ShopCart.maximumAmount).contains(body.amount) else {
+        guard Money.isPositiveAmount(body.amount) else {
             throw OrchardError(.invalidRequest, "amount must be a whole number of minor units from 1 to \(ShopCart.maximumAmount)")
         }
         let (_, metadata) = try checkedShopReference(
