@@ -179,14 +179,20 @@ public enum CertificateInspector {
             expired: certificate.notValidAfter < now)
     }
 
-    /// Apple names its certificates in the common name; the key usage tells the rest.
+    /// A certificate is known by what it can do, never by its name: Apple has issued Payment
+    /// Processing certificates named `CN=Merchant ID: <id>`, as identity certificates are, and
+    /// names are free text. An identity certificate is a TLS client certificate (the client-auth
+    /// extended key usage); a processing certificate is one tokens are encrypted to (key
+    /// agreement or key encipherment) that cannot authenticate a TLS client.
     public static func kind(of certificate: Certificate) -> MerchantCertificateKind {
-        let commonName = attribute(.RDNAttributeType.commonName, in: certificate.subject) ?? ""
-        if commonName.hasPrefix("Apple Pay Payment Processing") { return .processing }
-        if commonName.hasPrefix("Merchant ID:") { return .identity }
         if let usage = try? certificate.extensions.extendedKeyUsage, usage.contains(.clientAuth) { return .identity }
-        if let usage = try? certificate.extensions.keyUsage, usage.keyAgreement { return .processing }
+        if let usage = try? certificate.extensions.keyUsage, usage.keyAgreement || usage.keyEncipherment { return .processing }
         return .other
+    }
+
+    /// The certificate's common name, for messages only (see ``kind(of:)``).
+    public static func commonName(of certificate: Certificate) -> String? {
+        attribute(.RDNAttributeType.commonName, in: certificate.subject)
     }
 
     static func attribute(_ oid: ASN1ObjectIdentifier, in name: DistinguishedName) -> String? {

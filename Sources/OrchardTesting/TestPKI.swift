@@ -119,16 +119,32 @@ public struct TestPKI: Sendable {
         )
     }
 
-    /// A payment processing certificate like Apple's for `publicKey`: key agreement, with the merchant-ID extension.
+    /// How Apple has named a Payment Processing certificate's subject.
+    public enum ProcessingSubject: Sendable, CaseIterable {
+        /// `CN=Apple Pay Payment Processing:<merchant ID>`, as today's certificates are named.
+        case paymentProcessing
+        /// `CN=Merchant ID: <merchant ID>`, as older ones are: the same name an identity certificate has.
+        case merchantID
+    }
+
+    /// A payment processing certificate like Apple's for `publicKey`: key agreement and key
+    /// encipherment, no extended key usage, the merchant ID as the subject's UID and in its extension.
     public func issueProcessingCertificate(
         merchantIdentifier: String,
         publicKey: Certificate.PublicKey,
+        subject format: ProcessingSubject = .paymentProcessing,
         notValidBefore: Date = Date().addingTimeInterval(-3600),
         notValidAfter: Date = Date().addingTimeInterval(365 * 86_400)
     ) throws -> Certificate {
+        let commonName =
+            switch format {
+            case .paymentProcessing: "Apple Pay Payment Processing:\(merchantIdentifier)"
+            case .merchantID: "Merchant ID: \(merchantIdentifier)"
+            }
         let subject = try DistinguishedName {
+            UserID(merchantIdentifier)
+            CommonName(commonName)
             OrganizationName("Orchard test PKI")
-            CommonName("Apple Pay Payment Processing:\(merchantIdentifier)")
         }
         return try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: publicKey, notValidBefore: notValidBefore,
@@ -182,5 +198,14 @@ public struct TestPKI: Sendable {
             return withUnsafeBytes(of: &v6) { Array($0) }
         }
         return nil
+    }
+}
+
+/// The subject's `UID` (0.9.2342.19200300.100.1.1), where Apple writes the merchant ID.
+struct UserID: RelativeDistinguishedNameConvertible {
+    var value: String
+    init(_ value: String) { self.value = value }
+    func makeRDN() throws -> RelativeDistinguishedName {
+        RelativeDistinguishedName(.init(type: [0, 9, 2342, 19_200_300, 100, 1, 1], utf8String: value))
     }
 }

@@ -83,6 +83,28 @@ struct CertificateToolsTests {
         #expect((today.certificates.first?.daysLeft ?? 0) < 0)
     }
 
+    @Test(
+        "certificates are known by their key usage, not their name: both of Apple's processing subjects, and an identity",
+        arguments: TestPKI.ProcessingSubject.allCases)
+    func kindByUsage(subject: TestPKI.ProcessingSubject) throws {
+        let merchant = "merchant.com.example.shop"
+        let key = P256.Signing.PrivateKey()
+        let processing = try TestMaterial.shared.pki.issueProcessingCertificate(
+            merchantIdentifier: merchant, publicKey: Certificate.PublicKey(key.publicKey), subject: subject)
+        #expect(CertificateInspector.kind(of: processing) == .processing)
+        let name = try #require(CertificateInspector.commonName(of: processing))
+        #expect(name == (subject == .merchantID ? "Merchant ID: \(merchant)" : "Apple Pay Payment Processing:\(merchant)"))
+        let report = CertificateInspector.report(processing, at: Date())
+        #expect(report.kind == .processing && report.merchantIdentifier == merchant && report.merchantIdentifierMatches == true)
+        // The identity certificate carries the same `Merchant ID:` name; client authentication tells it apart.
+        let identity = TestMaterial.shared.identity.certificate
+        #expect(CertificateInspector.commonName(of: identity)?.hasPrefix("Merchant ID: ") == true)
+        #expect(CertificateInspector.kind(of: identity) == .identity)
+        // Apple's real one (named `Apple Pay Payment Processing:`) agrees.
+        let real = try Certificate(pemEncoded: String(contentsOfFile: AppleFixture.certificatePath, encoding: .utf8))
+        #expect(CertificateInspector.kind(of: real) == .processing)
+    }
+
     @Test("PEM with a key reports whether it matches; DER works; encrypted keys and CSRs get a note; junk is refused")
     func pemVariants() async throws {
         let identity = TestMaterial.shared.identity

@@ -165,7 +165,7 @@ struct DoctorCommandTests {
                         $0["identityCertificate"] = setup.directory.path("processing.pem")
                         $0["identityKey"] = setup.directory.path("expired.key")
                     },
-                    "✗ merchant.dev.orchard.demo identity: \(setup.directory.path("processing.pem")): this is the Apple Pay Payment Processing certificate"
+                    "✗ merchant.dev.orchard.demo identity: \(setup.directory.path("processing.pem")) (\"Apple Pay Payment Processing:merchant.dev.orchard.demo\"): this is a Payment Processing certificate"
                 ),
                 ("wrong key", { $0["identityKey"] = setup.directory.path("expired.key") }, "does not match the certificate"),
                 (

@@ -1,10 +1,13 @@
 import ApplePay
+import Crypto
 import CurlClient
 import Foundation
 import OrchardCore
 import OrchardServer
 import OrchardTesting
+import SwiftASN1
 import Testing
+import X509
 
 /// `serve` reads identities and processing keys in every form people have (made at test time
 /// by the `openssl` CLI), and says what it found when it is not what goes there.
@@ -113,11 +116,27 @@ struct KeyConfigurationTests {
             atPath: Self.vector.appendingPathComponent("certificate.pem").path, toPath: directory.path("processing.pem"))
         #expect(
             try refusal { $0.merchants[0].identityCertificate = "processing.pem" }.contains(
-                "Payment Processing certificate where the merchant identity certificate goes"))
+                "a Payment Processing certificate (key agreement, not TLS client authentication) where the merchant identity certificate goes"
+            ))
         // The identity certificate where the processing one goes.
         #expect(
             try refusal { $0.merchants[0].processingKeys = [.init(privateKey: "identity.key", certificate: "identity.pem")] }
-                .contains("the merchant identity certificate where the payment processing certificate goes"))
+                .contains("a merchant identity certificate (TLS client authentication) where the payment processing certificate goes"))
+        // Apple's older processing certificates are named `Merchant ID: <id>`, as identity ones are:
+        // each loads where it goes, told apart by its key usage.
+        for subject in TestPKI.ProcessingSubject.allCases {
+            let key = P256.Signing.PrivateKey()
+            let certificate = try TestMaterial.shared.pki.issueProcessingCertificate(
+                merchantIdentifier: TestMaterial.merchantIdentifier, publicKey: Certificate.PublicKey(key.publicKey), subject: subject)
+            try key.pemRepresentation.write(toFile: directory.path("named.key"), atomically: true, encoding: .utf8)
+            try certificate.serializeAsPEM().pemString.write(toFile: directory.path("named.pem"), atomically: true, encoding: .utf8)
+            #expect(
+                try refusal { $0.merchants[0].processingKeys = [.init(privateKey: "named.key", certificate: "named.pem")] } == "loaded",
+                "\(subject)")
+            #expect(
+                try refusal { $0.merchants[0].identityCertificate = "named.pem" }.contains(
+                    "a Payment Processing certificate (key agreement, not TLS client authentication)"), "\(subject)")
+        }
     }
 
     @Test("the real Apple-signed vector decrypts through each processing-key form loaded by serve's configuration")

@@ -29,7 +29,7 @@ extension ServerConfiguration {
         guard let leaf = certificates.first else { throw ConfigurationError("\(certificateName): no certificate") }
         if CertificateInspector.kind(of: leaf) == .processing {
             throw ConfigurationError(
-                "\(certificateName): this is the Apple Pay Payment Processing certificate where the merchant identity certificate goes (\(files.section)identityCertificate)"
+                "\(certificateName)\(Self.named(leaf)): this is a Payment Processing certificate (key agreement, not TLS client authentication) where the merchant identity certificate goes (\(files.section)identityCertificate)"
             )
         }
         try checkKeyType(key, certificate: leaf, keyName: keyName, certificateName: certificateName)
@@ -90,7 +90,7 @@ extension ServerConfiguration {
             let (key, certificate, name, certificateName) = try readProcessingKey(file, label: label, values: source)
             if let certificate, CertificateInspector.kind(of: certificate) == .identity {
                 throw ConfigurationError(
-                    "\(certificateName): this is the merchant identity certificate where the payment processing certificate goes (\(label).certificate)"
+                    "\(certificateName)\(Self.named(certificate)): this is a merchant identity certificate (TLS client authentication) where the payment processing certificate goes (\(label).certificate)"
                 )
             }
             let loaded: ProcessingKey
@@ -171,5 +171,12 @@ extension ServerConfiguration {
             throw ConfigurationError(
                 "\(keyName): \(key.description) but the certificate \(certificateName) holds an \(certificateType) key")
         }
+    }
+}
+
+extension ServerConfiguration {
+    /// ` ("CN")`, to help the operator find the certificate in Apple's portal; never used to decide.
+    static func named(_ certificate: Certificate) -> String {
+        CertificateInspector.commonName(of: certificate).map { " (\"\($0.prefix(128))\")" } ?? ""
     }
 }
