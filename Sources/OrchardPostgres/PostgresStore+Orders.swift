@@ -81,11 +81,18 @@ extension PostgresStore {
         }
     }
 
-    public func deleteRegistration(partnerIdentifier: String) async throws {
+    public func deleteRegistration(partnerIdentifier: String, at date: Date) async throws {
         try await transaction { connection in
             try await connection.query("DELETE FROM registered_domains WHERE partner_id = \(partnerIdentifier)", logger: logger)
             try await connection.query("DELETE FROM registered_merchants WHERE partner_id = \(partnerIdentifier)", logger: logger)
             try await connection.query("DELETE FROM merchant_settings WHERE partner_id = \(partnerIdentifier)", logger: logger)
+            try await connection.query(
+                "UPDATE api_keys SET revoked_at = \(date) WHERE merchant = \(partnerIdentifier) AND revoked_at IS NULL", logger: logger)
+            try await connection.query(
+                """
+                UPDATE webhook_events SET state = 'skipped', next_attempt_at = NULL, last_error = \(RetiredTenant.skippedEventError)
+                WHERE merchant = \(partnerIdentifier) AND state = 'pending'
+                """, logger: logger)
         }
     }
 

@@ -121,12 +121,17 @@ public final class SQLiteStore: OrchardStore {
         }
     }
 
-    public func deleteRegistration(partnerIdentifier: String) async throws {
+    public func deleteRegistration(partnerIdentifier: String, at date: Date) async throws {
+        let id = SQLiteValue.text(partnerIdentifier)
         try await database.run { db in
             try db.transaction {
-                try db.execute("DELETE FROM registered_domains WHERE partner_id = ?", [.text(partnerIdentifier)])
-                try db.execute("DELETE FROM registered_merchants WHERE partner_id = ?", [.text(partnerIdentifier)])
-                try db.execute("DELETE FROM merchant_settings WHERE partner_id = ?", [.text(partnerIdentifier)])
+                try db.execute("DELETE FROM registered_domains WHERE partner_id = ?", [id])
+                try db.execute("DELETE FROM registered_merchants WHERE partner_id = ?", [id])
+                try db.execute("DELETE FROM merchant_settings WHERE partner_id = ?", [id])
+                try db.execute("UPDATE api_keys SET revoked_at = ? WHERE merchant = ? AND revoked_at IS NULL", [.time(date), id])
+                try db.execute(
+                    "UPDATE webhook_events SET state = 'skipped', next_attempt_at = NULL, last_error = ? WHERE merchant = ? AND state = 'pending'",
+                    [.text(RetiredTenant.skippedEventError), id])
             }
         }
     }

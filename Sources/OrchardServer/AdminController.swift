@@ -20,6 +20,13 @@ struct AdminController {
     /// Where registered merchants' processors are set when an operator changes them.
     let processors: PaymentProcessors
     let processorMaker: (any ProcessorMaker)?
+    /// Ends mandates when a registered merchant is retired.
+    let lifecycle: MandateLifecycle
+
+    var retirement: TenantRetirement {
+        TenantRetirement(
+            store: store, directory: directory, processors: processors, lifecycle: lifecycle, time: time, logger: lifecycle.logger)
+    }
 
     struct RegisterBody: Decodable {
         var partnerInternalMerchantIdentifier: String
@@ -141,13 +148,27 @@ struct AdminController {
             throw OrchardError(.invalidRegistration, error.message)
         }
         let id = registration.partnerInternalMerchantIdentifier
+        if let reservation = directory.reservation(of: id) {
+            throw OrchardError(
+                .identifierTaken, "\(id) is \(reservation): a registered merchant needs a partnerInternalMerchantIdentifier of its own")
+        }
         for domain in registration.domainNames {
             if let owner = directory.owner(of: domain), owner != id {
                 throw OrchardError(.domainTaken, "\(domain) already belongs to \(owner) on this server")
             }
         }
         try await Self.apple { () async throws(GatewayError) in try await service.register(registration) }
-        let existing = directory.registrations.first { $0.partnerIdentifier == id }
+        // The store, not this instance's copy, says whether the merchant is new: another instance
+        // may have registered it a moment ago.
+        let existing: RegisteredMerchant?
+        do {
+            existing = try await store.registeredMerchants().first { $0.partnerIdentifier == id }
+            // A new tenant starts clean: whatever an earlier one under this identifier left (keys,
+            // settings, mandates, events) is retired first.
+            if existing == nil { try await retirement.retire(id) }
+        } catch {
+            throw OrchardError(.internalError, "Apple registered the merchant but the registry could not record it; repeat the call")
+        }
         let now = time.now
         let merchant = RegisteredMerchant(
             partnerIdentifier: id, name: registration.partnerMerchantName, encryptTo: registration.encryptTo,
@@ -181,13 +202,13 @@ struct AdminController {
         merchant.domains.removeAll { unregistration.domainNames.contains($0) }
         merchant.updatedAt = time.now
         do {
-            // Apple deletes a merchant with its last domain; so does the registry.
+            // Apple deletes a merchant with its last domain; the registry retires it.
             if merchant.domains.isEmpty {
-                try await store.deleteRegistration(partnerIdentifier: id)
+                try await retirement.retire(id)
             } else {
                 try await store.saveRegistration(merchant)
+                directory.replaceRegistrations(try await store.registeredMerchants())
             }
-            directory.replaceRegistrations(try await store.registeredMerchants())
         } catch {
             throw OrchardError(.internalError, "Apple unregistered the domains but the registry could not record it; repeat the call")
         }

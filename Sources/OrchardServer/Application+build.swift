@@ -89,7 +89,8 @@ public func buildApplication(
     if let token = configuration.adminToken {
         AdminController(
             configuration: configuration, directory: directory, store: store, registration: registration, sessions: sessions,
-            domainProbe: domainProbe, engine: engine, time: time, processors: processors, processorMaker: processorMaker
+            domainProbe: domainProbe, engine: engine, time: time, processors: processors, processorMaker: processorMaker,
+            lifecycle: mandates
         )
         .addRoutes(to: router, token: token)
         AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: mandates)

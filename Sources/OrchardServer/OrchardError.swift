@@ -30,6 +30,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case unauthorized = "unauthorized"
         case invalidRegistration = "invalid_registration"
         case domainTaken = "domain_taken"
+        case identifierTaken = "identifier_taken"
         case registrationRejected = "registration_rejected"
         case platformNotConfigured = "platform_not_configured"
         case refundTooLarge = "refund_too_large"
@@ -65,7 +66,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         switch code {
         case .invalidJSON, .invalidValidationURL, .invalidRequest, .invalidRegistration: .badRequest
         case .unauthorized: .unauthorized
-        case .domainTaken: .conflict
+        case .domainTaken, .identifierTaken: .conflict
         case .registrationRejected, .quoteFailed: .badGateway
         case .platformNotConfigured: .notImplemented
         case .unknownHost: .misdirectedRequest

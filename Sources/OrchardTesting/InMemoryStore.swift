@@ -183,10 +183,20 @@ public final class InMemoryStore: OrchardStore {
         }
     }
 
-    public func deleteRegistration(partnerIdentifier: String) async throws {
+    public func deleteRegistration(partnerIdentifier: String, at date: Date) async throws {
         state.withLock { state in
             state.merchants[partnerIdentifier] = nil
             state.settings[partnerIdentifier] = nil
+            for index in state.apiKeys.indices
+            where state.apiKeys[index].merchantIdentifier == partnerIdentifier && state.apiKeys[index].revokedAt == nil {
+                state.apiKeys[index].revokedAt = date
+            }
+            for index in state.events.indices
+            where state.events[index].merchantIdentifier == partnerIdentifier && state.events[index].state == .pending {
+                state.events[index].state = .skipped
+                state.events[index].nextAttemptAt = nil
+                state.events[index].lastError = RetiredTenant.skippedEventError
+            }
         }
     }
 }

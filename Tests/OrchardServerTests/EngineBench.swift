@@ -205,8 +205,8 @@ final class FailingStore: OrchardStore {
     }
     func registeredMerchants() async throws -> [RegisteredMerchant] { try await inner.registeredMerchants() }
     func saveRegistration(_ merchant: RegisteredMerchant) async throws { try await inner.saveRegistration(merchant) }
-    func deleteRegistration(partnerIdentifier: String) async throws {
-        try await inner.deleteRegistration(partnerIdentifier: partnerIdentifier)
+    func deleteRegistration(partnerIdentifier: String, at date: Date) async throws {
+        try await inner.deleteRegistration(partnerIdentifier: partnerIdentifier, at: date)
     }
 }
 

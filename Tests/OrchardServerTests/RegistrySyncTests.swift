@@ -40,7 +40,7 @@ struct RegistrySyncTests {
             let file = try await server.send("GET", "/.well-known/apple-developer-merchantid-domain-association", host: Self.domain)
             #expect(file.body == MoreMerchants.platformAssociation)
 
-            try await server.store.deleteRegistration(partnerIdentifier: "sync-partner")
+            try await server.store.deleteRegistration(partnerIdentifier: "sync-partner", at: Date())
             #expect(try await waitForAssociation(server, status: 404) == 404)
         }
     }

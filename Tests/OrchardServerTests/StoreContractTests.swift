@@ -184,8 +184,42 @@ struct StoreContractTests {
             b.domains = ["b.example"]
             try await store.saveRegistration(b)
             #expect(try await store.registeredMerchants().map(\.partnerIdentifier) == ["a", "b"])
-            try await store.deleteRegistration(partnerIdentifier: "a")
+            try await store.deleteRegistration(partnerIdentifier: "a", at: Self.now)
             #expect(try await store.registeredMerchants().map(\.domains) == [["b.example"]])
+        }
+    }
+
+    @Test(
+        "retiring a registered merchant revokes its keys, drops its settings and skips its undelivered events, no one else's",
+        arguments: Kind.enabled)
+    func retirement(kind: Kind) async throws {
+        try await Self.withStore(kind) { store in
+            // "merchant.test" (the contract's orders' merchant) as a registered tenant, beside another.
+            for partner in ["merchant.test", "merchant.other"] {
+                try await store.saveRegistration(
+                    RegisteredMerchant(
+                        partnerIdentifier: partner, name: partner, encryptTo: "platform", merchantUrl: nil, domains: ["\(partner).example"],
+                        createdAt: Self.now, updatedAt: Self.now))
+                try await store.saveSealedMerchantSettings(partnerIdentifier: partner, sealed: [1, 2, 3], at: Self.now)
+                try await store.insertAPIKey(APIKeyRecord.generate(merchantIdentifier: partner, at: Self.now).record)
+            }
+            try await store.insert(try Self.order("o1"))
+            _ = try await store.claimPayment(Self.claim("o1", transaction: "t1", payment: "p1"))
+            let authorized = PaymentTransition(paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.authorized), at: Self.now)
+            _ = try await store.transition(authorized)
+            #expect(try await store.webhookEvents(merchantIdentifier: "merchant.test", state: .pending, limit: 10).count == 1)
+
+            let later = Self.now.addingTimeInterval(60)
+            try await store.deleteRegistration(partnerIdentifier: "merchant.test", at: later)
+            #expect(try await store.registeredMerchants().map(\.partnerIdentifier) == ["merchant.other"])
+            #expect(try await store.sealedMerchantSettings().keys.sorted() == ["merchant.other"])
+            let keys = try await store.apiKeys(merchantIdentifier: nil)
+            #expect(keys.filter { $0.merchantIdentifier == "merchant.test" }.allSatisfy { $0.revokedAt == later })
+            #expect(keys.filter { $0.merchantIdentifier == "merchant.other" }.allSatisfy { $0.revokedAt == nil })
+            let events = try await store.webhookEvents(merchantIdentifier: "merchant.test", state: nil, limit: 10)
+            #expect(events.map(\.state) == [.skipped])
+            #expect(events.first?.lastError == RetiredTenant.skippedEventError)
+            #expect(try await store.leaseWebhookEvents(at: later, until: later.addingTimeInterval(60), limit: 10).isEmpty)
         }
     }
 }

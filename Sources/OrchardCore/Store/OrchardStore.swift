@@ -209,8 +209,12 @@ public protocol OrchardStore: ShopStore, MandateStore {
     /// Creates or replaces a registered merchant and its domain set; a domain another
     /// merchant holds fails with ``StoreError/Code/domainTaken`` and changes nothing.
     func saveRegistration(_ merchant: RegisteredMerchant) async throws
-    /// Forgets a registered merchant and its domains.
-    func deleteRegistration(partnerIdentifier: String) async throws
+    /// Retires a registered merchant, in one transaction: forgets it, its domains and its sealed
+    /// settings, revokes its API keys at `date`, and marks its undelivered webhook events
+    /// `skipped` (``RetiredTenant/skippedEventError``), so nothing of this tenant reaches a later
+    /// one registered under the same identifier. Also run before a new registration under an
+    /// identifier that has none, to clear what an earlier tenant left.
+    func deleteRegistration(partnerIdentifier: String, at date: Date) async throws
 
     /// Payments by state and the webhook outbox's backlog, for the metrics gauges; nil when the
     /// store cannot count cheaply (the default), and the gauges are then left out.
@@ -258,4 +262,10 @@ public enum RecordIdentifier {
         let words: [UInt64] = [generator.next(), generator.next()]
         return Hex.encode(words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) } })
     }
+}
+
+/// What retiring a registered merchant leaves in the outbox.
+public enum RetiredTenant {
+    /// The error recorded on a webhook event its tenant was unregistered before it was delivered.
+    public static let skippedEventError = "the merchant was unregistered before this event was delivered"
 }

@@ -88,6 +88,18 @@ public final class MerchantDirectory: Sendable {
         registered.withLock { $0.merchants }
     }
 
+    /// Why `identifier` cannot be a registered merchant's on this server (it is a configured
+    /// merchant's, or the platform integrator's own), or nil. Compared without case: two tenants
+    /// differing only in case would be one merchant to a reader, and to Apple's portal.
+    public func reservation(of identifier: String) -> String? {
+        let wanted = identifier.lowercased()
+        if configuration.platform?.merchantIdentifier.lowercased() == wanted { return "the platform integrator's own merchant ID" }
+        if configuration.merchants.contains(where: { $0.merchantIdentifier.lowercased() == wanted }) {
+            return "a merchant configured on this server"
+        }
+        return nil
+    }
+
     /// Who holds `domain` (a configured merchant ID or a registered partner ID), if anyone.
     public func owner(of domain: String) -> String? {
         if let merchant = configuration.merchants.first(where: { $0.domains.contains(domain) }) {
@@ -111,6 +123,10 @@ public final class MerchantDirectory: Sendable {
                 }
             }
         }
+        // A merchant no longer registered takes its settings with it: a later registration under
+        // the same identifier starts clean, on this instance and on every one that syncs.
+        let registered = Set(merchants.map(\.partnerIdentifier))
+        state.settings = state.settings.filter { registered.contains($0.key) }
         state.merchants = merchants
         state.byDomain = byDomain
         state.generation += 1

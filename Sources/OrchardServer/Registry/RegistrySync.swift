@@ -44,6 +44,7 @@ public struct RegistrySync: Service {
     /// older, and the next pass reads again.
     func refresh(seenSettings: [String: [UInt8]]) async -> [String: [UInt8]] {
         let generation = directory.generation
+        let before = Set(directory.registrations.map(\.partnerIdentifier))
         let registered: [RegisteredMerchant]
         let sealed: [String: [UInt8]]
         do {
@@ -72,6 +73,10 @@ public struct RegistrySync: Service {
         for (partner, settings) in changed {
             processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: partner)
         }
-        return applied
+        // Unregistered elsewhere: its processor goes with its settings (the directory dropped them).
+        for gone in before.subtracting(registered.map(\.partnerIdentifier)) {
+            processors.setRegistered(nil, forMerchant: gone)
+        }
+        return applied.filter { sealed[$0.key] != nil }
     }
 }

@@ -1,0 +1,43 @@
+import ApplePay
+import Foundation
+import Logging
+import OrchardCore
+
+/// What a registered merchant leaves behind when it goes, and what a new registration under the
+/// same identifier must not inherit: its mandates end (`mandate.ended`, the processor's stored
+/// credential deleted, so nothing can charge it), its API keys are revoked, its settings
+/// (processor, webhook, quote) are dropped on every instance, and its undelivered events are
+/// skipped. Its merchant tokens are not unlinked one by one: Apple has already deleted the
+/// merchant with its last domain, and refuses token calls for a merchant it does not have.
+struct TenantRetirement: Sendable {
+    let store: any OrchardStore
+    let directory: MerchantDirectory
+    let processors: PaymentProcessors
+    let lifecycle: MandateLifecycle
+    let time: TimeSource
+    let logger: Logger
+
+    /// The `endedReason` of the mandates a retirement ends.
+    static let endedReason = "unregistered"
+
+    /// Retires `partner`: first its mandates, while its processor and its registration at Apple
+    /// are still known here, then everything else in one store transaction.
+    func retire(_ partner: String) async throws {
+        var ended = 0
+        // Pages of active mandates until none is left; each end is a compare-and-set, so a page
+        // never comes back, and the bound only guards against a store that ignores the filter.
+        for _ in 0..<10_000 {
+            let active = try await store.mandates(merchantIdentifier: partner, state: .active, limit: 100)
+            if active.isEmpty { break }
+            for mandate in active where try await lifecycle.end(mandate, reason: Self.endedReason, unlinkAtApple: false) != nil {
+                ended += 1
+            }
+        }
+        try await store.deleteRegistration(partnerIdentifier: partner, at: time.now)
+        directory.replaceRegistrations(try await store.registeredMerchants())
+        processors.setRegistered(nil, forMerchant: partner)
+        logger.notice(
+            "registered merchant retired: API keys revoked, settings dropped, undelivered events skipped",
+            metadata: ["partner": "\(partner)", "mandatesEnded": "\(ended)"])
+    }
+}

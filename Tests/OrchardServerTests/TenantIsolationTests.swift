@@ -1,0 +1,133 @@
+import ApplePay
+import Crypto
+import CurlClient
+import Foundation
+import OrchardCore
+import OrchardServer
+import OrchardTesting
+import ShopCallbacks
+import Testing
+
+/// A platform integrator's tenants never meet: a partner cannot take a configured merchant's or
+/// the platform's identifier, and a partner that leaves takes its keys, mandates, settings and
+/// undelivered events with it, so a later registration under its identifier starts clean.
+@Suite("Tenants: reserved identifiers, retirement on unregistering, a clean new registration")
+struct TenantIsolationTests {
+    static let partner = "tenant-7"
+    static let domain = "tenant7.example"
+    static let settingsKey = String(repeating: "7a", count: 32)
+    static let webhookSecret = String(repeating: "t", count: 40)
+
+    static func with(receiver: MockWebhookReceiver, _ body: (ServerHarness) async throws -> Void) async throws {
+        try await ServerHarness.with(
+            otherMockMerchants: MoreMerchants.mockMerchants,
+            environment: MoreMerchants.environment.merging(["SETTINGS_KEY": settingsKey]) { $1 },
+            shopCalls: try CurlShopTransport(),
+            configure: { file, directory in
+                try MoreMerchants.all(&file, directory)
+                file.platformIntegrator?.settingsKey = "env:SETTINGS_KEY"
+                file.webhooks = .init(firstRetrySeconds: 1, pollIntervalMilliseconds: 100)
+            }, body)
+    }
+
+    func admin(_ server: ServerHarness, _ method: String, _ path: String, _ body: String? = nil) async throws -> CurlResponse {
+        try await server.send(method, path, body: body.map { Array($0.utf8) }, extraHeaders: MoreMerchants.authorization)
+    }
+
+    func register(_ server: ServerHarness, _ id: String) async throws -> CurlResponse {
+        try await admin(
+            server, "POST", "/admin/merchants",
+            #"{"partnerInternalMerchantIdentifier": "\#(id)", "partnerMerchantName": "Tenant", "domainNames": ["\#(Self.domain)"]}"#)
+    }
+
+    @Test("a partner ID equal to a configured merchant's or the platform's (in any case) is refused before Apple is called")
+    func reservedIdentifiers() async throws {
+        let receiver = MockWebhookReceiver(secret: Self.webhookSecret)
+        try await Self.with(receiver: receiver) { server in
+            let calls = server.gateway.receivedRegistrationCalls.count
+            for id in [
+                TestMaterial.merchantIdentifier, TestMaterial.secondMerchantIdentifier, TestMaterial.platformMerchantIdentifier,
+                TestMaterial.merchantIdentifier.uppercased(),
+            ] {
+                let refused = try await register(server, id)
+                #expect(refused.status == 409, "\(id)")
+                #expect(refused.errorCode == "identifier_taken")
+            }
+            #expect(server.gateway.receivedRegistrationCalls.count == calls, "Apple was never asked")
+            #expect(try await server.store.registeredMerchants().isEmpty)
+            // The configured merchant's keys and payments stay its own.
+            let key = try await server.apiKey()
+            #expect(try await server.api("GET", "/v1/mandates", key: key).status == 200)
+        }
+    }
+
+    /// A recurring payment on the partner's domain: the token is encrypted to the platform's key,
+    /// the mandate is the partner's.
+    func payRecurring(_ server: ServerHarness, key: String, token: String) async throws -> String {
+        // A registered merchant has no catalogue, so no default country.
+        let body = MandatesAPITests.recurring.replacingOccurrences(
+            of: #""currency": "EUR","#, with: #""currency": "EUR", "countryCode": "FR","#)
+        let created = try await server.api("POST", "/v1/payment-requests", key: key, json: body, idempotencyKey: "t-1")
+        #expect(created.status == 201, "\(created.errorMessage ?? "")")
+        let id = try #require(created.json?["id"] as? String)
+        let request = try #require(created.json?["paymentRequest"] as? [String: Any])
+        let appData = try #require(Data(base64Encoded: request["applicationData"] as? String ?? ""))
+        let minted = try OrdersAuthorizeTests().minter.mintEC(
+            payload: TokenMinter.merchantTokenPayload(amount: 990, merchantTokenIdentifier: token),
+            to: MoreMerchants.platformProcessingKey.publicKey, merchantIdentifier: TestMaterial.platformMerchantIdentifier,
+            applicationDataHash: Array(SHA256.hash(data: appData)))
+        let authorized = try await server.send(
+            "POST", "/api/apple-pay/authorize", host: Self.domain, body: try OrdersAuthorizeTests().paymentBody(orderId: id, token: minted))
+        #expect(authorized.status == 200, "\(authorized.errorMessage ?? "")")
+        let paymentId = try #require(authorized.json?["paymentId"] as? String)
+        return try #require(try await server.store.payment(id: paymentId)?.mandateId)
+    }
+
+    @Test("unregistering the last domain revokes keys, ends mandates (unregistered), drops settings; a new registration starts clean")
+    func retirement() async throws {
+        let receiver = MockWebhookReceiver(secret: Self.webhookSecret)
+        try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        try await Self.with(receiver: receiver) { server in
+            #expect(try await register(server, Self.partner).status == 201)
+            let settings = #"{"webhook": {"url": "\#(receiver.url)", "secret": "\#(Self.webhookSecret)"}}"#
+            #expect(try await admin(server, "PUT", "/admin/merchants/\(Self.partner)/settings", settings).status == 200)
+            let created = try await admin(server, "POST", "/admin/merchants/\(Self.partner)/api-keys")
+            let key = try #require(created.json?["secret"] as? String)
+            let token = "DNITHE000000000000000077"
+            let mandateId = try await payRecurring(server, key: key, token: token)
+            _ = try await receiver.wait { $0.contains { $0.type == "mandate.created" } }
+
+            let gone = try await admin(
+                server, "POST", "/admin/merchants/\(Self.partner)/unregister", #"{"domainNames": ["\#(Self.domain)"], "reason": "left"}"#)
+            #expect(gone.status == 200, "\(gone.errorMessage ?? "")")
+
+            // Its key no longer opens anything, its mandate has ended and cannot be charged.
+            #expect(try await server.api("GET", "/v1/mandates", key: key).status == 401)
+            let mandate = try #require(try await server.store.mandate(id: mandateId))
+            #expect(mandate.state == .ended && mandate.endedReason == "unregistered")
+            // Apple deleted the merchant with its last domain before the mandates ended: no token
+            // call is made for a merchant Apple no longer has.
+            #expect(server.gateway.unlinkedTokens.isEmpty)
+            let events = try await server.store.webhookEvents(merchantIdentifier: Self.partner, state: nil, limit: 50)
+            let ended = try #require(events.first { $0.type == .mandateEnded })
+            let payload = try #require(try JSONSerialization.jsonObject(with: Data(ended.payload)) as? [String: Any])
+            let view = (payload["data"] as? [String: Any])?["mandate"] as? [String: Any]
+            #expect(view?["endedReason"] as? String == "unregistered")
+            #expect(events.allSatisfy { $0.state != .pending }, "nothing of this tenant is left to send")
+            // Its settings are gone from the store and from this instance.
+            #expect(try await server.store.sealedMerchantSettings()[Self.partner] == nil)
+            #expect(try await admin(server, "GET", "/admin/merchants/\(Self.partner)/settings").status == 404)
+
+            // A new tenant under the same identifier inherits nothing.
+            #expect(try await register(server, Self.partner).status == 201)
+            let fresh = try await admin(server, "GET", "/admin/merchants/\(Self.partner)/settings")
+            #expect(fresh.status == 200)
+            #expect(fresh.json?["processor"] as? String == "record")
+            #expect(fresh.json?["webhookURL"] == nil)
+            #expect(try await server.api("GET", "/v1/mandates", key: key).status == 401, "the old tenant's key stays revoked")
+            let keys = try await server.store.apiKeys(merchantIdentifier: Self.partner)
+            #expect(!keys.isEmpty && keys.allSatisfy { $0.revokedAt != nil })
+        }
+    }
+}
