@@ -71,7 +71,7 @@ public func buildApplication(
     ).addRoutes(to: router)
     let vault = vault ?? configuration.vault ?? .ephemeral()
     let engine = configuration.makePaymentsEngine(store: store, processors: processors, vault: vault, time: time, logger: logger)
-    AuthorizeController(engine: engine).addRoutes(to: router)
+    AuthorizeController(engine: engine, limiter: limiter).addRoutes(to: router)
     let v1 = router.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
     PaymentRequestsController(
         store: store, vault: vault, time: time, simulatedSheet: simulator == nil ? nil : SimulatedSheetController.scriptPath,

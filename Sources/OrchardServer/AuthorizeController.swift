@@ -7,6 +7,7 @@ import OrchardCore
 /// answer has the shape `completePayment` takes.
 struct AuthorizeController {
     let engine: PaymentsEngine
+    let limiter: RateLimiter
 
     /// A token with full contacts is under 10 KiB; anything over 64 KiB is refused unread.
     static let maximumBodyBytes = 64 * 1024
@@ -65,6 +66,8 @@ struct AuthorizeController {
     /// Decode, hand to the engine, map its answer.
     func authorize(_ request: Request, context: OrchardRequestContext) async throws -> Answer {
         let (merchant, _) = try context.requireMerchant()
+        // Before the body is read: each attempt verifies a token and may call the processor.
+        try limiter.check(.authorizations, context: context, merchant: merchant.merchantIdentifier)
         let bytes = try await readBody(request, limit: Self.maximumBodyBytes)
         let body: Body
         do {

@@ -42,6 +42,7 @@ struct OrdersController {
     func addRoutes(to router: Router<OrchardRequestContext>) {
         router.post("/api/orders") { request, context in try await create(request, context: context) }
         router.post("/api/orders/{id}/shipping-contact") { request, context in
+            try admitUpdate(context)
             let body = try await request.decode(as: ShippingContactBody.self, context: context)
             return try await update(
                 context, id: try context.parameters.require("id"), includeShippingMethods: true, address: body.address
@@ -50,12 +51,14 @@ struct OrdersController {
             }
         }
         router.post("/api/orders/{id}/shipping-method") { request, context in
+            try admitUpdate(context)
             let body = try await request.decode(as: ShippingMethodBody.self, context: context)
             return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
                 (order.items, body.identifier, order.couponCode, order.shippingCountry)
             }
         }
         router.post("/api/orders/{id}/coupon") { request, context in
+            try admitUpdate(context)
             let body = try await request.decode(as: CouponBody.self, context: context)
             return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
                 (order.items, order.shippingMethod?.identifier, body.couponCode, order.shippingCountry)
@@ -64,11 +67,19 @@ struct OrdersController {
         // The sheet's card changed: reprice from the catalogue. No method changes the price today,
         // but the page always shows what the server says, so a surcharge rule would slot in here.
         router.post("/api/orders/{id}/payment-method") { request, context in
+            try admitUpdate(context)
             _ = try await request.decode(as: PaymentMethodBody.self, context: context)
             return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
                 (order.items, order.shippingMethod?.identifier, order.couponCode, order.shippingCountry)
             }
         }
+    }
+
+    /// Each sheet update may ask the shop's quote URL: limited per shopper's address and per
+    /// merchant before anything is read or asked.
+    func admitUpdate(_ context: OrchardRequestContext) throws {
+        let (merchant, _) = try context.requireMerchant()
+        try limiter.check(.orderUpdates, context: context, merchant: merchant.merchantIdentifier)
     }
 
     func merchant(for context: OrchardRequestContext) throws -> (MerchantConfiguration, Catalogue) {

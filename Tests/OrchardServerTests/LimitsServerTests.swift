@@ -132,6 +132,37 @@ struct LimitsServerTests {
         }
     }
 
+    @Test("sheet updates and payment attempts are limited per client before anything is read, priced or sent")
+    func updateAndAuthorizeRates() async throws {
+        try await ServerHarness.with(
+            time: .fixed(Date()),
+            configure: { file, _ in
+                file.limits = .init(
+                    orderUpdates: .init(perClientIP: .init(perMinute: 1, burst: 2)),
+                    authorizations: .init(perClientIP: .init(perMinute: 1, burst: 1)))
+            }
+        ) { server in
+            let order = Array(#"{"items": [{"productId": "apple", "quantity": 1}]}"#.utf8)
+            let id = try #require(try await server.send("POST", "/api/orders", body: order).json?["orderId"] as? String)
+            let method = Array(#"{"identifier": "standard"}"#.utf8)
+            for _ in 0..<2 {
+                #expect(try await server.send("POST", "/api/orders/\(id)/shipping-method", body: method).status == 200)
+            }
+            // Every one of the four update routes draws from the same bucket.
+            for path in ["shipping-method", "shipping-contact", "coupon", "payment-method"] {
+                let limited = try await server.send("POST", "/api/orders/\(id)/\(path)", body: Array("{}".utf8))
+                #expect(limited.status == 429 && limited.errorCode == "rate_limited" && limited.header("retry-after") == "60", "\(path)")
+            }
+            // A payment attempt: the first one is refused for its body, the second is not even read.
+            let first = try await server.send("POST", "/api/apple-pay/authorize", body: Array("{}".utf8))
+            #expect(first.status == 400)
+            let second = try await server.send("POST", "/api/apple-pay/authorize", body: Array("{}".utf8))
+            #expect(second.status == 429 && second.header("retry-after") == "60")
+            #expect(second.json?["status"] as? String == "failure", "shaped for completePayment")
+            #expect(try await server.store.payments(orderId: id).isEmpty)
+        }
+    }
+
     @Test("a merchant's calls to Apple past outbound.maxConcurrentPerMerchant fail at once with 503 and Retry-After, unsent")
     func busyGateway() async throws {
         try await ServerHarness.with(

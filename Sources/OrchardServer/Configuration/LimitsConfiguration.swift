@@ -11,19 +11,33 @@ extension ConfigurationFile {
         public var orders: RateRules?
         /// `POST /v1/payment-requests` (the merchant is the API key's).
         public var paymentRequests: RateRules?
+        /// `POST /api/orders/{id}/shipping-contact`, `/shipping-method`, `/coupon`, `/payment-method`:
+        /// each may call the shop's quote URL.
+        public var orderUpdates: RateRules?
+        /// `POST /api/apple-pay/authorize`: each verifies a token and may call the processor.
+        public var authorizations: RateRules?
+        /// `GET /apple-pay/token-events/…`: Apple's notifications, per source address and per merchant.
+        public var tokenEvents: RateRules?
         /// The most client addresses tracked at once (default 100000); the least recently seen go first.
         public var maxTrackedClients: Int?
 
         public init(
-            merchantSessions: RateRules? = nil, orders: RateRules? = nil, paymentRequests: RateRules? = nil, maxTrackedClients: Int? = nil
+            merchantSessions: RateRules? = nil, orders: RateRules? = nil, paymentRequests: RateRules? = nil,
+            orderUpdates: RateRules? = nil, authorizations: RateRules? = nil, tokenEvents: RateRules? = nil,
+            maxTrackedClients: Int? = nil
         ) {
             self.merchantSessions = merchantSessions
             self.orders = orders
             self.paymentRequests = paymentRequests
+            self.orderUpdates = orderUpdates
+            self.authorizations = authorizations
+            self.tokenEvents = tokenEvents
             self.maxTrackedClients = maxTrackedClients
         }
 
-        enum CodingKeys: String, CodingKey, CaseIterable { case merchantSessions, orders, paymentRequests, maxTrackedClients }
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case merchantSessions, orders, paymentRequests, orderUpdates, authorizations, tokenEvents, maxTrackedClients
+        }
 
         public init(from decoder: any Decoder) throws {
             try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
@@ -31,6 +45,9 @@ extension ConfigurationFile {
             merchantSessions = try container.decodeIfPresent(RateRules.self, forKey: .merchantSessions)
             orders = try container.decodeIfPresent(RateRules.self, forKey: .orders)
             paymentRequests = try container.decodeIfPresent(RateRules.self, forKey: .paymentRequests)
+            orderUpdates = try container.decodeIfPresent(RateRules.self, forKey: .orderUpdates)
+            authorizations = try container.decodeIfPresent(RateRules.self, forKey: .authorizations)
+            tokenEvents = try container.decodeIfPresent(RateRules.self, forKey: .tokenEvents)
             maxTrackedClients = try container.decodeIfPresent(Int.self, forKey: .maxTrackedClients)
         }
     }
@@ -126,7 +143,7 @@ public struct RateLimit: Sendable, Equatable {
 public struct RateLimitSettings: Sendable {
     /// The calls that are limited.
     public enum Action: String, Sendable, CaseIterable {
-        case merchantSessions, orders, paymentRequests
+        case merchantSessions, orders, paymentRequests, orderUpdates, authorizations, tokenEvents
 
         /// For messages: what was asked too often.
         var noun: String {
@@ -134,6 +151,9 @@ public struct RateLimitSettings: Sendable {
             case .merchantSessions: "merchant-session requests"
             case .orders: "orders"
             case .paymentRequests: "payment requests"
+            case .orderUpdates: "sheet updates"
+            case .authorizations: "payment attempts"
+            case .tokenEvents: "token notifications"
             }
         }
     }
@@ -146,14 +166,18 @@ public struct RateLimitSettings: Sendable {
     public var maxTrackedClients: Int
 
     /// Generous for shoppers (a sheet opens a session; a NAT shares an address) and for shops, tight for a script.
+    /// A shopper changes the sheet a few times and pays once or twice; Apple notifies a merchant's
+    /// token events a few at a time, from a few addresses.
     public static let defaults = RateLimitSettings(
         perClient: [
             .merchantSessions: RateLimit(perMinute: 30, burst: 10), .orders: RateLimit(perMinute: 60, burst: 20),
-            .paymentRequests: RateLimit(perMinute: 600, burst: 100),
+            .paymentRequests: RateLimit(perMinute: 600, burst: 100), .orderUpdates: RateLimit(perMinute: 120, burst: 30),
+            .authorizations: RateLimit(perMinute: 30, burst: 10), .tokenEvents: RateLimit(perMinute: 60, burst: 20),
         ],
         perMerchant: [
             .merchantSessions: RateLimit(perMinute: 1200, burst: 200), .orders: RateLimit(perMinute: 3000, burst: 300),
-            .paymentRequests: RateLimit(perMinute: 600, burst: 100),
+            .paymentRequests: RateLimit(perMinute: 600, burst: 100), .orderUpdates: RateLimit(perMinute: 6000, burst: 600),
+            .authorizations: RateLimit(perMinute: 3000, burst: 300), .tokenEvents: RateLimit(perMinute: 600, burst: 100),
         ],
         maxTrackedClients: 100_000)
 
@@ -181,6 +205,7 @@ extension ServerConfiguration {
         var settings = RateLimitSettings.defaults
         let rules: [(RateLimitSettings.Action, ConfigurationFile.RateRules?)] = [
             (.merchantSessions, file?.merchantSessions), (.orders, file?.orders), (.paymentRequests, file?.paymentRequests),
+            (.orderUpdates, file?.orderUpdates), (.authorizations, file?.authorizations), (.tokenEvents, file?.tokenEvents),
         ]
         for (action, rule) in rules {
             if let rate = rule?.perClientIP {
