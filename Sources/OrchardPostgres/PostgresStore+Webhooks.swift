@@ -40,15 +40,26 @@ extension PostgresStore {
             on: connection)
     }
 
-    public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
+    public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, fairly lease: WebhookLease) async throws -> [WebhookEvent] {
+        // Each merchant's due events numbered oldest first; the merchants whose first is oldest are
+        // served, each with at most `perMerchant` of its own. The lock re-checks the row is still
+        // due, so two instances never lease the same event.
         let leased = try await rows(
             """
             WITH due AS (
-                SELECT id, next_attempt_at AS due_at, seq FROM webhook_events
-                WHERE state = 'pending' AND next_attempt_at <= \(date) ORDER BY next_attempt_at, seq LIMIT \(Int64(limit))
-                FOR UPDATE SKIP LOCKED)
-            UPDATE webhook_events e SET next_attempt_at = \(leaseEnd) FROM due WHERE e.id = due.id
-            RETURNING \(unescaped: Self.qualified(Self.eventColumns, by: "e")), due.due_at, due.seq
+                SELECT id, merchant, next_attempt_at, seq,
+                    ROW_NUMBER() OVER (PARTITION BY merchant ORDER BY next_attempt_at, seq) AS position
+                FROM webhook_events
+                WHERE state = 'pending' AND next_attempt_at <= \(date) AND NOT (merchant = ANY(\(lease.excluding.sorted())))),
+            chosen AS (SELECT merchant FROM due WHERE position = 1 ORDER BY next_attempt_at, seq LIMIT \(Int64(lease.merchants))),
+            picked AS (
+                SELECT e.id, e.next_attempt_at AS due_at, e.seq FROM webhook_events e JOIN due ON due.id = e.id
+                WHERE due.position <= \(Int64(lease.perMerchant)) AND due.merchant IN (SELECT merchant FROM chosen)
+                AND e.state = 'pending' AND e.next_attempt_at <= \(date)
+                ORDER BY e.next_attempt_at, e.seq LIMIT \(Int64(lease.total))
+                FOR UPDATE OF e SKIP LOCKED)
+            UPDATE webhook_events e SET next_attempt_at = \(leaseEnd) FROM picked WHERE e.id = picked.id
+            RETURNING \(unescaped: Self.qualified(Self.eventColumns, by: "e")), picked.due_at, picked.seq
             """)
         return try leased.sorted { try ($0.date("due_at"), $0.integer("seq")) < ($1.date("due_at"), $1.integer("seq")) }
             .map(Self.event)

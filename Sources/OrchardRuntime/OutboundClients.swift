@@ -9,4 +9,10 @@ extension CurlHTTPClient.Configuration {
             allowedSchemes: allowedSchemes, maxTransfers: outbound.maxTransfers, maxConcurrentPerHost: outbound.maxConcurrentPerHost,
             maxConcurrentPerGroup: outbound.maxConcurrentPerMerchant, proxy: outbound.proxy)
     }
+
+    /// The shops' client: as ``init(outbound:allowedSchemes:)``, its groups being merchants' shops.
+    public init(shopCalls outbound: OutboundSettings) {
+        self.init(outbound: outbound, allowedSchemes: ["https", "http"])
+        maxConcurrentPerGroup = outbound.maxShopCallsPerMerchant
+    }
 }

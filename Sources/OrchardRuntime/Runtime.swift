@@ -112,7 +112,7 @@ public func runServer(
         merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
         domainProbe: CurlDomainProbe(http: http),
         processorMaker: CurlProcessorMaker(http: http),
-        shopCalls: try CurlShopTransport(configuration: .init(outbound: configuration.outbound, allowedSchemes: ["https", "http"])),
+        shopCalls: try CurlShopTransport(configuration: .init(shopCalls: configuration.outbound)),
         activity: activity,
         logger: logger,
         onServerRunning: onServerRunning)

@@ -53,14 +53,29 @@ extension SQLiteStore {
                 type, merchantIdentifier: merchant, payment: payment, request: request, refund: refund, refunded: refunded, at: date))
     }
 
-    public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
-        try await database.run { db in
+    public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, fairly lease: WebhookLease) async throws -> [WebhookEvent] {
+        let excluded = String(decoding: try JSONEncoder().encode(lease.excluding.sorted()), as: UTF8.self)
+        return try await database.run { db in
             try db.transaction {
+                // Each merchant's due events numbered oldest first; the merchants whose first is
+                // oldest are served, each with at most `perMerchant` of its own.
                 let due = try db.query(
                     """
-                    SELECT \(Self.eventColumns) FROM webhook_events WHERE state = 'pending' AND next_attempt_at <= ?
-                    ORDER BY next_attempt_at, rowid LIMIT ?
-                    """, [.time(date), .integer(Int64(limit))]
+                    WITH due AS (
+                        SELECT id, merchant, next_attempt_at, rowid AS seq,
+                            ROW_NUMBER() OVER (PARTITION BY merchant ORDER BY next_attempt_at, rowid) AS position
+                        FROM webhook_events
+                        WHERE state = 'pending' AND next_attempt_at <= ? AND merchant NOT IN (SELECT value FROM json_each(?))),
+                    chosen AS (SELECT merchant FROM due WHERE position = 1 ORDER BY next_attempt_at, seq LIMIT ?)
+                    SELECT \(Self.eventColumns) FROM webhook_events WHERE id IN (
+                        SELECT id FROM due WHERE position <= ? AND merchant IN (SELECT merchant FROM chosen)
+                        ORDER BY next_attempt_at, seq LIMIT ?)
+                    ORDER BY next_attempt_at, rowid
+                    """,
+                    [
+                        .time(date), .text(excluded), .integer(Int64(lease.merchants)), .integer(Int64(lease.perMerchant)),
+                        .integer(Int64(lease.total)),
+                    ]
                 ).map(Self.event)
                 for event in due {
                     try db.execute("UPDATE webhook_events SET next_attempt_at = ? WHERE id = ?", [.time(leaseEnd), .text(event.id)])

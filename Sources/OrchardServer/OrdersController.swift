@@ -186,7 +186,7 @@ struct OrdersController {
         let question = QuoteRequest(
             paymentRequestId: request.id, reference: request.reference, metadata: request.metadata, currency: request.cart.currency,
             amount: request.cart.amount, shippingContact: address, shippingMethod: method, couponCode: coupon)
-        let answer = try await quotes.quote(question, endpoint: endpoint)
+        let answer = try await quotes.quote(question, endpoint: endpoint, merchant: request.merchantIdentifier)
         let cart: ShopCart
         do {
             cart = try answer.cart(replacing: request.cart)

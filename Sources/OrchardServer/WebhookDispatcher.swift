@@ -4,12 +4,17 @@ import Logging
 import Metrics
 import OrchardCore
 import ServiceLifecycle
+import Synchronization
 
 /// Delivers the webhook outbox: every due event is signed and POSTed to its merchant's
 /// endpoint; a 2xx marks it delivered, anything else (or no answer) schedules the next try
 /// along ``WebhookPolicy``. The schedule lives in the store, so deliveries survive restarts; an
 /// event is marked delivered only after a 2xx, so it is sent at least once. Events are leased
 /// from the store, so instances sharing a database do not send the same event at once.
+///
+/// Each merchant's endpoint has a worker of its own: a pass leases a batch for every merchant
+/// with due events whose worker is idle (``WebhookLease``), and never waits for a slow one, so a
+/// merchant with a large backlog or an endpoint that hangs delays only its own events.
 public struct WebhookDispatcher: Service {
     let store: any OrchardStore
     let transport: any ShopTransport
@@ -30,35 +35,83 @@ public struct WebhookDispatcher: Service {
         self.logger = logger
     }
 
-    public func run() async throws {
-        await repeatUntilShutdown(every: policy.pollInterval) { _ = await deliverDue() }
+    /// The merchants whose batch a worker is sending now.
+    final class BusyMerchants: Sendable {
+        private let state = Mutex<Set<String>>([])
+        var merchants: Set<String> { state.withLock { $0 } }
+        func insert(_ merchant: String) { state.withLock { _ = $0.insert(merchant) } }
+        func remove(_ merchant: String) { state.withLock { _ = $0.remove(merchant) } }
     }
 
-    /// One pass over the due events: merchants in parallel, each merchant's events in order.
-    /// Returns how many were leased.
-    public func deliverDue(limit: Int = 100) async -> Int {
-        let due: [WebhookEvent]
-        let now = time.now
-        // Never shorter than one attempt, whatever the policy says.
-        let leaseEnd = now.addingTimeInterval(Self.seconds(max(policy.lease, policy.timeout * 2)))
-        do {
-            due = try await store.leaseWebhookEvents(at: now, until: leaseEnd, limit: limit)
-        } catch {
-            logger.error("the webhook outbox could not be read", metadata: ["error": "\(error)"])
-            return 0
-        }
-        let byMerchant = Dictionary(grouping: due, by: \.merchantIdentifier)
-        let timeout = Self.seconds(policy.timeout)
-        await withTaskGroup(of: Void.self) { group in
-            for events in byMerchant.values {
-                group.addTask {
-                    // An attempt that could outlast the lease is left to the next pass: another
-                    // instance may take the event once the lease is over.
-                    for event in events where time.now.addingTimeInterval(timeout) < leaseEnd { await deliver(event) }
+    /// One batch: a merchant's due events, oldest first, held until `leaseEnd`.
+    struct Batch: Sendable {
+        var merchant: String
+        var events: [WebhookEvent]
+        var leaseEnd: Date
+    }
+
+    public func run() async throws {
+        let busy = BusyMerchants()
+        // Workers outlive the pass that started them; at shutdown the group waits for them (an
+        // attempt in flight finishes) until the drain timeout cancels it.
+        await withDiscardingTaskGroup { group in
+            await repeatUntilShutdown(every: policy.pollInterval) {
+                for batch in await leaseDue(busy: busy.merchants) {
+                    busy.insert(batch.merchant)
+                    group.addTask {
+                        await deliver(batch)
+                        busy.remove(batch.merchant)
+                    }
                 }
             }
         }
-        return due.count
+    }
+
+    /// One pass that waits for its batches: every merchant with due events, in parallel, each
+    /// merchant's in order. Returns how many events were leased.
+    public func deliverDue() async -> Int {
+        let batches = await leaseDue(busy: [])
+        await withDiscardingTaskGroup { group in
+            for batch in batches { group.addTask { await deliver(batch) } }
+        }
+        return batches.reduce(0) { $0 + $1.events.count }
+    }
+
+    /// Leases a batch for each merchant with due events that is not `busy` here.
+    func leaseDue(busy: Set<String>) async -> [Batch] {
+        guard let lease = policy.lease(busy: busy) else { return [] }
+        let now = time.now
+        let leaseEnd = now.addingTimeInterval(Self.seconds(policy.batchLease))
+        let due: [WebhookEvent]
+        do {
+            due = try await store.leaseWebhookEvents(at: now, until: leaseEnd, fairly: lease)
+        } catch {
+            logger.error("the webhook outbox could not be read", metadata: ["error": "\(error)"])
+            return []
+        }
+        var order: [String] = []
+        var byMerchant: [String: [WebhookEvent]] = [:]
+        for event in due {
+            if byMerchant[event.merchantIdentifier] == nil { order.append(event.merchantIdentifier) }
+            byMerchant[event.merchantIdentifier, default: []].append(event)
+        }
+        return order.map { Batch(merchant: $0, events: byMerchant[$0] ?? [], leaseEnd: leaseEnd) }
+    }
+
+    /// A merchant's batch, `concurrencyPerEndpoint` attempts at a time. An attempt that could
+    /// outlast the lease is left to a later pass: another instance may take the event once the
+    /// lease is over.
+    func deliver(_ batch: Batch) async {
+        let timeout = Self.seconds(policy.timeout)
+        let width = max(1, policy.concurrencyPerEndpoint)
+        var start = batch.events.startIndex
+        while start < batch.events.endIndex, time.now.addingTimeInterval(timeout) < batch.leaseEnd {
+            let round = batch.events[start..<min(start + width, batch.events.endIndex)]
+            await withDiscardingTaskGroup { group in
+                for event in round { group.addTask { await deliver(event) } }
+            }
+            start = round.endIndex
+        }
     }
 
     static func seconds(_ duration: Duration) -> TimeInterval {
@@ -87,7 +140,9 @@ public struct WebhookDispatcher: Service {
         var status: Int?
         var failure: String?
         do {
-            status = try await transport.post(url: endpoint.url, headers: headers, body: event.payload, timeout: policy.timeout).status
+            status = try await transport.post(
+                url: endpoint.url, headers: headers, body: event.payload, timeout: policy.timeout, merchant: event.merchantIdentifier
+            ).status
         } catch {
             failure = "\(error)"
         }

@@ -156,13 +156,21 @@ extension InMemoryStore {
                 request: state.requests[payment.orderId], refund: refund, refunded: refunded, at: date))
     }
 
-    public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
+    public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, fairly lease: WebhookLease) async throws -> [WebhookEvent] {
         state.withLock { state in
             let due = state.events.indices.filter {
                 state.events[$0].state == .pending && (state.events[$0].nextAttemptAt.map { $0 <= date } ?? false)
+                    && !lease.excluding.contains(state.events[$0].merchantIdentifier)
+            }.sorted { (state.events[$0].nextAttemptAt ?? date, $0) < (state.events[$1].nextAttemptAt ?? date, $1) }
+            var chosen: [String: Int] = [:]
+            var leased: [Int] = []
+            for index in due where leased.count < lease.total {
+                let merchant = state.events[index].merchantIdentifier
+                if chosen[merchant] == nil, chosen.count == lease.merchants { continue }
+                guard chosen[merchant, default: 0] < lease.perMerchant else { continue }
+                chosen[merchant, default: 0] += 1
+                leased.append(index)
             }
-            let leased = due.sorted { (state.events[$0].nextAttemptAt ?? date, $0) < (state.events[$1].nextAttemptAt ?? date, $1) }
-                .prefix(limit)
             for index in leased { state.events[index].nextAttemptAt = leaseEnd }
             return leased.map { state.events[$0] }
         }

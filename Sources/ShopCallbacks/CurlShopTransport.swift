@@ -17,13 +17,21 @@ public final class CurlShopTransport: ShopTransport {
         http.shutdown()
     }
 
-    public func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async throws -> (
-        status: Int, body: [UInt8]
-    ) {
-        let response = try await http.execute(
-            CurlRequest(
-                method: "POST", url: url, headers: headers, body: body,
-                timeouts: CurlTimeouts(connect: min(.seconds(3), timeout), total: timeout)))
+    public func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration, merchant: String)
+        async throws -> (status: Int, body: [UInt8])
+    {
+        var request = CurlRequest(
+            method: "POST", url: url, headers: headers, body: body,
+            timeouts: CurlTimeouts(connect: min(.seconds(3), timeout), total: timeout))
+        // The client's per-group bound is outbound.maxShopCallsPerMerchant.
+        request.concurrencyGroup = "merchant " + merchant
+        let response: CurlResponse
+        do {
+            response = try await http.execute(request)
+        } catch {
+            if error.kind == .busy { throw ShopCallsBusy(error.message) }
+            throw error
+        }
         return (response.status, response.body)
     }
 }

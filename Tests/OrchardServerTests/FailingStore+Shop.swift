@@ -31,8 +31,8 @@ extension FailingStore {
         try await inner.leaseRefundsToReconcile(
             at: date, until: leaseEnd, pendingBefore: pendingBefore, maximumSends: maximumSends, limit: limit)
     }
-    func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
-        try await inner.leaseWebhookEvents(at: date, until: leaseEnd, limit: limit)
+    func leaseWebhookEvents(at date: Date, until leaseEnd: Date, fairly lease: WebhookLease) async throws -> [WebhookEvent] {
+        try await inner.leaseWebhookEvents(at: date, until: leaseEnd, fairly: lease)
     }
     func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool { try await inner.recordDelivery(result) }
     func webhookEvents(merchantIdentifier: String?, state: WebhookEvent.DeliveryState?, limit: Int) async throws -> [WebhookEvent] {

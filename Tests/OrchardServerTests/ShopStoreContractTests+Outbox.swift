@@ -170,6 +170,35 @@ extension ShopStoreContractTests {
         }
     }
 
+    @Test(
+        "a fair lease: each merchant's oldest few, merchants by their oldest due event, a busy merchant left out",
+        arguments: Kind.enabled)
+    func fairLease(kind: Kind) async throws {
+        try await StoreContractTests.withStore(kind) { store in
+            // A backlog for one merchant, older than everything another one has.
+            var backlog: [String] = []
+            for index in 0..<6 { backlog.append(try await Self.authorizedEvent(store, "a\(index)", at: index).id) }
+            let other = try await Self.authorizedEvent(store, "b0", merchant: Self.otherMerchant, at: 10).id
+            let third = "merchant.third"
+            let last = try await Self.authorizedEvent(store, "c0", merchant: third, at: 11).id
+            func lease(_ fairly: WebhookLease, at seconds: Int = 20) async throws -> [String] {
+                try await store.leaseWebhookEvents(at: Self.at(seconds), until: Self.at(seconds + 60), fairly: fairly).map(\.id)
+            }
+            #expect(
+                try await lease(WebhookLease(merchants: 2, perMerchant: 2)) == Array(backlog.prefix(2)) + [other],
+                "the backlog's merchant gets its two oldest, the next merchant its own; the third waits for a free slot")
+            #expect(try await lease(WebhookLease(merchants: 5, perMerchant: 2, excluding: [Self.merchant])) == [last])
+            #expect(
+                try await lease(WebhookLease(merchants: 5, perMerchant: 3, total: 2)) == Array(backlog[2..<4]),
+                "the total bounds the lease, oldest first")
+            #expect(try await lease(WebhookLease(merchants: 5, perMerchant: 5)) == Array(backlog[4...]))
+            #expect(try await lease(WebhookLease(merchants: 5, perMerchant: 5)).isEmpty, "all leased")
+            #expect(
+                try await lease(WebhookLease(merchants: 5, perMerchant: 5), at: 80).count == 7,
+                "every lease ran out: five of the backlog, one each of the others")
+        }
+    }
+
     @Test("recordDelivery is a compare-and-set on (pending, attempts)", arguments: Kind.enabled)
     func recordDelivery(kind: Kind) async throws {
         try await StoreContractTests.withStore(kind) { store in

@@ -25,11 +25,18 @@ public struct WebhookEndpoint: Sendable {
     }
 }
 
-/// POSTs to the shop (webhooks, quotes); throwing means no answer was seen.
+/// A call to a shop refused before it was sent: as many calls for its merchant as allowed are in flight.
+public struct ShopCallsBusy: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// POSTs to the shop (webhooks, quotes); throwing means no answer was seen. Calls for one
+/// merchant are bounded in number (``merchant``): past the bound one fails at once, unsent, so
+/// one shop's slow endpoint cannot take the connections every other shop's calls need.
 public protocol ShopTransport: Sendable {
-    func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async throws -> (
-        status: Int, body: [UInt8]
-    )
+    func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration, merchant: String) async throws
+        -> (status: Int, body: [UInt8])
 }
 
 /// `Orchard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the scheme shops
@@ -77,10 +84,18 @@ public struct WebhookPolicy: Sendable {
     /// least two attempts' deadlines: an event whose attempt could not end within it is left to
     /// the next pass, and after a crash an event waits this long for another instance.
     public var lease: Duration
+    /// Attempts in flight to one merchant's endpoint at once: 1 keeps its events in order.
+    public var concurrencyPerEndpoint: Int
+    /// How many of one merchant's due events a pass takes: what its endpoint gets before the
+    /// outbox is read again for it.
+    public var batchPerMerchant = 10
+    /// Merchants whose events are being sent at once, at most (each endpoint its own worker).
+    public var merchantsInFlight = 64
 
     public init(
         firstRetry: Duration = .seconds(30), maximumRetry: Duration = .seconds(3600), retryWindow: Duration = .seconds(3 * 86_400),
-        timeout: Duration = .seconds(10), pollInterval: Duration = .seconds(1), lease: Duration = .seconds(30)
+        timeout: Duration = .seconds(10), pollInterval: Duration = .seconds(1), lease: Duration = .seconds(30),
+        concurrencyPerEndpoint: Int = 1
     ) {
         self.firstRetry = firstRetry
         self.maximumRetry = maximumRetry
@@ -88,6 +103,22 @@ public struct WebhookPolicy: Sendable {
         self.timeout = timeout
         self.pollInterval = pollInterval
         self.lease = lease
+        self.concurrencyPerEndpoint = concurrencyPerEndpoint
+    }
+
+    /// What one pass leases while the merchants in `busy` are still being sent to: a batch for
+    /// each merchant with due events, never more merchants than may be in flight.
+    public func lease(busy: Set<String>) -> WebhookLease? {
+        let free = merchantsInFlight - busy.count
+        guard free > 0 else { return nil }
+        return WebhookLease(merchants: free, perMerchant: batchPerMerchant, excluding: busy)
+    }
+
+    /// How long a merchant's batch is held: every attempt of it, `concurrencyPerEndpoint` at a
+    /// time, within its deadline, and one deadline to spare; never less than ``lease``.
+    public var batchLease: Duration {
+        let rounds = (batchPerMerchant + concurrencyPerEndpoint - 1) / max(1, concurrencyPerEndpoint)
+        return max(lease, timeout * (rounds + 1))
     }
 
     /// When an event that failed `attempts` times (this one included) is next tried; nil: give up.

@@ -17,7 +17,7 @@ struct QuoteClient: Sendable {
         "shippingContactInvalid", "billingContactInvalid", "addressUnserviceable", "couponCodeInvalid", "couponCodeExpired", "unknown",
     ]
 
-    func quote(_ request: QuoteRequest, endpoint: WebhookEndpoint) async throws(OrchardError) -> QuoteAnswer {
+    func quote(_ request: QuoteRequest, endpoint: WebhookEndpoint, merchant: String) async throws(OrchardError) -> QuoteAnswer {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = (try? encoder.encode(request)).map(Array.init) ?? []
@@ -31,7 +31,9 @@ struct QuoteClient: Sendable {
         ]
         let answer: (status: Int, body: [UInt8])
         do {
-            answer = try await transport.post(url: endpoint.url, headers: headers, body: body, timeout: Self.deadline)
+            answer = try await transport.post(url: endpoint.url, headers: headers, body: body, timeout: Self.deadline, merchant: merchant)
+        } catch is ShopCallsBusy {
+            throw failure("is already asked as often as outbound.maxShopCallsPerMerchant allows", request)
         } catch {
             throw failure("did not answer within 3 s", request)
         }

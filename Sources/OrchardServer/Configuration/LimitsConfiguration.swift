@@ -103,16 +103,23 @@ extension ConfigurationFile {
         public var maxConcurrentPerHost: Int?
         /// The most merchant-session calls to Apple in flight for one merchant (default 16).
         public var maxConcurrentPerMerchant: Int?
+        /// Calls in flight to one merchant's shop, webhooks and quotes together (default 8).
+        public var maxShopCallsPerMerchant: Int?
 
-        public init(proxy: String? = nil, maxTransfers: Int? = nil, maxConcurrentPerHost: Int? = nil, maxConcurrentPerMerchant: Int? = nil)
-        {
+        public init(
+            proxy: String? = nil, maxTransfers: Int? = nil, maxConcurrentPerHost: Int? = nil, maxConcurrentPerMerchant: Int? = nil,
+            maxShopCallsPerMerchant: Int? = nil
+        ) {
+            self.maxShopCallsPerMerchant = maxShopCallsPerMerchant
             self.proxy = proxy
             self.maxTransfers = maxTransfers
             self.maxConcurrentPerHost = maxConcurrentPerHost
             self.maxConcurrentPerMerchant = maxConcurrentPerMerchant
         }
 
-        enum CodingKeys: String, CodingKey, CaseIterable { case proxy, maxTransfers, maxConcurrentPerHost, maxConcurrentPerMerchant }
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case proxy, maxTransfers, maxConcurrentPerHost, maxConcurrentPerMerchant, maxShopCallsPerMerchant
+        }
 
         public init(from decoder: any Decoder) throws {
             try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
@@ -121,6 +128,7 @@ extension ConfigurationFile {
             maxTransfers = try container.decodeIfPresent(Int.self, forKey: .maxTransfers)
             maxConcurrentPerHost = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentPerHost)
             maxConcurrentPerMerchant = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentPerMerchant)
+            maxShopCallsPerMerchant = try container.decodeIfPresent(Int.self, forKey: .maxShopCallsPerMerchant)
         }
     }
 }
@@ -196,6 +204,9 @@ public struct OutboundSettings: Sendable, Equatable {
     public var maxTransfers = 256
     public var maxConcurrentPerHost = 64
     public var maxConcurrentPerMerchant = 16
+    /// Calls in flight to one merchant's shop (webhooks and quotes): one shop's slow endpoint
+    /// cannot take the shop client's connections from the others.
+    public var maxShopCallsPerMerchant = 8
 
     public init() {}
 }
@@ -248,11 +259,15 @@ extension ServerConfiguration {
         settings.maxTransfers = file?.maxTransfers ?? settings.maxTransfers
         settings.maxConcurrentPerHost = file?.maxConcurrentPerHost ?? settings.maxConcurrentPerHost
         settings.maxConcurrentPerMerchant = file?.maxConcurrentPerMerchant ?? settings.maxConcurrentPerMerchant
+        // Unset, it follows a smaller per-host bound down rather than contradict it.
+        settings.maxShopCallsPerMerchant =
+            file?.maxShopCallsPerMerchant ?? min(settings.maxShopCallsPerMerchant, settings.maxConcurrentPerHost)
         guard (1...100_000).contains(settings.maxTransfers), (1...settings.maxTransfers).contains(settings.maxConcurrentPerHost),
-            (1...settings.maxConcurrentPerHost).contains(settings.maxConcurrentPerMerchant)
+            (1...settings.maxConcurrentPerHost).contains(settings.maxConcurrentPerMerchant),
+            (1...settings.maxConcurrentPerHost).contains(settings.maxShopCallsPerMerchant)
         else {
             throw ConfigurationError(
-                "outbound: maxTransfers must be 1–100000, maxConcurrentPerHost 1 to maxTransfers, and maxConcurrentPerMerchant 1 to maxConcurrentPerHost"
+                "outbound: maxTransfers must be 1–100000, maxConcurrentPerHost 1 to maxTransfers, and maxConcurrentPerMerchant and maxShopCallsPerMerchant 1 to maxConcurrentPerHost"
             )
         }
         return settings

@@ -27,11 +27,14 @@ extension ConfigurationFile {
         public var timeoutMilliseconds: Int?
         /// How often the outbox is read (default 1000).
         public var pollIntervalMilliseconds: Int?
+        /// Attempts in flight to one endpoint at once (default 1: its events in order).
+        public var concurrencyPerEndpoint: Int?
 
         public init(
             firstRetrySeconds: Int? = nil, maximumRetrySeconds: Int? = nil, retryHours: Int? = nil, timeoutMilliseconds: Int? = nil,
-            pollIntervalMilliseconds: Int? = nil
+            pollIntervalMilliseconds: Int? = nil, concurrencyPerEndpoint: Int? = nil
         ) {
+            self.concurrencyPerEndpoint = concurrencyPerEndpoint
             self.firstRetrySeconds = firstRetrySeconds
             self.maximumRetrySeconds = maximumRetrySeconds
             self.retryHours = retryHours
@@ -66,15 +69,16 @@ extension ServerConfiguration {
         let hours = file?.retryHours ?? 72
         let timeout = file?.timeoutMilliseconds ?? 10_000
         let poll = file?.pollIntervalMilliseconds ?? 1000
+        let concurrency = file?.concurrencyPerEndpoint ?? 1
         guard (1...3600).contains(first), (first...86_400).contains(maximum), (1...720).contains(hours), (1000...29_000).contains(timeout),
-            (100...60_000).contains(poll)
+            (100...60_000).contains(poll), (1...16).contains(concurrency)
         else {
             throw ConfigurationError(
-                "webhooks: firstRetrySeconds must be 1–3600, maximumRetrySeconds from it to 86400, retryHours 1–720, timeoutMilliseconds 1000–29000 and pollIntervalMilliseconds 100–60000"
+                "webhooks: firstRetrySeconds must be 1–3600, maximumRetrySeconds from it to 86400, retryHours 1–720, timeoutMilliseconds 1000–29000, pollIntervalMilliseconds 100–60000 and concurrencyPerEndpoint 1–16"
             )
         }
         return WebhookPolicy(
             firstRetry: .seconds(first), maximumRetry: .seconds(maximum), retryWindow: .seconds(hours * 3600),
-            timeout: .milliseconds(timeout), pollInterval: .milliseconds(poll))
+            timeout: .milliseconds(timeout), pollInterval: .milliseconds(poll), concurrencyPerEndpoint: concurrency)
     }
 }
