@@ -165,6 +165,15 @@ struct PaymentsAPITests {
         let authorized = try await server.send("POST", "/api/apple-pay/authorize", body: pay)
         #expect(authorized.status == 200)
         let paymentId = try #require(authorized.json?["paymentId"] as? String)
+        // Opened again, the request says it is paid, and shows the shopper nothing of the
+        // processor's (its reference, codes, messages) nor the shop's metadata.
+        let paid = try await server.send("POST", "/api/payment-requests/open", body: Array(#"{"clientSecret": "\#(secret)"}"#.utf8))
+        #expect(paid.json?["status"] as? String == "paid")
+        let shown = try #require((paid.json?["payments"] as? [[String: Any]])?.first)
+        #expect(shown["id"] as? String == paymentId && shown["state"] as? String == "authorized")
+        #expect(Set(shown.keys) == ["id", "state", "amount", "currency", "network", "lastFour", "createdAt"])
+        #expect(paid.json?["metadata"] == nil && paid.json?["clientSecret"] == nil)
+        #expect(!String(decoding: paid.body, as: UTF8.self).contains("processor"))
         return (id, paymentId)
     }
 

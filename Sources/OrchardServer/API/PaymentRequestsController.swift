@@ -74,9 +74,8 @@ struct PaymentRequestsController {
             guard let id = vault.requestId(fromClientSecret: body.clientSecret) else {
                 throw OrchardError(.notFound, "there is no such payment request (check the clientSecret)")
             }
-            var view = try await view(try await requireRequest(id, merchant: merchant), merchant: merchant)
-            view.simulatedSheet = simulatedSheet
-            return view
+            let view = try await view(try await requireRequest(id, merchant: merchant), merchant: merchant)
+            return ShopperPaymentRequestView(view, simulatedSheet: simulatedSheet)
         }
     }
 
@@ -227,8 +226,6 @@ struct PaymentRequestView: ResponseEncodable {
     var createdAt: Date
     var paymentRequest: ApplePayPaymentRequest
     var payments: [PaymentView]
-    /// Only to the page, only in the demo: the `ApplePaySession` test double's module.
-    var simulatedSheet: String?
     /// With an agreement: where Apple notifies changes to the merchant token, relative to
     /// Orchard's public address. `orchard.js` makes it absolute against the address it loads
     /// Orchard from and puts it in the request as `tokenNotificationURL`.
