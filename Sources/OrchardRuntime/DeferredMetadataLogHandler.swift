@@ -5,6 +5,10 @@ import Logging
 /// every request's logger, logged or not. This one keeps the metadata as it is and hands it to
 /// the stream handler only when a line is written, so the lines look the same and a request
 /// that logs nothing pays nothing for them.
+///
+/// A line is one line: control characters in the message and the metadata (a header, a path, a
+/// shop's or Apple's text) are written escaped (`\n`, `\u{1B}`), so nothing logged can forge a
+/// line or drive the terminal that reads it.
 public struct DeferredMetadataLogHandler: LogHandler {
     private var stream: StreamLogHandler
     public var metadata: Logger.Metadata = [:]
@@ -36,7 +40,48 @@ public struct DeferredMetadataLogHandler: LogHandler {
     public func log(event: LogEvent) {
         var event = event
         // The line's own metadata wins over the logger's, as in StreamLogHandler.
-        event.metadata = metadata.merging(event.metadata ?? [:]) { _, own in own }
+        event.metadata = LogText.escaped(metadata.merging(event.metadata ?? [:]) { _, own in own })
+        event.message = Logger.Message(stringLiteral: LogText.escaped(event.message.description))
         stream.log(event: event)
+    }
+}
+
+/// Text made safe for a line-oriented log.
+enum LogText {
+    /// `text` with every control character (C0, DEL, C1, and the Unicode line and paragraph
+    /// separators) written as an escape; the same string when it has none, which is nearly always.
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        out.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where isControl(scalar): out += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
+    }
+
+    static func escaped(_ metadata: Logger.Metadata) -> Logger.Metadata {
+        var escaped: Logger.Metadata = [:]
+        for (key, value) in metadata { escaped[Self.escaped(key)] = Self.escaped(value) }
+        return escaped
+    }
+
+    static func escaped(_ value: Logger.MetadataValue) -> Logger.MetadataValue {
+        switch value {
+        case .string(let text): .string(escaped(text))
+        case .stringConvertible(let convertible): .string(escaped(convertible.description))
+        case .array(let values): .array(values.map(escaped))
+        case .dictionary(let dictionary): .dictionary(escaped(dictionary))
+        }
     }
 }

@@ -34,4 +34,24 @@ struct LogHandlerTests {
                 == true)
         #expect(written.last?.hasSuffix("warning orchard.test: merchant=m-1 [OrchardServerTests] second") == true)
     }
+
+    @Test("control characters in a message or metadata are escaped: one log call is one line, and no terminal escape gets through")
+    func controlCharacters() {
+        let lines = Lines()
+        let logger = Logger(label: "orchard.test") { label in
+            DeferredMetadataLogHandler(stream: StreamLogHandler(label: label, stream: lines, metadataProvider: nil))
+        }
+        logger.warning(
+            "refused \("x\ninfo orchard: payment authorized")",
+            metadata: ["path": "/a\r\nb", "agent": "\u{1B}[31mred\u{7}", "list": ["ok", "bad\u{2028}"], "nested": ["k\n": "v\t"]])
+        let written = lines.lines
+        #expect(written.count == 1, "\(written)")
+        let line = String(written.first ?? "")
+        #expect(line.contains(#"refused x\ninfo orchard: payment authorized"#))
+        #expect(line.contains(#"path=/a\r\nb"#))
+        #expect(line.contains(#"agent=\u{1B}[31mred\u{7}"#))
+        // Lists and dictionaries are printed as Swift prints them (quoted); escaped all the same.
+        #expect(!line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x2028 })
+        #expect(LogText.escaped("plain text, é and 🍏") == "plain text, é and 🍏")
+    }
 }
