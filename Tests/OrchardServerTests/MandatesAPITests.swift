@@ -149,9 +149,24 @@ struct MandatesAPITests {
             #expect(again.status == 200)
             #expect((again.json?["payment"] as? [String: Any])?["id"] as? String == charged["id"] as? String, "one charge per key")
             let changed = try await server.api(
-                "POST", "/v1/mandates/\(mandateId)/charges", key: key, json: #"{"amount": 991, "reference": "inv-2"}"#, idempotencyKey: "c1"
+                "POST", "/v1/mandates/\(mandateId)/charges", key: key, json: #"{"amount": 989, "reference": "inv-2"}"#, idempotencyKey: "c1"
             )
             #expect(changed.status == 422)
+            // The shopper agreed to 9.90 a month: more needs the shop to say why.
+            let above = try await server.api(
+                "POST", "/v1/mandates/\(mandateId)/charges", key: key, json: #"{"amount": 991, "reference": "inv-3"}"#, idempotencyKey: "c3"
+            )
+            #expect(
+                above.status == 400 && above.errorMessage?.contains("regularBilling.amount (990)") == true, "\(above.errorMessage ?? "")")
+            let noReason = try await server.api(
+                "POST", "/v1/mandates/\(mandateId)/charges", key: key,
+                json: #"{"amount": 1190, "reference": "inv-3", "allowAmountAbove": {"reason": " "}}"#, idempotencyKey: "c3")
+            #expect(noReason.status == 400 && noReason.errorMessage?.contains("allowAmountAbove.reason") == true)
+            let raised = try await server.api(
+                "POST", "/v1/mandates/\(mandateId)/charges", key: key,
+                json: #"{"amount": 1190, "reference": "inv-3", "allowAmountAbove": {"reason": "new price, notified 30 days ahead"}}"#,
+                idempotencyKey: "c3")
+            #expect(raised.status == 201 && (raised.json?["payment"] as? [String: Any])?["amount"] as? Int == 1190)
             for (bad, word) in [(#"{"amount": 0, "reference": "x"}"#, "amount"), (#"{"amount": 5, "reference": ""}"#, "reference")] {
                 let refused = try await server.api(
                     "POST", "/v1/mandates/\(mandateId)/charges", key: key, json: bad, idempotencyKey: "bad-\(word)")
@@ -172,7 +187,7 @@ struct MandatesAPITests {
             #expect(endedAgain.json?["state"] as? String == "ended")
             #expect(server.gateway.unlinkedTokens == [token], "ending twice unlinks once")
 
-            let expected = ["payment.authorized", "mandate.created", "payment.authorized", "mandate.ended"]
+            let expected = ["payment.authorized", "mandate.created", "payment.authorized", "payment.authorized", "mandate.ended"]
             let seen = try await receiver.wait { $0.count >= expected.count }
             #expect(seen.map(\.type) == expected)
             #expect(seen.allSatisfy { $0.verified })

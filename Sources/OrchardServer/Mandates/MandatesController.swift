@@ -2,6 +2,7 @@ import ApplePay
 import Crypto
 import Foundation
 import Hummingbird
+import Logging
 import OrchardCore
 
 /// `/v1/mandates`: the mandates a merchant's agreements set up, merchant-initiated charges of
@@ -19,6 +20,12 @@ struct MandatesController {
         /// The shop's own reference for this charge (its invoice number).
         var reference: String
         var metadata: [String: String]?
+        /// For a recurring or deferred mandate: charge above the agreement's amount, saying why.
+        var allowAmountAbove: AmountAbove?
+
+        struct AmountAbove: Codable {
+            var reason: String
+        }
     }
 
     struct MandateList: ResponseEncodable {
@@ -79,6 +86,7 @@ struct MandatesController {
         guard mandate.state == .active else {
             throw OrchardError(.invalidState, "the mandate has ended (\(mandate.endedReason ?? "ended")): it cannot be charged")
         }
+        try await checkBound(body, of: mandate, context: context)
         let now = time.now
         let id = RecordIdentifier.random()
         let cart = ShopCart(currency: mandate.currency, countryCode: "ZZ", amount: body.amount)
@@ -113,6 +121,23 @@ struct MandatesController {
             return EditedResponse(
                 status: created ? .created : .ok,
                 response: ChargeView(payment: PaymentView(payment: payment, request: stored, refunded: 0), mandate: MandateView(current)))
+        }
+    }
+
+    /// The agreement the shopper accepted bounds the charge (``MandateChargeBound``).
+    private func checkBound(_ body: ChargeBody, of mandate: MandateRecord, context: OrchardRequestContext) async throws {
+        guard let agreement = try await store.order(id: mandate.orderId)?.priced.agreement else {
+            throw OrchardError(.internalError, "the order that set up this mandate is missing: it cannot be charged")
+        }
+        do throws(MandateChargeBound.Refusal) {
+            try MandateChargeBound.check(amount: body.amount, agreement: agreement, reasonAbove: body.allowAmountAbove?.reason)
+        } catch {
+            throw OrchardError(.invalidRequest, error.message)
+        }
+        if let reason = body.allowAmountAbove?.reason {
+            context.logger.notice(
+                "a mandate is charged above its agreement's amount, as the shop asked",
+                metadata: ["mandate": "\(mandate.id)", "amount": "\(body.amount)", "reason": "\(reason)"])
         }
     }
 
