@@ -183,8 +183,13 @@ final class SimulatedProcessor: PaymentProcessor {
     func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
     func refund(_ request: RefundRequest) async throws -> RefundOutcome { RefundOutcome(status: .refunded) }
 
-    /// Like the mock processors over an idempotency key: a re-send is answered from the first send.
-    func lookup(_ payment: PaymentRecord) async throws -> PaymentLookup { .deduplicated(window: nil) }
+    /// How the processor's records are read for an unknown payment; nil: like the mock processors
+    /// over an idempotency key, a re-send is answered from the first send.
+    let lookups = Mutex<(@Sendable (PaymentRecord) -> PaymentLookup)?>(nil)
+
+    func lookup(_ payment: PaymentRecord) async throws -> PaymentLookup {
+        lookups.withLock { $0 }?(payment) ?? .deduplicated(window: nil)
+    }
     func lookupRefund(_ refund: RefundRecord, of payment: PaymentRecord) async throws -> RefundLookup { .deduplicated(window: nil) }
 }
 

@@ -62,6 +62,8 @@ extension PaymentsEngine {
     /// Asks the processor about an unknown payment's (or charge's) reference and decides.
     func consult(_ payment: PaymentRecord, through processor: any PaymentProcessor) async -> ResendDecision<AuthorizationOutcome> {
         let started = ContinuousClock.now
+        // "Not found" proves something only for the moment the processor was asked, not later.
+        let asked = time.now
         var lookup: PaymentLookup?
         do {
             lookup = try await processor.lookup(payment)
@@ -72,7 +74,7 @@ extension PaymentsEngine {
                 "the processor could not be asked about an unknown payment: nothing is sent",
                 metadata: ["payment": "\(payment.id)", "reference": "\(payment.reference)", "error": "\(error)"])
         }
-        let decision = policy.resendDecision(lookup, firstSentAt: payment.createdAt, lastSentAt: payment.sentLast, now: time.now)
+        let decision = policy.resendDecision(lookup, firstSentAt: payment.createdAt, lastSentAt: payment.sentLast, now: asked)
         EngineMetrics.processorCall(
             processor: processor.name, operation: "lookup", outcome: Self.label(lookup), elapsed: ContinuousClock.now - started)
         log(decision, metadata: ["payment": "\(payment.id)", "reference": "\(payment.reference)", "processor": "\(processor.name)"])
@@ -136,6 +138,7 @@ extension PaymentsEngine {
         -> ResendDecision<RefundOutcome>
     {
         let started = ContinuousClock.now
+        let asked = time.now
         var lookup: RefundLookup?
         do {
             lookup = try await processor.lookupRefund(refund, of: payment)
@@ -144,7 +147,7 @@ extension PaymentsEngine {
                 "the processor could not be asked about an unknown refund: nothing is sent",
                 metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)", "error": "\(error)"])
         }
-        let decision = policy.resendDecision(lookup, firstSentAt: refund.createdAt, lastSentAt: refund.sentLast, now: time.now)
+        let decision = policy.resendDecision(lookup, firstSentAt: refund.createdAt, lastSentAt: refund.sentLast, now: asked)
         EngineMetrics.processorCall(
             processor: processor.name, operation: "refund_lookup", outcome: Self.label(lookup), elapsed: ContinuousClock.now - started)
         log(decision, metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)", "processor": "\(processor.name)"])
