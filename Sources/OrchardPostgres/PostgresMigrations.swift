@@ -22,6 +22,13 @@ enum PostgresMigrations {
     static let all: [Migration] = [
         Migration(version: 1, description: "orders, payments, registry, payments API and webhook outbox", statements: initial),
         Migration(version: 2, description: "mandates, and the merchant token a payment came with", statements: mandates),
+        Migration(version: 3, description: "when each payment's and refund's reference was last sent", statements: lastSends),
+    ]
+
+    /// Rows from before keep NULL: the engine reads their last change instead.
+    static let lastSends = [
+        "ALTER TABLE payments ADD COLUMN last_sent_at timestamptz",
+        "ALTER TABLE refunds ADD COLUMN last_sent_at timestamptz",
     ]
 
     static let mandates = [

@@ -9,7 +9,7 @@ extension PostgresStore {
     static let paymentColumns = """
         id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at, processor, \
         reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at, mandate_id, \
-        merchant_token_id, merchant_token_metadata
+        merchant_token_id, merchant_token_metadata, last_sent_at
         """
 
     public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
@@ -61,13 +61,19 @@ extension PostgresStore {
             record.state = .pending
             payment = try await insertPayment(record, sealed: claim.sealedRequest, on: connection)
         case .unknown where unknown != nil:
+            // Only as often sent as the engine saw it when it decided to re-send it.
+            let expected = claim.expectedSends.map(Int64.init)
             payment = try await connection.rows(
                 """
                 UPDATE payments SET state = 'pending', sends = sends + 1, retry_payload = \(claim.sealedRequest.bytea),
-                updated_at = \(draft.createdAt) WHERE id = \(paymentId) AND state = 'unknown'
+                updated_at = \(draft.createdAt), last_sent_at = \(draft.createdAt)
+                WHERE id = \(paymentId) AND state = 'unknown' AND (\(expected)::bigint IS NULL OR sends = \(expected))
                 RETURNING \(unescaped: Self.paymentColumns)
                 """, logger
             ).first.map(Self.payment)
+            guard payment != nil else {
+                throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId)'s payment was sent again meanwhile")
+            }
         case .pending:
             throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
         case .unknown, .paid, .cancelled, .expired, nil:
@@ -96,7 +102,8 @@ extension PostgresStore {
             \(payment.currency), \(payment.network), \(payment.lastFour), \(payment.processorReference), \(payment.createdAt),
             \(payment.processor), \(payment.reference), \(payment.processorCode), \(payment.processorMessage), \(links),
             \(payment.updatedAt), \(Int64(payment.sends)), \(Int64(payment.reconcileAttempts)), \(payment.nextReconcileAt),
-            \(payment.mandateId), \(payment.merchantTokenIdentifier), \(metadata), \(sealed.bytea)) RETURNING \(unescaped: Self.paymentColumns)
+            \(payment.mandateId), \(payment.merchantTokenIdentifier), \(metadata), \(payment.lastSentAt), \(sealed.bytea))
+            RETURNING \(unescaped: Self.paymentColumns)
             """, logger
         ).first.map(Self.payment)
     }
@@ -106,6 +113,8 @@ extension PostgresStore {
         let links = try (change.links ?? change.outcome?.links).map(Self.json)
         let outcome = change.outcome
         let counts: Int64 = change.countsReconcileAttempt ? 1 : 0
+        // A re-send: only as often sent as the engine saw it, and sent last now.
+        let expected = change.expectedSends.map(Int64.init)
         do {
             return try await transaction { connection -> PaymentRecord? in
                 // One statement: the order's compare-and-set runs first (the payment's waits for it, as an
@@ -122,9 +131,10 @@ extension PostgresStore {
                         processor_message = CASE WHEN \(outcome != nil) THEN \(outcome?.message) ELSE processor_message END,
                         links = COALESCE(\(links), links), sends = sends + \(counts), reconcile_attempts = reconcile_attempts + \(counts),
                         next_reconcile_at = \(change.nextReconcileAt), mandate_id = COALESCE(\(change.mandate?.id), mandate_id),
-                        retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(change.move.to)) THEN NULL ELSE retry_payload END
+                        retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(change.move.to)) THEN NULL ELSE retry_payload END,
+                        last_sent_at = CASE WHEN \(expected)::bigint IS NULL THEN last_sent_at ELSE \(change.at) END
                         WHERE id = \(change.paymentId) AND order_id = \(change.orderId) AND state = \(from.rawValue)
-                        AND EXISTS (SELECT 1 FROM moved_order)
+                        AND (\(expected)::bigint IS NULL OR sends = \(expected)) AND EXISTS (SELECT 1 FROM moved_order)
                         RETURNING \(unescaped: Self.paymentColumns))
                     SELECT moved_payment.*, moved_order.merchant FROM moved_payment, moved_order
                     """, logger)
@@ -205,6 +215,7 @@ extension PostgresStore {
             merchantTokenIdentifier: try row.optionalText("merchant_token_id"),
             merchantTokenMetadata: try row.optionalText("merchant_token_metadata").flatMap {
                 try? decode(DecryptedPayment.MerchantTokenMetadata.self, $0)
-            }, createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"))
+            }, createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"),
+            lastSentAt: try row.optionalDate("last_sent_at"))
     }
 }

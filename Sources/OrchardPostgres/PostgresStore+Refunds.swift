@@ -7,7 +7,7 @@ import PostgresNIO
 extension PostgresStore {
     static let refundColumns = """
         id, payment_id, amount, currency, state, reference, idempotency_key, sends, processor_reference, processor_code, \
-        processor_message, created_at, updated_at
+        processor_message, created_at, updated_at, last_sent_at
         """
 
     public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
@@ -52,7 +52,7 @@ extension PostgresStore {
                 """
                 INSERT INTO refunds (\(unescaped: Self.refundColumns)) VALUES (
                 \(refund.id), \(refund.paymentId), \(refund.amount), \(refund.currency), \(refund.state.rawValue), \(refund.reference),
-                \(refund.idempotencyKey), 1, NULL, NULL, NULL, \(refund.createdAt), \(refund.createdAt))
+                \(refund.idempotencyKey), 1, NULL, NULL, NULL, \(refund.createdAt), \(refund.createdAt), \(refund.lastSentAt))
                 """, logger: logger)
             return refund
         }
@@ -64,19 +64,21 @@ extension PostgresStore {
         guard let resent = try earlier.repeated(like: draft) else { return earlier }
         try await connection.query(
             """
-            UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = \(draft.createdAt)
+            UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = \(resent.updatedAt), last_sent_at = \(resent.lastSentAt)
             WHERE id = \(earlier.id) AND state = 'unknown'
             """, logger: logger)
         return resent
     }
 
-    public func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {
+    public func finishRefund(id: String, from: RefundState, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws
+        -> RefundRecord?
+    {
         try await transaction { connection -> RefundRecord? in
             let finished = try await connection.rows(
                 """
                 UPDATE refunds SET state = \(state.rawValue), processor_reference = COALESCE(\(outcome?.processorReference),
                 processor_reference), processor_code = \(outcome?.code), processor_message = \(outcome?.message), updated_at = \(date)
-                WHERE id = \(id) AND state = 'pending' RETURNING \(unescaped: Self.refundColumns)
+                WHERE id = \(id) AND state = \(from.rawValue) RETURNING \(unescaped: Self.refundColumns)
                 """, logger)
             guard let refund = try finished.first.map(Self.refund) else { return nil }
             if state == .refunded {
@@ -94,6 +96,10 @@ extension PostgresStore {
             }
             return refund
         }
+    }
+
+    public func deferRefund(id: String, until date: Date) async throws -> Bool {
+        try await rows("UPDATE refunds SET leased_until = \(date) WHERE id = \(id) AND state = 'unknown' RETURNING id").count == 1
     }
 
     public func refunds(paymentId: String) async throws -> [RefundRecord] {
@@ -125,6 +131,6 @@ extension PostgresStore {
             reference: try row.text("reference"), idempotencyKey: try row.text("idempotency_key"), sends: Int(try row.integer("sends")),
             processorReference: try row.optionalText("processor_reference"), processorCode: try row.optionalText("processor_code"),
             processorMessage: try row.optionalText("processor_message"), createdAt: try row.date("created_at"),
-            updatedAt: try row.date("updated_at"))
+            updatedAt: try row.date("updated_at"), lastSentAt: try row.optionalDate("last_sent_at"))
     }
 }

@@ -18,12 +18,13 @@ extension SQLiteStore {
         ("mandate_id", "TEXT"),
         ("merchant_token_id", "TEXT"),
         ("merchant_token_metadata", "TEXT"),
+        ("last_sent_at", "INTEGER"),
     ]
 
     static let paymentColumns = """
         id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at,
         processor, reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at,
-        mandate_id, merchant_token_id, merchant_token_metadata
+        mandate_id, merchant_token_id, merchant_token_metadata, last_sent_at
         """
 
     static func migratePayments(_ database: SQLiteDatabase) throws {
@@ -82,14 +83,23 @@ extension SQLiteStore {
                     record.reference = "\(draft.orderId)-\(count + 1)"
                     record.state = .pending
                     try db.execute(
-                        "INSERT INTO payments (\(Self.paymentColumns), retry_payload) VALUES (\(Self.placeholders(23)))",
+                        "INSERT INTO payments (\(Self.paymentColumns), retry_payload) VALUES (\(Self.placeholders(24)))",
                         try Self.values(record) + [.blob(claim.sealedRequest)])
                 case .unknown where unknown != nil:
-                    try db.execute(
+                    // Only as often sent as the engine saw it when it decided to re-send it.
+                    let resent = try db.execute(
                         """
-                        UPDATE payments SET state = 'pending', sends = sends + 1, retry_payload = ?, updated_at = ?
-                        WHERE id = ? AND state = 'unknown'
-                        """, [.blob(claim.sealedRequest), .integer(now), .text(paymentId)])
+                        UPDATE payments SET state = 'pending', sends = sends + 1, retry_payload = ?, updated_at = ?, last_sent_at = ?
+                        WHERE id = ? AND state = 'unknown' AND (? IS NULL OR sends = ?)
+                        """,
+                        [
+                            .blob(claim.sealedRequest), .integer(now), .integer(now), .text(paymentId),
+                            claim.expectedSends.map { .integer(Int64($0)) } ?? .null,
+                            claim.expectedSends.map { .integer(Int64($0)) } ?? .null,
+                        ])
+                    guard resent == 1 else {
+                        throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId)'s payment was sent again meanwhile")
+                    }
                 case .pending:
                     throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
                 case .unknown, .paid, .cancelled, .expired, nil:
@@ -135,13 +145,22 @@ extension SQLiteStore {
         if change.countsReconcileAttempt {
             assignments += ["sends = sends + 1", "reconcile_attempts = reconcile_attempts + 1"]
         }
+        var condition = "WHERE id = ? AND order_id = ? AND state = ?"
+        var expected: [SQLiteValue] = []
+        if let sends = change.expectedSends {
+            // A re-send: only as often sent as the engine saw it, and sent last now.
+            assignments.append("last_sent_at = ?")
+            values.append(.integer(Int64(change.at.timeIntervalSince1970)))
+            condition += " AND sends = ?"
+            expected.append(.integer(Int64(sends)))
+        }
         assignments.append("next_reconcile_at = ?")
         values.append(change.nextReconcileAt.map { .integer(Int64($0.timeIntervalSince1970)) } ?? .null)
         if PaymentLifecycle.isResolved(change.move.to) {
             assignments.append("retry_payload = NULL")
         }
-        let sql = "UPDATE payments SET \(assignments.joined(separator: ", ")) WHERE id = ? AND order_id = ? AND state = ?"
-        let parameters = values + [.text(change.paymentId), .text(change.orderId), .text(from.rawValue)]
+        let sql = "UPDATE payments SET \(assignments.joined(separator: ", ")) \(condition)"
+        let parameters = values + [.text(change.paymentId), .text(change.orderId), .text(from.rawValue)] + expected
         return try await database.run { db -> PaymentRecord? in
             do {
                 return try db.transaction {
@@ -257,6 +276,7 @@ extension SQLiteStore {
             payment.nextReconcileAt.map { .integer(Int64($0.timeIntervalSince1970)) } ?? .null,
             payment.mandateId.map(SQLiteValue.text) ?? .null, payment.merchantTokenIdentifier.map(SQLiteValue.text) ?? .null,
             try payment.merchantTokenMetadata.map { .text(String(decoding: try JSONEncoder().encode($0), as: UTF8.self)) } ?? .null,
+            payment.lastSentAt.map { .integer(Int64($0.timeIntervalSince1970)) } ?? .null,
         ]
     }
 
@@ -281,6 +301,7 @@ extension SQLiteStore {
             merchantTokenIdentifier: row[20].text,
             merchantTokenMetadata: row[21].text.flatMap {
                 try? JSONDecoder().decode(DecryptedPayment.MerchantTokenMetadata.self, from: Data($0.utf8))
-            }, createdAt: created, updatedAt: updated)
+            }, createdAt: created, updatedAt: updated,
+            lastSentAt: row[22].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) })
     }
 }

@@ -6,7 +6,7 @@ import OrchardCore
 extension SQLiteStore {
     static let refundColumns = """
         id, payment_id, amount, currency, state, reference, idempotency_key, sends, processor_reference, processor_code,
-        processor_message, created_at, updated_at
+        processor_message, created_at, updated_at, last_sent_at
         """
 
     public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
@@ -44,11 +44,11 @@ extension SQLiteStore {
                 refund.sends = 1
                 refund.reference = "\(payment[2].text ?? draft.paymentId)-r\(count + 1)"
                 try db.execute(
-                    "INSERT INTO refunds (\(Self.refundColumns)) VALUES (\(Self.placeholders(13)))",
+                    "INSERT INTO refunds (\(Self.refundColumns)) VALUES (\(Self.placeholders(14)))",
                     [
                         .text(refund.id), .text(refund.paymentId), .integer(refund.amount), .text(refund.currency),
                         .text(refund.state.rawValue), .text(refund.reference), .text(refund.idempotencyKey), .integer(1), .null, .null,
-                        .null, .time(refund.createdAt), .time(refund.createdAt),
+                        .null, .time(refund.createdAt), .time(refund.createdAt), refund.lastSentAt.map(SQLiteValue.time) ?? .null,
                     ])
                 return refund
             }
@@ -59,23 +59,25 @@ extension SQLiteStore {
     private static func reclaim(_ earlier: RefundRecord, like draft: RefundRecord, in db: SQLiteDatabase) throws -> RefundRecord {
         guard let resent = try earlier.repeated(like: draft) else { return earlier }
         try db.execute(
-            "UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = ? WHERE id = ? AND state = 'unknown'",
-            [.time(draft.createdAt), .text(earlier.id)])
+            "UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = ?, last_sent_at = ? WHERE id = ? AND state = 'unknown'",
+            [.time(resent.updatedAt), resent.lastSentAt.map(SQLiteValue.time) ?? .null, .text(earlier.id)])
         return resent
     }
 
-    public func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {
+    public func finishRefund(id: String, from: RefundState, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws
+        -> RefundRecord?
+    {
         try await database.run { db in
             try db.transaction { () -> RefundRecord? in
                 let changed = try db.execute(
                     """
                     UPDATE refunds SET state = ?, processor_reference = COALESCE(?, processor_reference), processor_code = ?,
-                    processor_message = ?, updated_at = ? WHERE id = ? AND state = 'pending'
+                    processor_message = ?, updated_at = ? WHERE id = ? AND state = ?
                     """,
                     [
                         .text(state.rawValue), outcome?.processorReference.map(SQLiteValue.text) ?? .null,
                         outcome?.code.map(SQLiteValue.text) ?? .null, outcome?.message.map(SQLiteValue.text) ?? .null, .time(date),
-                        .text(id),
+                        .text(id), .text(from.rawValue),
                     ])
                 guard changed == 1,
                     let refund = try db.query("SELECT \(Self.refundColumns) FROM refunds WHERE id = ?", [.text(id)]).first.map(Self.refund)
@@ -86,6 +88,12 @@ extension SQLiteStore {
                 return refund
             }
         }
+    }
+
+    public func deferRefund(id: String, until date: Date) async throws -> Bool {
+        try await database.run { db in
+            try db.execute("UPDATE refunds SET leased_until = ? WHERE id = ? AND state = 'unknown'", [.time(date), .text(id)])
+        } == 1
     }
 
     public func refunds(paymentId: String) async throws -> [RefundRecord] {
@@ -120,6 +128,7 @@ extension SQLiteStore {
             id: row[0].text ?? "", paymentId: row[1].text ?? "", amount: row[2].integer ?? 0, currency: row[3].text ?? "",
             state: RefundState(rawValue: row[4].text ?? "") ?? .unknown, reference: row[5].text ?? "", idempotencyKey: row[6].text ?? "",
             sends: Int(row[7].integer ?? 1), processorReference: row[8].text, processorCode: row[9].text, processorMessage: row[10].text,
-            createdAt: row[11].date, updatedAt: row[12].date)
+            createdAt: row[11].date, updatedAt: row[12].date,
+            lastSentAt: row[13].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) })
     }
 }

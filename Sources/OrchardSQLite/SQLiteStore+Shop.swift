@@ -37,6 +37,10 @@ extension SQLiteStore {
         if !refundColumns.contains("leased_until") {
             try database.execute("ALTER TABLE refunds ADD COLUMN leased_until INTEGER")
         }
+        // When the refund's reference was last sent; added in place (older rows read their last change).
+        if !refundColumns.contains("last_sent_at") {
+            try database.execute("ALTER TABLE refunds ADD COLUMN last_sent_at INTEGER")
+        }
         try database.execute(
             "CREATE TABLE IF NOT EXISTS merchant_settings (partner_id TEXT PRIMARY KEY, sealed BLOB NOT NULL, updated_at INTEGER NOT NULL)")
         try migrateWebhooks(database)

@@ -24,7 +24,9 @@ public struct PaymentReconciler: Service {
                     "payments reconciled",
                     metadata: [
                         "stale": "\(report.stale)", "resent": "\(report.resent)", "resolved": "\(report.resolved)",
-                        "needOperator": "\(report.needOperator)",
+                        "needOperator": "\(report.needOperator)", "refundsResent": "\(report.refundsResent)",
+                        "refundsResolved": "\(report.refundsResolved)", "settledByQuery": "\(report.settledByQuery)",
+                        "waiting": "\(report.waiting)",
                     ])
             }
         }

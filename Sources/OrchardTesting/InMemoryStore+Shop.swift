@@ -107,11 +107,11 @@ extension InMemoryStore {
         }
     }
 
-    public func finishRefund(id: String, state refundState: RefundState, outcome: RefundOutcome?, at date: Date) async throws
-        -> RefundRecord?
+    public func finishRefund(id: String, from: RefundState, state refundState: RefundState, outcome: RefundOutcome?, at date: Date)
+        async throws -> RefundRecord?
     {
         try state.withLock { state in
-            guard let index = state.refunds.firstIndex(where: { $0.id == id && $0.state == .pending }) else { return nil }
+            guard let index = state.refunds.firstIndex(where: { $0.id == id && $0.state == from }) else { return nil }
             state.refunds[index].state = refundState
             state.refunds[index].processorReference = outcome?.processorReference ?? state.refunds[index].processorReference
             state.refunds[index].processorCode = outcome?.code
@@ -139,6 +139,14 @@ extension InMemoryStore {
                 .map(\.element)
             for refund in leased { state.refundLeases[refund.id] = leaseEnd }
             return leased
+        }
+    }
+
+    public func deferRefund(id: String, until date: Date) async throws -> Bool {
+        state.withLock { state in
+            guard state.refunds.contains(where: { $0.id == id && $0.state == .unknown }) else { return false }
+            state.refundLeases[id] = date
+            return true
         }
     }
 

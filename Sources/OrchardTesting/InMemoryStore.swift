@@ -68,9 +68,14 @@ public final class InMemoryStore: OrchardStore {
                 guard let index = unknown else {
                     throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) has no unknown payment")
                 }
+                // Only as often sent as the engine saw it when it decided to re-send it.
+                if let expected = claim.expectedSends, state.payments[index].sends != expected {
+                    throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId)'s payment was sent again meanwhile")
+                }
                 state.payments[index].state = .pending
                 state.payments[index].sends += 1
                 state.payments[index].updatedAt = draft.createdAt
+                state.payments[index].lastSentAt = draft.createdAt
                 claimed = state.payments[index]
             case .pending:
                 throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
@@ -88,7 +93,8 @@ public final class InMemoryStore: OrchardStore {
         try state.withLock { state in
             guard let index = state.payments.firstIndex(where: { $0.id == change.paymentId }),
                 state.payments[index].orderId == change.orderId, state.payments[index].state == change.move.from,
-                state.orders[change.orderId]?.state == change.move.order.from
+                state.orders[change.orderId]?.state == change.move.order.from,
+                change.expectedSends.map({ $0 == state.payments[index].sends }) ?? true
             else { return nil }
             var payment = state.payments[index]
             payment.state = change.move.to
@@ -104,6 +110,7 @@ public final class InMemoryStore: OrchardStore {
                 payment.sends += 1
                 payment.reconcileAttempts += 1
             }
+            if change.expectedSends != nil { payment.lastSentAt = change.at }
             payment.nextReconcileAt = change.nextReconcileAt
             if let mandate = change.mandate { payment.mandateId = mandate.id }
             if PaymentLifecycle.isResolved(change.move.to) { state.payloads[payment.id] = nil }

@@ -165,19 +165,22 @@ extension MockProcessors {
         let mode = (body["cardPaymentMethodSpecificInput"] as? [String: Any])?["authorizationMode"] as? String ?? ""
         let id = "\(3_000_000_000 + Int64(state.withLock { $0.charges.count }))_0"
         let reference = ((body["order"] as? [String: Any])?["references"] as? [String: Any])?["merchantReference"] as? String ?? key
-        let authorized = Self.body([
-            "payment": Self.worldlinePayment(
-                id: id, mode: mode, reference: reference, output: ["cardPaymentMethodSpecificOutput": ["token": token]])
-        ])
+        let status = Self.worldlineStatus(behaviour: behaviour, mode: mode)
+        let payment = Self.worldlinePayment(
+            id: id, status: status, reference: reference, output: ["cardPaymentMethodSpecificOutput": ["token": token]])
+        let created =
+            status == .rejected
+            ? Self.worldlineCreated(id: id, status: status, reference: reference) : (201, Self.body(["payment": payment]))
         let charge = MockCharge(
-            processor: "worldline", reference: key, id: id, amount: amount, currency: currency, state: .authorized, mode: "token")
+            processor: "worldline", reference: key, id: id, amount: amount, currency: currency, state: status.chargeState, mode: "token")
         return authorization(
-            reference: "worldline:" + key, charge: charge, authorized: authorized, authorizedStatus: 201,
+            reference: "worldline:" + key, charge: charge, authorized: created.1, authorizedStatus: created.0,
             refused: { code, description in (402, Self.worldlineRejection(id: id, code: code, description: description)) },
             errorBody: Self.worldlineFault, inProgress: InProgressAnswer(status: 409, body: Self.worldlineInProgress),
             replayHeaders: Self.worldlineReplayHeaders,
             declined: tokenRefusal("worldline", token),
             taken: { state, taken in
+                state.worldlineStatuses[id] = taken.state == status.chargeState ? status : .rejected
                 state.mandateCharges.append(
                     MockMandateCharge(
                         processor: "worldline", reference: key, id: id, token: token, usage: usage, amount: amount, currency: currency,

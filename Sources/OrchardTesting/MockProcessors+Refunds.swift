@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import Synchronization
 
@@ -11,6 +12,9 @@ public enum MockRefundBehaviour: Sendable, Equatable {
     case dropAfterRefund
     /// The acquirer declines the refund: Worldline answers 402 with a `REJECTED` refund, Worldpay 400 with this code.
     case reject(code: String, description: String)
+    /// Worldline: take the refund with this status (`CREATED`, `PENDING_APPROVAL`: not taken
+    /// for payout yet), which GetRefunds shows until ``MockProcessors/setWorldlineRefundStatus(_:ofRefund:)``.
+    case worldlineStatus(String)
 }
 
 /// A refund the mock made: one per reference, whatever the re-sends.
@@ -24,6 +28,15 @@ public struct MockRefund: Sendable, Equatable {
     public var id: String
     public var amount: Int64
     public var currency: String
+    /// Worldline's status for it (Worldpay's refunds keep the default).
+    public var status = "REFUND_REQUESTED"
+    /// Worldline: the `references.merchantReference` it was asked with.
+    public var merchantReference: String?
+    /// When it was made, on the mock's clock: what Payment Queries' lag counts from.
+    public var madeAt: Date = .distantPast
+
+    /// Whether it counts against what is left to refund.
+    var holdsAmount: Bool { status != "REJECTED" && status != "CANCELLED" }
 }
 
 /// Refunds of settled payments for both mock processors: per payment, never more than what was
@@ -71,6 +84,8 @@ extension MockProcessors {
         /// nil: the whole settled amount.
         var amount: Int64?
         var currency: String?
+        /// Worldline's `references.merchantReference`, echoed in its answers.
+        var merchantReference: String?
     }
 
     /// Why the mock refuses a refund.
@@ -100,7 +115,7 @@ extension MockProcessors {
         let outcome: (answer: (Int, [UInt8]), replayed: Bool)? = state.withLock { state in
             if let key, let previous = state.answers[key] { return ((previous.status, previous.body), true) }
             guard let charge = state.charges.first(where: { $0.processor == ask.processor && $0.id == ask.chargeId }) else { return nil }
-            let made = state.refunds.filter { $0.processor == ask.processor && $0.paymentReference == charge.reference }
+            let made = state.refunds.filter { $0.processor == ask.processor && $0.paymentReference == charge.reference && $0.holdsAmount }
             let left = charge.amount - made.map(\.amount).reduce(0, +)
             let amount = ask.amount ?? charge.amount
             // Unique per request: a declined refund has an ID too.
@@ -116,9 +131,12 @@ extension MockProcessors {
             } else if case .reject(let code, let description) = behaviour {
                 answer = answers.refused(.declined(code: code, description: description, refundId: id))
             } else {
-                let refund = MockRefund(
+                var refund = MockRefund(
                     processor: ask.processor, paymentReference: charge.reference, reference: ask.reference, id: id, amount: amount,
                     currency: charge.currency)
+                refund.madeAt = state.clock.now
+                refund.merchantReference = ask.merchantReference
+                if case .worldlineStatus(let status) = behaviour { refund.status = status }
                 state.refunds.append(refund)
                 answer = answers.accepted(refund)
             }
@@ -223,11 +241,9 @@ extension MockProcessors {
         return refund(
             RefundAsk(
                 processor: "worldline", chargeId: String(rest[0]), reference: key, amount: amount,
-                currency: money["currencyCode"] as? String),
+                currency: money["currencyCode"] as? String, merchantReference: merchantReference),
             RefundAnswers(
-                accepted: { refund in
-                    (201, Self.worldlineRefundBody(refund, status: "REFUND_REQUESTED", merchantReference: merchantReference))
-                },
+                accepted: { refund in (201, Self.body(Self.worldlineRefund(refund))) },
                 refused: { refusal in
                     switch refusal {
                     case .invalid(let message): return (400, Self.body(error(400, "INVALID_PAYMENT_STATUS", "50001131", message)))
@@ -246,14 +262,5 @@ extension MockProcessors {
                     status == 409 ? Self.worldlineInProgress : Self.body(error(status, "SERVER_ERROR", "9999", "Injected fault \(status)"))
                 },
                 replayHeaders: [("X-GCS-Idempotence-Request-Timestamp", String(Int(Date().timeIntervalSince1970 * 1000)))]))
-    }
-
-    static func worldlineRefundBody(_ refund: MockRefund, status: String, merchantReference: String?) -> [UInt8] {
-        var output: [String: Any] = ["amountOfMoney": ["amount": refund.amount, "currencyCode": refund.currency]]
-        if let merchantReference { output["references"] = ["merchantReference": merchantReference] }
-        return body([
-            "id": refund.id, "status": status, "statusOutput": ["statusCategory": "PENDING_CONNECT_OR_3RD_PARTY", "statusCode": 81],
-            "refundOutput": output,
-        ])
     }
 }

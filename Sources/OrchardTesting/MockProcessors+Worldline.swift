@@ -70,37 +70,29 @@ extension MockProcessors {
         let id = "\(3_000_000_000 + Int64(state.withLock { $0.charges.count }))_0"
         let references = (body["order"] as? [String: Any])?["references"] as? [String: Any]
         let reference = references?["merchantReference"] as? String ?? key
+        let status = Self.worldlineStatus(behaviour: behaviour, mode: mode)
         var creation: [String: Any] = ["isNewToken": token != nil]
         if tokenization.usage != nil { creation["tokenizationSucceeded"] = token != nil }
         creation["token"] = token
-        let authorized = Self.body(["creationOutput": creation, "payment": Self.worldlinePayment(id: id, mode: mode, reference: reference)])
+        let created = Self.worldlineCreated(
+            id: id, status: status, reference: reference, extra: status.chargeState == .authorized ? ["creationOutput": creation] : [:])
         return authorization(
             reference: "worldline:" + key,
             charge: MockCharge(
                 processor: "worldline", reference: key, id: id, amount: amount, currency: money["currencyCode"] as? String ?? "",
-                state: .authorized, mode: input["encryptedPaymentData"] is String ? "encrypted" : "decrypted"),
-            authorized: authorized, authorizedStatus: 201,
+                state: status.chargeState, mode: input["encryptedPaymentData"] is String ? "encrypted" : "decrypted"),
+            authorized: created.1, authorizedStatus: created.0,
             refused: { code, description in (402, Self.worldlineRejection(id: id, code: code, description: description)) },
             errorBody: Self.worldlineFault, inProgress: InProgressAnswer(status: 409, body: Self.worldlineInProgress),
             replayHeaders: Self.worldlineReplayHeaders,
             taken: { state, taken in
+                state.worldlineStatuses[id] = taken.state == status.chargeState ? status : .rejected
                 guard taken.state == .authorized, let token, let usage = tokenization.usage else { return }
                 state.tokens.append(
                     MockStoredToken(
                         processor: "worldline", reference: token, usage: usage, paymentReference: key, schemeReference: nil,
                         deleted: false))
             })
-    }
-
-    /// The `payment` of a CreatePayment answer, its status as the authorization mode makes it;
-    /// `output` adds to its `paymentOutput`.
-    static func worldlinePayment(id: String, mode: String, reference: String, output: [String: Any] = [:]) -> [String: Any] {
-        var paymentOutput: [String: Any] = ["references": ["merchantReference": reference]]
-        paymentOutput.merge(output) { $1 }
-        return [
-            "id": id, "status": mode == "SALE" ? "CAPTURED" : "PENDING_CAPTURE", "paymentOutput": paymentOutput,
-            "statusOutput": ["statusCategory": mode == "SALE" ? "COMPLETED" : "PENDING_MERCHANT", "statusCode": mode == "SALE" ? 9 : 5],
-        ]
     }
 
     /// The body of an injected fault (``MockProcessorBehaviour/status(_:)``).

@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import Synchronization
 
@@ -166,6 +167,7 @@ extension MockProcessors {
                     409, ["errorName": "entityIsInWrongState", "message": "the payment is \(state.charges[index].state.rawValue)"])
             }
             state.charges[index].state = settle ? .settled : .cancelled
+            if settle { state.charges[index].settledAt = state.clock.now }
             // As Worldpay's, a settlement's answer is where the refund links come from.
             let refunds = "\(baseURL)/payments/settlements/refunds"
             let links = [

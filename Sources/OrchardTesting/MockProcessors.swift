@@ -1,3 +1,4 @@
+import ApplePay
 import Crypto
 import Foundation
 import Logging
@@ -20,6 +21,9 @@ public enum MockProcessorBehaviour: Sendable, Equatable {
     /// Record the authorization, then answer with this status and a body that is not JSON
     /// (a proxy's error page, a truncated answer).
     case unreadableAfterCharge(status: Int)
+    /// Worldline: take the payment and answer CreatePayment with this status (and its
+    /// `statusOutput`); GetPayment answers it too until ``MockProcessors/setWorldlineStatus(_:ofPayment:)``.
+    case worldlineStatus(MockWorldlineStatus)
 }
 
 /// A Worldpay Access account the mock accepts.
@@ -50,7 +54,8 @@ public struct MockWorldlineAccount: Sendable {
 
 /// A payment the mock has taken: one per idempotency reference, whatever the retries.
 public struct MockCharge: Sendable, Equatable {
-    public enum State: String, Sendable { case authorized, refused, settled, cancelled }
+    /// `pending`: taken without an outcome yet (a Worldline redirect, an authorization requested).
+    public enum State: String, Sendable { case authorized, refused, settled, cancelled, pending }
     public var processor: String
     public var reference: String
     public var id: String
@@ -59,6 +64,9 @@ public struct MockCharge: Sendable, Equatable {
     public var state: State
     /// Worldline: `encrypted` or `decrypted`; Worldpay: `walletToken`; a merchant-initiated charge of either: `token`.
     public var mode: String
+    /// When it was taken and settled, on the mock's ``MockProcessors/clock``: what the payment queries' lag counts from.
+    public var takenAt: Date = .distantPast
+    public var settledAt: Date?
 }
 
 /// A request the mock received.
@@ -67,6 +75,8 @@ public struct MockProcessorRequest: Sendable {
     public var path: String
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// The query string's parameters, percent-decoded.
+    public var query: [String: String] = [:]
 
     public func header(_ name: String) -> String? {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
@@ -100,6 +110,13 @@ public final class MockProcessors: Sendable {
         var mandateCharges: [MockMandateCharge] = []
         var deletedTokens: [String] = []
         var withholdsTokens = false
+        /// The mock's "now" for what the payment queries show (tests move it instead of sleeping).
+        var clock: TimeSource = .system
+        /// How long after a payment or refund Worldpay's Payment Queries and payment events show it.
+        var paymentQueriesLag: TimeInterval = 0
+        var paymentEventsLag: TimeInterval = 0
+        /// Worldline payments' statuses, by payment ID, as GetPayment answers them.
+        var worldlineStatuses: [String: MockWorldlineStatus] = [:]
     }
     private let channels = ChannelTracker()
 
@@ -175,6 +192,7 @@ public final class MockProcessors: Sendable {
         let path = request.path
         if let refund = refundRoute(request) { return refund }
         if let mandate = mandateRoute(request) { return mandate }
+        if let query = queryRoute(request) { return query }
         if path == "/cardPayments/customerInitiatedTransactions" && request.method == "POST" { return worldpayAuthorize(request) }
         if path.hasPrefix("/payments/settlements/full/") || path.hasPrefix("/payments/authorizations/cancellations/") {
             return worldpayAction(request)
@@ -234,6 +252,7 @@ public final class MockProcessors: Sendable {
             if let previous = state.answers[reference] { return (previous.status, previous.body, true) }
             if case .delay(let duration) = behaviour { state.inProgress[reference] = .now + duration }
             var taken = charge
+            taken.takenAt = state.clock.now
             let answer: (Int, [UInt8])
             if let declined {
                 taken.state = .refused
@@ -276,9 +295,11 @@ final class MockProcessorHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let (head, body, tooLarge) = collector.consume(unwrapInboundIn(data)) else { return }
         guard !tooLarge else { return respond(413, MockProcessors.body(["message": "the body is too large"]), [], head, context) }
+        let components = URLComponents(string: head.uri)
+        let query = (components?.queryItems ?? []).reduce(into: [String: String]()) { $0[$1.name] = $1.value ?? "" }
         let request = MockProcessorRequest(
             method: head.method.rawValue, path: String(head.uri.split(separator: "?").first ?? ""),
-            headers: head.headers.map { (name: $0.name, value: $0.value) }, body: body)
+            headers: head.headers.map { (name: $0.name, value: $0.value) }, body: body, query: query)
         switch mock.handle(request) {
         case .answer(let status, let body, let headers):
             respond(status, body, headers, head, context)

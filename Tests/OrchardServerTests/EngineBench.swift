@@ -20,6 +20,20 @@ final class ManualClock: Sendable {
     }
 }
 
+/// The real time plus an offset a test moves forward: the server's loops keep running on real
+/// time, while every "now" the server and the mock processors read can jump past a processor's
+/// documented lag without sleeping.
+final class ShiftedClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+
+    var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+    var source: TimeSource { TimeSource { [self] in now } }
+
+    func advance(_ seconds: TimeInterval) {
+        offset.withLock { $0 += seconds }
+    }
+}
+
 /// How the processor double answers one request.
 enum SimulatedBehaviour: String, CaseIterable, Sendable {
     case authorize, refuse
@@ -168,6 +182,15 @@ final class SimulatedProcessor: PaymentProcessor {
     }
     func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
     func refund(_ request: RefundRequest) async throws -> RefundOutcome { RefundOutcome(status: .refunded) }
+
+    /// How the processor's records are read for an unknown payment; nil: like the mock processors
+    /// over an idempotency key, a re-send is answered from the first send.
+    let lookups = Mutex<(@Sendable (PaymentRecord) -> PaymentLookup)?>(nil)
+
+    func lookup(_ payment: PaymentRecord) async throws -> PaymentLookup {
+        lookups.withLock { $0 }?(payment) ?? .deduplicated(window: nil)
+    }
+    func lookupRefund(_ refund: RefundRecord, of payment: PaymentRecord) async throws -> RefundLookup { .deduplicated(window: nil) }
 }
 
 /// A store that fails every write after `failWrites` is set: a full disk, or a process killed

@@ -20,10 +20,13 @@ extension FailingStore {
         try await inner.purge(before: cutoffs, limit: limit)
     }
     func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord { try await inner.claimRefund(draft) }
-    func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {
+    func finishRefund(id: String, from: RefundState, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws
+        -> RefundRecord?
+    {
         if failing.load(ordering: .relaxed) { throw DiskFull() }
-        return try await inner.finishRefund(id: id, state: state, outcome: outcome, at: date)
+        return try await inner.finishRefund(id: id, from: from, state: state, outcome: outcome, at: date)
     }
+    func deferRefund(id: String, until date: Date) async throws -> Bool { try await inner.deferRefund(id: id, until: date) }
     func refunds(paymentId: String) async throws -> [RefundRecord] { try await inner.refunds(paymentId: paymentId) }
     func leaseRefundsToReconcile(at date: Date, until leaseEnd: Date, pendingBefore: Date, maximumSends: Int, limit: Int)
         async throws -> [RefundRecord]

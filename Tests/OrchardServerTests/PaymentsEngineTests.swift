@@ -44,6 +44,28 @@ struct PaymentsEngineTests {
         }
     }
 
+    @Test("not found proves nothing only as of when the processor was asked: an answer that comes after the lag is no licence to re-send")
+    func slowNotFound() async throws {
+        try await Self.withBench { bench in
+            let order = try await bench.order()
+            bench.processor.script([.dropAfterCharge])
+            #expect(try await bench.tap(order).failureCode == .paymentUnknown)
+            // The processor's records lag 900 s; its "not found" arrives once they would no longer lag.
+            bench.processor.lookups.withLock { [clock = bench.clock] in
+                $0 = { _ in
+                    clock.advance(901)
+                    return .notFound(lag: 900)
+                }
+            }
+            #expect(try await bench.tap(order).failureCode == .paymentUnknown, "asked within the lag: nothing is sent")
+            #expect(bench.processor.requests == 1)
+            bench.processor.lookups.withLock { $0 = { _ in .notFound(lag: 900) } }
+            let paid = try await bench.tap(order).get()
+            #expect(paid.sends == 2 && bench.processor.requests == 2, "asked after the lag: re-sent once")
+            #expect(bench.processor.charges == ["\(order.id)-1"])
+        }
+    }
+
     @Test("while an attempt is pending, a retry is refused with payment_unknown and no reference is issued")
     func pendingRefusesRetry() async throws {
         try await Self.withBench { bench in

@@ -60,10 +60,11 @@ struct ShopStoreContractTests {
         return try #require(try await move(store, payment, of: order, .settle))
     }
 
-    static func refund(_ payment: String, _ amount: Int64, key: String, at seconds: Int = 0) -> RefundRecord {
+    /// A refund's draft; `sends`: how often the engine saw an unknown refund of the same key sent.
+    static func refund(_ payment: String, _ amount: Int64, key: String, at seconds: Int = 0, sends: Int = 1) -> RefundRecord {
         RefundRecord(
             id: "re_" + RecordIdentifier.random(), paymentId: payment, amount: amount, currency: "EUR", state: .pending, reference: "",
-            idempotencyKey: key, createdAt: at(seconds))
+            idempotencyKey: key, sends: sends, createdAt: at(seconds), lastSentAt: at(seconds))
     }
 
     /// Every event, oldest first.
@@ -281,8 +282,11 @@ struct ShopStoreContractTests {
             #expect(try await store.refunds(paymentId: "p1").last == resent, "the store holds what the claim returned")
             #expect(await Self.storeError { _ = try await store.claimRefund(Self.refund("p1", 100, key: "c")) } == .paymentInProgress)
             _ = try #require(try await store.finishRefund(id: unknown.id, state: .unknown, outcome: nil, at: Self.at(8)))
-            let third = try await store.claimRefund(Self.refund("p1", 100, key: "c", at: 9))
-            #expect(third.sends == 3 && third.reference == "o1-1-r3")
+            #expect(
+                await Self.storeError { _ = try await store.claimRefund(Self.refund("p1", 100, key: "c", at: 9)) } == .paymentInProgress,
+                "a re-send decided on one send finds two: sent again meanwhile")
+            let third = try await store.claimRefund(Self.refund("p1", 100, key: "c", at: 9, sends: 2))
+            #expect(third.sends == 3 && third.reference == "o1-1-r3" && third.lastSentAt == Self.at(9))
             #expect(try await store.refunds(paymentId: "p1").count == 3, "repeats add no refund")
         }
     }

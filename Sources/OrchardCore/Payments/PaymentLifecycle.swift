@@ -19,8 +19,14 @@ public enum PaymentLifecycle {
         /// No definite answer: 5xx, 409 in progress, timeout, dropped connection, unreadable body, a
         /// rejection of a re-send, or a store failure after the answer.
         case noAnswer = "no answer"
+        /// The processor took the reference but gave no final outcome (a redirect, an authorization
+        /// requested): its reference is kept, and the processor is asked later; nothing is re-sent.
+        case processorPending = "processor: pending"
         /// At startup or in the reconciler: pending for longer than any processor call can last.
         case stale
+        /// The processor's records, asked before any re-send, hold an outcome for the reference.
+        case queriedAuthorized = "processor query: authorized"
+        case queriedRefused = "processor query: refused"
         /// An operator read the processor's records.
         case resolvedAuthorized = "operator: authorized"
         case resolvedRefused = "operator: refused"
@@ -50,7 +56,10 @@ public enum PaymentLifecycle {
         Move(event: .declined, from: .pending, to: .refused, order: (.pending, .open)),
         Move(event: .rejected, from: .pending, to: .failed, order: (.pending, .open)),
         Move(event: .noAnswer, from: .pending, to: .unknown, order: (.pending, .unknown)),
+        Move(event: .processorPending, from: .pending, to: .unknown, order: (.pending, .unknown)),
         Move(event: .stale, from: .pending, to: .unknown, order: (.pending, .unknown)),
+        Move(event: .queriedAuthorized, from: .unknown, to: .authorized, order: (.unknown, .paid)),
+        Move(event: .queriedRefused, from: .unknown, to: .refused, order: (.unknown, .open)),
         Move(event: .resolvedAuthorized, from: .unknown, to: .authorized, order: (.unknown, .paid)),
         Move(event: .resolvedRefused, from: .unknown, to: .refused, order: (.unknown, .open)),
         Move(event: .settle, from: .authorized, to: .settled, order: (.paid, .paid)),
@@ -82,18 +91,24 @@ public enum PaymentLifecycle {
 }
 
 /// What ``OrchardStore/claimPayment(_:)`` records for a new attempt; on a re-send only the
-/// transaction ID, the sealed request and the time are used.
+/// transaction ID, the sealed request, the time (the reference's last send) and
+/// ``expectedSends`` are used.
 public struct PaymentClaim: Sendable {
     public var draft: PaymentRecord
     /// The token's transaction ID (hex): claimed for good, so a replayed token loses.
     public var transactionId: String
     /// The request sealed for re-sending (``PaymentVault``).
     public var sealedRequest: [UInt8]
+    /// On a re-send of the order's unknown attempt: how often it had been sent when the engine
+    /// decided to send it again. A claim that finds another count (someone sent it meanwhile,
+    /// after the processor was asked) fails with ``StoreError/Code/paymentInProgress``.
+    public var expectedSends: Int?
 
-    public init(draft: PaymentRecord, transactionId: String, sealedRequest: [UInt8]) {
+    public init(draft: PaymentRecord, transactionId: String, sealedRequest: [UInt8], expectedSends: Int? = nil) {
         self.draft = draft
         self.transactionId = transactionId
         self.sealedRequest = sealedRequest
+        self.expectedSends = expectedSends
     }
 }
 
@@ -116,12 +131,16 @@ public struct PaymentTransition: Sendable {
     /// A mandate the move creates (an `authorized` move of an agreement's first payment): inserted
     /// with its `mandate.created` event and named on the payment, in the move's transaction.
     public var mandate: MandateRecord?
+    /// Set on a re-send: the payment must have been sent this often (the move fails otherwise),
+    /// and ``at`` becomes its last send.
+    public var expectedSends: Int?
 
     public init(
         paymentId: String, orderId: String, move: PaymentLifecycle.Move, at: Date, outcome: AuthorizationOutcome? = nil,
         countsReconcileAttempt: Bool = false, nextReconcileAt: Date? = nil, links: [String: String]? = nil,
-        mandate: MandateRecord? = nil
+        mandate: MandateRecord? = nil, expectedSends: Int? = nil
     ) {
+        self.expectedSends = expectedSends
         self.mandate = mandate
         self.paymentId = paymentId
         self.orderId = orderId

@@ -49,18 +49,28 @@ extension PaymentsEngine {
         guard order.priced.currency == mandate.currency else {
             throw PaymentEngineError(.paymentMismatch, "a charge of this mandate must be in \(mandate.currency)")
         }
+        // A retry of an unknown charge asks the processor before it sends anything.
+        var expectedSends: Int?
+        if let unknown = earlier.last, unknown.state == .unknown {
+            switch try await gate(unknown, through: processor) {
+            case .resend(let sends): expectedSends = sends
+            case .settled(let settled): return settled
+            }
+        }
+        let now = time.now
         let draft = PaymentRecord(
             id: RecordIdentifier.random(), orderId: order.id, transactionId: "mit_" + RecordIdentifier.random(), state: .pending,
             amount: order.priced.total, currency: order.priced.currency, network: mandate.network, lastFour: mandate.lastFour,
             processor: processor.name, reference: "", mandateId: mandate.id, merchantTokenIdentifier: mandate.merchantTokenIdentifier,
-            createdAt: time.now)
+            createdAt: now, lastSentAt: now)
         let sealed: [UInt8]
         do {
             sealed = try vault.seal(RetryRequest(token: nil, mandateId: mandate.id))
         } catch {
             throw PaymentEngineError(.storage, "the charge could not be recorded; nothing was charged")
         }
-        let claimed = try await claim(PaymentClaim(draft: draft, transactionId: draft.transactionId, sealedRequest: sealed))
+        let claimed = try await claim(
+            PaymentClaim(draft: draft, transactionId: draft.transactionId, sealedRequest: sealed, expectedSends: expectedSends))
         let request = MandateChargeRequest(mandate: mandate, order: order, reference: claimed.reference, sends: claimed.sends)
         return try await record(claimed, through: processor, operation: "charge_mandate") {
             try await processor.chargeMandate(request)

@@ -2,8 +2,10 @@ import ApplePay
 import Foundation
 import Logging
 
-/// Ending `unknown` without an operator: stale pending payments become unknown, and unknown ones
-/// are re-sent under their own reference until the processor's (replayed) answer arrives.
+/// Ending `unknown` without an operator: stale pending payments become unknown; for each unknown
+/// one the processor is asked first, and its records settle it, or it waits, or it is re-sent
+/// under its own reference (as the one rule of ``PaymentsEngine/Policy`` says) until the
+/// processor's answer arrives.
 extension PaymentsEngine {
     /// What one reconciliation pass did.
     public struct ReconcileReport: Sendable, Equatable {
@@ -17,6 +19,11 @@ extension PaymentsEngine {
         /// Unknown (or stale pending) refunds re-sent, and how many of them got a definite answer.
         public var refundsResent = 0
         public var refundsResolved = 0
+        /// Unknown payments and refunds settled from the processor's records, with nothing re-sent.
+        public var settledByQuery = 0
+        /// Unknown payments and refunds left as they are for now: the processor has them without
+        /// an outcome, does not know them yet, or could not be asked.
+        public var waiting = 0
 
         public init(stale: Int = 0, resent: Int = 0, resolved: Int = 0, needOperator: Int = 0) {
             self.stale = stale
@@ -60,7 +67,7 @@ extension PaymentsEngine {
     public func reconcile(limit: Int = 50) async -> ReconcileReport {
         var report = ReconcileReport()
         report.stale = await recoverStalePending()
-        (report.refundsResent, report.refundsResolved) = await reconcileRefunds(limit: limit)
+        await reconcileRefunds(limit: limit, into: &report)
         // One at a time: a payment is leased only until its re-send's compare-and-set, so an
         // instance that dies mid-pass hides no more than one payment, for one lease.
         for _ in 0..<limit {
@@ -83,6 +90,10 @@ extension PaymentsEngine {
                 if needsOperator { report.needOperator += 1 }
             case .cannotResend:
                 report.needOperator += 1
+            case .settled:
+                report.settledByQuery += 1
+            case .waiting:
+                report.waiting += 1
             case .taken:
                 break
             }
@@ -94,25 +105,45 @@ extension PaymentsEngine {
         case resolved
         case stillUnknown(needsOperator: Bool)
         case cannotResend
+        /// The processor's records settled it; nothing was sent.
+        case settled
+        /// Left unknown and unsent until the processor is asked again.
+        case waiting
         /// Someone else (a shopper's retry, an operator) moved the payment first.
         case taken
     }
 
+    /// Asks the processor, then settles, waits or re-sends, as the rule says.
     private func resend(_ payment: PaymentRecord) async -> ResendResult {
-        let request: Resend
+        let order: OrderRecord
         let processor: any PaymentProcessor
         do {
-            (request, processor) = try await rebuild(payment)
+            (order, processor) = try await orderAndProcessor(of: payment)
         } catch {
-            logger.error(
-                "an unknown payment cannot be re-sent: resolve it with the processor's records (orchard payments resolve)",
-                metadata: ["payment": "\(payment.id)", "reason": "\(error.message)"])
+            return await cannotResend(payment, error)
+        }
+        switch await consult(payment, through: processor) {
+        case .settle(let outcome):
+            return await settle(payment, from: outcome, processor: processor.name) == nil ? .taken : .settled
+        case .wait(let until, _):
+            _ = try? await store.deferReconciliation(paymentId: payment.id, until: until)
+            return .waiting
+        case .needsOperator:
             _ = try? await store.deferReconciliation(paymentId: payment.id, until: nil)
             return .cannotResend
+        case .resend:
+            break
         }
+        let request: Resend
+        do {
+            request = try await rebuild(payment, order: order)
+        } catch {
+            return await cannotResend(payment, error)
+        }
+        // Only if nobody sent it since the processor was asked.
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(.resend), at: time.now,
-            countsReconcileAttempt: true)
+            countsReconcileAttempt: true, expectedSends: payment.sends)
         guard let claimed = try? await store.transition(change) else { return .taken }
         do {
             switch request {
@@ -139,15 +170,22 @@ extension PaymentsEngine {
         }
     }
 
-    /// The request as first sent, from the sealed copy: decrypted again, not verified again (the
-    /// token was verified when the shopper sent it, and its signing time has passed since).
     /// What a re-send sends: a shopper's payment, or a mandate's merchant-initiated charge.
     enum Resend {
         case payment(AuthorizationRequest)
         case charge(MandateChargeRequest)
     }
 
-    private func rebuild(_ payment: PaymentRecord) async throws(PaymentEngineError) -> (Resend, any PaymentProcessor) {
+    private func cannotResend(_ payment: PaymentRecord, _ error: PaymentEngineError) async -> ResendResult {
+        logger.error(
+            "an unknown payment cannot be re-sent: resolve it with the processor's records (orchard payments resolve)",
+            metadata: ["payment": "\(payment.id)", "reason": "\(error.message)"])
+        _ = try? await store.deferReconciliation(paymentId: payment.id, until: nil)
+        return .cannotResend
+    }
+
+    /// The payment's order, and its processor, which must still be the merchant's.
+    private func orderAndProcessor(of payment: PaymentRecord) async throws(PaymentEngineError) -> (OrderRecord, any PaymentProcessor) {
         guard let order = try await storage({ try await store.order(id: payment.orderId) }) else {
             throw PaymentEngineError(.notFound, "its order is missing")
         }
@@ -155,26 +193,29 @@ extension PaymentsEngine {
         guard processor.name == payment.processor else {
             throw PaymentEngineError(.invalidState, "it went through \(payment.processor), no longer the merchant's processor")
         }
+        return (order, processor)
+    }
+
+    /// The request as first sent, from the sealed copy: decrypted again, not verified again (the
+    /// token was verified when the shopper sent it, and its signing time has passed since).
+    private func rebuild(_ payment: PaymentRecord, order: OrderRecord) async throws(PaymentEngineError) -> Resend {
         guard let sealed = try await storage({ try await store.retryPayload(paymentId: payment.id) }) else {
             throw PaymentEngineError(.notFound, "its sealed request is gone")
         }
         do {
             let retry = try vault.unseal(sealed)
             if let mandateId = retry.mandateId {
-                return (.charge(try await rebuildCharge(payment, order: order, mandateId: mandateId)), processor)
+                return .charge(try await rebuildCharge(payment, order: order, mandateId: mandateId))
             }
             guard let token = retry.token else { throw PaymentEngineError(.notFound, "its sealed request holds no token") }
             guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
                 throw PaymentEngineError(.invalidToken, "the merchant has no processing keys")
             }
             let decrypted = try decryptor.decrypt(try token.paymentData.decoded())
-            return (
-                .payment(
-                    AuthorizationRequest(
-                        order: order, token: token, payment: decrypted, reference: payment.reference,
-                        cardholderName: retry.cardholderName, storeCredential: order.priced.agreement.map { CredentialUsage($0.type) })),
-                processor
-            )
+            return .payment(
+                AuthorizationRequest(
+                    order: order, token: token, payment: decrypted, reference: payment.reference,
+                    cardholderName: retry.cardholderName, storeCredential: order.priced.agreement.map { CredentialUsage($0.type) }))
         } catch let error as PaymentEngineError {
             throw error
         } catch {

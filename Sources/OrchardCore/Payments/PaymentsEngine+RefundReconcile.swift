@@ -3,14 +3,13 @@ import Foundation
 import Logging
 
 /// Refunds the shop did not hear back about are not left to it alone: the reconciler turns a
-/// refund left pending (its process stopped, or its write failed) unknown, and re-sends every
-/// unknown refund under its own reference, backing off as for payments, until the processor's
-/// answer arrives or the attempts are used up (then an operator checks the processor).
+/// refund left pending (its process stopped, or its write failed) unknown, and for every unknown
+/// refund asks the processor, then settles it from its records, waits, or re-sends it under its
+/// own reference, backing off as for payments, until the processor's answer arrives or the
+/// attempts are used up (then an operator checks the processor).
 extension PaymentsEngine {
-    /// One pass over refunds; returns how many were re-sent and how many of those got an answer.
-    func reconcileRefunds(limit: Int) async -> (resent: Int, resolved: Int) {
-        var resent = 0
-        var resolved = 0
+    /// One pass over refunds, counted into `report`.
+    func reconcileRefunds(limit: Int, into report: inout ReconcileReport) async {
         // One at a time, leased until its re-send's compare-and-set, as for payments.
         for _ in 0..<limit {
             let now = time.now
@@ -27,18 +26,21 @@ extension PaymentsEngine {
             }
             switch await reconcile(refund, now: now) {
             case .resolved:
-                resent += 1
-                resolved += 1
+                report.refundsResent += 1
+                report.refundsResolved += 1
             case .stillUnknown:
-                resent += 1
+                report.refundsResent += 1
+            case .settled:
+                report.settledByQuery += 1
+            case .waiting:
+                report.waiting += 1
             case .notDue:
                 break
             }
         }
-        return (resent, resolved)
     }
 
-    private enum RefundPass { case resolved, stillUnknown, notDue }
+    private enum RefundPass { case resolved, stillUnknown, settled, waiting, notDue }
 
     /// A refund left pending becomes unknown; an unknown one whose backoff is over is re-sent.
     private func reconcile(_ candidate: RefundRecord, now: Date) async -> RefundPass {
@@ -55,7 +57,14 @@ extension PaymentsEngine {
             let merchant = try? await merchantOf(paymentId: refund.paymentId)
         else { return .notDue }
         let answered = try? await self.refund(
-            paymentId: refund.paymentId, merchantIdentifier: merchant, amount: refund.amount, idempotencyKey: refund.idempotencyKey)
+            paymentId: refund.paymentId, merchantIdentifier: merchant, amount: refund.amount, idempotencyKey: refund.idempotencyKey
+        ) { until in
+            _ = try? await store.deferRefund(id: refund.id, until: until)
+        }
+        // Not sent again: the processor's records settled it, or it waits for them.
+        if let answered, answered.sends == refund.sends {
+            return answered.state == .unknown ? .waiting : .settled
+        }
         if let answered, answered.state != .unknown { return .resolved }
         if refund.sends >= policy.maximumReconcileAttempts {
             logger.error(

@@ -4,11 +4,22 @@ import Logging
 
 /// Refunds of settled payments: claimed against what is left, sent under their own reference,
 /// recorded as the processor answered. An answer not seen leaves the refund unknown; the same
-/// Idempotency-Key re-sends the same reference.
+/// Idempotency-Key asks the processor about it, and re-sends the same reference only as the one
+/// rule of ``PaymentsEngine/Policy`` allows.
 extension PaymentsEngine {
     /// Refunds `amount` (nil: all that is left) of a settled payment of `merchantIdentifier`.
     public func refund(
         paymentId: String, merchantIdentifier: String, amount: Int64?, idempotencyKey: String
+    ) async throws(PaymentEngineError) -> RefundRecord {
+        try await refund(
+            paymentId: paymentId, merchantIdentifier: merchantIdentifier, amount: amount, idempotencyKey: idempotencyKey,
+            waiting: { _ in })
+    }
+
+    /// As the public `refund`; `waiting` is told when an unknown refund is left unsent and until
+    /// when (the reconciler keeps it aside until then).
+    func refund(
+        paymentId: String, merchantIdentifier: String, amount: Int64?, idempotencyKey: String, waiting: (Date) async -> Void
     ) async throws(PaymentEngineError) -> RefundRecord {
         let payment = try await requirePayment(paymentId, merchantIdentifier: merchantIdentifier)
         let refunded = try await storage { try await store.refunds(paymentId: paymentId) }
@@ -18,9 +29,30 @@ extension PaymentsEngine {
         guard wanted > 0 else {
             throw PaymentEngineError(.refundTooLarge, amount == nil ? "nothing is left to refund" : "a refund amount must be positive")
         }
-        let draft = RefundRecord(
+        let now = time.now
+        var draft = RefundRecord(
             id: "re_" + RecordIdentifier.random(), paymentId: paymentId, amount: wanted, currency: payment.currency, state: .pending,
-            reference: "", idempotencyKey: idempotencyKey, createdAt: time.now)
+            reference: "", idempotencyKey: idempotencyKey, createdAt: now, lastSentAt: now)
+        if let earlier, earlier.state == .unknown, earlier.amount == wanted {
+            // The processor is asked before the same reference goes out again.
+            let processor = processors.processor(forMerchant: merchantIdentifier)
+            guard processor.name == payment.processor else {
+                throw PaymentEngineError(
+                    .invalidState, "this payment went through \(payment.processor), which is no longer the merchant's processor")
+            }
+            switch await consultRefund(earlier, of: payment, through: processor) {
+            case .settle(let outcome):
+                return try await settleRefund(earlier, from: outcome)
+            case .wait(let until, _):
+                await waiting(until)
+                return earlier
+            case .needsOperator:
+                await waiting(now.addingTimeInterval(policy.maximumReconcileDelay))
+                return earlier
+            case .resend:
+                draft.sends = earlier.sends
+            }
+        }
         let claimed: RefundRecord
         do {
             claimed = try await store.claimRefund(draft)

@@ -106,32 +106,47 @@ public struct PaymentsEngine: Sendable {
     }
 
     private func authorizeOnce(_ attempt: Attempt) async throws(PaymentEngineError) -> PaymentRecord {
-        let order = try await claimableOrder(attempt)
+        var order = try await claimableOrder(attempt)
         let (verified, payment) = try check(attempt, against: order)
         let processor = processors.processor(forMerchant: order.merchantIdentifier)
+        var expectedSends: Int?
         if order.state == .unknown {
             let earlier = try await storage { try await store.payments(orderId: order.id) }
-            if let unknown = earlier.last(where: { $0.state == .unknown }), unknown.processor != processor.name {
-                logger.error(
-                    "an unknown payment went through another processor than the merchant's: resolve it there first",
-                    metadata: ["payment": "\(unknown.id)", "processor": "\(unknown.processor)"])
-                throw PaymentEngineError.unknownOutcome
+            if let unknown = earlier.last(where: { $0.state == .unknown }) {
+                guard unknown.processor == processor.name else {
+                    logger.error(
+                        "an unknown payment went through another processor than the merchant's: resolve it there first",
+                        metadata: ["payment": "\(unknown.id)", "processor": "\(unknown.processor)"])
+                    throw PaymentEngineError.unknownOutcome
+                }
+                // The processor is asked before the retry sends anything.
+                switch try await gate(unknown, through: processor) {
+                case .resend(let sends):
+                    expectedSends = sends
+                case .settled(let settled):
+                    // Authorized by the earlier send: the order is paid. Refused: it is open
+                    // again, and this token makes a new attempt.
+                    if settled.state != .refused { return settled }
+                    order = try await claimableOrder(attempt)
+                }
             }
         }
         let transactionId = Hex.encode(verified.decoded.transactionId)
+        let now = time.now
         let draft = PaymentRecord(
             id: RecordIdentifier.random(), orderId: order.id, transactionId: transactionId, state: .pending,
             amount: order.priced.total,
             currency: order.priced.currency, network: attempt.token.paymentMethod?.network, lastFour: payment.lastFour,
             processor: processor.name, reference: "", merchantTokenIdentifier: payment.fields.merchantTokenIdentifier,
-            merchantTokenMetadata: payment.fields.merchantTokenMetadata, createdAt: time.now)
+            merchantTokenMetadata: payment.fields.merchantTokenMetadata, createdAt: now, lastSentAt: now)
         let sealed: [UInt8]
         do {
             sealed = try vault.seal(RetryRequest(token: attempt.token, cardholderName: attempt.cardholderName))
         } catch {
             throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
         }
-        let claimed = try await claim(PaymentClaim(draft: draft, transactionId: transactionId, sealedRequest: sealed))
+        let claimed = try await claim(
+            PaymentClaim(draft: draft, transactionId: transactionId, sealedRequest: sealed, expectedSends: expectedSends))
         let request = AuthorizationRequest(
             order: order, token: attempt.token, payment: payment, reference: claimed.reference, cardholderName: attempt.cardholderName,
             storeCredential: order.priced.agreement.map { CredentialUsage($0.type) })
@@ -231,11 +246,17 @@ public struct PaymentsEngine: Sendable {
             case .refused: .declined
             // A rejection of a re-send says nothing about what the earlier send did.
             case .failed: payment.sends == 1 ? .rejected : .noAnswer
+            case .pending: .processorPending
             case nil: .noAnswer
             }
         let elapsed = ContinuousClock.now - started
-        EngineMetrics.processorCall(
-            processor: processor.name, operation: operation, outcome: event == .noAnswer ? "no_answer" : "\(event)", elapsed: elapsed)
+        let label =
+            switch event {
+            case .noAnswer: "no_answer"
+            case .processorPending: "processor_pending"
+            default: "\(event)"
+            }
+        EngineMetrics.processorCall(processor: processor.name, operation: operation, outcome: label, elapsed: elapsed)
         var metadata: Logger.Metadata = [
             "order": "\(payment.orderId)", "payment": "\(payment.id)", "processor": "\(processor.name)",
             "reference": "\(payment.reference)", "send": "\(payment.sends)",
@@ -247,10 +268,12 @@ public struct PaymentsEngine: Sendable {
         } else {
             metadata["error"] = "\(failure)"
         }
+        // A pending answer keeps the processor's reference: the processor is asked about it later.
+        let unknown = event == .noAnswer || event == .processorPending
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(event), at: time.now,
             outcome: outcome.map { event == .noAnswer ? AuthorizationOutcome(status: $0.status, code: $0.code, message: $0.message) : $0 },
-            nextReconcileAt: event == .noAnswer ? policy.nextReconcile(after: payment.reconcileAttempts, now: time.now) : nil,
+            nextReconcileAt: unknown ? policy.nextReconcile(after: payment.reconcileAttempts, now: time.now) : nil,
             mandate: event == .authorized ? outcome.flatMap(mandate) : nil)
         let recorded: PaymentRecord?
         do {
@@ -279,6 +302,11 @@ public struct PaymentsEngine: Sendable {
             logger.error("processor rejected the request", metadata: metadata)
             throw PaymentEngineError(
                 .processorRejected, "The payment could not be processed right now; nothing was charged. Please try again later.")
+        case .processorPending:
+            logger.warning(
+                "processor holds the payment without an outcome (no funds held yet): unknown, to be asked again, never re-sent",
+                metadata: metadata)
+            throw PaymentEngineError.unknownOutcome
         default:
             logger.error("processor gave no definite answer: payment outcome unknown", metadata: metadata)
             throw PaymentEngineError.unknownOutcome

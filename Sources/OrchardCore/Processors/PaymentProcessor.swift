@@ -58,6 +58,11 @@ public struct AuthorizationOutcome: Sendable, Equatable {
         /// The processor refused the request itself (credentials, validation) in a way that proves
         /// nothing was charged by this request. Only a reference's first send makes that final.
         case failed
+        /// The processor took the payment but has no outcome yet (a redirect, an authorization
+        /// requested, a payment waiting for its customer): it holds no funds. The payment stays
+        /// unknown, keeps the processor's reference, and is settled by asking the processor
+        /// (``PaymentProcessor/lookup(_:)``), never by sending it again.
+        case pending
     }
 
     public var status: Status
@@ -130,6 +135,12 @@ public protocol PaymentProcessor: Sendable {
     func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome
     /// Deletes the stored credential at the processor when its mandate ends.
     func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError)
+    /// What the processor's records say of an unknown payment's or charge's reference (its
+    /// ``PaymentRecord/processorReference`` when it has one). A `found` outcome is `authorized`
+    /// or `refused`. Throws when the processor could not be asked; nothing is then re-sent.
+    func lookup(_ payment: PaymentRecord) async throws -> PaymentLookup
+    /// What the processor's records say of an unknown refund of `payment`, as ``lookup(_:)``.
+    func lookupRefund(_ refund: RefundRecord, of payment: PaymentRecord) async throws -> RefundLookup
 }
 
 /// A refund of a settled payment, as the processor is handed it.
@@ -200,6 +211,12 @@ public struct RecordOnlyProcessor: PaymentProcessor {
     public func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
     public func refund(_ request: RefundRequest) async throws -> RefundOutcome {
         RefundOutcome(status: .refunded, processorReference: "recorded:\(request.reference)")
+    }
+
+    /// Recording answers the same whatever the re-sends: a re-send is always safe.
+    public func lookup(_ payment: PaymentRecord) async throws -> PaymentLookup { .deduplicated(window: nil) }
+    public func lookupRefund(_ refund: RefundRecord, of payment: PaymentRecord) async throws -> RefundLookup {
+        .deduplicated(window: nil)
     }
 }
 

@@ -95,16 +95,23 @@ public struct PaymentRecord: Sendable, Codable, Equatable {
     /// a merchant token; never the MPAN itself.
     public var merchantTokenIdentifier: String?
     public var merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata?
+    /// The first send: when the reference was first sent.
     public var createdAt: Date
     public var updatedAt: Date
+    /// When the reference was last sent (first send, retry or re-send): a processor's "not
+    /// found" counts only once its records' lag has passed since then. Nil in rows written
+    /// before Orchard kept it; ``sentLast`` then reads ``updatedAt``.
+    public var lastSentAt: Date?
 
     public init(
         id: String, orderId: String, transactionId: String, state: PaymentState, amount: Int64, currency: String, network: String?,
         lastFour: String, processor: String, reference: String, processorReference: String? = nil, processorCode: String? = nil,
         processorMessage: String? = nil, links: [String: String] = [:], sends: Int = 1, reconcileAttempts: Int = 0,
         nextReconcileAt: Date? = nil, mandateId: String? = nil, merchantTokenIdentifier: String? = nil,
-        merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata? = nil, createdAt: Date, updatedAt: Date? = nil
+        merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata? = nil, createdAt: Date, updatedAt: Date? = nil,
+        lastSentAt: Date? = nil
     ) {
+        self.lastSentAt = lastSentAt
         self.mandateId = mandateId
         self.merchantTokenIdentifier = merchantTokenIdentifier
         self.merchantTokenMetadata = merchantTokenMetadata
@@ -128,6 +135,12 @@ public struct PaymentRecord: Sendable, Codable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt ?? createdAt
     }
+}
+
+extension PaymentRecord {
+    /// The reference's last send; for a row from before Orchard kept it, its last change, which
+    /// is never earlier than its last send.
+    public var sentLast: Date { lastSentAt ?? updatedAt }
 }
 
 /// Why a store refused a write.

@@ -127,14 +127,19 @@ public struct RefundRecord: Sendable, Codable, Equatable {
     public var processorReference: String?
     public var processorCode: String?
     public var processorMessage: String?
+    /// The first send.
     public var createdAt: Date
     public var updatedAt: Date
+    /// When the reference was last sent; nil in rows written before Orchard kept it (``sentLast``
+    /// then reads ``updatedAt``).
+    public var lastSentAt: Date?
 
     public init(
         id: String, paymentId: String, amount: Int64, currency: String, state: RefundState, reference: String, idempotencyKey: String,
         sends: Int = 1, processorReference: String? = nil, processorCode: String? = nil, processorMessage: String? = nil,
-        createdAt: Date, updatedAt: Date? = nil
+        createdAt: Date, updatedAt: Date? = nil, lastSentAt: Date? = nil
     ) {
+        self.lastSentAt = lastSentAt
         self.id = id
         self.paymentId = paymentId
         self.amount = amount
@@ -152,13 +157,18 @@ public struct RefundRecord: Sendable, Codable, Equatable {
 
     /// Whether it counts against the payment's refundable amount.
     public var holdsAmount: Bool { state != .refused }
+
+    /// The reference's last send, or for a row from before Orchard kept it, its last change.
+    public var sentLast: Date { lastSentAt ?? updatedAt }
 }
 
 extension RefundRecord {
     /// What a repeated Idempotency-Key gets, as every store decides it: nil when this refund
-    /// comes back as it is, or the refund re-sent under its reference (pending, one more send)
-    /// when its outcome is unknown; the store writes that change. Throws when the key named
-    /// another amount, or while a call for it is with the processor.
+    /// comes back as it is, or the refund re-sent under its reference (pending, one more send,
+    /// sent last at the draft's time) when its outcome is unknown; the store writes that change.
+    /// `draft.sends` is how often the engine saw it sent when it decided to re-send it (after
+    /// asking the processor): another count means someone re-sent it meanwhile. Throws when the
+    /// key named another amount, or while (or since) a call for it is with the processor.
     public func repeated(like draft: RefundRecord) throws(StoreError) -> RefundRecord? {
         guard amount == draft.amount else {
             throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for a refund of \(amount)")
@@ -169,10 +179,14 @@ extension RefundRecord {
         case .refunded, .refused:
             return nil
         case .unknown:
+            guard draft.sends == sends else {
+                throw StoreError(code: .paymentInProgress, message: "this refund was sent again meanwhile; ask again shortly")
+            }
             var resent = self
             resent.state = .pending
             resent.sends += 1
             resent.updatedAt = draft.createdAt
+            resent.lastSentAt = draft.createdAt
             return resent
         }
     }

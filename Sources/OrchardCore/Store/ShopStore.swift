@@ -42,9 +42,14 @@ public protocol ShopStore: Sendable {
     /// Fails with ``StoreError/Code/invalidState``, ``StoreError/Code/refundTooLarge``,
     /// ``StoreError/Code/idempotencyMismatch`` or ``StoreError/Code/paymentInProgress``.
     func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord
-    /// Moves a pending refund to its outcome (with `payment.refunded` when refunded); nil when it
-    /// was not pending.
-    func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord?
+    /// Moves a refund that is in state `from` (pending: its send's answer; unknown: what the
+    /// processor's records hold) to its outcome, with `payment.refunded` when refunded; nil when
+    /// it was not in state `from`.
+    func finishRefund(id: String, from: RefundState, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws
+        -> RefundRecord?
+    /// Keeps an unknown refund from the reconciler until `date` (the processor is asked again
+    /// then); false when it is not unknown.
+    func deferRefund(id: String, until date: Date) async throws -> Bool
     func refunds(paymentId: String) async throws -> [RefundRecord]
     /// Leases unknown refunds re-sent fewer than `maximumSends` times, and pending ones untouched
     /// since before `pendingBefore` (no call in flight), least recently changed first, leaving
@@ -106,5 +111,12 @@ extension ShopStore {
     /// The `limit` oldest due events, whatever their merchants.
     public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
         try await leaseWebhookEvents(at: date, until: leaseEnd, fairly: .oldest(limit))
+    }
+}
+
+extension ShopStore {
+    /// Moves a pending refund to its send's outcome.
+    public func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {
+        try await finishRefund(id: id, from: .pending, state: state, outcome: outcome, at: date)
     }
 }

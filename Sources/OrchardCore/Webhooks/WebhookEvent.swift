@@ -25,9 +25,9 @@ extension PaymentLifecycle.Event {
     public var webhook: WebhookEventType? {
         switch self {
         case .firstSend, .resend: nil
-        case .authorized, .resolvedAuthorized: .paymentAuthorized
-        case .declined, .rejected, .resolvedRefused: .paymentRefused
-        case .noAnswer, .stale: .paymentUnknown
+        case .authorized, .queriedAuthorized, .resolvedAuthorized: .paymentAuthorized
+        case .declined, .rejected, .queriedRefused, .resolvedRefused: .paymentRefused
+        case .noAnswer, .processorPending, .stale: .paymentUnknown
         case .settle: .paymentSettled
         case .cancel: .paymentCancelled
         }

@@ -122,7 +122,11 @@ public struct WorldlineProcessor: PaymentProcessor {
         return outcome
     }
 
-    /// What a CreatePayment answer says, for a first payment and a merchant-initiated one alike.
+    /// What a CreatePayment answer says, for a first payment and a merchant-initiated one alike,
+    /// read through Worldline's status model (``WorldlineStatus``): authorized only for an
+    /// authorization that holds funds; rejected or cancelled is refused; any other status of a
+    /// payment Worldline created (a redirect, a payment pending, an authorization requested) is
+    /// `pending`, keeping Worldline's payment ID for GetPayment: it is never re-sent.
     func outcome(_ answer: ProcessorHTTP.Answer, reference: String) throws -> AuthorizationOutcome {
         let payment =
             (answer.json["payment"] as? [String: Any]) ?? ((answer.json["paymentResult"] as? [String: Any])?["payment"] as? [String: Any])
@@ -133,30 +137,46 @@ public struct WorldlineProcessor: PaymentProcessor {
         if let echoed, echoed != reference {
             throw ProcessorNoAnswer("Worldline answered for reference \(echoed), not \(reference)")
         }
-        // A 402 is a refusal only with Worldline's body: a bare 402 from anything in between says nothing.
-        let rejected = status == "REJECTED" || (answer.status == 402 && status == nil && firstError != nil)
-        switch (answer.status, status) {
-        case (200..<300, _) where rejected, (402, _) where rejected:
-            return AuthorizationOutcome(
-                status: .refused, processorReference: id, code: firstError.flatMap { Self.string($0["errorCode"] ?? $0["code"]) },
-                message: firstError?["message"] as? String)
-        case (200..<300, .some):
-            var links: [String: String] = [:]
-            if let id {
-                links["settle"] = settings.connection.baseURL + "\(paymentsPath)/\(id)/capture"
-                links["cancel"] = settings.connection.baseURL + "\(paymentsPath)/\(id)/cancel"
+        let errorCode = firstError.flatMap { Self.string($0["errorCode"] ?? $0["code"]) }
+        switch answer.status {
+        case 200..<300 where payment != nil, 402 where payment != nil:
+            switch WorldlineStatus.payment(payment) {
+            case .succeeded where answer.status != 402:
+                return authorized(id: id, status: status)
+            case .refused:
+                return AuthorizationOutcome(
+                    status: .refused, processorReference: id, code: errorCode ?? status, message: firstError?["message"] as? String)
+            default:
+                // Worldline holds a payment without an outcome (or one it reads otherwise): asked later, never re-sent.
+                guard let id = Self.paymentId(id) else {
+                    throw ProcessorNoAnswer("Worldline answered HTTP \(answer.status) with a payment status it cannot be asked about")
+                }
+                return AuthorizationOutcome(
+                    status: .pending, processorReference: id, code: status,
+                    message: (payment?["statusOutput"] as? [String: Any])?["statusCategory"] as? String)
             }
-            return AuthorizationOutcome(status: .authorized, processorReference: id, code: status, links: links)
-        case (400, _), (401, _), (403, _), (404, _), (415, _):
+        case 402 where firstError != nil:
+            // A 402 is a refusal only with Worldline's body: a bare 402 from anything in between says nothing.
+            return AuthorizationOutcome(status: .refused, code: errorCode, message: firstError?["message"] as? String)
+        case 400, 401, 403, 404, 415:
             // The request itself was refused (schema, signature, merchant, media type).
             return AuthorizationOutcome(
-                status: .failed, code: firstError.flatMap { Self.string($0["errorCode"] ?? $0["code"]) } ?? "http_\(answer.status)",
-                message: firstError?["message"] as? String)
+                status: .failed, code: errorCode ?? "http_\(answer.status)", message: firstError?["message"] as? String)
         default:
             // 5xx, 409 (the idempotence key is still in progress), a 2xx or 402 without a
             // readable payment, and every other status say nothing about the charge.
             throw ProcessorNoAnswer("Worldline answered HTTP \(answer.status), not a definite outcome")
         }
+    }
+
+    /// An authorization of payment `id`, with its capture and cancel actions.
+    func authorized(id: String?, status: String?) -> AuthorizationOutcome {
+        var links: [String: String] = [:]
+        if let id = Self.paymentId(id) {
+            links["settle"] = settings.connection.baseURL + "\(paymentsPath)/\(id)/capture"
+            links["cancel"] = settings.connection.baseURL + "\(paymentsPath)/\(id)/cancel"
+        }
+        return AuthorizationOutcome(status: .authorized, processorReference: id, code: status, links: links)
     }
 
     /// Captures the payment; a refund needs only the payment ID, so there are no links to learn.
@@ -173,18 +193,17 @@ public struct WorldlineProcessor: PaymentProcessor {
     /// reference as `references.merchantReference`, its reference also the idempotence key: a
     /// re-send gets Worldline's first answer again (within Worldline's idempotence window).
     ///
-    /// A refund Worldline itself declined (a `refundResult`, or a refund, `REJECTED` or
-    /// `CANCELLED`) is refused on any send: with the key, it is the answer to the first. A 400,
-    /// 401, 403, 404 or 415 (or a 402 with Worldline's `errors`) refuses only on the first send:
-    /// later, it may be about our own earlier refund. `REFUND_REQUESTED` and `REFUNDED` are
-    /// refunded; any other status, 409 (the key in progress) and 5xx are no answer.
+    /// The refund's status is read through ``WorldlineStatus/refund(_:)``: `REFUND_REQUESTED` and
+    /// `REFUNDED` are refunded; a refund Worldline itself declined (a `refundResult`, or a refund,
+    /// `REJECTED` or `CANCELLED`) is refused on any send: with the key, it is the answer to the
+    /// first. A 400, 401, 403, 404 or 415 (or a 402 with Worldline's `errors`) refuses only on the
+    /// first send: later, it may be about our own earlier refund. Any other status (a refund not
+    /// taken yet), 409 (the key in progress) and 5xx are no answer: GetRefunds settles it later.
     ///
-    /// Confirmed from Worldline's SDKs: the request's fields, the answer's `id`, `status` and
-    /// `refundOutput`, the error answer's `refundResult`, and 409 with error 1409 for a key in
-    /// progress. Not confirmed: the HTTP status of a declined refund (the SDKs read
-    /// `refundResult` on any error status; 402 as for payments is assumed), the refund status
-    /// names `REFUND_REQUESTED` and `REFUNDED` (documented for Worldline Connect; Direct's status
-    /// page names `REJECTED` for refunds), and how long Worldline keeps an idempotence key.
+    /// Confirmed from Worldline's SDKs: the request's fields, the answer's `id`, `status`,
+    /// `statusOutput` and `refundOutput`, the error answer's `refundResult`, and 409 with error
+    /// 1409 for a key in progress. Not confirmed: the HTTP status of a declined refund (the SDKs
+    /// read `refundResult` on any error status; 402 as for payments is assumed).
     public func refund(_ request: RefundRequest) async throws -> RefundOutcome {
         guard let id = Self.paymentId(request.payment) else {
             return RefundOutcome(status: .refused, code: "no_payment_id", message: "this payment has no Worldline payment ID")
@@ -209,10 +228,11 @@ public struct WorldlineProcessor: PaymentProcessor {
         let refusal = RefundOutcome(
             status: .refused, processorReference: refund?["id"] as? String, code: code ?? status ?? "http_\(answer.status)",
             message: firstError?["message"] as? String)
-        if (200..<300).contains(answer.status), status == "REFUND_REQUESTED" || status == "REFUNDED" {
+        let reading = WorldlineStatus.refund(refund)
+        if (200..<300).contains(answer.status), reading == .succeeded {
             return RefundOutcome(status: .refunded, processorReference: refund?["id"] as? String, code: status)
         }
-        if (200..<500).contains(answer.status), status == "REJECTED" || status == "CANCELLED" {
+        if (200..<500).contains(answer.status), reading == .refused {
             return refusal
         }
         // A bare 402 from anything in between says nothing; Worldline's carries its errors.
@@ -226,7 +246,13 @@ public struct WorldlineProcessor: PaymentProcessor {
 
     /// The payment's Worldline ID, when it is one that can go in a path.
     static func paymentId(_ payment: PaymentRecord) -> String? {
-        guard let id = payment.processorReference, !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
+        paymentId(payment.processorReference)
+    }
+
+    /// A Worldline payment or refund ID that is safe in a path.
+    static func paymentId(_ id: String?) -> String? {
+        guard let id, (1...64).contains(id.utf8.count),
+            id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
         else { return nil }
         return id
     }

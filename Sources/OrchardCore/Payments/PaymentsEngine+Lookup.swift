@@ -1,0 +1,195 @@
+import ApplePay
+import Foundation
+import Logging
+
+/// Asking before re-sending: every path that would send an unknown reference again (a shopper's
+/// retry, a retried charge or refund, the reconciler) first asks the processor what it holds for
+/// it, and follows ``Policy/resendDecision(_:firstSentAt:lastSentAt:now:)``, the one rule.
+extension PaymentsEngine.Policy {
+    /// The rule: an outcome the processor holds is recorded; a reference it has without an
+    /// outcome, or that it could not be asked about (`lookup` nil), waits; one it does not know
+    /// is re-sent only once its records' lag has passed since the last send; one it cannot be
+    /// asked about but de-duplicates is re-sent within its de-duplication window only.
+    public func resendDecision<Outcome>(_ lookup: ProcessorLookup<Outcome>?, firstSentAt: Date, lastSentAt: Date, now: Date)
+        -> ResendDecision<Outcome>
+    {
+        switch lookup {
+        case .found(let outcome):
+            return .settle(outcome)
+        case .pending:
+            return .wait(until: nextQuery(firstSentAt: firstSentAt, now: now), reason: "the processor has it without a final outcome yet")
+        case nil:
+            return .wait(until: nextQuery(firstSentAt: firstSentAt, now: now), reason: "the processor could not be asked")
+        case .notFound(let lag):
+            let lag = Self.seconds(lag, otherwise: Self.longest)
+            let known = lastSentAt.addingTimeInterval(lag)
+            guard now >= known else {
+                return .wait(
+                    until: known, reason: "the processor does not know it, but its records may lag \(Int(lag)) s behind the last send")
+            }
+            return .resend
+        case .deduplicated(window: nil):
+            return .resend
+        case .deduplicated(window: let window?):
+            let window = Self.seconds(window, otherwise: 0)
+            guard now < firstSentAt.addingTimeInterval(window) else {
+                return .needsOperator(
+                    reason: "the processor de-duplicates a re-send only \(Int(window)) s after the first send, and cannot be asked")
+            }
+            return .resend
+        }
+    }
+
+    /// The longest lag or window a processor may name: 30 days.
+    static let longest: TimeInterval = 2_592_000
+
+    /// A processor's duration within 0…``longest``; `otherwise` for one that is not a number
+    /// (the safe side: the longest lag, no de-duplication).
+    static func seconds(_ value: TimeInterval, otherwise: TimeInterval) -> TimeInterval {
+        value.isNaN ? otherwise : min(max(value, 0), longest)
+    }
+
+    /// When to ask again about a reference the processor holds without an outcome, or could not
+    /// be asked about: after as long again as it has been unknown, between the first and the
+    /// longest reconcile delays (so a long wait costs few calls).
+    func nextQuery(firstSentAt: Date, now: Date) -> Date {
+        let age = now.timeIntervalSince(firstSentAt)
+        return now.addingTimeInterval(min(max(age.isFinite ? age : 0, firstReconcileDelay), maximumReconcileDelay))
+    }
+}
+
+extension PaymentsEngine {
+    /// Asks the processor about an unknown payment's (or charge's) reference and decides.
+    func consult(_ payment: PaymentRecord, through processor: any PaymentProcessor) async -> ResendDecision<AuthorizationOutcome> {
+        let started = ContinuousClock.now
+        // "Not found" proves something only for the moment the processor was asked, not later.
+        let asked = time.now
+        var lookup: PaymentLookup?
+        do {
+            lookup = try await processor.lookup(payment)
+            // Only an authorization or a refusal is an outcome; anything else found is not final yet.
+            if case .found(let outcome) = lookup, outcome.status != .authorized && outcome.status != .refused { lookup = .pending }
+        } catch {
+            logger.warning(
+                "the processor could not be asked about an unknown payment: nothing is sent",
+                metadata: ["payment": "\(payment.id)", "reference": "\(payment.reference)", "error": "\(error)"])
+        }
+        let decision = policy.resendDecision(lookup, firstSentAt: payment.createdAt, lastSentAt: payment.sentLast, now: asked)
+        EngineMetrics.processorCall(
+            processor: processor.name, operation: "lookup", outcome: Self.label(lookup), elapsed: ContinuousClock.now - started)
+        log(decision, metadata: ["payment": "\(payment.id)", "reference": "\(payment.reference)", "processor": "\(processor.name)"])
+        return decision
+    }
+
+    /// Records the outcome the processor's records hold for an unknown payment (an authorized
+    /// first payment of an agreement sets its mandate up when the records name a stored
+    /// credential); nil when the payment moved meanwhile.
+    func settle(_ payment: PaymentRecord, from outcome: AuthorizationOutcome, processor: String) async -> PaymentRecord? {
+        let event: PaymentLifecycle.Event = outcome.status == .authorized ? .queriedAuthorized : .queriedRefused
+        var mandate: MandateRecord?
+        if event == .queriedAuthorized, let order = try? await store.order(id: payment.orderId) {
+            mandate = self.mandate(for: payment, of: order, outcome: outcome, processor: processor)
+        }
+        let change = PaymentTransition(
+            paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(event), at: time.now, outcome: outcome,
+            mandate: mandate)
+        do {
+            guard let settled = try await store.transition(change) else { return nil }
+            logger.notice(
+                "an unknown payment was settled from the processor's records, without a re-send",
+                metadata: [
+                    "payment": "\(payment.id)", "reference": "\(payment.reference)", "state": "\(settled.state.rawValue)",
+                    "code": "\(outcome.code ?? "-")",
+                ])
+            return settled
+        } catch {
+            logger.error("the processor's records could not be stored", metadata: ["payment": "\(payment.id)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// What a retry (a shopper's, or a shop's retried charge) may do with an unknown attempt.
+    enum RetryGate {
+        /// Send it again: it had been sent this often when the processor was asked.
+        case resend(sends: Int)
+        /// The processor's records settled it (or someone else did meanwhile): nothing is sent.
+        case settled(PaymentRecord)
+    }
+
+    /// Asks the processor before a retry sends an unknown attempt again; throws `payment_unknown`,
+    /// sending nothing, while the rule says wait or an operator must look.
+    func gate(_ unknown: PaymentRecord, through processor: any PaymentProcessor) async throws(PaymentEngineError) -> RetryGate {
+        switch await consult(unknown, through: processor) {
+        case .resend:
+            return .resend(sends: unknown.sends)
+        case .settle(let outcome):
+            if let settled = await settle(unknown, from: outcome, processor: processor.name) { return .settled(settled) }
+            if let current = try? await store.payment(id: unknown.id), PaymentLifecycle.isResolved(current.state) {
+                return .settled(current)
+            }
+            throw PaymentEngineError.inProgress
+        case .wait, .needsOperator:
+            throw PaymentEngineError.unknownOutcome
+        }
+    }
+
+    /// Asks the processor about an unknown refund's reference and decides.
+    func consultRefund(_ refund: RefundRecord, of payment: PaymentRecord, through processor: any PaymentProcessor) async
+        -> ResendDecision<RefundOutcome>
+    {
+        let started = ContinuousClock.now
+        let asked = time.now
+        var lookup: RefundLookup?
+        do {
+            lookup = try await processor.lookupRefund(refund, of: payment)
+        } catch {
+            logger.warning(
+                "the processor could not be asked about an unknown refund: nothing is sent",
+                metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)", "error": "\(error)"])
+        }
+        let decision = policy.resendDecision(lookup, firstSentAt: refund.createdAt, lastSentAt: refund.sentLast, now: asked)
+        EngineMetrics.processorCall(
+            processor: processor.name, operation: "refund_lookup", outcome: Self.label(lookup), elapsed: ContinuousClock.now - started)
+        log(decision, metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)", "processor": "\(processor.name)"])
+        return decision
+    }
+
+    /// Records the outcome the processor's records hold for an unknown refund; the refund as it
+    /// is now when it moved meanwhile.
+    func settleRefund(_ refund: RefundRecord, from outcome: RefundOutcome) async throws(PaymentEngineError) -> RefundRecord {
+        let state: RefundState = outcome.status == .refunded ? .refunded : .refused
+        let settled = try await storage {
+            try await store.finishRefund(id: refund.id, from: .unknown, state: state, outcome: outcome, at: time.now)
+        }
+        guard let settled else {
+            let current = try await storage { try await store.refunds(paymentId: refund.paymentId) }.first { $0.id == refund.id }
+            return current ?? refund
+        }
+        logger.notice(
+            "an unknown refund was settled from the processor's records, without a re-send",
+            metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)", "state": "\(state.rawValue)"])
+        return settled
+    }
+
+    private func log<Outcome>(_ decision: ResendDecision<Outcome>, metadata: Logger.Metadata) {
+        switch decision {
+        case .settle, .resend:
+            break
+        case .wait(let until, let reason):
+            logger.info(
+                "not sent again yet: \(reason)", metadata: metadata.merging(["askAgainAt": "\(until.formatted(.iso8601))"]) { $1 })
+        case .needsOperator(let reason):
+            logger.error("an unknown outcome needs an operator, who checks the processor's records: \(reason)", metadata: metadata)
+        }
+    }
+
+    private static func label<Outcome>(_ lookup: ProcessorLookup<Outcome>?) -> String {
+        switch lookup {
+        case .found: "found"
+        case .pending: "pending"
+        case .notFound: "not_found"
+        case .deduplicated: "deduplicated"
+        case nil: "no_answer"
+        }
+    }
+}
