@@ -50,6 +50,13 @@ extension PostgresStore {
         guard try seen?.bool("used") == false else {
             throw StoreError(code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
         }
+        // A new attempt must find the order open, a re-send its unknown attempt: the sealed
+        // request is bound to the payment the engine meant.
+        if claim.resending != (orderState == OrderRecord.State.unknown.rawValue ? unknown : nil),
+            orderState == OrderRecord.State.open.rawValue || orderState == OrderRecord.State.unknown.rawValue
+        {
+            throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) changed while its payment was decided")
+        }
         let payment: PaymentRecord?
         switch orderState.flatMap(OrderRecord.State.init(rawValue:)) {
         case .open:

@@ -70,6 +70,13 @@ extension SQLiteStore {
                     throw StoreError(
                         code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
                 }
+                // A new attempt must find the order open, a re-send its unknown attempt: the
+                // sealed request is bound to the payment the engine meant.
+                if claim.resending != (orderState == OrderRecord.State.unknown.rawValue ? unknown : nil),
+                    orderState == OrderRecord.State.open.rawValue || orderState == OrderRecord.State.unknown.rawValue
+                {
+                    throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) changed while its payment was decided")
+                }
                 switch orderState.flatMap(OrderRecord.State.init(rawValue:)) {
                 case .open:
                     let expiry = try db.query("SELECT expires_at FROM orders WHERE id = ?", [.text(draft.orderId)]).first?[0].integer

@@ -54,6 +54,13 @@ public final class InMemoryStore: OrchardStore {
                 throw StoreError(code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
             }
             let unknown = state.payments.lastIndex { $0.orderId == draft.orderId && $0.state == .unknown }
+            let orderState = state.orders[draft.orderId]?.state
+            // A new attempt must find the order open, a re-send its unknown attempt.
+            if orderState == .open || orderState == .unknown,
+                claim.resending != (orderState == .unknown ? unknown.map { state.payments[$0].id } : nil)
+            {
+                throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) changed while its payment was decided")
+            }
             var claimed: PaymentRecord
             switch state.orders[draft.orderId]?.state {
             case .open:

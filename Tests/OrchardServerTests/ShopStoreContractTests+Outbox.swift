@@ -80,7 +80,9 @@ extension ShopStoreContractTests {
                 try await Self.move(store, "p4", of: "o4", .noAnswer, at: 6)
             }
             try await Self.expectEvent(store, nil, payment: "p4", state: .pending) {
-                try await store.claimPayment(Self.claim("o4", payment: "p4-retry", at: 7))
+                var retry = Self.claim("o4", payment: "p4-retry", at: 7)
+                retry.resending = "p4"
+                return try await store.claimPayment(retry)
             }
             try await Self.expectEvent(store, nil, payment: "p4", state: .unknown) {
                 try await Self.move(store, "p4", of: "o4", .noAnswer, at: 8)

@@ -26,11 +26,13 @@ extension ShopStoreContractTests {
 
             var stale = Self.claim("o1", payment: "p2", at: 5)
             stale.expectedSends = 2
+            stale.resending = "p1"
             #expect(await Self.storeError { _ = try await store.claimPayment(stale) } == .paymentInProgress)
             #expect(try await store.payment(id: "p1")?.state == .unknown, "the refused claim changed nothing")
             #expect(try await store.order(id: "o1")?.state == .unknown)
             var retry = Self.claim("o1", payment: "p3", at: 6)
             retry.expectedSends = 1
+            retry.resending = "p1"
             let resent = try await store.claimPayment(retry)
             #expect(resent.id == "p1" && resent.sends == 2 && resent.lastSentAt == Self.at(6))
 

@@ -99,7 +99,13 @@ struct StoreContractTests {
             #expect(try await store.deferReconciliation(paymentId: "p1", until: nil))
             #expect(try await store.leasePaymentsForReconciliation(at: leaseEnd, until: leaseEnd, limit: 10).isEmpty)
 
-            let resent = try await store.claimPayment(Self.claim("o1", transaction: "t3", payment: "p3"))
+            // A re-send names the unknown attempt it sends again; a new attempt cannot take its place.
+            #expect(
+                await Self.storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t3", payment: "p3")) }
+                    == .paymentInProgress)
+            var again = Self.claim("o1", transaction: "t3", payment: "p3")
+            again.resending = "p1"
+            let resent = try await store.claimPayment(again)
             #expect(resent.id == "p1" && resent.reference == "o1-1" && resent.sends == 2, "the unknown attempt is re-sent")
             #expect(try await store.stalePendingPayments(before: later).map(\.id) == ["p1"])
             let authorized = PaymentTransition(

@@ -103,12 +103,20 @@ public struct PaymentClaim: Sendable {
     /// decided to send it again. A claim that finds another count (someone sent it meanwhile,
     /// after the processor was asked) fails with ``StoreError/Code/paymentInProgress``.
     public var expectedSends: Int?
+    /// The unknown attempt this claim sends again (the one the engine asked the processor about,
+    /// and the one ``sealedRequest`` is sealed for); nil for a new attempt, sealed for `draft`.
+    /// A claim that finds the order otherwise (a new attempt finding an unknown one, or the
+    /// other way round) fails with ``StoreError/Code/paymentInProgress``: the caller asks again.
+    public var resending: String?
 
-    public init(draft: PaymentRecord, transactionId: String, sealedRequest: [UInt8], expectedSends: Int? = nil) {
+    public init(
+        draft: PaymentRecord, transactionId: String, sealedRequest: [UInt8], expectedSends: Int? = nil, resending: String? = nil
+    ) {
         self.draft = draft
         self.transactionId = transactionId
         self.sealedRequest = sealedRequest
         self.expectedSends = expectedSends
+        self.resending = resending
     }
 }
 

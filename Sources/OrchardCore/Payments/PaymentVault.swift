@@ -41,17 +41,36 @@ public struct PaymentVault: Sendable {
         return SymmetricKey(data: key)
     }
 
-    func seal(_ request: RetryRequest) throws -> [UInt8] {
+    /// The first byte of a request sealed for its payment (``seal(_:for:)``).
+    static let boundFormat: UInt8 = 2
+
+    /// Seals `request` for the payment `paymentId` will re-send: the payment ID is authenticated
+    /// with it, so a sealed request moved to another payment's row (by whoever can write the
+    /// database) does not open there.
+    func seal(_ request: RetryRequest, for paymentId: String) throws -> [UInt8] {
         let plain = try JSONEncoder().encode(request)
-        guard let combined = try AES.GCM.seal(plain, using: key).combined else {
+        guard let combined = try AES.GCM.seal(plain, using: key, authenticating: Self.associatedData(paymentId)).combined else {
             throw PaymentEngineError(.storage, "the retry request could not be sealed")
         }
-        return Array(combined)
+        return [Self.boundFormat] + Array(combined)
     }
 
-    func unseal(_ sealed: [UInt8]) throws -> RetryRequest {
+    /// Opens the request sealed for `paymentId`. A request sealed before requests were bound to
+    /// their payment (no format byte; a payment left unknown across the upgrade) still opens: a
+    /// bound one never opens that way, its first byte being part of no nonce it was sealed with.
+    func unseal(_ sealed: [UInt8], for paymentId: String) throws -> RetryRequest {
+        if sealed.first == Self.boundFormat,
+            let plain = try? AES.GCM.open(
+                try AES.GCM.SealedBox(combined: sealed.dropFirst()), using: key, authenticating: Self.associatedData(paymentId))
+        {
+            return try JSONDecoder().decode(RetryRequest.self, from: plain)
+        }
         let plain = try AES.GCM.open(try AES.GCM.SealedBox(combined: sealed), using: key)
         return try JSONDecoder().decode(RetryRequest.self, from: plain)
+    }
+
+    static func associatedData(_ paymentId: String) -> [UInt8] {
+        Array("orchard retry request v2 for payment \(paymentId)".utf8)
     }
 
     /// The browser's capability for a payment request: its ID and a MAC of it under a key

@@ -51,9 +51,12 @@ extension PaymentsEngine {
         }
         // A retry of an unknown charge asks the processor before it sends anything.
         var expectedSends: Int?
+        var resending: String?
         if let unknown = earlier.last, unknown.state == .unknown {
             switch try await gate(unknown, through: processor) {
-            case .resend(let sends): expectedSends = sends
+            case .resend(let sends):
+                expectedSends = sends
+                resending = unknown.id
             case .settled(let settled): return settled
             }
         }
@@ -65,12 +68,14 @@ extension PaymentsEngine {
             createdAt: now, lastSentAt: now)
         let sealed: [UInt8]
         do {
-            sealed = try vault.seal(RetryRequest(token: nil, mandateId: mandate.id))
+            sealed = try vault.seal(RetryRequest(token: nil, mandateId: mandate.id), for: resending ?? draft.id)
         } catch {
             throw PaymentEngineError(.storage, "the charge could not be recorded; nothing was charged")
         }
         let claimed = try await claim(
-            PaymentClaim(draft: draft, transactionId: draft.transactionId, sealedRequest: sealed, expectedSends: expectedSends))
+            PaymentClaim(
+                draft: draft, transactionId: draft.transactionId, sealedRequest: sealed, expectedSends: expectedSends, resending: resending)
+        )
         let request = MandateChargeRequest(mandate: mandate, order: order, reference: claimed.reference, sends: claimed.sends)
         return try await record(claimed, through: processor, operation: "charge_mandate") {
             try await processor.chargeMandate(request)

@@ -203,7 +203,7 @@ extension PaymentsEngine {
             throw PaymentEngineError(.notFound, "its sealed request is gone")
         }
         do {
-            let retry = try vault.unseal(sealed)
+            let retry = try vault.unseal(sealed, for: payment.id)
             if let mandateId = retry.mandateId {
                 return .charge(try await rebuildCharge(payment, order: order, mandateId: mandateId))
             }

@@ -110,6 +110,7 @@ public struct PaymentsEngine: Sendable {
         let (verified, payment) = try check(attempt, against: order)
         let processor = processors.processor(forMerchant: order.merchantIdentifier)
         var expectedSends: Int?
+        var resending: String?
         if order.state == .unknown {
             let earlier = try await storage { try await store.payments(orderId: order.id) }
             if let unknown = earlier.last(where: { $0.state == .unknown }) {
@@ -123,6 +124,7 @@ public struct PaymentsEngine: Sendable {
                 switch try await gate(unknown, through: processor) {
                 case .resend(let sends):
                     expectedSends = sends
+                    resending = unknown.id
                 case .settled(let settled):
                     // Authorized by the earlier send: the order is paid. Refused: it is open
                     // again, and this token makes a new attempt.
@@ -141,12 +143,13 @@ public struct PaymentsEngine: Sendable {
             merchantTokenMetadata: payment.fields.merchantTokenMetadata, createdAt: now, lastSentAt: now)
         let sealed: [UInt8]
         do {
-            sealed = try vault.seal(RetryRequest(token: attempt.token, cardholderName: attempt.cardholderName))
+            sealed = try vault.seal(RetryRequest(token: attempt.token, cardholderName: attempt.cardholderName), for: resending ?? draft.id)
         } catch {
             throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
         }
         let claimed = try await claim(
-            PaymentClaim(draft: draft, transactionId: transactionId, sealedRequest: sealed, expectedSends: expectedSends))
+            PaymentClaim(
+                draft: draft, transactionId: transactionId, sealedRequest: sealed, expectedSends: expectedSends, resending: resending))
         let request = AuthorizationRequest(
             order: order, token: attempt.token, payment: payment, reference: claimed.reference, cardholderName: attempt.cardholderName,
             storeCredential: order.priced.agreement.map { CredentialUsage($0.type) })
