@@ -68,7 +68,7 @@ struct AdminController {
                 },
                 registered: directory.registrations)
         }
-        admin.post("merchants") { request, context in
+        admin.postJSON("merchants") { request, context in
             try await register(request, context: context)
         }
         admin.get("merchants/{id}") { _, context in
@@ -86,7 +86,7 @@ struct AdminController {
             guard local != nil || apple != nil else { throw OrchardError(.notFound, "no merchant \(id) is registered") }
             return Details(registered: local, apple: apple)
         }
-        admin.post("merchants/{id}/unregister") { request, context in
+        admin.postJSON("merchants/{id}/unregister") { request, context in
             try await unregister(request, id: try Self.partnerIdentifier(context), context: context)
         }
         addPaymentRoutes(to: admin)
