@@ -140,6 +140,14 @@ struct AdminController {
         } catch {
             throw OrchardError(.invalidRegistration, error.message)
         }
+        // A registered merchant's tokens are decrypted with the platform's processing keys, so Apple
+        // must encrypt them to the platform: any other encryptTo would make every payment undecryptable.
+        if let platform = configuration.platform?.merchantIdentifier, registration.encryptTo != platform {
+            throw OrchardError(
+                .invalidRegistration,
+                "encryptTo must be the platform integrator's merchant ID, \(platform) (the default): Orchard decrypts registered merchants' payments with its processing keys"
+            )
+        }
         let id = registration.partnerInternalMerchantIdentifier
         for domain in registration.domainNames {
             if let owner = directory.owner(of: domain), owner != id {
