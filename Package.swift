@@ -129,7 +129,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Writes Public/ (the checkout page) as a Swift table, so it ships inside the binary.
+        // Writes Public/ (the checkout page) and OrchardServer/OpenAPI/ (the API description) as Swift tables, so
+        // they ship inside the binary.
         .executableTarget(name: "EmbedFiles"),
         .plugin(name: "EmbedPublic", capability: .buildTool(), dependencies: ["EmbedFiles"], path: "Sources/EmbedPublicPlugin"),
         // The Hummingbird application: configuration, controllers, middleware; handed its adapters.
@@ -148,6 +149,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
+            // The OpenAPI document is compiled in by the plugin, not a source or a resource.
+            exclude: ["OpenAPI"],
             swiftSettings: swiftSettings,
             plugins: ["EmbedPublic"]
         ),

@@ -1,17 +1,19 @@
 import Foundation
 
 /// Build tool: writes a Swift file holding every file under a folder (base64, by relative path),
-/// so the checkout page ships inside the `orchard` binary. Run by the EmbedPublic plugin.
+/// so the checkout page and the OpenAPI document ship inside the `orchard` binary. Run by the
+/// EmbedPublic plugin.
 ///
-/// Usage: `EmbedFiles <folder> <output.swift>`
+/// Usage: `EmbedFiles <folder> <output.swift> [<enum name>]` (default `EmbeddedPublicFiles`)
 @main
 enum EmbedFiles {
     static func main() throws {
         let arguments = CommandLine.arguments
-        guard arguments.count == 3 else {
-            FileHandle.standardError.write(Data("usage: EmbedFiles <folder> <output.swift>\n".utf8))
+        guard (3...4).contains(arguments.count) else {
+            FileHandle.standardError.write(Data("usage: EmbedFiles <folder> <output.swift> [<enum name>]\n".utf8))
             exit(2)
         }
+        let name = arguments.count == 4 ? arguments[3] : "EmbeddedPublicFiles"
         let root = URL(fileURLWithPath: arguments[1]).standardizedFileURL
         var entries: [(path: String, data: Data)] = []
         var newest = Date(timeIntervalSince1970: 0)
@@ -27,7 +29,7 @@ enum EmbedFiles {
         }
         entries.sort { $0.path < $1.path }
         var source = "// Generated at build time from \(root.lastPathComponent)/ by EmbedFiles; not in git, do not edit.\n"
-        source += "enum EmbeddedPublicFiles {\n"
+        source += "enum \(name) {\n"
         source += "    /// The newest file's modification time (seconds since 1970), for Last-Modified and ETag.\n"
         source += "    static let modified: Double = \(newest.timeIntervalSince1970.rounded(.down))\n"
         source += "    /// Relative path → base64 content.\n"

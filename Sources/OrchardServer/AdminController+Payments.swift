@@ -48,7 +48,7 @@ extension AdminController {
         admin.post("payments/{id}/cancel") { _, context in
             try await engineCall { try await engine.cancel(paymentId: try context.parameters.require("id")) }
         }
-        admin.post("payments/{id}/resolve") { request, context in
+        admin.postJSON("payments/{id}/resolve") { request, context in
             let body = try await request.decode(as: ResolveBody.self, context: context)
             guard let resolution = PaymentsEngine.Resolution(rawValue: body.state) else {
                 throw OrchardError(.invalidRequest, "state must be authorized or refused, as the processor's records say")

@@ -43,7 +43,7 @@ extension AdminController {
     struct EventList: ResponseEncodable { var events: [EventView] }
 
     func addShopRoutes(to admin: RouterGroup<OrchardRequestContext>) {
-        admin.put("merchants/{id}/settings") { request, context in
+        admin.putJSON("merchants/{id}/settings") { request, context in
             try await setSettings(request, id: try Self.partnerIdentifier(context), context: context)
         }
         admin.get("merchants/{id}/settings") { _, context in

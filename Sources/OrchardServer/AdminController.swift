@@ -75,7 +75,7 @@ struct AdminController {
                 },
                 registered: directory.registrations)
         }
-        admin.post("merchants") { request, context in
+        admin.postJSON("merchants") { request, context in
             try await register(request, context: context)
         }
         admin.get("merchants/{id}") { _, context in
@@ -93,7 +93,7 @@ struct AdminController {
             guard local != nil || apple != nil else { throw OrchardError(.notFound, "no merchant \(id) is registered") }
             return Details(registered: local, apple: apple)
         }
-        admin.post("merchants/{id}/unregister") { request, context in
+        admin.postJSON("merchants/{id}/unregister") { request, context in
             try await unregister(request, id: try Self.partnerIdentifier(context), context: context)
         }
         addPaymentRoutes(to: admin)
@@ -146,6 +146,14 @@ struct AdminController {
             ).validated()
         } catch {
             throw OrchardError(.invalidRegistration, error.message)
+        }
+        // A registered merchant's tokens are decrypted with the platform's processing keys, so Apple
+        // must encrypt them to the platform: any other encryptTo would make every payment undecryptable.
+        if let platform = configuration.platform?.merchantIdentifier, registration.encryptTo != platform {
+            throw OrchardError(
+                .invalidRegistration,
+                "encryptTo must be the platform integrator's merchant ID, \(platform) (the default): Orchard decrypts registered merchants' payments with its processing keys"
+            )
         }
         let id = registration.partnerInternalMerchantIdentifier
         if let reservation = directory.reservation(of: id) {

@@ -49,18 +49,52 @@ public func buildApplication(
     logger: Logger = Logger(label: "orchard"),
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
+    let directory = directory ?? MerchantDirectory(configuration: configuration)
+    for (partner, settings) in directory.settings {
+        processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: partner)
+    }
+    let vault = vault ?? configuration.vault ?? .ephemeral()
+    let engine = configuration.makePaymentsEngine(store: store, processors: processors, vault: vault, time: time, logger: logger)
+    let router = buildRouter(
+        configuration: configuration, sessions: sessions, store: store, processors: processors, vault: vault, engine: engine,
+        time: time, simulator: simulator, directory: directory, registration: registration, merchantTokens: merchantTokens,
+        domainProbe: domainProbe, processorMaker: processorMaker, shopCalls: shopCalls, activity: activity, logger: logger)
+    var app = Application(
+        router: router,
+        // A connection idle (or stuck in half a request) past the timeout is closed, so slow clients cannot hold sockets.
+        server: .http1(
+            configuration: .init(idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000))),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Orchard"),
+        onServerRunning: { channel in
+            activity.markReady()
+            await onServerRunning(channel.localAddress?.port ?? 0)
+        },
+        logger: logger)
+    for service in backgroundServices(
+        configuration: configuration, store: store, engine: engine, directory: directory, processors: processors,
+        processorMaker: processorMaker, shopCalls: shopCalls, expiryCheckInterval: expiryCheckInterval, time: time, logger: logger)
+    {
+        app.addServices(service)
+    }
+    return app
+}
+
+/// The public port's middleware and routes (the OpenAPI document lists the same routes; `OpenAPITests` compare them).
+func buildRouter(
+    configuration: ServerConfiguration, sessions: any MerchantSessionService, store: any OrchardStore, processors: PaymentProcessors,
+    vault: PaymentVault, engine: PaymentsEngine, time: TimeSource, simulator: (any SimulatedApplePay)?, directory: MerchantDirectory,
+    registration: (any MerchantRegistrationService)?, merchantTokens: (any MerchantTokenService)?, domainProbe: (any DomainProbe)?,
+    processorMaker: (any ProcessorMaker)?, shopCalls: (any ShopTransport)?, activity: ServerActivity, logger: Logger
+) -> Router<OrchardRequestContext> {
     let router = Router(context: OrchardRequestContext.self)
     router.add(middleware: HTTPMetricsMiddleware(activity: activity))
     router.add(middleware: SecurityHeadersMiddleware(contentSecurityPolicy: configuration.contentSecurityPolicy))
     router.add(middleware: LogRequestsMiddleware(.debug))
     addStaticFiles(to: router, folder: configuration.publicDirectory, time: time, logger: logger)
-    let directory = directory ?? MerchantDirectory(configuration: configuration)
-    for (partner, settings) in directory.settings {
-        processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: partner)
-    }
     router.add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies, header: configuration.clientAddressHeader))
     router.add(middleware: MerchantMiddleware(directory: directory, maxBodyBytes: configuration.maxBodyBytes))
     let limiter = RateLimiter(settings: configuration.limits, time: time)
+    OpenAPIController().addRoutes(to: router)
     DomainAssociationController().addRoutes(to: router)
     MerchantSessionController(configuration: configuration, sessions: sessions, limiter: limiter).addRoutes(to: router)
     HealthController(configuration: configuration, directory: directory, time: time, activity: activity)
@@ -69,8 +103,6 @@ public func buildApplication(
         configuration: configuration, store: store, time: time,
         quotes: shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, limiter: limiter
     ).addRoutes(to: router)
-    let vault = vault ?? configuration.vault ?? .ephemeral()
-    let engine = configuration.makePaymentsEngine(store: store, processors: processors, vault: vault, time: time, logger: logger)
     AuthorizeController(engine: engine, limiter: limiter).addRoutes(to: router)
     let v1 = router.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
     PaymentRequestsController(
@@ -96,25 +128,7 @@ public func buildApplication(
         AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: mandates)
             .addRoutes(to: router, token: token)
     }
-
-    var app = Application(
-        router: router,
-        // A connection idle (or stuck in half a request) past the timeout is closed, so slow clients cannot hold sockets.
-        server: .http1(
-            configuration: .init(idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.components.seconds) * 1_000_000_000))),
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Orchard"),
-        onServerRunning: { channel in
-            activity.markReady()
-            await onServerRunning(channel.localAddress?.port ?? 0)
-        },
-        logger: logger)
-    for service in backgroundServices(
-        configuration: configuration, store: store, engine: engine, directory: directory, processors: processors,
-        processorMaker: processorMaker, shopCalls: shopCalls, expiryCheckInterval: expiryCheckInterval, time: time, logger: logger)
-    {
-        app.addServices(service)
-    }
-    return app
+    return router
 }
 
 /// The checkout page and static files, from memory: `folder`'s small files, or the page built into the binary.

@@ -53,7 +53,7 @@ struct AuthorizeController {
     }
 
     func addRoutes(to router: Router<OrchardRequestContext>) {
-        router.post("/api/apple-pay/authorize") { request, context in
+        router.postJSON("/api/apple-pay/authorize") { request, context in
             do {
                 return try await authorize(request, context: context)
             } catch var error as OrchardError {

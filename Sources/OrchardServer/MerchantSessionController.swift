@@ -15,7 +15,7 @@ struct MerchantSessionController {
     }
 
     func addRoutes(to router: Router<OrchardRequestContext>) {
-        router.post("/api/apple-pay/session") { request, context in
+        router.postJSON("/api/apple-pay/session") { request, context in
             try await createSession(request, context: context)
         }
     }

@@ -5,13 +5,14 @@ import OrchardCore
 
 /// An API error: a stable code, a message the caller can act on, and (in one place) its HTTP status.
 public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
-    public enum Code: String, Sendable {
+    public enum Code: String, Sendable, CaseIterable {
         case invalidJSON = "invalid_json"
         case invalidValidationURL = "invalid_validation_url"
         case invalidRequest = "invalid_request"
         case unknownHost = "unknown_host"
         case notFound = "not_found"
         case payloadTooLarge = "payload_too_large"
+        case unsupportedMediaType = "unsupported_media_type"
         case gatewayRejected = "gateway_rejected"
         case gatewayUnavailable = "gateway_unavailable"
         case gatewayTimeout = "gateway_timeout"
@@ -80,6 +81,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .processorRejected: .badGateway
         case .invalidState: .conflict
         case .payloadTooLarge: .contentTooLarge
+        case .unsupportedMediaType: .unsupportedMediaType
         case .gatewayRejected, .gatewayUnavailable: .badGateway
         case .gatewayTimeout: .gatewayTimeout
         case .internalError: .internalServerError
@@ -149,6 +151,8 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
         if code == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        // RFC 9110 §15.5.16: say which media type would have been taken.
+        if code == .unsupportedMediaType { headers[.accept] = "application/json" }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

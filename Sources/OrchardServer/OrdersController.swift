@@ -40,8 +40,8 @@ struct OrdersController {
     }
 
     func addRoutes(to router: Router<OrchardRequestContext>) {
-        router.post("/api/orders") { request, context in try await create(request, context: context) }
-        router.post("/api/orders/{id}/shipping-contact") { request, context in
+        router.postJSON("/api/orders") { request, context in try await create(request, context: context) }
+        router.postJSON("/api/orders/{id}/shipping-contact") { request, context in
             try admitUpdate(context)
             let body = try await request.decode(as: ShippingContactBody.self, context: context)
             return try await update(
@@ -50,14 +50,14 @@ struct OrdersController {
                 (order.items, nil, order.couponCode, body.countryCode ?? "")
             }
         }
-        router.post("/api/orders/{id}/shipping-method") { request, context in
+        router.postJSON("/api/orders/{id}/shipping-method") { request, context in
             try admitUpdate(context)
             let body = try await request.decode(as: ShippingMethodBody.self, context: context)
             return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
                 (order.items, body.identifier, order.couponCode, order.shippingCountry)
             }
         }
-        router.post("/api/orders/{id}/coupon") { request, context in
+        router.postJSON("/api/orders/{id}/coupon") { request, context in
             try admitUpdate(context)
             let body = try await request.decode(as: CouponBody.self, context: context)
             return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
@@ -66,7 +66,7 @@ struct OrdersController {
         }
         // The sheet's card changed: reprice from the catalogue. No method changes the price today,
         // but the page always shows what the server says, so a surcharge rule would slot in here.
-        router.post("/api/orders/{id}/payment-method") { request, context in
+        router.postJSON("/api/orders/{id}/payment-method") { request, context in
             try admitUpdate(context)
             _ = try await request.decode(as: PaymentMethodBody.self, context: context)
             return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in

@@ -48,7 +48,7 @@ struct SimulatedSheetController {
         router.get(RouterPath(Self.stylesheetPath)) { _, _ in
             Self.file(simulator.stylesheet, type: "text/css; charset=utf-8")
         }
-        router.post("/demo/token") { request, context in
+        router.postJSON("/demo/token") { request, context in
             let (merchant, _) = try context.requireMerchant()
             let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
             guard let body = try? JSONDecoder().decode(MintBody.self, from: Data(bytes)) else {

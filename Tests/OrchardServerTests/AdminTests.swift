@@ -128,6 +128,10 @@ struct AdminTests {
                 (try await register(server, id: "bad/id"), 400, "invalid_registration"),
                 (try await register(server, id: "spaces are bad"), 400, "invalid_registration"),
                 (try await register(server, extra: #", "merchantUrl": "http://shop42.example""#), 400, "invalid_registration"),
+                // Found by the API fuzzing (Apple's refusal was a 502): tokens encrypted to anyone but the
+                // platform could never be decrypted, so Orchard refuses that itself.
+                (try await register(server, extra: #", "encryptTo": "merchant.someone.else""#), 400, "invalid_registration"),
+                (try await register(server, extra: #", "encryptTo": "<;i\u0011Y""#), 400, "invalid_registration"),
                 (try await register(server, domains: [ServerHarness.domain]), 409, "domain_taken"),
                 (try await register(server, domains: [MoreMerchants.secondDomain]), 409, "domain_taken"),
                 (try await register(server, domains: ["other.example"]), 409, "domain_taken"),
@@ -155,11 +159,25 @@ struct AdminTests {
     @Test("Apple's refusal comes back with Apple's status and message, and the registry is unchanged")
     func appleRefuses() async throws {
         try await Self.with { server in
-            let refused = try await register(server, extra: #", "encryptTo": "merchant.someone.else""#)
+            // Another platform (the second merchant) registered shop42.example at Apple; this server cannot know that.
+            let client = try CurlHTTPClient()
+            defer { client.shutdown() }
+            let identity = TestMaterial.secondIdentity
+            let elsewhere = try await client.execute(
+                CurlRequest(
+                    method: "POST", url: server.fixture.baseURL + "/paymentservices/registerMerchant",
+                    headers: [(name: "Content-Type", value: "application/json")],
+                    body: Array(
+                        #"{"domainNames": ["shop42.example"], "partnerInternalMerchantIdentifier": "elsewhere", "partnerMerchantName": "Elsewhere", "encryptTo": "\#(TestMaterial.secondMerchantIdentifier)"}"#
+                            .utf8),
+                    identity: .pem(certificate: Array(try identity.certificatePEM.utf8), key: Array(try identity.keyPEM.utf8)),
+                    trust: .caPEM(server.fixture.material.caPEM)))
+            #expect(elsewhere.status == 200)
+            let refused = try await register(server)
             #expect(refused.status == 502)
             #expect(refused.errorCode == "registration_rejected")
             #expect((refused.json?["error"] as? [String: Any])?["appleStatus"] as? Int == 400)
-            #expect(refused.errorMessage?.contains("encryptTo") == true)
+            #expect(refused.errorMessage?.contains("already registered") == true)
             #expect(try await server.store.registeredMerchants().isEmpty)
             #expect(try await server.requestSession(host: "shop42.example").status == 421)
         }

@@ -64,14 +64,15 @@ struct RouterTests {
     @Test("bad input: malformed JSON is a 400, an oversized body a 413, an unknown order a 404; nothing is stored")
     func badInput() async throws {
         try await Self.withApp { client, store in
-            let malformed = try await client.execute(uri: "/api/orders", method: .post, body: ByteBuffer(string: "{"))
+            let json: HTTPFields = [.contentType: "application/json"]
+            let malformed = try await client.execute(uri: "/api/orders", method: .post, headers: json, body: ByteBuffer(string: "{"))
             #expect(malformed.status == .badRequest)
             #expect((Self.json(malformed)?["error"] as? [String: Any])?["code"] as? String == "invalid_json")
             let huge = try await client.execute(
-                uri: "/api/orders", method: .post, body: ByteBuffer(string: String(repeating: " ", count: 17 * 1024)))
+                uri: "/api/orders", method: .post, headers: json, body: ByteBuffer(string: String(repeating: " ", count: 17 * 1024)))
             #expect(huge.status == .contentTooLarge)
             let unknown = try await client.execute(
-                uri: "/api/orders/nope/coupon", method: .post, body: ByteBuffer(string: #"{"couponCode": "TEN"}"#))
+                uri: "/api/orders/nope/coupon", method: .post, headers: json, body: ByteBuffer(string: #"{"couponCode": "TEN"}"#))
             #expect(unknown.status == .notFound)
             #expect(try await store.payments(state: nil, limit: 10).isEmpty)
         }
@@ -80,7 +81,9 @@ struct RouterTests {
     @Test("a merchant session comes from the session service for the host's domain")
     func session() async throws {
         try await Self.withApp { client, _ in
-            let response = try await client.execute(uri: "/api/apple-pay/session", method: .post)
+            // No body at all: validationURL is optional, but the request is still JSON.
+            let response = try await client.execute(
+                uri: "/api/apple-pay/session", method: .post, headers: [.contentType: "application/json"])
             #expect(response.status == .ok)
             #expect(Self.json(response)?["domainName"] as? String == "localhost")
         }
@@ -93,7 +96,8 @@ struct RouterTests {
                 ("/api/apple-pay/session", HTTPRequest.Method.post), ("/api/orders", .post), ("/api/apple-pay/authorize", .post),
                 ("/api/checkout", .get),
             ] {
-                let response = try await client.execute(uri: uri, method: method, body: ByteBuffer(string: "{}"))
+                let response = try await client.execute(
+                    uri: uri, method: method, headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}"))
                 #expect(response.status == .misdirectedRequest, "\(uri)")
             }
         }

@@ -62,13 +62,13 @@ struct PaymentRequestsController {
     }
 
     func addRoutes(to v1: RouterGroup<OrchardRequestContext>, page router: Router<OrchardRequestContext>) {
-        v1.post("payment-requests") { request, context in try await create(request, context: context) }
+        v1.postJSON("payment-requests") { request, context in try await create(request, context: context) }
         v1.get("payment-requests/{id}") { _, context in
             let merchant = try context.requireAPIMerchant()
             let record = try await requireRequest(try context.parameters.require("id"), merchant: merchant)
             return try await view(record, merchant: merchant)
         }
-        router.post("/api/payment-requests/open") { request, context in
+        router.postJSON("/api/payment-requests/open") { request, context in
             let (merchant, _) = try context.requireMerchant()
             let body = try await request.decode(as: OpenBody.self, context: context)
             guard let id = vault.requestId(fromClientSecret: body.clientSecret) else {

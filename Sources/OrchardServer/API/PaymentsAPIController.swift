@@ -36,7 +36,7 @@ struct PaymentsAPIController {
             let payment = try await engine(context) { try await $0.requirePayment($1, merchantIdentifier: $2) }
             return RefundList(refunds: try await store.refunds(paymentId: payment.id))
         }
-        v1.post("payments/{id}/refunds") { request, context in
+        v1.postJSON("payments/{id}/refunds") { request, context in
             let key = try idempotencyKey(request)
             let body = try await request.decode(as: RefundBody.self, context: context)
             let refund = try await engine(context) {

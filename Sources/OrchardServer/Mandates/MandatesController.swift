@@ -52,7 +52,7 @@ struct MandatesController {
         v1.get("mandates/{id}") { _, context in
             MandateView(try await requireMandate(context))
         }
-        v1.post("mandates/{id}/charges") { request, context in try await charge(request, context: context) }
+        v1.postJSON("mandates/{id}/charges") { request, context in try await charge(request, context: context) }
         v1.delete("mandates/{id}") { _, context in
             let mandate = try await requireMandate(context)
             guard mandate.state == .active,

@@ -1,0 +1,208 @@
+import ApplePay
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import OrchardCore
+import OrchardTesting
+import Testing
+
+@testable import OrchardServer
+
+/// The OpenAPI document (`Sources/OrchardServer/OpenAPI/openapi.json`) is kept true: it is a
+/// well-formed 3.1 document, it names exactly the routes the router has, its error codes are
+/// `OrchardError`'s, every route it gives a body refuses anything but JSON, and the binary
+/// serves it byte for byte.
+@Suite("OpenAPI: the document and the router agree")
+struct OpenAPITests {
+    static let file = OrchardProcess.repositoryRoot.appendingPathComponent("Sources/OrchardServer/OpenAPI/openapi.json")
+    static let methods = ["get", "put", "post", "delete", "patch", "head", "options", "trace"]
+
+    static func document() throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+    }
+
+    /// `METHOD /path/{}/…` for every operation of the document.
+    static func operations(_ document: [String: Any]) throws -> [(key: String, path: String, method: String, operation: [String: Any])] {
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        return paths.flatMap { path, item in
+            item.compactMap { method, value -> (String, String, String, [String: Any])? in
+                guard methods.contains(method), let operation = value as? [String: Any] else { return nil }
+                return ("\(method.uppercased()) \(normalised(path))", path, method, operation)
+            }
+        }
+    }
+
+    /// A path template with its parameter names dropped: `/v1/payments/{id}` → `/v1/payments/{}`.
+    static func normalised(_ path: String) -> String {
+        path.replacingOccurrences(of: #"\{[^}/]*\}"#, with: "{}", options: .regularExpression)
+    }
+
+    /// Follows a local reference (`#/components/schemas/Error`); nil when it leads nowhere.
+    static func resolve(_ reference: String, in document: [String: Any]) -> Any? {
+        guard reference.hasPrefix("#/") else { return nil }
+        var node: Any? = document
+        for token in reference.dropFirst(2).split(separator: "/", omittingEmptySubsequences: false) {
+            let key = token.replacingOccurrences(of: "~1", with: "/").replacingOccurrences(of: "~0", with: "~")
+            node = (node as? [String: Any])?[key]
+        }
+        return node
+    }
+
+    /// Every `$ref` anywhere in `node`.
+    static func references(in node: Any) -> [String] {
+        if let object = node as? [String: Any] {
+            return ((object["$ref"] as? String).map { [$0] } ?? []) + object.values.flatMap(references(in:))
+        }
+        if let array = node as? [Any] { return array.flatMap(references(in:)) }
+        return []
+    }
+
+    /// A configuration with the admin API on, and a router built from it as `buildApplication` builds it.
+    static func router(
+        configuration: ServerConfiguration, store: any OrchardStore = InMemoryStore(), simulator: (any SimulatedApplePay)? = nil
+    )
+        -> Router<OrchardRequestContext>
+    {
+        let vault = PaymentVault.ephemeral()
+        let engine = configuration.makePaymentsEngine(
+            store: store, processors: .recordOnly, vault: vault, time: .system, logger: Logger(label: "test"))
+        return buildRouter(
+            configuration: configuration, sessions: StubSessions(), store: store, processors: .recordOnly, vault: vault, engine: engine,
+            time: .system, simulator: simulator, directory: MerchantDirectory(configuration: configuration), registration: nil,
+            merchantTokens: nil, domainProbe: nil, processorMaker: nil, shopCalls: nil, activity: ServerActivity(),
+            logger: Logger(label: "test"))
+    }
+
+    static func withConfiguration(_ body: (ServerConfiguration) async throws -> Void) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        file.merchants[0].domains.append("localhost")
+        file.admin = .init(token: "env:ORCHARD_ADMIN_TOKEN")
+        file.limits = ServerHarness.noLimits
+        try await body(try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: MoreMerchants.environment))
+    }
+
+    @Test("the document parses as OpenAPI 3.1, every $ref resolves, every operation has an ID and responses")
+    func structure() throws {
+        let document = try Self.document()
+        #expect(document["openapi"] as? String == "3.1.0")
+        let info = try #require(document["info"] as? [String: Any])
+        #expect(info["title"] is String && info["version"] is String)
+        let references = Self.references(in: document)
+        #expect(references.count > 100)
+        for reference in Set(references) {
+            #expect(Self.resolve(reference, in: document) != nil, "\(reference) leads nowhere")
+        }
+        let operations = try Self.operations(document)
+        #expect(Set(operations.compactMap { $0.operation["operationId"] as? String }).count == operations.count, "operationIds are unique")
+        for (key, path, _, operation) in operations {
+            let responses = operation["responses"] as? [String: Any] ?? [:]
+            #expect(!responses.isEmpty, "\(key) has no responses")
+            #expect(responses.keys.allSatisfy { Int($0).map { (100...599).contains($0) } ?? false }, "\(key): \(responses.keys.sorted())")
+            // Every {parameter} of the path is declared as a path parameter.
+            let declared = Set(
+                (operation["parameters"] as? [[String: Any]] ?? []).compactMap { parameter -> String? in
+                    let resolved = (parameter["$ref"] as? String).flatMap { Self.resolve($0, in: document) as? [String: Any] } ?? parameter
+                    return resolved["in"] as? String == "path" ? resolved["name"] as? String : nil
+                })
+            let inPath = Set(
+                path.split(separator: "/").filter { $0.hasPrefix("{") && $0.hasSuffix("}") }.map { String($0.dropFirst().dropLast()) })
+            #expect(declared == inPath, "\(key): path parameters \(inPath.sorted()), declared \(declared.sorted())")
+            // Bodies are JSON only (see JSONContentTypeMiddleware).
+            if let body = operation["requestBody"] as? [String: Any] {
+                #expect((body["content"] as? [String: Any]).map { Array($0.keys) } == ["application/json"], "\(key)")
+            }
+        }
+    }
+
+    @Test("/v1/ operations name the API-key scheme, /admin/ the admin token, and no other route needs one")
+    func security() throws {
+        let document = try Self.document()
+        let schemes = try #require((document["components"] as? [String: Any])?["securitySchemes"] as? [String: [String: Any]])
+        #expect(schemes["apiKey"]?["scheme"] as? String == "bearer")
+        #expect(schemes["adminToken"]?["scheme"] as? String == "bearer")
+        for (key, path, _, operation) in try Self.operations(document) {
+            let names = (operation["security"] as? [[String: Any]] ?? []).flatMap(\.keys)
+            let expected = path.hasPrefix("/v1/") ? ["apiKey"] : path.hasPrefix("/admin/") ? ["adminToken"] : []
+            #expect(names == expected, "\(key)")
+            if !expected.isEmpty { #expect((operation["responses"] as? [String: Any])?["401"] != nil, "\(key) documents its 401") }
+        }
+    }
+
+    @Test("the router's routes and the document's operations are the same set (the demo's /demo/ routes aside)")
+    func routesMatch() async throws {
+        try await Self.withConfiguration { configuration in
+            let routes = Set(
+                Self.router(configuration: configuration).routes.map { "\($0.method.rawValue) \(Self.normalised($0.path.description))" })
+            let documented = Set(try Self.operations(try Self.document()).map(\.key))
+            #expect(routes.subtracting(documented).sorted() == [], "routes the document does not describe")
+            #expect(documented.subtracting(routes).sorted() == [], "operations the router does not have")
+            // The demo adds its simulated sheet under /demo/ and nothing else; `orchard serve` never has them.
+            let demo = Set(
+                Self.router(
+                    configuration: configuration,
+                    simulator: try SimulatedSheet(chain: ServerHarness.tokenChain, processingKey: ServerHarness.processingKey.publicKey)
+                ).routes.map {
+                    "\($0.method.rawValue) \(Self.normalised($0.path.description))"
+                })
+            #expect(demo.subtracting(routes).allSatisfy { $0.split(separator: " ")[1].hasPrefix("/demo/") })
+            #expect(demo.isSuperset(of: routes))
+        }
+    }
+
+    @Test("the document's error codes are OrchardError's codes")
+    func errorCodes() throws {
+        let schemas = try #require((try Self.document()["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let documented = try #require((schemas["ErrorCode"] as? [String: Any])?["enum"] as? [String])
+        #expect(Set(documented) == Set(OrchardError.Code.allCases.map(\.rawValue)))
+        #expect(documented.count == OrchardError.Code.allCases.count)
+    }
+
+    @Test("every operation the document gives a body answers 415 to text/plain in the error shape, and documents it")
+    func everyBodyIsJSONOnly() async throws {
+        try await Self.withConfiguration { configuration in
+            let store = InMemoryStore()
+            let (key, secret) = APIKeyRecord.generate(merchantIdentifier: TestMaterial.merchantIdentifier, at: Date())
+            try await store.insertAPIKey(key)
+            let app = Application(router: Self.router(configuration: configuration, store: store))
+            try await app.test(.router) { client in
+                for (name, path, method, operation) in try Self.operations(try Self.document()) where operation["requestBody"] != nil {
+                    var headers: HTTPFields = [.contentType: "text/plain"]
+                    if path.hasPrefix("/v1/") { headers[.authorization] = "Bearer \(secret)" }
+                    if path.hasPrefix("/admin/") { headers[.authorization] = "Bearer \(MoreMerchants.adminToken)" }
+                    let uri = path.replacingOccurrences(of: #"\{[^}/]*\}"#, with: "x", options: .regularExpression)
+                    let response = try await client.execute(
+                        uri: uri, method: HTTPRequest.Method(method.uppercased())!, headers: headers, body: ByteBuffer(string: "{}"))
+                    #expect(response.status == .unsupportedMediaType, "\(name)")
+                    #expect(ContentTypeTests.code(response) == "unsupported_media_type", "\(name)")
+                    let documented = (operation["responses"] as? [String: Any])?["415"] != nil
+                    #expect(documented, "\(name) documents its 415")
+                }
+            }
+        }
+    }
+
+    @Test("GET /openapi.json serves the document byte for byte on any Host, beside a configured public folder, with the security headers")
+    func served() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        try FileManager.default.createDirectory(atPath: directory.path("site"), withIntermediateDirectories: true)
+        try directory.write("site/index.html", Array("<p>mine</p>".utf8))
+        file.server?.publicDirectory = "site"
+        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
+        // The router test client says Host: localhost, which this configuration's merchant does not serve.
+        try await buildApplication(configuration: configuration, sessions: StubSessions(), store: InMemoryStore()).test(.router) { client in
+            let response = try await client.execute(uri: "/openapi.json", method: .get)
+            #expect(response.status == .ok)
+            #expect(Array(response.body.readableBytesView) == Array(try Data(contentsOf: Self.file)))
+            #expect(response.headers[.contentType] == "application/json; charset=utf-8")
+            #expect(response.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
+            #expect(response.headers[.xContentTypeOptions] == "nosniff")
+        }
+    }
+}
