@@ -153,7 +153,8 @@ class FuzzedServer:
         # never hides what an operation would have answered; RateLimiterTests and LimitsServerTests test them.
         rate = {"perMinute": 60000, "burst": 10000}
         generous = {"perClientIP": rate, "perMerchant": rate}
-        config["limits"] = {"merchantSessions": generous, "orders": generous, "paymentRequests": generous}
+        config["limits"] = {name: generous for name in (
+            "merchantSessions", "orders", "paymentRequests", "orderUpdates", "authorizations", "tokenEvents")}
         self.config.write_text(json.dumps(config, indent=2))
 
     def wait_for(self, condition, what, process, seconds=90):
