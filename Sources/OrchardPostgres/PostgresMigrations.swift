@@ -23,6 +23,9 @@ enum PostgresMigrations {
         Migration(version: 1, description: "orders, payments, registry, payments API and webhook outbox", statements: initial),
         Migration(version: 2, description: "mandates, and the merchant token a payment came with", statements: mandates),
         Migration(version: 3, description: "when each payment's and refund's reference was last sent", statements: lastSends),
+        Migration(
+            version: 5, description: "a settle or cancel holds its payment until it ends",
+            statements: ["ALTER TABLE payments ADD COLUMN operation_until timestamptz"]),
     ]
 
     /// Rows from before keep NULL: the engine reads their last change instead.

@@ -132,7 +132,7 @@ extension PostgresStore {
                         UPDATE orders SET state = \(change.move.order.to.rawValue)
                         WHERE id = \(change.orderId) AND state = \(change.move.order.from.rawValue) RETURNING merchant),
                     moved_payment AS (
-                        UPDATE payments SET state = \(change.move.to.rawValue), updated_at = \(change.at),
+                        UPDATE payments SET state = \(change.move.to.rawValue), updated_at = \(change.at), operation_until = NULL,
                         processor_reference = CASE WHEN \(outcome != nil) THEN \(outcome?.processorReference) ELSE processor_reference END,
                         processor_code = CASE WHEN \(outcome != nil) THEN \(outcome?.code) ELSE processor_code END,
                         processor_message = CASE WHEN \(outcome != nil) THEN \(outcome?.message) ELSE processor_message END,
@@ -224,5 +224,19 @@ extension PostgresStore {
                 try? decode(DecryptedPayment.MerchantTokenMetadata.self, $0)
             }, createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"),
             lastSentAt: try row.optionalDate("last_sent_at"))
+    }
+
+    public func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool {
+        try await rows(
+            """
+            UPDATE payments SET operation_until = \(leaseEnd)
+            WHERE id = \(paymentId) AND state = \(state.rawValue) AND (operation_until IS NULL OR operation_until <= \(date))
+            RETURNING id
+            """
+        ).count == 1
+    }
+
+    public func releaseOperation(paymentId: String) async throws {
+        _ = try await rows("UPDATE payments SET operation_until = NULL WHERE id = \(paymentId) RETURNING id")
     }
 }

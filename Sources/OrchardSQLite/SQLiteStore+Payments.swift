@@ -19,6 +19,7 @@ extension SQLiteStore {
         ("merchant_token_id", "TEXT"),
         ("merchant_token_metadata", "TEXT"),
         ("last_sent_at", "INTEGER"),
+        ("operation_until", "INTEGER"),
     ]
 
     static let paymentColumns = """
@@ -136,7 +137,7 @@ extension SQLiteStore {
 
     public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
         guard let from = change.move.from else { preconditionFailure("a new payment is claimed, not moved") }
-        var assignments = ["state = ?", "updated_at = ?"]
+        var assignments = ["state = ?", "updated_at = ?", "operation_until = NULL"]
         var values: [SQLiteValue] = [.text(change.move.to.rawValue), .integer(Int64(change.at.timeIntervalSince1970))]
         if let outcome = change.outcome {
             assignments += ["processor_reference = ?", "processor_code = ?", "processor_message = ?"]
@@ -310,5 +311,21 @@ extension SQLiteStore {
                 try? JSONDecoder().decode(DecryptedPayment.MerchantTokenMetadata.self, from: Data($0.utf8))
             }, createdAt: created, updatedAt: updated,
             lastSentAt: row[22].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) })
+    }
+
+    public func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool {
+        try await database.run { db in
+            try db.execute(
+                """
+                UPDATE payments SET operation_until = ?
+                WHERE id = ? AND state = ? AND (operation_until IS NULL OR operation_until <= ?)
+                """, [.time(leaseEnd), .text(paymentId), .text(state.rawValue), .time(date)])
+        } == 1
+    }
+
+    public func releaseOperation(paymentId: String) async throws {
+        _ = try await database.run { db in
+            try db.execute("UPDATE payments SET operation_until = NULL WHERE id = ?", [.text(paymentId)])
+        }
     }
 }

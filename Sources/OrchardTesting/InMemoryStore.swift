@@ -11,6 +11,8 @@ public final class InMemoryStore: OrchardStore {
         /// In insertion order, like SQLite's rowid.
         var payments: [PaymentRecord] = []
         var payloads: [String: [UInt8]] = [:]
+        /// Settles and cancels in progress: until when each payment is held.
+        var operations: [String: Date] = [:]
         var transactions: Set<String> = []
         var merchants: [String: RegisteredMerchant] = [:]
         var apiKeys: [APIKeyRecord] = []
@@ -106,6 +108,7 @@ public final class InMemoryStore: OrchardStore {
             var payment = state.payments[index]
             payment.state = change.move.to
             payment.updatedAt = change.at
+            state.operations[payment.id] = nil
             if let outcome = change.outcome {
                 payment.processorReference = outcome.processorReference
                 payment.processorCode = outcome.code
@@ -212,5 +215,21 @@ public final class InMemoryStore: OrchardStore {
                 state.events[index].lastError = RetiredTenant.skippedEventError
             }
         }
+    }
+}
+
+extension InMemoryStore {
+    public func claimOperation(paymentId: String, in wanted: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool {
+        state.withLock { state in
+            guard state.payments.contains(where: { $0.id == paymentId && $0.state == wanted }),
+                state.operations[paymentId].map({ $0 <= date }) ?? true
+            else { return false }
+            state.operations[paymentId] = leaseEnd
+            return true
+        }
+    }
+
+    public func releaseOperation(paymentId: String) async throws {
+        state.withLock { _ = $0.operations.removeValue(forKey: paymentId) }
     }
 }

@@ -177,10 +177,23 @@ final class SimulatedProcessor: PaymentProcessor {
         }
     }
 
-    func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] {
-        ["refund": "https://psp.example/refunds/\(payment.reference)"]
+    /// Settles and cancels asked of the processor, in order.
+    var backOfficeCalls: [String] { actions.withLock { $0 } }
+    private let actions = Mutex<[String]>([])
+
+    /// A back-office call: recorded, then held like a request while ``holdNextRequest()`` says so.
+    private func act(_ what: String) async {
+        actions.withLock { $0.append(what) }
+        if gate.withLock({ $0.holding }) {
+            await withCheckedContinuation { continuation in gate.withLock { $0.waiting = continuation } }
+        }
     }
-    func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
+
+    func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] {
+        await act("settle")
+        return ["refund": "https://psp.example/refunds/\(payment.reference)"]
+    }
+    func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) { await act("cancel") }
     func refund(_ request: RefundRequest) async throws -> RefundOutcome { RefundOutcome(status: .refunded) }
 
     /// How the processor's records are read for an unknown payment; nil: like the mock processors
@@ -207,6 +220,10 @@ final class FailingStore: OrchardStore {
     func order(id: String) async throws -> OrderRecord? { try await inner.order(id: id) }
     func updateOpen(_ order: OrderRecord) async throws { try await inner.updateOpen(order) }
     func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord { try await inner.claimPayment(claim) }
+    func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool {
+        try await inner.claimOperation(paymentId: paymentId, in: state, at: date, until: leaseEnd)
+    }
+    func releaseOperation(paymentId: String) async throws { try await inner.releaseOperation(paymentId: paymentId) }
     func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
         if failing.load(ordering: .relaxed) { throw DiskFull() }
         return try await inner.transition(change)

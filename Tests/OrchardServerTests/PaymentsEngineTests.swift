@@ -230,6 +230,29 @@ struct PaymentsEngineTests {
         }
     }
 
+    @Test("a settle and a cancel at once make one processor call: the other is told one is in progress, and nothing else changes")
+    func concurrentBackOffice() async throws {
+        try await Self.withBench { bench in
+            let order = try await bench.order()
+            let payment = try await bench.tap(order).get()
+            bench.processor.holdNextRequest()
+            let engine = bench.engine
+            let settling = Task { try await engine.settle(paymentId: payment.id) }
+            // The settle has claimed the payment and is with the processor.
+            while !bench.processor.isHolding { await Task.yield() }
+            await #expect(throws: PaymentEngineError.self) { try await engine.cancel(paymentId: payment.id) }
+            await #expect(throws: PaymentEngineError.self) { try await engine.settle(paymentId: payment.id) }
+            #expect(bench.processor.backOfficeCalls == ["settle"], "the concurrent calls never reached the processor")
+            bench.processor.release()
+            #expect(try await settling.value.state == .settled)
+            #expect(try await bench.store.order(id: order.id)?.state == .paid)
+            // A cancel afterwards is refused for the payment's state, not for a held claim.
+            await #expect(throws: PaymentEngineError(.invalidState, "only an authorized payment can be cancelled; this one is settled")) {
+                try await engine.cancel(paymentId: payment.id)
+            }
+        }
+    }
+
     @Test("the vault key: created once with mode 0600 and reused; a configured key must be 64 hex digits")
     func vaultKey() throws {
         let directory = try TemporaryDirectory()

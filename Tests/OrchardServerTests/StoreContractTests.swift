@@ -177,6 +177,30 @@ struct StoreContractTests {
         }
     }
 
+    @Test("a settle or cancel holds its payment: one holder until the lease ends, a release or a move", arguments: Kind.enabled)
+    func operationClaims(kind: Kind) async throws {
+        try await Self.withStore(kind) { store in
+            try await store.insert(try Self.order("o1"))
+            _ = try await store.claimPayment(Self.claim("o1", transaction: "t1", payment: "p1"))
+            let later = Self.now.addingTimeInterval(60)
+            func claim(at date: Date, in state: PaymentState = .authorized) async throws -> Bool {
+                try await store.claimOperation(paymentId: "p1", in: state, at: date, until: date.addingTimeInterval(60))
+            }
+            #expect(try await claim(at: Self.now) == false, "a pending payment is no one's to settle")
+            _ = try await store.transition(
+                PaymentTransition(paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.authorized), at: Self.now))
+            #expect(try await claim(at: Self.now))
+            #expect(try await claim(at: Self.now.addingTimeInterval(30)) == false, "held")
+            #expect(try await claim(at: later), "the lease ran out")
+            try await store.releaseOperation(paymentId: "p1")
+            #expect(try await claim(at: later), "given back")
+            #expect(try await claim(at: later, in: .settled) == false, "another state")
+            let settled = PaymentTransition(paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.settle), at: later)
+            #expect(try await store.transition(settled)?.state == .settled, "the holder's move goes through")
+            #expect(try await claim(at: later, in: .settled), "a move gives the hold back")
+        }
+    }
+
     @Test("registrations: one owner per domain", arguments: Kind.enabled)
     func registrations(kind: Kind) async throws {
         try await Self.withStore(kind) { store in

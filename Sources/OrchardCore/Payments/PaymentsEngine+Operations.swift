@@ -67,6 +67,18 @@ extension PaymentsEngine {
                 .invalidState,
                 "this payment went through \(payment.processor), which is no longer the merchant's processor; act on it there")
         }
+        // One settle or cancel at a time: two concurrent calls (the shop's and an operator's, or a
+        // retry) make one processor call; the other is told it is in progress.
+        let now = time.now
+        guard
+            try await storage({
+                try await store.claimOperation(
+                    paymentId: id, in: move.from ?? .authorized, at: now, until: now.addingTimeInterval(policy.operationLease))
+            })
+        else {
+            throw PaymentEngineError(
+                .invalidState, "a capture or cancel of this payment is already in progress, or it changed meanwhile; reload it")
+        }
         var links: [String: String]?
         let started = ContinuousClock.now
         do {
@@ -84,6 +96,8 @@ extension PaymentsEngine {
                 processor: processor.name, operation: "\(event)", outcome: "refused", elapsed: ContinuousClock.now - started)
             logger.error(
                 "processor refused a back-office action", metadata: ["payment": "\(id)", "action": "\(event)", "error": "\(error)"])
+            // Still authorized: the next settle or cancel may go at once.
+            _ = try? await store.releaseOperation(paymentId: id)
             throw PaymentEngineError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
         }
         let change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links)

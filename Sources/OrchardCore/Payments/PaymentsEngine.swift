@@ -26,6 +26,9 @@ public struct PaymentsEngine: Sendable {
         /// How long a reconciliation pass holds the payment or refund it took, until its re-send's
         /// compare-and-set (other instances pass it by meanwhile): after a crash, the longest it waits.
         public var lease: TimeInterval
+        /// How long a settle or cancel holds its payment: longer than any processor call can last
+        /// (its timeout is at most 24 s), so after a crash the payment can be acted on again.
+        public var operationLease: TimeInterval = 60
 
         public init(
             staleAfter: TimeInterval = 30, maximumReconcileAttempts: Int = 8, firstReconcileDelay: TimeInterval = 30,

@@ -210,6 +210,13 @@ public protocol OrchardStore: ShopStore, MandateStore {
     func leasePaymentsForReconciliation(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord]
     /// Pending payments untouched since before `date`: their process died or its write failed.
     func stalePendingPayments(before date: Date) async throws -> [PaymentRecord]
+    /// Takes the right to act on a payment in `state` (a settle or cancel at its processor) until
+    /// `leaseEnd`: false when it is in another state or someone else holds an unexpired right.
+    /// Every move of the payment gives it back, as does ``releaseOperation(paymentId:)``; a
+    /// holder that dies lets it run out.
+    func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool
+    /// Gives back the right ``claimOperation(paymentId:in:at:until:)`` took (the processor refused).
+    func releaseOperation(paymentId: String) async throws
     /// Moves an unknown payment's next re-send (nil: none, an operator's); not a state change.
     func deferReconciliation(paymentId: String, until date: Date?) async throws -> Bool
     func payments(orderId: String) async throws -> [PaymentRecord]
