@@ -87,7 +87,7 @@ public struct WebhookDispatcher: Service {
         var status: Int?
         var failure: String?
         do {
-            status = try await transport.post(url: endpoint.url, headers: headers, body: event.payload, timeout: policy.timeout).status
+            status = try await transport.post(to: endpoint, headers: headers, body: event.payload, timeout: policy.timeout).status
         } catch {
             failure = "\(error)"
         }

@@ -6,10 +6,13 @@ import Foundation
 public struct WebhookEndpoint: Sendable {
     public var url: String
     public var secret: Secret
+    /// Who set it: a tenant's endpoint is called only on public addresses (``TenantDestinations``).
+    public var chosenBy: DestinationChooser
 
-    public init(url: String, secret: Secret) {
+    public init(url: String, secret: Secret, chosenBy: DestinationChooser = .configuration) {
         self.url = url
         self.secret = secret
+        self.chosenBy = chosenBy
     }
 
     /// An https URL, or http to a loopback host (a sidecar on the same machine); nothing else.
@@ -25,11 +28,12 @@ public struct WebhookEndpoint: Sendable {
     }
 }
 
-/// POSTs to the shop (webhooks, quotes); throwing means no answer was seen.
+/// POSTs to the shop (webhooks, quotes); throwing means no answer was seen. A tenant's endpoint
+/// (``WebhookEndpoint/chosenBy``) is reached only on the addresses ``TenantDestinations`` allows,
+/// checked when each connection is made.
 public protocol ShopTransport: Sendable {
-    func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async throws -> (
-        status: Int, body: [UInt8]
-    )
+    func post(to endpoint: WebhookEndpoint, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration) async throws
+        -> (status: Int, body: [UInt8])
 }
 
 /// `Orchard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the scheme shops

@@ -86,16 +86,24 @@ extension ConfigurationFile {
         public var maxConcurrentPerHost: Int?
         /// The most merchant-session calls to Apple in flight for one merchant (default 16).
         public var maxConcurrentPerMerchant: Int?
+        /// Where registered merchants' webhooks, quote URLs and processors may go besides public
+        /// addresses and the processors' own origins (tests, private deployments).
+        public var registeredMerchants: RegisteredMerchants?
 
-        public init(proxy: String? = nil, maxTransfers: Int? = nil, maxConcurrentPerHost: Int? = nil, maxConcurrentPerMerchant: Int? = nil)
-        {
+        public init(
+            proxy: String? = nil, maxTransfers: Int? = nil, maxConcurrentPerHost: Int? = nil, maxConcurrentPerMerchant: Int? = nil,
+            registeredMerchants: RegisteredMerchants? = nil
+        ) {
             self.proxy = proxy
             self.maxTransfers = maxTransfers
             self.maxConcurrentPerHost = maxConcurrentPerHost
             self.maxConcurrentPerMerchant = maxConcurrentPerMerchant
+            self.registeredMerchants = registeredMerchants
         }
 
-        enum CodingKeys: String, CodingKey, CaseIterable { case proxy, maxTransfers, maxConcurrentPerHost, maxConcurrentPerMerchant }
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case proxy, maxTransfers, maxConcurrentPerHost, maxConcurrentPerMerchant, registeredMerchants
+        }
 
         public init(from decoder: any Decoder) throws {
             try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
@@ -104,6 +112,7 @@ extension ConfigurationFile {
             maxTransfers = try container.decodeIfPresent(Int.self, forKey: .maxTransfers)
             maxConcurrentPerHost = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentPerHost)
             maxConcurrentPerMerchant = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentPerMerchant)
+            registeredMerchants = try container.decodeIfPresent(RegisteredMerchants.self, forKey: .registeredMerchants)
         }
     }
 }
@@ -172,6 +181,12 @@ public struct OutboundSettings: Sendable, Equatable {
     public var maxTransfers = 256
     public var maxConcurrentPerHost = 64
     public var maxConcurrentPerMerchant = 16
+    /// Where registered merchants' webhooks, quotes and processors may connect: public addresses,
+    /// and the private networks `outbound.registeredMerchants.privateNetworks` lists.
+    public var tenants = TenantDestinations()
+    /// Processor origins besides Worldpay's and Worldline's own that the admin API may give a
+    /// registered merchant, each with its trust (`outbound.registeredMerchants.testProcessors`).
+    public var tenantTestProcessors: [RemoteEndpoint] = []
 
     public init() {}
 }
@@ -207,8 +222,11 @@ extension ServerConfiguration {
         return RateLimit(perMinute: rate.perMinute, burst: burst)
     }
 
-    static func resolveOutbound(_ file: ConfigurationFile.Outbound?) throws(ConfigurationError) -> OutboundSettings {
+    static func resolveOutbound(_ file: ConfigurationFile.Outbound?, values: any ConfigurationReader) throws(ConfigurationError)
+        -> OutboundSettings
+    {
         var settings = OutboundSettings()
+        (settings.tenants, settings.tenantTestProcessors) = try resolveRegisteredMerchants(file?.registeredMerchants, values: values)
         if let proxy = file?.proxy {
             guard let url = URLComponents(string: proxy), let scheme = url.scheme?.lowercased(),
                 ["http", "https", "socks5h"].contains(scheme), let host = url.host, !host.isEmpty, url.user == nil, url.password == nil,
