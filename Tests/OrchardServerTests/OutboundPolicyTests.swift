@@ -1,12 +1,15 @@
 import ApplePay
+import Crypto
 import CurlClient
 import Foundation
 import Logging
 import OrchardCore
-import OrchardServer
 import OrchardTesting
+import ProcessorClients
 import ShopCallbacks
 import Testing
+
+@testable import OrchardServer
 
 /// The outbound-destination policy: which addresses are public unicast (IANA's special-purpose
 /// registries), and which URLs a tenant may set.
@@ -174,6 +177,50 @@ struct OutboundPolicyTests {
         } throws: { error in
             (error as? ConfigurationError)?.message.contains("outbound.registeredMerchants.privateNetwork: not a setting") == true
         }
+    }
+
+    @Test(
+        "settings an older Orchard stored (a test processor with allowNonProductionHost and an inline CA, a private webhook) stop loading naming the field, until the file lists the origin and the network; the file's CA then counts"
+    )
+    func storedBefore() throws {
+        var configuration = try LimitsConfigurationTests.resolve()
+        configuration.processorDrivers = ProcessorFactory.drivers
+        let vault = SettingsVault(key: SymmetricKey(size: .bits256))
+        configuration.settingsVault = vault
+        let origin = "https://127.0.0.1:9443"
+        let old = MerchantSettingsFile(
+            processor: ProcessorSection(
+                type: "worldpay",
+                [
+                    "baseURL": .string(origin), "allowNonProductionHost": true, "caFile": "not the file's CA", "entity": "e",
+                    "username": "u", "password": "p",
+                ]),
+            webhook: .init(url: "https://10.0.0.9/hook", secret: String(repeating: "s", count: 40)))
+        let sealed = try vault.seal(old, partnerIdentifier: "tea")
+        func loading() -> String? {
+            do {
+                _ = try configuration.openSettings(sealed, partnerIdentifier: "tea")
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        #expect(
+            loading()?.contains("settings of tea: processor.allowNonProductionHost is not accepted") == true, "\(loading() ?? "loaded")")
+        configuration.outbound.tenantTestProcessors = [
+            RemoteEndpoint(
+                baseURL: origin, trust: .caPEM(TestMaterial.shared.caPEM), connectTimeout: .seconds(3), timeout: .seconds(20),
+                isProductionHost: false)
+        ]
+        #expect(
+            loading()?.contains("settings of tea: webhook.url points at 10.0.0.9, not a public address") == true, "\(loading() ?? "loaded")"
+        )
+        configuration.outbound.tenants = TenantDestinations(privateNetworks: [try #require(IPNetwork("10.0.0.0/8"))])
+        let loaded = try configuration.openSettings(sealed, partnerIdentifier: "tea")
+        #expect(loaded.processor.endpoint?.trust == .caPEM(TestMaterial.shared.caPEM), "the file's CA, not the stored one")
+        #expect(loaded.webhook?.chosenBy == .tenant)
+        // The admin API still refuses the same keys for that listed origin.
+        #expect(throws: ConfigurationError.self) { _ = try configuration.resolveSettings(old, partnerIdentifier: "tea") }
     }
 
     @Test("a tenant's call never rides on a connection the operator's calls to the same origin opened")

@@ -181,6 +181,11 @@ struct TenantDestinationTests {
         let origin = "https://worldpay.test:\(port)"
         let outbound = ConfigurationFile.Outbound(registeredMerchants: .init(testProcessors: [.init(baseURL: origin, caFile: "ca.pem")]))
         try await Self.with(outbound: outbound, resolve: ["worldpay.test:\(port):127.0.0.1"]) { server in
+            let inlineCA = try await Self.putSettings(
+                server,
+                #"{"processor": {"type": "worldpay", "baseURL": "\#(origin)", "caFile": "x", "entity": "e", "username": "u", "password": "p"}}"#
+            )
+            #expect(inlineCA.status == 400, "a listed test origin takes the file's CA, never one given here")
             let set = try await Self.putSettings(
                 server, #"{"processor": {"type": "worldpay", "baseURL": "\#(origin)", "entity": "e", "username": "u", "password": "p"}}"#)
             #expect(set.status == 200, "\(set.errorMessage ?? "")")

@@ -52,7 +52,10 @@ public struct ProcessorSection: Codable, Sendable {
         /// The admin API, for a registered merchant: the processor's own origins with the system's
         /// trust store, or one of `testOrigins` (the configuration file's
         /// `outbound.registeredMerchants.testProcessors`) with the trust the file gives it.
-        case adminAPI(testOrigins: [RemoteEndpoint])
+        /// `stored`: settings saved earlier, being loaded; an older Orchard took
+        /// `allowNonProductionHost` and `caFile` here, and they are ignored (the file's trust
+        /// counts) when `baseURL` is one of `testOrigins`, so listing it there lets such a store start.
+        case adminAPI(testOrigins: [RemoteEndpoint], stored: Bool)
     }
 
     public init(type: String, _ fields: [String: Value] = [:]) {
@@ -165,14 +168,15 @@ public struct ProcessorSection: Codable, Sendable {
             if let caFile = try string("caFile") {
                 trust = .caPEM(try values.read(caFile, what: "\(label).caFile"))
             }
-        case .adminAPI(let testOrigins):
-            if let key = ["allowNonProductionHost", "caFile"].first(where: { fields[$0] != nil }) {
+        case .adminAPI(let testOrigins, let stored):
+            let test = testOrigins.first { $0.owns(base) }
+            if let key = ["allowNonProductionHost", "caFile"].first(where: { fields[$0] != nil }), !(stored && test != nil) {
                 throw ConfigurationError(
-                    "\(label).\(key) is not accepted through the admin API: a registered merchant's processor is \(hosts.joined(separator: " or ")) with the system's trust store (an operator lists test processors in the configuration file's outbound.registeredMerchants.testProcessors)"
+                    "\(label).\(key) is not accepted through the admin API: a registered merchant's processor is \(hosts.joined(separator: " or ")) with the system's trust store (an operator lists test processors, with their CA, in the configuration file's outbound.registeredMerchants.testProcessors)"
                 )
             }
             if !isProduction {
-                guard let test = testOrigins.first(where: { $0.owns(base) }) else {
+                guard let test else {
                     throw ConfigurationError(
                         "\(label).baseURL: \(base) is not \(hosts.map { "https://\($0)" }.joined(separator: " or ")); a registered merchant's processor must be one of them"
                     )

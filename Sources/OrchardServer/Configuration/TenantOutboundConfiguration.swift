@@ -81,8 +81,9 @@ extension ServerConfiguration {
         return (TenantDestinations(privateNetworks: networks), processors)
     }
 
-    /// What a registered merchant's settings may name, for its processor section (``ProcessorSection/writtenBy``).
-    var registeredProcessorAuthor: ProcessorSection.Author {
-        .adminAPI(testOrigins: outbound.tenantTestProcessors)
+    /// What a registered merchant's settings may name, for its processor section
+    /// (``ProcessorSection/writtenBy``); `stored` when loading settings saved earlier.
+    func registeredProcessorAuthor(stored: Bool) -> ProcessorSection.Author {
+        .adminAPI(testOrigins: outbound.tenantTestProcessors, stored: stored)
     }
 }

@@ -67,12 +67,15 @@ extension ServerConfiguration {
     /// Checks settings the way the configuration file's merchants are checked, and then as a
     /// tenant's: the processor on its processor's own origin with the system's trust store (or a
     /// test origin this file lists), the webhook and quote URLs on public addresses.
-    func resolveSettings(_ file: MerchantSettingsFile, partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettings {
+    /// - Parameter stored: settings saved earlier, being loaded (see ``ProcessorSection/Author``).
+    func resolveSettings(_ file: MerchantSettingsFile, partnerIdentifier: String, stored: Bool = false) throws(ConfigurationError)
+        -> MerchantSettings
+    {
         let label = "settings of \(partnerIdentifier)"
         var processor: any ProcessorSettings = RecordOnlySettings()
         if var section = file.processor {
             section.label = "\(label): processor"
-            section.writtenBy = registeredProcessorAuthor
+            section.writtenBy = registeredProcessorAuthor(stored: stored)
             guard let driver = processorDrivers.first(where: { $0.type == section.type }) else {
                 throw ConfigurationError("\(section.label).type must be one of \(processorDrivers.map(\.type).joined(separator: ", "))")
             }
@@ -121,6 +124,7 @@ extension ServerConfiguration {
         guard let vault = settingsVault else {
             throw ConfigurationError("platformIntegrator.settingsKey is not set: \(partnerIdentifier)'s settings cannot be opened")
         }
-        return try resolveSettings(try vault.open(sealed, partnerIdentifier: partnerIdentifier), partnerIdentifier: partnerIdentifier)
+        return try resolveSettings(
+            try vault.open(sealed, partnerIdentifier: partnerIdentifier), partnerIdentifier: partnerIdentifier, stored: true)
     }
 }
