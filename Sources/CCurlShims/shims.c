@@ -1,5 +1,8 @@
 #include "orchard_curl.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 CURLcode orchard_curl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
 }
@@ -75,4 +78,35 @@ int orchard_curl_multi_info_read(CURLM *multi, CURL **handle, CURLcode *result) 
         }
     }
     return 0;
+}
+
+static curl_socket_t orchard_open_checked_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *address) {
+    orchard_address_guard *guard = clientp;
+    const unsigned char *bytes = NULL;
+    size_t length = 0;
+    // The address is as large as its family needs; libcurl declares only the generic head.
+    if (address->family == AF_INET && address->addrlen >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)(const void *)&address->addr;
+        bytes = (const unsigned char *)&v4->sin_addr;
+        length = 4;
+    } else if (address->family == AF_INET6 && address->addrlen >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)(const void *)&address->addr;
+        bytes = (const unsigned char *)&v6->sin6_addr;
+        length = 16;
+    }
+    // Anything but an IP connection (a Unix socket, an accepted FTP data socket) has nothing to check: refused.
+    if (purpose != CURLSOCKTYPE_IPCXN || bytes == NULL || !guard->check(guard->userdata, bytes, length)) {
+        return CURL_SOCKET_BAD;
+    }
+    int type = address->socktype;
+#ifdef SOCK_CLOEXEC
+    type |= SOCK_CLOEXEC;
+#endif
+    return socket(address->family, type, address->protocol);
+}
+
+CURLcode orchard_curl_easy_set_address_guard(CURL *handle, orchard_address_guard *guard) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, orchard_open_checked_socket);
+    if (code != CURLE_OK) return code;
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, guard);
 }

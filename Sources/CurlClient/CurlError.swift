@@ -21,6 +21,9 @@ public struct CurlError: Error, Sendable, CustomStringConvertible {
         /// As many requests as allowed (in all, to this origin or for this group) are already in
         /// flight: this one was refused at once and never sent, so it may be tried again.
         case busy
+        /// Every address the host resolved to was refused by the client's ``CurlDestinationCheck``
+        /// (or, through a proxy, by the lookup before it): no connection was made, nothing was sent.
+        case refusedDestination
         /// Any other libcurl failure.
         case other
     }

@@ -95,6 +95,17 @@ public final class CurlHTTPClient: Sendable {
         /// libcurl's own reading of `http_proxy`, `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` is
         /// always off: a proxy is used only when it is configured here.
         public var proxy: String?
+        /// When set, every connection this client opens goes only to addresses the check allows,
+        /// judged on each address the host resolved to as the socket is opened (libcurl's
+        /// open-socket callback), so a refused one is never connected to; connections are reused
+        /// only within this client. With a ``proxy``, which would resolve names itself, the client
+        /// first looks the host up without connecting, and has the proxy connect to the first
+        /// address the check allows (CURLOPT_CONNECT_TO; TLS still checks the URL's host).
+        /// Every address refused: ``CurlError/Kind/refusedDestination``.
+        public var destinationCheck: CurlDestinationCheck?
+        /// Names this client answers without DNS, as libcurl's CURLOPT_RESOLVE entries
+        /// (`host:port:address`): tests use it to make a name resolve to loopback.
+        public var resolve: [String]
 
         public init(
             timeouts: CurlTimeouts = CurlTimeouts(),
@@ -104,7 +115,9 @@ public final class CurlHTTPClient: Sendable {
             maxTransfers: Int = 256,
             maxConcurrentPerHost: Int = 64,
             maxConcurrentPerGroup: Int = 16,
-            proxy: String? = nil
+            proxy: String? = nil,
+            destinationCheck: CurlDestinationCheck? = nil,
+            resolve: [String] = []
         ) {
             self.timeouts = timeouts
             self.maxResponseBytes = maxResponseBytes
@@ -114,6 +127,8 @@ public final class CurlHTTPClient: Sendable {
             self.maxConcurrentPerHost = maxConcurrentPerHost
             self.maxConcurrentPerGroup = maxConcurrentPerGroup
             self.proxy = proxy
+            self.destinationCheck = destinationCheck
+            self.resolve = resolve
         }
     }
 
@@ -173,15 +188,28 @@ public final class CurlHTTPClient: Sendable {
         try Self.validate(timeouts)
         let ticket = try admission.enter(origin: Admission.origin(of: request.url), group: request.concurrencyGroup)
         defer { admission.leave(ticket) }
+        var route = Route(
+            proxy: configuration.proxy, addressGuard: configuration.destinationCheck.map { .check($0) }, resolve: configuration.resolve)
+        if let check = configuration.destinationCheck, configuration.proxy != nil {
+            // The connection goes to the proxy, whose address is the operator's: the check moves to
+            // the lookup, and the proxy is told the checked address instead of the name.
+            route.connectTo = try await pin(request.url, check: check, timeouts: timeouts)
+            route.addressGuard = nil
+        }
         let transfer = try Transfer(
             request: request,
             timeouts: timeouts,
             maxResponseBytes: configuration.maxResponseBytes,
             protocols: configuration.allowedSchemes.map { $0.lowercased() }.joined(separator: ","),
-            proxy: configuration.proxy
+            route: route
         )
         try prepare(transfer.easy)
-        let result: Result<CurlResponse, CurlError> = await withTaskCancellationHandler {
+        return try await perform(transfer).get()
+    }
+
+    /// Runs a built transfer on the engine; a cancelled task aborts it.
+    func perform(_ transfer: Transfer) async -> Result<CurlResponse, CurlError> {
+        await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 transfer.continuation = continuation
                 engine.submit(transfer)
@@ -189,7 +217,6 @@ public final class CurlHTTPClient: Sendable {
         } onCancel: {
             engine.cancel(transfer)
         }
-        return try result.get()
     }
 
     private static func validate(_ timeouts: CurlTimeouts) throws(CurlError) {

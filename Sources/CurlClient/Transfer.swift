@@ -15,20 +15,32 @@ final class Transfer: @unchecked Sendable {
     private var headers: [(name: String, value: String)] = []
     private var tooLarge = false
 
-    init(request: CurlRequest, timeouts: CurlTimeouts, maxResponseBytes: Int, protocols: String, proxy: String?) throws(CurlError) {
+    /// The request's URL, for messages.
+    let url: String
+    let route: Route
+    /// Route state (Destinations.swift), touched by the engine thread only once submitted: the
+    /// addresses a lookup found, the reasons addresses were refused, how many were allowed.
+    var lookedUp: [[UInt8]] = []
+    var refusals: [String] = []
+    var admitted = 0
+    var addressGuardStorage: UnsafeMutablePointer<orchard_address_guard>?
+    var resolveList: UnsafeMutablePointer<curl_slist>?
+    var connectToList: UnsafeMutablePointer<curl_slist>?
+
+    init(request: CurlRequest, timeouts: CurlTimeouts, maxResponseBytes: Int, protocols: String, route: Route) throws(CurlError) {
         _ = CurlEngine.globalInit
         guard let easy = curl_easy_init() else {
             throw CurlError(kind: .other, message: "curl_easy_init failed")
         }
         self.easy = easy
+        self.url = request.url
+        self.route = route
         self.maxResponseBytes = maxResponseBytes
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         do {
             try configure(request, timeouts: timeouts, protocols: protocols)
-            // An empty proxy turns off libcurl's reading of http_proxy, HTTPS_PROXY, ALL_PROXY and
-            // NO_PROXY: only a configured proxy is ever used.
-            try set(CURLOPT_PROXY, proxy ?? "")
+            try configureRoute()
         } catch {
             release()
             throw error
@@ -48,6 +60,9 @@ final class Transfer: @unchecked Sendable {
         released = true
         curl_easy_cleanup(easy)
         curl_slist_free_all(requestHeaders)
+        curl_slist_free_all(resolveList)
+        curl_slist_free_all(connectToList)
+        addressGuardStorage?.deallocate()
         errorBuffer.deallocate()
     }
 
@@ -194,6 +209,7 @@ final class Transfer: @unchecked Sendable {
             let curlCode = Int32(code.rawValue)
             let detail = String(cString: errorBuffer)
             let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            if let refused = refusedDestination(curlCode: curlCode) { return (.failure(refused), connects) }
             if tooLarge || code == CURLE_FILESIZE_EXCEEDED {
                 return (
                     .failure(CurlError(kind: .responseTooLarge, curlCode: curlCode, message: "response exceeds \(maxResponseBytes) bytes")),

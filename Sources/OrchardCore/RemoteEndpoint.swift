@@ -3,7 +3,7 @@ import Foundation
 /// A remote HTTPS service Orchard calls (Apple's gateway, a processor): its origin, the
 /// certificates trusted for it and how long a call may take. Adapters turn it into their
 /// transport's own types; the configuration never names the transport.
-public struct RemoteEndpoint: Sendable {
+public struct RemoteEndpoint: Sendable, Equatable {
     /// Which certificate authorities a server must chain to.
     public enum Trust: Sendable, Equatable {
         /// The operating system's store.

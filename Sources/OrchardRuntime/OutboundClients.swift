@@ -1,5 +1,7 @@
 import CurlClient
+import OrchardCore
 import OrchardServer
+import ShopCallbacks
 
 extension CurlHTTPClient.Configuration {
     /// The client settings the `outbound` section asks for: its proxy (none unless configured,
@@ -14,5 +16,36 @@ extension CurlHTTPClient.Configuration {
     public init(shopCalls outbound: OutboundSettings) {
         self.init(outbound: outbound, allowedSchemes: ["https", "http"])
         maxConcurrentPerGroup = outbound.maxShopCallsPerMerchant
+    }
+}
+
+/// The libcurl clients a server calls out through, from the `outbound` section. Destinations the
+/// operator chose (Apple, the configured merchants' processors) share one client; registered
+/// merchants' processors have their own, whose every connection is checked against
+/// ``OutboundSettings/tenants`` and which never reuses a connection the other opened; the shops'
+/// webhooks and quote URLs have theirs (split the same way inside ``CurlShopTransport``).
+public struct OutboundClients: Sendable {
+    public let http: CurlHTTPClient
+    public let tenantProcessors: CurlHTTPClient
+    public let shopCalls: CurlShopTransport
+
+    /// - Parameter resolve: names every client answers without DNS (CURLOPT_RESOLVE entries,
+    ///   `host:port:address`); for tests, which have no DNS. Never read from configuration.
+    public init(_ outbound: OutboundSettings, resolve: [String] = []) throws {
+        var shared = CurlHTTPClient.Configuration(outbound: outbound)
+        shared.resolve = resolve
+        http = try CurlHTTPClient(configuration: shared)
+        var tenants = shared
+        tenants.destinationCheck = outbound.tenants.curlCheck
+        tenantProcessors = try CurlHTTPClient(configuration: tenants)
+        var shops = CurlHTTPClient.Configuration(shopCalls: outbound)
+        shops.resolve = resolve
+        shopCalls = try CurlShopTransport(configuration: shops, tenants: outbound.tenants)
+    }
+
+    /// Stops the clients' threads (the shops' transport stops with its last reference).
+    public func shutdown() {
+        http.shutdown()
+        tenantProcessors.shutdown()
     }
 }

@@ -72,8 +72,9 @@ public func runServer(
     }
     // Before anything records a metric: a swift-metrics object keeps the backend it was made with.
     let registry = configuration.metrics.map { _ in PrometheusMetrics.registry }
-    let http = try CurlHTTPClient(configuration: .init(outbound: configuration.outbound))
-    defer { http.shutdown() }
+    let clients = try OutboundClients(configuration.outbound)
+    defer { clients.shutdown() }
+    let http = clients.http
     let store: any OrchardStore
     let vault: PaymentVault
     do {
@@ -111,8 +112,8 @@ public func runServer(
         },
         merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
         domainProbe: CurlDomainProbe(http: http),
-        processorMaker: CurlProcessorMaker(http: http),
-        shopCalls: try CurlShopTransport(configuration: .init(shopCalls: configuration.outbound)),
+        processorMaker: CurlProcessorMaker(http: clients.tenantProcessors),
+        shopCalls: clients.shopCalls,
         activity: activity,
         logger: logger,
         onServerRunning: onServerRunning)

@@ -193,6 +193,16 @@ public func logStartup(_ configuration: ServerConfiguration, time: TimeSource, l
             "appleGateway.baseURL is not an Apple host: merchant sessions go to a test gateway",
             metadata: ["baseURL": "\(configuration.gateway.baseURL)"])
     }
+    for network in configuration.outbound.tenants.privateNetworks {
+        logger.warning(
+            "outbound.registeredMerchants.privateNetworks: registered merchants' webhooks, quote URLs and processors may reach this network, which is not public",
+            metadata: ["network": "\(network)"])
+    }
+    for processor in configuration.outbound.tenantTestProcessors {
+        logger.warning(
+            "outbound.registeredMerchants.testProcessors: the admin API may give a registered merchant this processor, which is not Worldpay's or Worldline's own",
+            metadata: ["baseURL": "\(processor.baseURL)"])
+    }
     for merchant in configuration.merchants {
         let days = merchant.identity.daysLeft(at: time.now)
         let metadata: Logger.Metadata = [

@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import Logging
+import OrchardCore
 import Synchronization
 
 /// Token buckets per client address and per merchant, in this process's memory (with N

@@ -141,7 +141,7 @@ public struct WebhookDispatcher: Service {
         var failure: String?
         do {
             status = try await transport.post(
-                url: endpoint.url, headers: headers, body: event.payload, timeout: policy.timeout, merchant: event.merchantIdentifier
+                to: endpoint, headers: headers, body: event.payload, timeout: policy.timeout, merchant: event.merchantIdentifier
             ).status
         } catch {
             failure = "\(error)"

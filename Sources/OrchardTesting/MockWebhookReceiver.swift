@@ -24,7 +24,8 @@ public final class MockWebhookReceiver: Sendable {
 
     public let secret: Secret
     private let channels = ChannelTracker()
-    private let state = Mutex<(deliveries: [Delivery], status: Int, body: [UInt8], delay: Duration, port: Int)>(([], 200, [], .zero, 0))
+    private let state = Mutex<(deliveries: [Delivery], status: Int, body: [UInt8], delay: Duration, port: Int, location: String?)>(
+        ([], 200, [], .zero, 0, nil))
     /// While down, every connection is closed unanswered; the port stays bound, so nothing else can take it meanwhile.
     private let down = Atomic<Bool>(false)
 
@@ -38,12 +39,14 @@ public final class MockWebhookReceiver: Sendable {
     /// Deliveries answered 2xx: what the shop acted on.
     public var accepted: [Delivery] { deliveries.filter { (200..<300).contains($0.status) } }
 
-    /// The status (and body, after `delay`) every later request gets: a quote URL answers JSON.
-    public func answer(_ status: Int, body: String = "", delay: Duration = .zero) {
+    /// The status (and body, after `delay`) every later request gets: a quote URL answers JSON;
+    /// `location` adds that header (a redirect, which Orchard must not follow).
+    public func answer(_ status: Int, body: String = "", delay: Duration = .zero, location: String? = nil) {
         state.withLock {
             $0.status = status
             $0.body = Array(body.utf8)
             $0.delay = delay
+            $0.location = location
         }
     }
 
@@ -81,7 +84,7 @@ public final class MockWebhookReceiver: Sendable {
     var isDown: Bool { down.load(ordering: .sequentiallyConsistent) }
 
     /// Records a request and returns the answer: status, body and delay.
-    func receive(headers: HTTPHeaders, body: [UInt8]) -> (status: Int, body: [UInt8], delay: Duration) {
+    func receive(headers: HTTPHeaders, body: [UInt8]) -> (status: Int, body: [UInt8], delay: Duration, location: String?) {
         let signature = headers[WebhookSignature.header].first ?? ""
         let verified = WebhookSignature.verify(header: signature, body: body, secret: secret, now: Date())
         return state.withLock { state in
@@ -89,7 +92,7 @@ public final class MockWebhookReceiver: Sendable {
                 Delivery(
                     eventId: headers["Orchard-Event-Id"].first ?? "", type: headers["Orchard-Event-Type"].first ?? "",
                     signature: signature, body: body, status: state.status, verified: verified))
-            return (state.status, state.body, state.delay)
+            return (state.status, state.body, state.delay, state.location)
         }
     }
 
@@ -118,11 +121,12 @@ final class WebhookReceiverHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let (head, body, _) = collector.consume(unwrapInboundIn(data)) else { return }
-        let answer = head.method == .POST ? receiver.receive(headers: head.headers, body: body) : (405, [], .zero)
+        let answer = head.method == .POST ? receiver.receive(headers: head.headers, body: body) : (405, [], .zero, nil)
         let respond = { [self] in
             var headers = HTTPHeaders()
             headers.add(name: "Content-Length", value: String(answer.body.count))
             headers.add(name: "Content-Type", value: "application/json")
+            if let location = answer.location { headers.add(name: "Location", value: location) }
             context.write(
                 wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .init(statusCode: answer.status), headers: headers))),
                 promise: nil)

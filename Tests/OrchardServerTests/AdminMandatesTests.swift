@@ -14,7 +14,7 @@ struct AdminMandatesTests {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants,
             environment: MoreMerchants.environment.merging(["SHOP_WEBHOOK_SECRET": PaymentsAPITests.webhookSecret]) { $1 },
-            shopCalls: try CurlShopTransport(),
+            callsShops: true,
             configure: { file, directory in
                 try MoreMerchants.addSecondMerchant(&file, directory)
                 MoreMerchants.addAdmin(&file)

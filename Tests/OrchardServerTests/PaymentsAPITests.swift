@@ -23,7 +23,7 @@ struct PaymentsAPITests {
     static func with(receiver: MockWebhookReceiver? = nil, _ body: (ServerHarness) async throws -> Void) async throws {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants, environment: ["SHOP_WEBHOOK_SECRET": webhookSecret],
-            shopCalls: try CurlShopTransport(),
+            callsShops: true,
             configure: { file, directory in
                 try MoreMerchants.addSecondMerchant(&file, directory)
                 file.webhooks = .init(firstRetrySeconds: 1, maximumRetrySeconds: 2, pollIntervalMilliseconds: 100)

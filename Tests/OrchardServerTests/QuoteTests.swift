@@ -21,7 +21,7 @@ struct QuoteTests {
 
     static func with(_ quotes: MockWebhookReceiver, _ body: (ServerHarness) async throws -> Void) async throws {
         try await ServerHarness.with(
-            environment: ["QUOTE_SECRET": secret], shopCalls: try CurlShopTransport(),
+            environment: ["QUOTE_SECRET": secret], callsShops: true,
             configure: { file, _ in file.merchants[0].quote = .init(url: quotes.url, secret: "env:QUOTE_SECRET") }, body)
     }
 

@@ -22,6 +22,13 @@ struct RegisteredMerchantPaymentTests {
         try await server.send(method, path, body: body.map { Array($0.utf8) }, extraHeaders: MoreMerchants.authorization)
     }
 
+    /// The configuration file's leave for registered merchants' calls to reach the loopback mocks.
+    static func loopbackForRegisteredMerchants(_ mock: MockProcessors) -> ConfigurationFile.Outbound {
+        .init(
+            registeredMerchants: .init(
+                privateNetworks: ["127.0.0.0/8"], testProcessors: [.init(baseURL: mock.baseURL, caFile: "ca.pem")]))
+    }
+
     /// Sets the partner's Worldpay processor and webhook through the admin API (a bad section
     /// first, which changes nothing) and returns a new API key's secret.
     func configure(_ server: ServerHarness, partner: String, mock: MockProcessors, receiver: MockWebhookReceiver) async throws
@@ -34,10 +41,11 @@ struct RegisteredMerchantPaymentTests {
         #expect(typo.errorMessage?.contains("username") == true)
         #expect(try await server.store.sealedMerchantSettings().isEmpty)
 
-        let ca = String(decoding: TestMaterial.shared.caPEM, as: UTF8.self).replacingOccurrences(of: "\n", with: "\\n")
+        // The mock is a test processor the configuration file lists (with its CA): the admin API
+        // names only its origin.
         let account = ProcessorFixture.worldpay
         let settings = """
-            {"processor": {"type": "worldpay", "baseURL": "\(mock.baseURL)", "caFile": "\(ca)", "allowNonProductionHost": true,
+            {"processor": {"type": "worldpay", "baseURL": "\(mock.baseURL)",
                            "entity": "\(account.entity)", "username": "\(account.username)", "password": "\(account.password)"},
              "webhook": {"url": "\(receiver.url)", "secret": "\(Self.webhookSecret)"}}
             """
@@ -69,11 +77,12 @@ struct RegisteredMerchantPaymentTests {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants,
             environment: MoreMerchants.environment.merging(["SETTINGS_KEY": Self.settingsKey]) { $1 },
-            shopCalls: try CurlShopTransport(),
+            callsShops: true,
             configure: { file, directory in
                 try MoreMerchants.all(&file, directory)
                 file.platformIntegrator?.settingsKey = "env:SETTINGS_KEY"
                 file.webhooks = .init(firstRetrySeconds: 1, pollIntervalMilliseconds: 100)
+                file.outbound = Self.loopbackForRegisteredMerchants(mock)
             }
         ) { server in
             let partner = Self.partner.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""

@@ -102,7 +102,7 @@ struct ServerHarness {
         environment: [String: String] = [:], expiryCheckInterval: Duration = .seconds(86_400), time: TimeSource = .system,
         logHandler: (any LogHandler)? = nil,
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 },
-        shopCalls: (any ShopTransport)? = nil,
+        callsShops: Bool = false, resolve: [String] = [],
         activity: ServerActivity = ServerActivity(),
         configure: (inout ConfigurationFile, TemporaryDirectory) async throws -> Void = { _, _ in },
         _ body: (ServerHarness) async throws -> Void
@@ -117,7 +117,10 @@ struct ServerHarness {
         try await configure(&file, directory)
         let configuration = try ServerConfiguration.resolve(
             file, relativeTo: directory.url.path, environment: environment, time: time, processors: ProcessorFactory.drivers)
-        let http = try CurlHTTPClient(configuration: .init(outbound: configuration.outbound))
+        // The runtime's clients: registered merchants' processors and shop calls checked on the
+        // addresses they resolve to; `resolve` answers names without DNS.
+        let clients = try OutboundClients(configuration.outbound, resolve: resolve)
+        let http = clients.http
         var logger = logHandler.map { handler in Logger(label: "orchard.test") { _ in handler } } ?? Logger(label: "orchard.test")
         logger.logLevel = logHandler == nil ? .critical : .info
         let sessions = CountingSessions(inner: AppleGatewayClient(http: http, endpoint: configuration.gateway, logger: logger))
@@ -133,7 +136,8 @@ struct ServerHarness {
                 AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
             },
             merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
-            processorMaker: CurlProcessorMaker(http: http), shopCalls: shopCalls, expiryCheckInterval: expiryCheckInterval,
+            processorMaker: CurlProcessorMaker(http: clients.tenantProcessors), shopCalls: callsShops ? clients.shopCalls : nil,
+            expiryCheckInterval: expiryCheckInterval,
             activity: activity, logger: logger
         ) { port in
             portContinuation.yield(port)
@@ -156,7 +160,7 @@ struct ServerHarness {
             }
         }
         client.shutdown()
-        http.shutdown()
+        clients.shutdown()
         await fixture.gateway.stop()
     }
 

@@ -22,11 +22,13 @@ struct TenantIsolationTests {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants,
             environment: MoreMerchants.environment.merging(["SETTINGS_KEY": settingsKey]) { $1 },
-            shopCalls: try CurlShopTransport(),
+            callsShops: true,
             configure: { file, directory in
                 try MoreMerchants.all(&file, directory)
                 file.platformIntegrator?.settingsKey = "env:SETTINGS_KEY"
                 file.webhooks = .init(firstRetrySeconds: 1, pollIntervalMilliseconds: 100)
+                // The tenant's webhook receiver is on loopback, which only the file may allow.
+                file.outbound = .init(registeredMerchants: .init(privateNetworks: ["127.0.0.0/8"]))
             }, body)
     }
 

@@ -27,7 +27,7 @@ struct WebhookFairnessTests {
             }
         }
         try await ServerHarness.with(
-            environment: ["HOOK_SECRET": Self.secret], shopCalls: try CurlShopTransport(),
+            environment: ["HOOK_SECRET": Self.secret], callsShops: true,
             configure: { file, directory in
                 try MoreMerchants.addSecondMerchant(&file, directory)
                 file.merchants[0].webhook = .init(url: hanging.url, secret: "env:HOOK_SECRET")

@@ -42,6 +42,21 @@ public struct ProcessorSection: Codable, Sendable {
     public var fields: [String: Value]
     /// The section's place in the file (`merchants[0] (merchant.x).processor`), set by the loader for messages.
     public var label = "processor"
+    /// Who wrote it, set by the loader: it decides which origins and trust ``endpoint(hosts:values:)`` accepts.
+    public var writtenBy: Author = .configurationFile
+
+    /// Who wrote a section.
+    public enum Author: Sendable {
+        /// The configuration file: any origin with `allowNonProductionHost`, any `caFile`.
+        case configurationFile
+        /// The admin API, for a registered merchant: the processor's own origins with the system's
+        /// trust store, or one of `testOrigins` (the configuration file's
+        /// `outbound.registeredMerchants.testProcessors`) with the trust the file gives it.
+        /// `stored`: settings saved earlier, being loaded; an older Orchard took
+        /// `allowNonProductionHost` and `caFile` here, and they are ignored (the file's trust
+        /// counts) when `baseURL` is one of `testOrigins`, so listing it there lets such a store start.
+        case adminAPI(testOrigins: [RemoteEndpoint], stored: Bool)
+    }
 
     public init(type: String, _ fields: [String: Value] = [:]) {
         self.type = type
@@ -130,7 +145,9 @@ public struct ProcessorSection: Codable, Sendable {
 
     /// `baseURL` (default the first of `hosts`), `caFile`, `allowNonProductionHost` (required for a
     /// host not in `hosts`) and `timeoutMilliseconds` (1000–24000: the page gives up after 25 s,
-    /// Safari after 30 s).
+    /// Safari after 30 s). Through the admin API (``writtenBy``) neither `caFile` nor
+    /// `allowNonProductionHost` is accepted: a registered merchant's processor is one of `hosts`
+    /// with the system's trust store, or a test origin the configuration file lists.
     public func endpoint(hosts: [String], values: any ConfigurationReader) throws(ConfigurationError) -> RemoteEndpoint {
         let base = (try string("baseURL") ?? "https://\(hosts[0])").trimmingSuffix("/")
         guard let components = URLComponents(string: base), components.scheme == "https", let host = components.host?.lowercased(),
@@ -139,15 +156,33 @@ public struct ProcessorSection: Codable, Sendable {
             throw ConfigurationError("\(label).baseURL must be an https origin like https://\(hosts[0]) (got \(base))")
         }
         let isProduction = hosts.contains(host) && (components.port ?? 443) == 443
-        let allowed = try bool("allowNonProductionHost") == true
-        if !isProduction && !allowed {
-            throw ConfigurationError(
-                "\(label).baseURL: \(host) is not one of \(hosts.joined(separator: ", ")); set allowNonProductionHost to true for a test processor"
-            )
-        }
         var trust = RemoteEndpoint.Trust.system
-        if let caFile = try string("caFile") {
-            trust = .caPEM(try values.read(caFile, what: "\(label).caFile"))
+        switch writtenBy {
+        case .configurationFile:
+            let allowed = try bool("allowNonProductionHost") == true
+            if !isProduction && !allowed {
+                throw ConfigurationError(
+                    "\(label).baseURL: \(host) is not one of \(hosts.joined(separator: ", ")); set allowNonProductionHost to true for a test processor"
+                )
+            }
+            if let caFile = try string("caFile") {
+                trust = .caPEM(try values.read(caFile, what: "\(label).caFile"))
+            }
+        case .adminAPI(let testOrigins, let stored):
+            let test = testOrigins.first { $0.owns(base) }
+            if let key = ["allowNonProductionHost", "caFile"].first(where: { fields[$0] != nil }), !(stored && test != nil) {
+                throw ConfigurationError(
+                    "\(label).\(key) is not accepted through the admin API: a registered merchant's processor is \(hosts.joined(separator: " or ")) with the system's trust store (an operator lists test processors, with their CA, in the configuration file's outbound.registeredMerchants.testProcessors)"
+                )
+            }
+            if !isProduction {
+                guard let test else {
+                    throw ConfigurationError(
+                        "\(label).baseURL: \(base) is not \(hosts.map { "https://\($0)" }.joined(separator: " or ")); a registered merchant's processor must be one of them"
+                    )
+                }
+                trust = test.trust
+            }
         }
         let total = try integer("timeoutMilliseconds") ?? 20_000
         guard (1000...24_000).contains(total) else { throw ConfigurationError("\(label).timeoutMilliseconds must be 1000–24000") }

@@ -6,10 +6,13 @@ import Foundation
 public struct WebhookEndpoint: Sendable {
     public var url: String
     public var secret: Secret
+    /// Who set it: a tenant's endpoint is called only on public addresses (``TenantDestinations``).
+    public var chosenBy: DestinationChooser
 
-    public init(url: String, secret: Secret) {
+    public init(url: String, secret: Secret, chosenBy: DestinationChooser = .configuration) {
         self.url = url
         self.secret = secret
+        self.chosenBy = chosenBy
     }
 
     /// An https URL, or http to a loopback host (a sidecar on the same machine); nothing else.
@@ -31,11 +34,15 @@ public struct ShopCallsBusy: Error, Sendable, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// POSTs to the shop (webhooks, quotes); throwing means no answer was seen. Calls for one
-/// merchant are bounded in number (``merchant``): past the bound one fails at once, unsent, so
-/// one shop's slow endpoint cannot take the connections every other shop's calls need.
+/// POSTs to the shop (webhooks, quotes); throwing means no answer was seen. A tenant's endpoint
+/// (``WebhookEndpoint/chosenBy``) is reached only on the addresses ``TenantDestinations`` allows,
+/// checked when each connection is made. Calls for one merchant are bounded in number
+/// (`merchant`): past the bound one fails at once, unsent (``ShopCallsBusy``), so one shop's slow
+/// endpoint cannot take the connections every other shop's calls need.
 public protocol ShopTransport: Sendable {
-    func post(url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration, merchant: String) async throws
+    func post(
+        to endpoint: WebhookEndpoint, headers: [(name: String, value: String)], body: [UInt8], timeout: Duration, merchant: String
+    ) async throws
         -> (status: Int, body: [UInt8])
 }
 

@@ -31,11 +31,13 @@ struct QuoteClient: Sendable {
         ]
         let answer: (status: Int, body: [UInt8])
         do {
-            answer = try await transport.post(url: endpoint.url, headers: headers, body: body, timeout: Self.deadline, merchant: merchant)
+            answer = try await transport.post(to: endpoint, headers: headers, body: body, timeout: Self.deadline, merchant: merchant)
         } catch is ShopCallsBusy {
             throw failure("is already asked as often as outbound.maxShopCallsPerMerchant allows", request)
         } catch {
-            throw failure("did not answer within 3 s", request)
+            // The transport's reason (a timeout, a refused address) goes to the log; the shopper's
+            // page only learns that the shop could not be asked.
+            throw failure("could not be reached or did not answer within 3 s", request, detail: "\(error)")
         }
         guard (200..<300).contains(answer.status) else { throw failure("answered HTTP \(answer.status)", request) }
         guard let quote = try? JSONDecoder().decode(QuoteAnswer.self, from: Data(answer.body)) else {
@@ -47,10 +49,11 @@ struct QuoteClient: Sendable {
         return quote
     }
 
-    func failure(_ what: String, _ request: QuoteRequest) -> OrchardError {
-        logger.error(
-            "the shop's quote URL failed; the total is unchanged",
-            metadata: ["paymentRequest": "\(request.paymentRequestId)", "problem": "\(what)"])
+    /// - Parameter detail: for the log only (a transport error may name addresses the shopper has no business seeing).
+    func failure(_ what: String, _ request: QuoteRequest, detail: String? = nil) -> OrchardError {
+        var metadata: Logger.Metadata = ["paymentRequest": "\(request.paymentRequestId)", "problem": "\(what)"]
+        if let detail { metadata["error"] = "\(detail)" }
+        logger.error("the shop's quote URL failed; the total is unchanged", metadata: metadata)
         return OrchardError(.quoteFailed, "the shop could not price this change (its quote URL \(what)); the total is unchanged")
     }
 }

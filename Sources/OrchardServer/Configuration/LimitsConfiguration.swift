@@ -105,20 +105,24 @@ extension ConfigurationFile {
         public var maxConcurrentPerMerchant: Int?
         /// Calls in flight to one merchant's shop, webhooks and quotes together (default 8).
         public var maxShopCallsPerMerchant: Int?
+        /// Where registered merchants' webhooks, quote URLs and processors may go besides public
+        /// addresses and the processors' own origins (tests, private deployments).
+        public var registeredMerchants: RegisteredMerchants?
 
         public init(
             proxy: String? = nil, maxTransfers: Int? = nil, maxConcurrentPerHost: Int? = nil, maxConcurrentPerMerchant: Int? = nil,
-            maxShopCallsPerMerchant: Int? = nil
+            maxShopCallsPerMerchant: Int? = nil, registeredMerchants: RegisteredMerchants? = nil
         ) {
             self.maxShopCallsPerMerchant = maxShopCallsPerMerchant
             self.proxy = proxy
             self.maxTransfers = maxTransfers
             self.maxConcurrentPerHost = maxConcurrentPerHost
             self.maxConcurrentPerMerchant = maxConcurrentPerMerchant
+            self.registeredMerchants = registeredMerchants
         }
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case proxy, maxTransfers, maxConcurrentPerHost, maxConcurrentPerMerchant, maxShopCallsPerMerchant
+            case proxy, maxTransfers, maxConcurrentPerHost, maxConcurrentPerMerchant, maxShopCallsPerMerchant, registeredMerchants
         }
 
         public init(from decoder: any Decoder) throws {
@@ -129,6 +133,7 @@ extension ConfigurationFile {
             maxConcurrentPerHost = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentPerHost)
             maxConcurrentPerMerchant = try container.decodeIfPresent(Int.self, forKey: .maxConcurrentPerMerchant)
             maxShopCallsPerMerchant = try container.decodeIfPresent(Int.self, forKey: .maxShopCallsPerMerchant)
+            registeredMerchants = try container.decodeIfPresent(RegisteredMerchants.self, forKey: .registeredMerchants)
         }
     }
 }
@@ -207,6 +212,12 @@ public struct OutboundSettings: Sendable, Equatable {
     /// Calls in flight to one merchant's shop (webhooks and quotes): one shop's slow endpoint
     /// cannot take the shop client's connections from the others.
     public var maxShopCallsPerMerchant = 8
+    /// Where registered merchants' webhooks, quotes and processors may connect: public addresses,
+    /// and the private networks `outbound.registeredMerchants.privateNetworks` lists.
+    public var tenants = TenantDestinations()
+    /// Processor origins besides Worldpay's and Worldline's own that the admin API may give a
+    /// registered merchant, each with its trust (`outbound.registeredMerchants.testProcessors`).
+    public var tenantTestProcessors: [RemoteEndpoint] = []
 
     public init() {}
 }
@@ -243,8 +254,11 @@ extension ServerConfiguration {
         return RateLimit(perMinute: rate.perMinute, burst: burst)
     }
 
-    static func resolveOutbound(_ file: ConfigurationFile.Outbound?) throws(ConfigurationError) -> OutboundSettings {
+    static func resolveOutbound(_ file: ConfigurationFile.Outbound?, values: any ConfigurationReader) throws(ConfigurationError)
+        -> OutboundSettings
+    {
         var settings = OutboundSettings()
+        (settings.tenants, settings.tenantTestProcessors) = try resolveRegisteredMerchants(file?.registeredMerchants, values: values)
         if let proxy = file?.proxy {
             guard let url = URLComponents(string: proxy), let scheme = url.scheme?.lowercased(),
                 ["http", "https", "socks5h"].contains(scheme), let host = url.host, !host.isEmpty, url.user == nil, url.password == nil,

@@ -71,9 +71,9 @@ public struct RetentionPolicy: Sendable, Equatable {
 
 extension ServerConfiguration {
     /// The sections this file adds, resolved onto a configuration `resolve` built.
-    mutating func resolveOperations(_ file: ConfigurationFile) throws(ConfigurationError) {
+    mutating func resolveOperations(_ file: ConfigurationFile, values: any ConfigurationReader) throws(ConfigurationError) {
         limits = try Self.resolveLimits(file.limits)
-        outbound = try Self.resolveOutbound(file.outbound)
+        outbound = try Self.resolveOutbound(file.outbound, values: values)
         retention = try Self.resolveRetention(file.retention)
         let open = file.orders?.openForSeconds ?? 3600
         guard (60...604_800).contains(open) else { throw ConfigurationError("orders.openForSeconds must be 60–604800") }

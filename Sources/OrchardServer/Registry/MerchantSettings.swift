@@ -64,20 +64,37 @@ struct LiteralValues: ConfigurationReader {
 }
 
 extension ServerConfiguration {
-    /// Checks settings the way the configuration file's merchants are checked.
-    func resolveSettings(_ file: MerchantSettingsFile, partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettings {
+    /// Checks settings the way the configuration file's merchants are checked, and then as a
+    /// tenant's: the processor on its processor's own origin with the system's trust store (or a
+    /// test origin this file lists), the webhook and quote URLs on public addresses.
+    /// - Parameter stored: settings saved earlier, being loaded (see ``ProcessorSection/Author``).
+    func resolveSettings(_ file: MerchantSettingsFile, partnerIdentifier: String, stored: Bool = false) throws(ConfigurationError)
+        -> MerchantSettings
+    {
         let label = "settings of \(partnerIdentifier)"
         var processor: any ProcessorSettings = RecordOnlySettings()
         if var section = file.processor {
             section.label = "\(label): processor"
+            section.writtenBy = registeredProcessorAuthor(stored: stored)
             guard let driver = processorDrivers.first(where: { $0.type == section.type }) else {
                 throw ConfigurationError("\(section.label).type must be one of \(processorDrivers.map(\.type).joined(separator: ", "))")
             }
             processor = try driver.settings(from: section, values: LiteralValues())
         }
         return MerchantSettings(
-            processor: processor, webhook: try Self.resolveWebhook(file.webhook, label: "\(label): webhook", values: LiteralValues()),
-            quote: try Self.resolveWebhook(file.quote, label: "\(label): quote", values: LiteralValues()))
+            processor: processor, webhook: try tenantEndpoint(file.webhook, label: "\(label): webhook"),
+            quote: try tenantEndpoint(file.quote, label: "\(label): quote"))
+    }
+
+    /// A registered merchant's webhook or quote endpoint: checked as the file's are, its host
+    /// then checked against ``OutboundSettings/tenants`` (the connect-time check follows on every call).
+    func tenantEndpoint(_ file: MerchantSettingsFile.Webhook?, label: String) throws(ConfigurationError) -> WebhookEndpoint? {
+        guard var endpoint = try Self.resolveWebhook(file, label: label, values: LiteralValues()) else { return nil }
+        if let problem = outbound.tenants.refusal(forURL: endpoint.url) {
+            throw ConfigurationError("\(label).url \(problem): a registered merchant's endpoints must be on the public internet")
+        }
+        endpoint.chosenBy = .tenant
+        return endpoint
     }
 
     /// Every registered merchant's settings, opened and checked: the server does not start on a
@@ -107,6 +124,7 @@ extension ServerConfiguration {
         guard let vault = settingsVault else {
             throw ConfigurationError("platformIntegrator.settingsKey is not set: \(partnerIdentifier)'s settings cannot be opened")
         }
-        return try resolveSettings(try vault.open(sealed, partnerIdentifier: partnerIdentifier), partnerIdentifier: partnerIdentifier)
+        return try resolveSettings(
+            try vault.open(sealed, partnerIdentifier: partnerIdentifier), partnerIdentifier: partnerIdentifier, stored: true)
     }
 }
