@@ -305,6 +305,7 @@ let package = Package(
             name: "ApplePayTests",
             dependencies: [
                 "ApplePay",
+                "OrchardTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

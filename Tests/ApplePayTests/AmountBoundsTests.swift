@@ -1,4 +1,5 @@
 import Foundation
+import OrchardTesting
 import Testing
 
 @testable import ApplePay
@@ -140,18 +141,5 @@ struct AmountBoundsTests {
             #expect(((try? reload.check(now: now)) != nil) == fits, "reload \(value)")
             #expect(((try? recurring.check(now: now)) != nil) == fits, "recurring \(value)")
         }
-    }
-}
-
-/// A small, fast, seedable generator (Steele, Lea and Flood's SplitMix64), so random cases repeat.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
