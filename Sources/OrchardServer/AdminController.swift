@@ -22,10 +22,13 @@ struct AdminController {
     let processorMaker: (any ProcessorMaker)?
     /// Ends mandates when a registered merchant is retired.
     let lifecycle: MandateLifecycle
+    /// Sends a retired merchant's last events.
+    let webhooks: WebhookDispatcher?
 
     var retirement: TenantRetirement {
         TenantRetirement(
-            store: store, directory: directory, processors: processors, lifecycle: lifecycle, time: time, logger: lifecycle.logger)
+            store: store, directory: directory, processors: processors, lifecycle: lifecycle, webhooks: webhooks, time: time,
+            logger: lifecycle.logger)
     }
 
     struct RegisterBody: Decodable {

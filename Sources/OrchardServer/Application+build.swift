@@ -122,7 +122,11 @@ func buildRouter(
         AdminController(
             configuration: configuration, directory: directory, store: store, registration: registration, sessions: sessions,
             domainProbe: domainProbe, engine: engine, time: time, processors: processors, processorMaker: processorMaker,
-            lifecycle: mandates
+            lifecycle: mandates,
+            webhooks: shopCalls.map {
+                WebhookDispatcher(
+                    store: store, transport: $0, directory: directory, policy: configuration.webhooks, time: time, logger: logger)
+            }
         )
         .addRoutes(to: router, token: token)
         AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: mandates)

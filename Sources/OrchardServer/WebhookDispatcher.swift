@@ -77,6 +77,22 @@ public struct WebhookDispatcher: Service {
         return batches.reduce(0) { $0 + $1.events.count }
     }
 
+    /// Tries each of a merchant's pending events once, now, oldest first: for a merchant about to
+    /// be retired, whose endpoint goes with it. At most `limit` events, started within two
+    /// attempts' deadlines; what is not delivered stays pending (and is then skipped). Not
+    /// leased: another instance may send one of them at the same moment, which webhooks'
+    /// at-least-once delivery (one event ID) already allows for.
+    public func deliverPending(merchant: String, limit: Int = 100) async -> Int {
+        guard let pending = try? await store.webhookEvents(merchantIdentifier: merchant, state: .pending, limit: limit) else { return 0 }
+        let deadline = time.now.addingTimeInterval(2 * Self.seconds(policy.timeout))
+        var tried = 0
+        for event in pending.reversed() where time.now < deadline {
+            await deliver(event)
+            tried += 1
+        }
+        return tried
+    }
+
     /// Leases a batch for each merchant with due events that is not `busy` here.
     func leaseDue(busy: Set<String>) async -> [Batch] {
         guard let lease = policy.lease(busy: busy) else { return [] }

@@ -112,11 +112,14 @@ struct TenantIsolationTests {
             // call is made for a merchant Apple no longer has.
             #expect(server.gateway.unlinkedTokens.isEmpty)
             let events = try await server.store.webhookEvents(merchantIdentifier: Self.partner, state: nil, limit: 50)
-            let ended = try #require(events.first { $0.type == .mandateEnded })
-            let payload = try #require(try JSONSerialization.jsonObject(with: Data(ended.payload)) as? [String: Any])
-            let view = (payload["data"] as? [String: Any])?["mandate"] as? [String: Any]
-            #expect(view?["endedReason"] as? String == "unregistered")
+            #expect(events.contains { $0.type == .mandateEnded && $0.state == .delivered })
             #expect(events.allSatisfy { $0.state != .pending }, "nothing of this tenant is left to send")
+            // The shop heard it before its endpoint went with its settings.
+            let told = try #require(receiver.deliveries.first { $0.type == "mandate.ended" })
+            #expect(told.verified)
+            #expect(
+                (told.json?["data"] as? [String: Any]).flatMap { $0["mandate"] as? [String: Any] }?["endedReason"] as? String
+                    == "unregistered")
             // Its settings are gone from the store and from this instance.
             #expect(try await server.store.sealedMerchantSettings()[Self.partner] == nil)
             #expect(try await admin(server, "GET", "/admin/merchants/\(Self.partner)/settings").status == 404)

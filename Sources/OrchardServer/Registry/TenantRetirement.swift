@@ -7,13 +7,15 @@ import OrchardCore
 /// same identifier must not inherit: its mandates end (`mandate.ended`, the processor's stored
 /// credential deleted, so nothing can charge it), its API keys are revoked, its settings
 /// (processor, webhook, quote) are dropped on every instance, and its undelivered events are
-/// skipped. Its merchant tokens are not unlinked one by one: Apple has already deleted the
+/// skipped (after one last attempt each). Its merchant tokens are not unlinked one by one: Apple has already deleted the
 /// merchant with its last domain, and refuses token calls for a merchant it does not have.
 struct TenantRetirement: Sendable {
     let store: any OrchardStore
     let directory: MerchantDirectory
     let processors: PaymentProcessors
     let lifecycle: MandateLifecycle
+    /// Sends the tenant's last events (its `mandate.ended`) before its webhook goes; nil without shop calls.
+    let webhooks: WebhookDispatcher?
     let time: TimeSource
     let logger: Logger
 
@@ -33,11 +35,13 @@ struct TenantRetirement: Sendable {
                 ended += 1
             }
         }
+        // The shop hears that its mandates ended while its endpoint is still known here.
+        let tried = await webhooks?.deliverPending(merchant: partner) ?? 0
         try await store.deleteRegistration(partnerIdentifier: partner, at: time.now)
         directory.replaceRegistrations(try await store.registeredMerchants())
         processors.setRegistered(nil, forMerchant: partner)
         logger.notice(
             "registered merchant retired: API keys revoked, settings dropped, undelivered events skipped",
-            metadata: ["partner": "\(partner)", "mandatesEnded": "\(ended)"])
+            metadata: ["partner": "\(partner)", "mandatesEnded": "\(ended)", "lastEventsTried": "\(tried)"])
     }
 }
