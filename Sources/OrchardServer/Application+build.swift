@@ -21,7 +21,8 @@ import ServiceLifecycle
 ///   - simulator: the demo's simulated payment sheet; nil (the default) everywhere else.
 ///   - directory: configured and registered merchants (default: the configured ones only).
 ///   - registration: Apple's Web Merchant Registration API, for the admin API.
-///   - merchantTokens: Apple's Merchant Token Management API, for token events and unlinking (nil: neither).
+///   - merchantTokens: Apple's Merchant Token Management API, for token events (fetched from the
+///     token-event inbox in the background) and unlinking (nil: neither).
 ///   - domainProbe: fetches domains' association files for `/admin/doctor?domains=true`.
 ///   - processorMaker: makes registered merchants' processors from their settings (nil: they record only).
 ///   - shopCalls: sends the webhook outbox to merchants' endpoints and asks their quote URLs; nil:
@@ -81,7 +82,15 @@ public func buildApplication(
     let mandates = MandateLifecycle(
         store: store, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
     MandatesController(store: store, engine: engine, lifecycle: mandates, time: time).addRoutes(to: v1)
-    TokenEventsController(lifecycle: mandates).addRoutes(to: router)
+    TokenEventsController(
+        store: store, directory: directory, policy: configuration.tokenEvents, limiter: limiter, fetching: merchantTokens != nil,
+        time: time
+    ).addRoutes(to: router)
+    let tokenEvents = merchantTokens.map { _ in
+        TokenEventFetcher(
+            store: store, lifecycle: mandates, budgets: TokenEventBudgets(policy: configuration.tokenEvents),
+            gatewayTimeout: configuration.gateway.timeout, time: time, logger: logger)
+    }
     CheckoutController(configuration: configuration, simulator: simulator).addRoutes(to: router)
     if let simulator {
         SimulatedSheetController(configuration: configuration, simulator: simulator).addRoutes(to: router)
@@ -110,7 +119,8 @@ public func buildApplication(
         logger: logger)
     for service in backgroundServices(
         configuration: configuration, store: store, engine: engine, directory: directory, processors: processors,
-        processorMaker: processorMaker, shopCalls: shopCalls, expiryCheckInterval: expiryCheckInterval, time: time, logger: logger)
+        processorMaker: processorMaker, shopCalls: shopCalls, tokenEvents: tokenEvents, expiryCheckInterval: expiryCheckInterval,
+        time: time, logger: logger)
     {
         app.addServices(service)
     }
@@ -131,11 +141,11 @@ private func addStaticFiles(to router: Router<OrchardRequestContext>, folder: St
     }
 }
 
-/// The loops that run beside the server: expiry, reconciliation, purges, and those the configuration asks for.
+/// The loops that run beside the server: expiry, reconciliation, purges, the token-event inbox, and those the configuration asks for.
 private func backgroundServices(
     configuration: ServerConfiguration, store: any OrchardStore,
     engine: PaymentsEngine, directory: MerchantDirectory, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?,
-    shopCalls: (any ShopTransport)?, expiryCheckInterval: Duration, time: TimeSource, logger: Logger
+    shopCalls: (any ShopTransport)?, tokenEvents: TokenEventFetcher?, expiryCheckInterval: Duration, time: TimeSource, logger: Logger
 ) -> [any Service] {
     var services: [any Service] = [
         CertificateExpiryMonitor(
@@ -155,6 +165,9 @@ private func backgroundServices(
         services.append(
             OperationalGauges(
                 store: store, certificates: configuration.certificates, time: time, interval: metrics.refreshInterval, logger: logger))
+    }
+    if let tokenEvents {
+        services.append(tokenEvents)
     }
     if let shopCalls {
         services.append(

@@ -117,7 +117,14 @@ public final class MockAppleGateway: Sendable {
     /// Binds and starts serving; returns the port.
     @discardableResult
     public func start() async throws -> Int {
-        let port = try await channels.listen(host: configuration.host, port: configuration.port) { [self] channel in
+        try await start(port: configuration.port)
+    }
+
+    /// Binds `port` and starts serving: after ``stop()``, the same gateway back where clients
+    /// knew it (Apple reachable again after an outage). Its records and events are kept.
+    @discardableResult
+    public func start(port: Int) async throws -> Int {
+        let port = try await channels.listen(host: configuration.host, port: port) { [self] channel in
             try configure(channel)
         }
         logger.info("mock Apple gateway listening", metadata: ["url": "https://\(configuration.host):\(port)"])

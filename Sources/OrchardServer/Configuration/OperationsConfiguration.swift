@@ -87,6 +87,7 @@ extension ServerConfiguration {
         limits = try Self.resolveLimits(file.limits)
         outbound = try Self.resolveOutbound(file.outbound)
         retention = try Self.resolveRetention(file.retention)
+        tokenEvents = try Self.resolveTokenEvents(file.tokenEvents)
         let open = file.orders?.openForSeconds ?? 3600
         guard (60...604_800).contains(open) else { throw ConfigurationError("orders.openForSeconds must be 60–604800") }
         ordersOpenFor = .seconds(open)
