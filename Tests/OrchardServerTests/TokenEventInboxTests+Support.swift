@@ -31,6 +31,11 @@ enum TokenEventInboxSupport {
         try await store.tokenEvent(merchantIdentifier: merchant, eventId: eventId)?.attempts
     }
 
+    /// Whether the inbox holds the event, applied.
+    static func isApplied(_ store: any OrchardStore, merchant: String, eventId: String) async throws -> Bool {
+        try await store.tokenEvent(merchantIdentifier: merchant, eventId: eventId)?.state == .applied
+    }
+
     /// Starts a stopped mock gateway again on its port.
     static func restart(_ gateway: MockAppleGateway, port: Int) async throws {
         try await gateway.start(port: port)
