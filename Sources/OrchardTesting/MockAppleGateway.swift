@@ -117,14 +117,7 @@ public final class MockAppleGateway: Sendable {
     /// Binds and starts serving; returns the port.
     @discardableResult
     public func start() async throws -> Int {
-        try await start(port: configuration.port)
-    }
-
-    /// Binds `port` and starts serving: after ``stop()``, the same gateway back where clients
-    /// knew it (Apple reachable again after an outage). Its records and events are kept.
-    @discardableResult
-    public func start(port: Int) async throws -> Int {
-        let port = try await channels.listen(host: configuration.host, port: port) { [self] channel in
+        let port = try await channels.listen(host: configuration.host, port: configuration.port) { [self] channel in
             try configure(channel)
         }
         logger.info("mock Apple gateway listening", metadata: ["url": "https://\(configuration.host):\(port)"])
@@ -270,6 +263,9 @@ final class MockGatewayHandler: ChannelInboundHandler {
             let answer = gateway.registration(
                 ReceivedRegistrationCall(method: "POST", path: path, body: body, clientMerchantHash: clientHash))
             respond(answer.status, answer.body, head, context)
+        case (_, _) where path.hasPrefix(MockAppleGateway.merchantTokenPrefix) && gateway.merchantTokenCallsReset:
+            gateway.logger.debug("fault: resetting a merchant token call's connection")
+            reset.reset()
         case (_, _) where path.hasPrefix(MockAppleGateway.merchantTokenPrefix):
             let answer = gateway.merchantTokenCall(
                 method: head.method.rawValue, path: path, headers: head.headers, body: body, clientMerchantHash: clientHash)

@@ -36,8 +36,8 @@ enum TokenEventInboxSupport {
         try await store.tokenEvent(merchantIdentifier: merchant, eventId: eventId)?.state == .applied
     }
 
-    /// Starts a stopped mock gateway again on its port.
-    static func restart(_ gateway: MockAppleGateway, port: Int) async throws {
-        try await gateway.start(port: port)
+    /// Makes Apple unreachable for merchant token calls (each connection reset, nothing answered), or reachable again.
+    static func setUnreachable(_ gateway: MockAppleGateway, _ unreachable: Bool) async {
+        gateway.merchantTokenCallsReset = unreachable
     }
 }

@@ -108,7 +108,7 @@ struct TokenEventInboxTests {
             let mandateId = try await Self.mandate(server, token: "DNITHE000000000000000022")
             let unlinkId = server.gateway.addTokenEvent(
                 eventType: "UNLINK", merchantTokenIdentifier: "DNITHE000000000000000022", reason: "issuer")
-            await server.gateway.stop()
+            await TokenEventInboxSupport.setUnreachable(server.gateway, true)
             #expect(try await server.gateway.notify(tokenNotificationURL: Self.notificationURL(server), eventId: unlinkId) == 200)
             // Orchard tried while Apple was down, and keeps the event for later.
             let tried = try await ClusterTests.eventually(10) {
@@ -117,7 +117,7 @@ struct TokenEventInboxTests {
             #expect(tried)
             #expect(try await server.store.mandate(id: mandateId)?.state == .active)
 
-            try await TokenEventInboxSupport.restart(server.gateway, port: server.fixture.port)
+            await TokenEventInboxSupport.setUnreachable(server.gateway, false)
             let ended = try await ClusterTests.eventually(15) { try await server.store.mandate(id: mandateId)?.state == .ended }
             #expect(ended, "fetched once Apple was back")
             #expect(try await server.store.mandate(id: mandateId)?.endedReason == "apple:issuer")

@@ -52,34 +52,11 @@ struct TokenEventsController {
             context.logger.debug("a merchant token notification for no merchant Orchard can ask Apple for: ignored")
             return Response(status: .ok)
         }
-        let source = context.clientAddress?.rateLimitKey ?? "unknown"
         let item = TokenEventItem.received(
-            merchantIdentifier: merchant.merchantIdentifier, eventId: eventId, source: source, at: time.now)
-        var trusted: Bool?
+            merchantIdentifier: merchant.merchantIdentifier, eventId: eventId, source: context.clientAddress?.rateLimitKey ?? "unknown",
+            at: time.now)
         do {
-            // The merchant's bucket stops a flood spread over many sources; a source Apple
-            // vouched for is read from the inbox only then, and is let through.
-            if let refusal = limiter.admit(.tokenEvents, client: nil, merchant: merchant.merchantIdentifier) {
-                trusted = try await isTrusted(source)
-                guard trusted == true else {
-                    throw OrchardError(
-                        .rateLimited, "too many token notifications for this merchant; try again in \(refusal.retryAfter) s",
-                        retryAfter: refusal.retryAfter)
-                }
-            }
-            var recording = try await store.recordTokenEvent(item, maxPendingFromSource: policy.maxPending(trusted: false))
-            if recording == .sourceFull {
-                if trusted == nil { trusted = try await isTrusted(source) }
-                if trusted == true {
-                    recording = try await store.recordTokenEvent(item, maxPendingFromSource: policy.maxPending(trusted: true))
-                }
-            }
-            guard recording != .sourceFull else {
-                throw OrchardError(
-                    .rateLimited,
-                    "too many token notifications from this address are waiting; try again in \(policy.sourceFullRetryAfter) s",
-                    retryAfter: policy.sourceFullRetryAfter)
-            }
+            try await record(item)
             return Response(status: .ok)
         } catch let error as OrchardError {
             throw error
@@ -88,6 +65,35 @@ struct TokenEventsController {
                 "a merchant token notification could not be recorded: Apple will notify again",
                 metadata: ["merchant": "\(merchant.merchantIdentifier)", "event": "\(eventId)", "error": "\(error)"])
             return Response(status: .internalServerError)
+        }
+    }
+
+    /// Records `item` unless its merchant's bucket or its source's pending items are full, for a
+    /// source Apple has not vouched for; throws the 429 to answer otherwise.
+    private func record(_ item: TokenEventItem) async throws {
+        // The source's standing is read from the inbox only when something is full: a trusted
+        // source (Apple's) is let through both.
+        var trusted: Bool?
+        // The merchant's bucket stops a flood spread over many sources.
+        if let refusal = limiter.admit(.tokenEvents, client: nil, merchant: item.merchantIdentifier) {
+            trusted = try await isTrusted(item.source)
+            guard trusted == true else {
+                throw OrchardError(
+                    .rateLimited, "too many token notifications for this merchant; try again in \(refusal.retryAfter) s",
+                    retryAfter: refusal.retryAfter)
+            }
+        }
+        var recording = try await store.recordTokenEvent(item, maxPendingFromSource: policy.maxPending(trusted: false))
+        if recording == .sourceFull {
+            if trusted == nil { trusted = try await isTrusted(item.source) }
+            if trusted == true {
+                recording = try await store.recordTokenEvent(item, maxPendingFromSource: policy.maxPending(trusted: true))
+            }
+        }
+        guard recording != .sourceFull else {
+            throw OrchardError(
+                .rateLimited, "too many token notifications from this address are waiting; try again in \(policy.sourceFullRetryAfter) s",
+                retryAfter: policy.sourceFullRetryAfter)
         }
     }
 
