@@ -23,9 +23,25 @@ enum PostgresMigrations {
         Migration(version: 1, description: "orders, payments, registry, payments API and webhook outbox", statements: initial),
         Migration(version: 2, description: "mandates, and the merchant token a payment came with", statements: mandates),
         Migration(version: 3, description: "when each payment's and refund's reference was last sent", statements: lastSends),
+        Migration(version: 4, description: "the token-event inbox: Apple's merchant token notifications", statements: tokenEvents),
         Migration(
             version: 5, description: "a settle or cancel holds its payment until it ends",
             statements: ["ALTER TABLE payments ADD COLUMN operation_until timestamptz"]),
+    ]
+
+    /// Apple's notifications, one row per (merchant, event ID); leased by due time per source,
+    /// counted per source while pending, and read per source once finished (its standing).
+    static let tokenEvents = [
+        """
+        CREATE TABLE token_events (
+            seq bigint GENERATED ALWAYS AS IDENTITY UNIQUE, id text PRIMARY KEY, merchant text NOT NULL, event_id text NOT NULL,
+            source text NOT NULL, state text NOT NULL, attempts bigint NOT NULL, created_at timestamptz NOT NULL,
+            next_attempt_at timestamptz, finished_at timestamptz, last_error text, UNIQUE (merchant, event_id))
+        """,
+        "CREATE INDEX token_events_due ON token_events (next_attempt_at) WHERE state = 'pending'",
+        "CREATE INDEX token_events_pending_by_source ON token_events (source) WHERE state = 'pending'",
+        "CREATE INDEX token_events_finished_by_source ON token_events (source, state, finished_at) WHERE state <> 'pending'",
+        "CREATE INDEX token_events_finished ON token_events (finished_at) WHERE state <> 'pending'",
     ]
 
     /// Rows from before keep NULL: the engine reads their last change instead.

@@ -13,8 +13,12 @@ extension PostgresStore {
         let outbox = try await rows(
             "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM webhook_events WHERE state = 'pending'"
         ).first
+        let inbox = try await rows(
+            "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM token_events WHERE state = 'pending'"
+        ).first
         return OperationalCounts(
             payments: payments, pendingWebhooks: Int(try outbox?.integer("n") ?? 0),
-            oldestPendingWebhook: try outbox?.optionalDate("oldest"))
+            oldestPendingWebhook: try outbox?.optionalDate("oldest"), pendingTokenEvents: Int(try inbox?.integer("n") ?? 0),
+            oldestPendingTokenEvent: try inbox?.optionalDate("oldest"))
     }
 }

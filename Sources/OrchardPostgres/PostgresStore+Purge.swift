@@ -41,6 +41,9 @@ extension PostgresStore {
                 """
             ).count
         }
+        if let date = cutoffs.finishedTokenEvents {
+            counts.tokenEvents = try await purgeTokenEvents(finishedBefore: date, limit: limit)
+        }
         return counts
     }
 }

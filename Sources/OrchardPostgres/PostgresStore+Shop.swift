@@ -10,6 +10,8 @@ extension PostgresStore {
     enum LockSpace: Int32 {
         case merchantKeys = 1
         case idempotencyKey = 2
+        /// Recording Apple's token notifications from one source (TokenEvents).
+        case tokenEventSource = 3
     }
 
     // MARK: API keys

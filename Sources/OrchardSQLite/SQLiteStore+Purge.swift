@@ -16,6 +16,9 @@ extension SQLiteStore {
             counts.webhookEvents += try await deleteEvents(
                 "state IN ('failed', 'skipped') AND created_at < ?", [.time(date), .integer(Int64(limit))])
         }
+        if let date = cutoffs.finishedTokenEvents {
+            counts.tokenEvents = try await purgeTokenEvents(finishedBefore: date, limit: limit)
+        }
         return counts
     }
 

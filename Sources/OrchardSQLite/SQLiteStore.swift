@@ -25,6 +25,7 @@ public final class SQLiteStore: OrchardStore {
         try Self.migratePayments(database)
         try Self.migrateShop(database)
         try Self.migrateMandates(database)
+        try Self.migrateTokenEvents(database)
         try database.execute(
             """
             CREATE TABLE IF NOT EXISTS registered_merchants (

@@ -21,7 +21,8 @@ import ServiceLifecycle
 ///   - simulator: the demo's simulated payment sheet; nil (the default) everywhere else.
 ///   - directory: configured and registered merchants (default: the configured ones only).
 ///   - registration: Apple's Web Merchant Registration API, for the admin API.
-///   - merchantTokens: Apple's Merchant Token Management API, for token events and unlinking (nil: neither).
+///   - merchantTokens: Apple's Merchant Token Management API, for token events (fetched from the
+///     token-event inbox in the background) and unlinking (nil: neither).
 ///   - domainProbe: fetches domains' association files for `/admin/doctor?domains=true`.
 ///   - processorMaker: makes registered merchants' processors from their settings (nil: they record only).
 ///   - shopCalls: sends the webhook outbox to merchants' endpoints and asks their quote URLs; nil:
@@ -55,10 +56,19 @@ public func buildApplication(
     }
     let vault = vault ?? configuration.vault ?? .ephemeral()
     let engine = configuration.makePaymentsEngine(store: store, processors: processors, vault: vault, time: time, logger: logger)
+    let mandates = MandateLifecycle(
+        store: store, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
+    // Apple's notifications are fetched in the background, only where Apple can be asked.
+    let tokenEvents = merchantTokens.map { _ in
+        TokenEventFetcher(
+            store: store, lifecycle: mandates, budgets: TokenEventBudgets(policy: configuration.tokenEvents),
+            gatewayTimeout: configuration.gateway.timeout, time: time, logger: logger)
+    }
     let router = buildRouter(
         configuration: configuration, sessions: sessions, store: store, processors: processors, vault: vault, engine: engine,
-        time: time, simulator: simulator, directory: directory, registration: registration, merchantTokens: merchantTokens,
-        domainProbe: domainProbe, processorMaker: processorMaker, shopCalls: shopCalls, activity: activity, logger: logger)
+        mandates: mandates, time: time, simulator: simulator, directory: directory, registration: registration,
+        merchantTokens: merchantTokens, domainProbe: domainProbe, processorMaker: processorMaker, shopCalls: shopCalls,
+        activity: activity, logger: logger)
     var app = Application(
         router: router,
         // A connection idle (or stuck in half a request) past the timeout is closed, so slow clients cannot hold sockets.
@@ -72,7 +82,8 @@ public func buildApplication(
         logger: logger)
     for service in backgroundServices(
         configuration: configuration, store: store, engine: engine, directory: directory, processors: processors,
-        processorMaker: processorMaker, shopCalls: shopCalls, expiryCheckInterval: expiryCheckInterval, time: time, logger: logger)
+        processorMaker: processorMaker, shopCalls: shopCalls, tokenEvents: tokenEvents, expiryCheckInterval: expiryCheckInterval,
+        time: time, logger: logger)
     {
         app.addServices(service)
     }
@@ -82,7 +93,8 @@ public func buildApplication(
 /// The public port's middleware and routes (the OpenAPI document lists the same routes; `OpenAPITests` compare them).
 func buildRouter(
     configuration: ServerConfiguration, sessions: any MerchantSessionService, store: any OrchardStore, processors: PaymentProcessors,
-    vault: PaymentVault, engine: PaymentsEngine, time: TimeSource, simulator: (any SimulatedApplePay)?, directory: MerchantDirectory,
+    vault: PaymentVault, engine: PaymentsEngine, mandates: MandateLifecycle, time: TimeSource, simulator: (any SimulatedApplePay)?,
+    directory: MerchantDirectory,
     registration: (any MerchantRegistrationService)?, merchantTokens: (any MerchantTokenService)?, domainProbe: (any DomainProbe)?,
     processorMaker: (any ProcessorMaker)?, shopCalls: (any ShopTransport)?, activity: ServerActivity, logger: Logger
 ) -> Router<OrchardRequestContext> {
@@ -110,10 +122,11 @@ func buildRouter(
         limiter: limiter
     ).addRoutes(to: v1, page: router)
     PaymentsAPIController(store: store, engine: engine).addRoutes(to: v1)
-    let mandates = MandateLifecycle(
-        store: store, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
     MandatesController(store: store, engine: engine, lifecycle: mandates, time: time).addRoutes(to: v1)
-    TokenEventsController(lifecycle: mandates).addRoutes(to: router)
+    TokenEventsController(
+        store: store, directory: directory, policy: configuration.tokenEvents, limiter: limiter, fetching: merchantTokens != nil,
+        time: time
+    ).addRoutes(to: router)
     CheckoutController(configuration: configuration, simulator: simulator).addRoutes(to: router)
     if let simulator {
         SimulatedSheetController(configuration: configuration, simulator: simulator).addRoutes(to: router)
@@ -149,11 +162,11 @@ private func addStaticFiles(to router: Router<OrchardRequestContext>, folder: St
     }
 }
 
-/// The loops that run beside the server: expiry, reconciliation, purges, and those the configuration asks for.
+/// The loops that run beside the server: expiry, reconciliation, purges, the token-event inbox, and those the configuration asks for.
 private func backgroundServices(
     configuration: ServerConfiguration, store: any OrchardStore,
     engine: PaymentsEngine, directory: MerchantDirectory, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?,
-    shopCalls: (any ShopTransport)?, expiryCheckInterval: Duration, time: TimeSource, logger: Logger
+    shopCalls: (any ShopTransport)?, tokenEvents: TokenEventFetcher?, expiryCheckInterval: Duration, time: TimeSource, logger: Logger
 ) -> [any Service] {
     var services: [any Service] = [
         CertificateExpiryMonitor(
@@ -173,6 +186,9 @@ private func backgroundServices(
         services.append(
             OperationalGauges(
                 store: store, certificates: configuration.certificates, time: time, interval: metrics.refreshInterval, logger: logger))
+    }
+    if let tokenEvents {
+        services.append(tokenEvents)
     }
     if let shopCalls {
         services.append(

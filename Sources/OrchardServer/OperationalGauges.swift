@@ -6,8 +6,8 @@ import OrchardCore
 import ServiceLifecycle
 import X509
 
-/// Keeps the metrics gauges that describe state rather than events: payments by state and the
-/// webhook outbox's backlog (one cheap count query every `interval`), and each configured
+/// Keeps the metrics gauges that describe state rather than events: payments by state, the
+/// webhook outbox's and the token-event inbox's backlogs (cheap count queries every `interval`), and each configured
 /// certificate's days left. Runs only when a metrics listener is configured.
 ///
 /// Labels stay bounded: states are a fixed list, and certificates are named by their configured
@@ -70,6 +70,9 @@ public struct OperationalGauges: Service {
         Gauge(label: "orchard_webhook_queue_depth").record(counts.pendingWebhooks)
         let age = counts.oldestPendingWebhook.map { max(0, time.now.timeIntervalSince($0)) } ?? 0
         Gauge(label: "orchard_webhook_oldest_pending_age_seconds").record(age)
+        Gauge(label: "orchard_token_event_queue_depth").record(counts.pendingTokenEvents)
+        let inboxAge = counts.oldestPendingTokenEvent.map { max(0, time.now.timeIntervalSince($0)) } ?? 0
+        Gauge(label: "orchard_token_event_oldest_pending_age_seconds").record(inboxAge)
         return true
     }
 }

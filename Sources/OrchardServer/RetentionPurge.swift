@@ -5,7 +5,8 @@ import OrchardCore
 import ServiceLifecycle
 
 /// Deletes what `retention` says has served its purpose: expired orders that never had a
-/// payment and finished webhook events. Payments and refunds are never deleted.
+/// payment, finished webhook events and finished token-event inbox items. Payments and refunds
+/// are never deleted.
 public struct RetentionPurge: Service {
     let store: any OrchardStore
     let policy: RetentionPolicy
@@ -41,13 +42,18 @@ public struct RetentionPurge: Service {
                 let counts = try await store.purge(before: cutoffs, limit: Self.batch)
                 total.orders += counts.orders
                 total.webhookEvents += counts.webhookEvents
-                if counts.orders < Self.batch && counts.webhookEvents < Self.batch { break }
+                total.tokenEvents += counts.tokenEvents
+                if counts.orders < Self.batch && counts.webhookEvents < Self.batch && counts.tokenEvents < Self.batch { break }
             }
         } catch {
             logger.error("old rows could not be purged", metadata: ["error": "\(error)"])
         }
         if total != PurgeCounts() {
-            logger.info("purged old rows", metadata: ["orders": "\(total.orders)", "webhookEvents": "\(total.webhookEvents)"])
+            logger.info(
+                "purged old rows",
+                metadata: [
+                    "orders": "\(total.orders)", "webhookEvents": "\(total.webhookEvents)", "tokenEvents": "\(total.tokenEvents)",
+                ])
         }
         return total
     }

@@ -28,6 +28,12 @@ extension InMemoryStore {
             if let date = cutoffs.failedWebhooks {
                 drop { ($0.state == .failed || $0.state == .skipped) && $0.createdAt < date }
             }
+            if let date = cutoffs.finishedTokenEvents {
+                let ids = Set(
+                    state.tokenEvents.filter { $0.state != .pending && ($0.finishedAt.map { $0 < date } ?? false) }.prefix(limit).map(\.id))
+                state.tokenEvents.removeAll { ids.contains($0.id) }
+                counts.tokenEvents = ids.count
+            }
             return counts
         }
     }

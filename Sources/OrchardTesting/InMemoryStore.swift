@@ -19,6 +19,8 @@ public final class InMemoryStore: OrchardStore {
         var requests: [String: PaymentRequestRecord] = [:]
         var refunds: [RefundRecord] = []
         var events: [WebhookEvent] = []
+        /// The token-event inbox, in insertion order.
+        var tokenEvents: [TokenEventItem] = []
         var mandates: [MandateRecord] = []
         var settings: [String: [UInt8]] = [:]
         /// Until when a reconciler holds each refund.

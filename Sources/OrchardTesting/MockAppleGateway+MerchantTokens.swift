@@ -45,6 +45,7 @@ final class MockMerchantTokens: Sendable {
         var calls: [ReceivedMerchantTokenCall] = []
         var notifications: [SentTokenNotification] = []
         var faultStatus: Int?
+        var resetCalls = false
     }
 
     let state = Mutex(State())
@@ -90,6 +91,13 @@ extension MockAppleGateway {
     public var merchantTokenFaultStatus: Int? {
         get { merchantTokens.state.withLock { $0.faultStatus } }
         set { merchantTokens.state.withLock { $0.faultStatus = newValue } }
+    }
+
+    /// When set, every Merchant Token Management API call has its connection reset once read,
+    /// unanswered and unrecorded: Apple unreachable, while the gateway keeps its port.
+    public var merchantTokenCallsReset: Bool {
+        get { merchantTokens.state.withLock { $0.resetCalls } }
+        set { merchantTokens.state.withLock { $0.resetCalls = newValue } }
     }
 
     /// Answers one call under `/paymentservices/v1/merchantId/`, and records it.

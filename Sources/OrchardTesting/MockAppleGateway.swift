@@ -263,6 +263,9 @@ final class MockGatewayHandler: ChannelInboundHandler {
             let answer = gateway.registration(
                 ReceivedRegistrationCall(method: "POST", path: path, body: body, clientMerchantHash: clientHash))
             respond(answer.status, answer.body, head, context)
+        case (_, _) where path.hasPrefix(MockAppleGateway.merchantTokenPrefix) && gateway.merchantTokenCallsReset:
+            gateway.logger.debug("fault: resetting a merchant token call's connection")
+            reset.reset()
         case (_, _) where path.hasPrefix(MockAppleGateway.merchantTokenPrefix):
             let answer = gateway.merchantTokenCall(
                 method: head.method.rawValue, path: path, headers: head.headers, body: body, clientMerchantHash: clientHash)

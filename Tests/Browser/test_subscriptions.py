@@ -95,7 +95,12 @@ class SubscriptionTests(unittest.TestCase):
         answer = self.demo.token_event("UNLINK", token, notification_url, reason="user")
         self.assertEqual(answer["status"], 200)
         self.assertIn("/orchard/apple-pay/token-events/", self.nginx.access_log())
+        # Orchard records the notification and fetches the event in the background, within a poll or two.
+        deadline = time.time() + 20
         status, ended = self.api("GET", f"/v1/mandates/{mandate['id']}")
+        while ended["state"] != "ended" and time.time() < deadline:
+            time.sleep(0.05)
+            status, ended = self.api("GET", f"/v1/mandates/{mandate['id']}")
         self.assertEqual((ended["state"], ended["endedReason"]), ("ended", "apple:user"))
         status, refused = self.api("POST", f"/v1/mandates/{mandate['id']}/charges", {"amount": 1234, "reference": "tea-renewal-2"},
                                    str(uuid.uuid4()))

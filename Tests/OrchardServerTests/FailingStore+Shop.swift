@@ -67,3 +67,23 @@ extension FailingStore {
         return try await inner.updateMandate(id: id, metadata: metadata, at: date)
     }
 }
+
+/// The token-event inbox, passed through; recording a fetch fails like a transition.
+extension FailingStore {
+    func recordTokenEvent(_ item: TokenEventItem, maxPendingFromSource: Int) async throws -> TokenEventRecording {
+        try await inner.recordTokenEvent(item, maxPendingFromSource: maxPendingFromSource)
+    }
+    func leaseTokenEvents(at date: Date, until leaseEnd: Date, perSource: Int, limit: Int) async throws -> [TokenEventItem] {
+        try await inner.leaseTokenEvents(at: date, until: leaseEnd, perSource: perSource, limit: limit)
+    }
+    func recordTokenEventAttempt(_ attempt: TokenEventAttempt) async throws -> Bool {
+        if failing.load(ordering: .relaxed) { throw DiskFull() }
+        return try await inner.recordTokenEventAttempt(attempt)
+    }
+    func tokenEventStandings(sources: [String]) async throws -> [String: TokenEventSourceStanding] {
+        try await inner.tokenEventStandings(sources: sources)
+    }
+    func tokenEvent(merchantIdentifier: String, eventId: String) async throws -> TokenEventItem? {
+        try await inner.tokenEvent(merchantIdentifier: merchantIdentifier, eventId: eventId)
+    }
+}

@@ -69,9 +69,12 @@ struct OpenAPITests {
         let vault = PaymentVault.ephemeral()
         let engine = configuration.makePaymentsEngine(
             store: store, processors: .recordOnly, vault: vault, time: .system, logger: Logger(label: "test"))
+        let directory = MerchantDirectory(configuration: configuration)
+        let mandates = MandateLifecycle(
+            store: store, processors: .recordOnly, tokens: nil, directory: directory, time: .system, logger: Logger(label: "test"))
         return buildRouter(
             configuration: configuration, sessions: StubSessions(), store: store, processors: .recordOnly, vault: vault, engine: engine,
-            time: .system, simulator: simulator, directory: MerchantDirectory(configuration: configuration), registration: nil,
+            mandates: mandates, time: .system, simulator: simulator, directory: directory, registration: nil,
             merchantTokens: nil, domainProbe: nil, processorMaker: nil, shopCalls: nil, activity: ServerActivity(),
             logger: Logger(label: "test"))
     }

@@ -103,7 +103,7 @@ struct PostgresStoreTests {
                 #expect(try await store.apiKeys(merchantIdentifier: nil).isEmpty)
                 await store.close()
             }
-            #expect(try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1\n2\n3\n5")
+            #expect(try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1\n2\n3\n4\n5")
             try await server.query(
                 settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
             let refused = await Self.openError(settings)

@@ -8,11 +8,19 @@ public struct OperationalCounts: Sendable, Equatable {
     public var pendingWebhooks: Int
     /// When the oldest of them was written; nil when none waits.
     public var oldestPendingWebhook: Date?
+    /// Apple's token notifications whose event is still to be fetched, and when the oldest came.
+    public var pendingTokenEvents: Int
+    public var oldestPendingTokenEvent: Date?
 
-    public init(payments: [PaymentState: Int], pendingWebhooks: Int, oldestPendingWebhook: Date?) {
+    public init(
+        payments: [PaymentState: Int], pendingWebhooks: Int, oldestPendingWebhook: Date?, pendingTokenEvents: Int = 0,
+        oldestPendingTokenEvent: Date? = nil
+    ) {
         self.payments = payments
         self.pendingWebhooks = pendingWebhooks
         self.oldestPendingWebhook = oldestPendingWebhook
+        self.pendingTokenEvents = pendingTokenEvents
+        self.oldestPendingTokenEvent = oldestPendingTokenEvent
     }
 }
 

@@ -187,7 +187,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 /// an instance that dies lets its leases run out and another takes the items over (webhooks
 /// are thus delivered at least once, under the same event ID). Instances' clocks must agree
 /// (NTP): leases, staleness and expiry compare times each instance writes.
-public protocol OrchardStore: ShopStore, MandateStore {
+public protocol OrchardStore: ShopStore, MandateStore, TokenEventInbox {
     func insert(_ order: OrderRecord) async throws
     func order(id: String) async throws -> OrderRecord?
     /// Replaces an open order's pricing; fails with ``StoreError/Code/orderNotOpen`` otherwise.
@@ -236,7 +236,7 @@ public protocol OrchardStore: ShopStore, MandateStore {
     /// identifier that has none, to clear what an earlier tenant left.
     func deleteRegistration(partnerIdentifier: String, at date: Date) async throws
 
-    /// Payments by state and the webhook outbox's backlog, for the metrics gauges; nil when the
+    /// Payments by state and the webhook outbox's and token-event inbox's backlogs, for the metrics gauges; nil when the
     /// store cannot count cheaply (the default), and the gauges are then left out.
     func operationalCounts() async throws -> OperationalCounts?
     /// Lets go of what the store holds (a database's connections); nothing is called after it.

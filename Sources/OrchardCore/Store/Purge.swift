@@ -8,11 +8,16 @@ public struct PurgeCutoffs: Sendable, Equatable {
     public var deliveredWebhooks: Date?
     /// Failed and skipped webhook events created before this.
     public var failedWebhooks: Date?
+    /// Token-event inbox items finished (applied, unknown or failed) before this.
+    public var finishedTokenEvents: Date?
 
-    public init(expiredOrders: Date? = nil, deliveredWebhooks: Date? = nil, failedWebhooks: Date? = nil) {
+    public init(
+        expiredOrders: Date? = nil, deliveredWebhooks: Date? = nil, failedWebhooks: Date? = nil, finishedTokenEvents: Date? = nil
+    ) {
         self.expiredOrders = expiredOrders
         self.deliveredWebhooks = deliveredWebhooks
         self.failedWebhooks = failedWebhooks
+        self.finishedTokenEvents = finishedTokenEvents
     }
 }
 
@@ -22,9 +27,12 @@ public struct PurgeCounts: Sendable, Equatable {
     public var orders: Int
     /// Webhook events deleted, delivered and failed together.
     public var webhookEvents: Int
+    /// Finished token-event inbox items deleted.
+    public var tokenEvents: Int
 
-    public init(orders: Int = 0, webhookEvents: Int = 0) {
+    public init(orders: Int = 0, webhookEvents: Int = 0, tokenEvents: Int = 0) {
         self.orders = orders
         self.webhookEvents = webhookEvents
+        self.tokenEvents = tokenEvents
     }
 }

@@ -30,7 +30,8 @@ public protocol ShopStore: Sendable {
     /// - orders in state `expired` whose `expiresAt` is before `cutoffs.expiredOrders` and that
     ///   have no payment row at all, each with its payment request;
     /// - webhook events `delivered` before `cutoffs.deliveredWebhooks`;
-    /// - webhook events `failed` or `skipped` and created before `cutoffs.failedWebhooks`.
+    /// - webhook events `failed` or `skipped` and created before `cutoffs.failedWebhooks`;
+    /// - token-event inbox items finished before `cutoffs.finishedTokenEvents` (never pending ones).
     ///
     /// A nil cutoff deletes none of that kind. Payments, refunds, API keys and any order with a
     /// payment are never deleted. Each kind is deleted in one transaction.

@@ -185,6 +185,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var outbound: Outbound?
     public var orders: Orders?
     public var retention: Retention?
+    /// How Apple's token notifications are fetched (TokenEventsConfiguration.swift).
+    public var tokenEvents: TokenEvents?
     /// Where the SQLite database lives; relative to the config file. Default `state`.
     public var stateDirectory: String?
     /// PostgreSQL instead of SQLite (StoreConfiguration.swift).

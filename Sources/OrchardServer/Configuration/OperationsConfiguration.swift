@@ -29,14 +29,21 @@ extension ConfigurationFile {
         public var deliveredWebhooksDays: Int?
         /// Failed and skipped webhook events, counted from creation (default 90; 0 keeps them).
         public var failedWebhooksDays: Int?
+        /// Apple's token notifications once their event is applied, unknown or failed, counted from then (default 30; 0 keeps them).
+        public var tokenEventsDays: Int?
 
-        public init(expiredOrdersDays: Int? = nil, deliveredWebhooksDays: Int? = nil, failedWebhooksDays: Int? = nil) {
+        public init(
+            expiredOrdersDays: Int? = nil, deliveredWebhooksDays: Int? = nil, failedWebhooksDays: Int? = nil, tokenEventsDays: Int? = nil
+        ) {
             self.expiredOrdersDays = expiredOrdersDays
             self.deliveredWebhooksDays = deliveredWebhooksDays
             self.failedWebhooksDays = failedWebhooksDays
+            self.tokenEventsDays = tokenEventsDays
         }
 
-        enum CodingKeys: String, CodingKey, CaseIterable { case expiredOrdersDays, deliveredWebhooksDays, failedWebhooksDays }
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case expiredOrdersDays, deliveredWebhooksDays, failedWebhooksDays, tokenEventsDays
+        }
 
         public init(from decoder: any Decoder) throws {
             try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
@@ -44,6 +51,7 @@ extension ConfigurationFile {
             expiredOrdersDays = try container.decodeIfPresent(Int.self, forKey: .expiredOrdersDays)
             deliveredWebhooksDays = try container.decodeIfPresent(Int.self, forKey: .deliveredWebhooksDays)
             failedWebhooksDays = try container.decodeIfPresent(Int.self, forKey: .failedWebhooksDays)
+            tokenEventsDays = try container.decodeIfPresent(Int.self, forKey: .tokenEventsDays)
         }
     }
 }
@@ -56,6 +64,9 @@ public struct RetentionPolicy: Sendable, Equatable {
     public var deliveredWebhooks: Duration? = .seconds(30 * 86_400)
     /// After creation, for failed and skipped events.
     public var failedWebhooks: Duration? = .seconds(90 * 86_400)
+    /// After they finished, for token-event inbox items. While kept, a repeated notification is
+    /// not fetched again, and a source's standing (``TokenEventPolicy/isTrusted(_:)``) is read from them.
+    public var finishedTokenEvents: Duration? = .seconds(30 * 86_400)
     /// How often the purge runs.
     public var interval: Duration = .seconds(3600)
 
@@ -65,7 +76,8 @@ public struct RetentionPolicy: Sendable, Equatable {
     public func cutoffs(at now: Date) -> PurgeCutoffs {
         func before(_ age: Duration?) -> Date? { age.map { now.addingTimeInterval(-TimeInterval($0.components.seconds)) } }
         return PurgeCutoffs(
-            expiredOrders: before(expiredOrders), deliveredWebhooks: before(deliveredWebhooks), failedWebhooks: before(failedWebhooks))
+            expiredOrders: before(expiredOrders), deliveredWebhooks: before(deliveredWebhooks), failedWebhooks: before(failedWebhooks),
+            finishedTokenEvents: before(finishedTokenEvents))
     }
 }
 
@@ -75,6 +87,7 @@ extension ServerConfiguration {
         limits = try Self.resolveLimits(file.limits)
         outbound = try Self.resolveOutbound(file.outbound, values: values)
         retention = try Self.resolveRetention(file.retention)
+        tokenEvents = try Self.resolveTokenEvents(file.tokenEvents)
         let open = file.orders?.openForSeconds ?? 3600
         guard (60...604_800).contains(open) else { throw ConfigurationError("orders.openForSeconds must be 60–604800") }
         ordersOpenFor = .seconds(open)
@@ -107,6 +120,7 @@ extension ServerConfiguration {
         policy.expiredOrders = try days(file?.expiredOrdersDays, "expiredOrdersDays", default: policy.expiredOrders)
         policy.deliveredWebhooks = try days(file?.deliveredWebhooksDays, "deliveredWebhooksDays", default: policy.deliveredWebhooks)
         policy.failedWebhooks = try days(file?.failedWebhooksDays, "failedWebhooksDays", default: policy.failedWebhooks)
+        policy.finishedTokenEvents = try days(file?.tokenEventsDays, "tokenEventsDays", default: policy.finishedTokenEvents)
         return policy
     }
 }

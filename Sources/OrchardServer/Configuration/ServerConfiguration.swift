@@ -46,6 +46,8 @@ public struct ServerConfiguration: Sendable {
     public var limits = RateLimitSettings.defaults
     public var outbound = OutboundSettings()
     public var retention = RetentionPolicy()
+    /// The token-event inbox's budgets, caps and timing (`tokenEvents`).
+    public var tokenEvents = TokenEventPolicy()
     public var ordersOpenFor: Duration = .seconds(3600)
     public var idleTimeout: Duration = .seconds(60)
     public var trustedProxies: [IPNetwork] = []

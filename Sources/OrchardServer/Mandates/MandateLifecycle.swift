@@ -2,7 +2,6 @@ import ApplePay
 import Foundation
 import Logging
 import OrchardCore
-import Synchronization
 
 /// Ends and updates mandates, for the shop (`DELETE /v1/mandates/{id}`) and for Apple's
 /// merchant token events. The store's compare-and-set decides; the calls to the processor and
@@ -15,16 +14,19 @@ struct MandateLifecycle: Sendable {
     let directory: MerchantDirectory
     let time: TimeSource
     let logger: Logger
-    /// Event fetches per merchant and minute: the notification URL is unauthenticated, and each
-    /// fetch is a call to Apple under the merchant's identity.
-    let fetchBudget = FetchBudget(perMinute: 60)
 
-    /// What the notification endpoint answers Apple.
-    enum NotificationAnswer: Equatable {
-        /// Handled, or nothing to handle (an unknown event or token).
-        case ok
-        /// Apple could not be asked for the event now: Apple retries a non-200 notification.
-        case retryLater
+    /// What fetching one notified event came to.
+    enum EventFetch: Equatable {
+        /// Apple described the event, and it was applied to the token's mandates (if any).
+        case applied
+        /// Apple does not know the event: nothing changed.
+        case unknownEvent
+        /// Apple could not be asked now, or the change could not be recorded: try again later.
+        case unavailable(String)
+        /// No merchant Orchard can ask Apple for under this identifier (any more): nothing changed.
+        case noMerchant
+        /// Orchard cannot ask Apple for this event at all (the request cannot be built).
+        case refused(String)
     }
 
     /// Ends an active mandate; then deletes the credential at its processor and, when the shop
@@ -63,45 +65,33 @@ struct MandateLifecycle: Sendable {
         }
     }
 
-    /// Handles Apple's notification of `eventId` for a merchant: fetches the event over mutual
-    /// TLS and ends (UNLINK) or updates (card details, card art, keys) the token's mandates.
-    func handleNotification(eventId: String, merchantIdentifier: String) async -> NotificationAnswer {
-        // Apple's IDs are short and plain; anything else is not Apple's, and is neither logged
-        // as it came nor spends the merchant's fetches.
-        guard MerchantTokenEvent.isValidIdentifier(eventId),
-            (1...255).contains(merchantIdentifier.utf8.count), merchantIdentifier.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
-        else {
-            logger.notice("a merchant token notification with an event ID Apple does not send: ignored")
-            return .ok
-        }
+    /// Fetches the event Apple notified for a merchant, over mutual TLS, and ends (UNLINK) or
+    /// updates (card details, card art, keys) the token's mandates.
+    func fetchAndApply(eventId: String, merchantIdentifier: String) async -> EventFetch {
         let metadata: Logger.Metadata = ["merchant": "\(merchantIdentifier)", "event": "\(eventId)"]
-        guard let merchant = directory.merchant(identifier: merchantIdentifier), let tokens else {
-            logger.warning("a merchant token notification for no merchant Orchard can ask Apple for: ignored", metadata: metadata)
-            return .ok
-        }
-        guard fetchBudget.take(merchantIdentifier, now: time.now) else {
-            logger.warning("too many merchant token notifications this minute: Apple will retry", metadata: metadata)
-            return .retryLater
-        }
+        guard let merchant = directory.merchant(identifier: merchantIdentifier), let tokens else { return .noMerchant }
         let event: MerchantTokenEvent
         do {
             event = try await tokens.event(id: eventId, for: merchant)
         } catch {
-            if error.kind == .invalidRequest || (error.kind == .rejected && (error.appleStatus ?? 500) < 500) {
+            switch (error.kind, error.appleStatus) {
+            case (.rejected, 400), (.rejected, 404):
+                // Apple's definite answer about the event itself.
                 logger.notice("Apple does not know this merchant token event: nothing changed", metadata: metadata)
-                return .ok
+                return .unknownEvent
+            case (.invalidRequest, _):
+                return .refused(error.message)
+            default:
+                // Unreachable, slow, busy, 5xx, or a refusal of Orchard's identity (401, 403, 417):
+                // nothing said about the event, so it is asked again.
+                return .unavailable("\(error.message) (\(error.hint))")
             }
-            logger.error(
-                "a merchant token event could not be fetched from Apple: Apple will notify again",
-                metadata: metadata.merging(["error": "\(error.message)", "hint": "\(error.hint)"]) { $1 })
-            return .retryLater
         }
         do {
             try await apply(event, merchantIdentifier: merchantIdentifier, metadata: metadata)
-            return .ok
+            return .applied
         } catch {
-            logger.error("a merchant token event could not be recorded: Apple will notify again", metadata: metadata)
-            return .retryLater
+            return .unavailable("the event's change could not be recorded: \(error)")
         }
     }
 
@@ -125,26 +115,6 @@ struct MandateLifecycle: Sendable {
             default:
                 logger.warning("a merchant token event of a type Orchard does not know: nothing changed", metadata: metadata)
             }
-        }
-    }
-}
-
-/// A fixed number of calls per key and minute, in this process's memory.
-final class FetchBudget: Sendable {
-    let perMinute: Int
-    private let used = Mutex<(minute: Int, counts: [String: Int])>((0, [:]))
-
-    init(perMinute: Int) {
-        self.perMinute = perMinute
-    }
-
-    func take(_ key: String, now: Date) -> Bool {
-        let minute = Int(now.timeIntervalSince1970 / 60)
-        return used.withLock { used in
-            if used.minute != minute { used = (minute, [:]) }
-            guard used.counts[key, default: 0] < perMinute else { return false }
-            used.counts[key, default: 0] += 1
-            return true
         }
     }
 }
