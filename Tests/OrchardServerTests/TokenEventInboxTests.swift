@@ -22,7 +22,7 @@ struct TokenEventInboxTests {
     ) async throws {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants, environment: MoreMerchants.environment,
-            shopCalls: try CurlShopTransport(),
+            callsShops: true,
             configure: { file, directory in
                 if platform {
                     try MoreMerchants.all(&file, directory)
