@@ -193,6 +193,7 @@ extension MockProcessors {
         guard worldlineSignatureValid(request), worldlineDateFresh(request) else {
             return worldlineError(401, "AUTHORIZATION_FAILED", "the request signature or its Date header is invalid")
         }
+        if let refusal = worldlineKeyRefusal(request) { return refusal }
         guard deleteToken("worldline", id) else {
             return Self.reply(404, ["errorId": UUID().uuidString, "errors": [["id": "UNKNOWN_TOKEN", "message": "no such token"]]])
         }

@@ -216,6 +216,7 @@ extension MockProcessors {
         guard worldlineSignatureValid(request), worldlineDateFresh(request) else {
             return worldlineError(401, "AUTHORIZATION_FAILED", "the request signature or its Date header is invalid")
         }
+        if let refusal = worldlineKeyRefusal(request) { return refusal }
         guard request.header("Content-Type")?.hasPrefix("application/json") == true else {
             return worldlineError(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json")
         }

@@ -27,6 +27,16 @@ extension MockProcessors {
         return presented == Data(expected)
     }
 
+    /// Worldline documents the idempotence key as at most 40 ASCII characters; a longer one is refused here.
+    func worldlineKeyRefusal(_ request: MockProcessorRequest) -> Reply? {
+        guard let key = request.header("X-GCS-Idempotence-Key") else { return nil }
+        guard (1...40).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            return worldlineError(
+                400, "INVALID_VALUE", "X-GCS-Idempotence-Key must be 1–40 ASCII characters", property: "X-GCS-Idempotence-Key")
+        }
+        return nil
+    }
+
     func worldlineDateFresh(_ request: MockProcessorRequest) -> Bool {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -40,6 +50,7 @@ extension MockProcessors {
         guard worldlineSignatureValid(request), worldlineDateFresh(request) else {
             return worldlineError(401, "AUTHORIZATION_FAILED", "the request signature or its Date header is invalid")
         }
+        if let refusal = worldlineKeyRefusal(request) { return refusal }
         guard request.header("Content-Type")?.hasPrefix("application/json") == true else {
             return worldlineError(415, "UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json")
         }
@@ -164,6 +175,7 @@ extension MockProcessors {
         guard worldlineSignatureValid(request), worldlineDateFresh(request) else {
             return worldlineError(401, "AUTHORIZATION_FAILED", "the request signature or its Date header is invalid")
         }
+        if let refusal = worldlineKeyRefusal(request) { return refusal }
         let rest = request.path.dropFirst(prefix.count + 1).split(separator: "/")
         guard rest.count == 2, ["capture", "cancel"].contains(rest[1]) else { return worldlineError(404, "NOT_FOUND", "no such action") }
         let id = String(rest[0])

@@ -109,6 +109,7 @@ extension MockProcessors {
         guard worldlineSignatureValid(request), worldlineDateFresh(request) else {
             return worldlineError(401, "AUTHORIZATION_FAILED", "the request signature or its Date header is invalid")
         }
+        if let refusal = worldlineKeyRefusal(request) { return refusal }
         let rest = request.path.dropFirst(prefix.count).split(separator: "/")
         let unknown = Self.reply(
             404, ["errorId": UUID().uuidString, "errors": [["id": "UNKNOWN_PAYMENT_ID", "message": "no such payment"]]])

@@ -54,11 +54,19 @@ public struct WorldlineProcessor: PaymentProcessor {
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 
+    /// Worldline takes an idempotence key of at most 40 ASCII characters: `key` itself when it fits
+    /// (Orchard's references do, 34–37 characters), else the first 40 hex digits of its SHA-256, the
+    /// same on every send. A longer key is not de-duplicated at all.
+    static func idempotenceKey(_ key: String) -> String {
+        guard key.utf8.count > 40 || !key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else { return key }
+        return String(Hex.encode(Array(SHA256.hash(data: Array(key.utf8)))).prefix(40))
+    }
+
     /// `hasBody` false (a `DELETE`): no Content-Type is sent, and the signature covers an empty
     /// one, as Worldline computes it from the headers it receives.
     func signedHeaders(method: String, path: String, idempotenceKey: String?, hasBody: Bool = true) -> [(name: String, value: String)] {
         let date = Self.httpDate(now())
-        let gcs = idempotenceKey.map { [(name: "X-GCS-Idempotence-Key", value: $0)] } ?? []
+        let gcs = idempotenceKey.map { [(name: "X-GCS-Idempotence-Key", value: Self.idempotenceKey($0))] } ?? []
         let contentType = hasBody ? Self.contentType : ""
         let authorization = Self.authorization(
             method: method, contentType: contentType, date: date, gcsHeaders: gcs, path: path, keyId: settings.apiKeyId,
@@ -264,7 +272,8 @@ public struct WorldlineProcessor: PaymentProcessor {
         do {
             answer = try await client.send(
                 "POST", url: settings.connection.baseURL + path,
-                headers: signedHeaders(method: "POST", path: path, idempotenceKey: "\(payment.reference)-\(action)"),
+                headers: signedHeaders(
+                    method: "POST", path: path, idempotenceKey: "\(payment.reference)-\(action == "capture" ? "cp" : "cn")"),
                 body: try ProcessorHTTP.encode(body))
         } catch let error as ProcessorActionError {
             throw error
