@@ -84,7 +84,7 @@ public struct WebhookDispatcher: Service {
     /// at-least-once delivery (one event ID) already allows for.
     public func deliverPending(merchant: String, limit: Int = 100) async -> Int {
         guard let pending = try? await store.webhookEvents(merchantIdentifier: merchant, state: .pending, limit: limit) else { return 0 }
-        let deadline = time.now.addingTimeInterval(2 * Self.seconds(policy.timeout))
+        let deadline = time.now.addingTimeInterval(2 * policy.timeout.timeInterval)
         var tried = 0
         for event in pending.reversed() where time.now < deadline {
             await deliver(event)
@@ -97,7 +97,7 @@ public struct WebhookDispatcher: Service {
     func leaseDue(busy: Set<String>) async -> [Batch] {
         guard let lease = policy.lease(busy: busy) else { return [] }
         let now = time.now
-        let leaseEnd = now.addingTimeInterval(Self.seconds(policy.batchLease))
+        let leaseEnd = now.addingTimeInterval(policy.batchLease.timeInterval)
         let due: [WebhookEvent]
         do {
             due = try await store.leaseWebhookEvents(at: now, until: leaseEnd, fairly: lease)
@@ -118,7 +118,7 @@ public struct WebhookDispatcher: Service {
     /// outlast the lease is left to a later pass: another instance may take the event once the
     /// lease is over.
     func deliver(_ batch: Batch) async {
-        let timeout = Self.seconds(policy.timeout)
+        let timeout = policy.timeout.timeInterval
         let width = max(1, policy.concurrencyPerEndpoint)
         var start = batch.events.startIndex
         while start < batch.events.endIndex, time.now.addingTimeInterval(timeout) < batch.leaseEnd {
@@ -128,10 +128,6 @@ public struct WebhookDispatcher: Service {
             }
             start = round.endIndex
         }
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     func deliver(_ event: WebhookEvent) async {

@@ -130,7 +130,7 @@ public struct WebhookPolicy: Sendable {
 
     /// When an event that failed `attempts` times (this one included) is next tried; nil: give up.
     public func nextAttempt(after attempts: Int, createdAt: Date, now: Date) -> Date? {
-        let first = Double(firstRetry.components.seconds) + Double(firstRetry.components.attoseconds) / 1e18
+        let first = firstRetry.timeInterval
         let cap = Double(maximumRetry.components.seconds)
         let delay = min(first * pow(2, Double(min(max(attempts - 1, 0), 30))), cap)
         let next = now.addingTimeInterval(delay)

@@ -30,7 +30,7 @@ struct TokenEventFetcher: Service {
     /// parallel. Returns how many were leased.
     func fetchDue() async -> Int {
         let now = time.now
-        let leaseEnd = now.addingTimeInterval(Self.seconds(max(policy.lease, gatewayTimeout * 2)))
+        let leaseEnd = now.addingTimeInterval(max(policy.lease, gatewayTimeout * 2).timeInterval)
         let due: [TokenEventItem]
         let standings: [String: TokenEventSourceStanding]
         do {
@@ -58,10 +58,6 @@ struct TokenEventFetcher: Service {
             for item in admitted { group.addTask { await fetch(item) } }
         }
         return due.count
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     func fetch(_ item: TokenEventItem) async {
