@@ -29,6 +29,21 @@ struct RegisteredMerchantPaymentTests {
                 privateNetworks: ["127.0.0.0/8"], testProcessors: [.init(baseURL: mock.baseURL, caFile: "ca.pem")]))
     }
 
+    /// Creates a 7.40 EUR payment request with a registered merchant's `key` and pays it on its
+    /// `domain` with a token encrypted to the platform's processing key, as the page would.
+    static func pay(_ server: ServerHarness, key: String, domain: String, reference: String) async throws -> CurlResponse {
+        let created = try await server.api(
+            "POST", "/v1/payment-requests", key: key,
+            json: #"{"amount": 740, "currency": "EUR", "countryCode": "FR", "reference": "\#(reference)"}"#, idempotencyKey: reference)
+        #expect(created.status == 201)
+        let id = try #require(created.json?["id"] as? String)
+        let request = try #require(created.json?["paymentRequest"] as? [String: Any])
+        let token = try MultiMerchantTests().token(
+            for: request, to: MoreMerchants.platformProcessingKey.publicKey, merchant: TestMaterial.platformMerchantIdentifier)
+        return try await server.send(
+            "POST", "/api/apple-pay/authorize", host: domain, body: Array(#"{"orderId": "\#(id)", "payment": {"token": \#(token)}}"#.utf8))
+    }
+
     /// Sets the partner's Worldpay processor and webhook through the admin API (a bad section
     /// first, which changes nothing) and returns a new API key's secret.
     func configure(_ server: ServerHarness, partner: String, mock: MockProcessors, receiver: MockWebhookReceiver) async throws
@@ -94,17 +109,7 @@ struct RegisteredMerchantPaymentTests {
 
             let secret = try await configure(server, partner: partner, mock: mock, receiver: receiver)
 
-            let created = try await server.api(
-                "POST", "/v1/payment-requests", key: secret,
-                json: #"{"amount": 740, "currency": "EUR", "countryCode": "FR", "reference": "tea-9"}"#, idempotencyKey: "tea-9")
-            #expect(created.status == 201)
-            let id = try #require(created.json?["id"] as? String)
-            let request = try #require(created.json?["paymentRequest"] as? [String: Any])
-            let token = try MultiMerchantTests().token(
-                for: request, to: MoreMerchants.platformProcessingKey.publicKey, merchant: TestMaterial.platformMerchantIdentifier)
-            let paid = try await server.send(
-                "POST", "/api/apple-pay/authorize", host: Self.domain,
-                body: Array(#"{"orderId": "\#(id)", "payment": {"token": \#(token)}}"#.utf8))
+            let paid = try await Self.pay(server, key: secret, domain: Self.domain, reference: "tea-9")
             #expect(paid.status == 200)
             let paymentId = try #require(paid.json?["paymentId"] as? String)
             let payment = try #require(try await server.store.payment(id: paymentId))

@@ -210,16 +210,8 @@ struct TenantDestinationTests {
     /// only by default, queues `payment.authorized`).
     @discardableResult
     static func payAsPartner(_ server: ServerHarness, expecting status: Int = 200) async throws -> CurlResponse {
-        let created = try await server.api(
-            "POST", "/v1/payment-requests", key: try await partnerKey(server),
-            json: #"{"amount": 740, "currency": "EUR", "countryCode": "FR", "reference": "tea-1"}"#, idempotencyKey: "tea-1")
-        #expect(created.status == 201)
-        let id = try #require(created.json?["id"] as? String)
-        let request = try #require(created.json?["paymentRequest"] as? [String: Any])
-        let token = try MultiMerchantTests().token(
-            for: request, to: MoreMerchants.platformProcessingKey.publicKey, merchant: TestMaterial.platformMerchantIdentifier)
-        let paid = try await server.send(
-            "POST", "/api/apple-pay/authorize", host: domain, body: Array(#"{"orderId": "\#(id)", "payment": {"token": \#(token)}}"#.utf8))
+        let paid = try await RegisteredMerchantPaymentTests.pay(
+            server, key: try await partnerKey(server), domain: domain, reference: "tea-1")
         #expect(paid.status == status, "\(paid.errorMessage ?? "")")
         return paid
     }
