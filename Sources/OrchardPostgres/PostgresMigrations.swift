@@ -27,6 +27,9 @@ enum PostgresMigrations {
         Migration(
             version: 5, description: "a settle or cancel holds its payment until it ends",
             statements: ["ALTER TABLE payments ADD COLUMN operation_until timestamptz"]),
+        Migration(
+            version: 6, description: "an order's price version: a payment is claimed for the price its token was checked against",
+            statements: ["ALTER TABLE orders ADD COLUMN price_version bigint NOT NULL DEFAULT 1"]),
     ]
 
     /// Apple's notifications, one row per (merchant, event ID); leased by due time per source,

@@ -5,16 +5,16 @@ import PostgresNIO
 
 /// Orders and registered merchants.
 extension PostgresStore {
-    static let orderColumns = "id, merchant, state, priced, application_data, created_at, expires_at"
+    static let orderColumns = "id, merchant, state, priced, application_data, created_at, expires_at, price_version"
 
     public func insert(_ order: OrderRecord) async throws {
         let priced = try Self.json(order.priced)
         do {
             _ = try await rows(
                 """
-                INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at)
+                INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at, price_version)
                 VALUES (\(order.id), \(order.merchantIdentifier), \(order.state.rawValue), \(priced), \(order.applicationData.bytea),
-                \(order.createdAt), \(order.expiresAt))
+                \(order.createdAt), \(order.expiresAt), \(Int64(order.priceVersion)))
                 """)
         } catch let error as StoreError where error.code == .storage {
             throw StoreError(code: .storage, message: "order \(order.id) could not be stored: \(error.message)")
@@ -30,13 +30,21 @@ extension PostgresStore {
             id: try row.text("id"), merchantIdentifier: try row.text("merchant"),
             state: OrderRecord.State(rawValue: try row.text("state")) ?? .open,
             priced: try decode(PricedOrder.self, try row.text("priced")), applicationData: try row.bytes("application_data"),
-            createdAt: try row.date("created_at"), expiresAt: try row.optionalDate("expires_at"))
+            createdAt: try row.date("created_at"), expiresAt: try row.optionalDate("expires_at"),
+            priceVersion: Int(try row.integer("price_version")))
     }
 
     public func updateOpen(_ order: OrderRecord) async throws {
         let priced = try Self.json(order.priced)
-        let changed = try await rows("UPDATE orders SET priced = \(priced) WHERE id = \(order.id) AND state = 'open' RETURNING id")
-        guard changed.count == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(order.id) is not open") }
+        try await transaction { connection in
+            let row = try await connection.rows(
+                "SELECT state, price_version FROM orders WHERE id = \(order.id) FOR UPDATE", self.logger
+            ).first
+            try OrderPricingPolicy.checkUpdate(
+                order, found: try row.map { (OrderRecord.State(rawValue: try $0.text("state")), Int(try $0.integer("price_version"))) })
+            _ = try await connection.rows(
+                "UPDATE orders SET priced = \(priced), price_version = \(Int64(order.priceVersion)) WHERE id = \(order.id)", self.logger)
+        }
     }
 
     // MARK: Registered merchants

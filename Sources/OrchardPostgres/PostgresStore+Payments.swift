@@ -26,76 +26,68 @@ extension PostgresStore {
     /// The claim's transaction: the order row is locked first, so claims and moves of one order
     /// take turns, and a claim sees the transaction IDs every earlier one committed.
     private func claim(_ claim: PaymentClaim, on connection: PostgresConnection) async throws -> PaymentRecord {
-        let draft = claim.draft
-        let order = try await connection.rows(
-            "SELECT state, expires_at FROM orders WHERE id = \(draft.orderId) FOR UPDATE", logger
-        ).first
-        let orderState = try order.map { try $0.text("state") }
-        let unknown =
-            orderState == OrderRecord.State.unknown.rawValue
-            ? try await connection.rows(
-                """
-                SELECT id FROM payments WHERE order_id = \(draft.orderId) AND state = 'unknown' ORDER BY created_at DESC, seq DESC LIMIT 1
-                """, logger
-            ).first?.text("id") : nil
-        let paymentId = unknown ?? draft.id
-        // A statement of its own, after the lock: it sees every claim committed before this one.
-        let seen = try await connection.rows(
-            """
-            SELECT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)) AS used,
-            (SELECT COUNT(*) FROM payments WHERE order_id = \(draft.orderId)) AS n
-            """, logger
-        ).first
-        // A replayed token is named as such, whatever became of its order.
-        guard try seen?.bool("used") == false else {
-            throw StoreError(code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
-        }
-        // A new attempt must find the order open, a re-send its unknown attempt: the sealed
-        // request is bound to the payment the engine meant.
-        if claim.resending != (orderState == OrderRecord.State.unknown.rawValue ? unknown : nil),
-            orderState == OrderRecord.State.open.rawValue || orderState == OrderRecord.State.unknown.rawValue
-        {
-            throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) changed while its payment was decided")
-        }
+        let orderId = claim.draft.orderId
+        let decision = try PaymentClaimPolicy.decide(claim, try await claimSnapshot(claim, on: connection))
         let payment: PaymentRecord?
-        switch orderState.flatMap(OrderRecord.State.init(rawValue:)) {
-        case .open:
-            if let expiry = try order?.optionalDate("expires_at"), expiry <= draft.createdAt {
-                throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) has expired")
-            }
-            var record = draft
-            record.reference = "\(draft.orderId)-\((try seen?.integer("n") ?? 0) + 1)"
-            record.state = .pending
+        switch decision.attempt {
+        case .first(let record):
             payment = try await insertPayment(record, sealed: claim.sealedRequest, on: connection)
-        case .unknown where unknown != nil:
-            // Only as often sent as the engine saw it when it decided to re-send it.
-            let expected = claim.expectedSends.map(Int64.init)
+        case .resend(let paymentId, let sends):
+            let now = claim.draft.createdAt
             payment = try await connection.rows(
                 """
                 UPDATE payments SET state = 'pending', sends = sends + 1, retry_payload = \(claim.sealedRequest.bytea),
-                updated_at = \(draft.createdAt), last_sent_at = \(draft.createdAt)
-                WHERE id = \(paymentId) AND state = 'unknown' AND (\(expected)::bigint IS NULL OR sends = \(expected))
+                updated_at = \(now), last_sent_at = \(now)
+                WHERE id = \(paymentId) AND state = 'unknown' AND sends = \(Int64(sends))
                 RETURNING \(unescaped: Self.paymentColumns)
                 """, logger
             ).first.map(Self.payment)
             guard payment != nil else {
-                throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId)'s payment was sent again meanwhile")
+                throw StoreError(code: .paymentInProgress, message: "order \(orderId)'s payment was sent again meanwhile")
             }
-        case .pending:
-            throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
-        case .unknown, .paid, .cancelled, .expired, nil:
-            throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) is not open")
         }
-        guard let payment else { throw StoreError(code: .storage, message: "payment \(paymentId) vanished while it was claimed") }
+        guard let payment else { throw StoreError(code: .storage, message: "payment \(decision.paymentId) vanished while it was claimed") }
         // The order's move and the transaction ID in one round trip: nothing is recorded unless the order moved.
         let claimed = try await connection.rows(
             """
-            WITH moved AS (UPDATE orders SET state = 'pending' WHERE id = \(draft.orderId) AND state = \(orderState ?? "") RETURNING id)
+            WITH moved AS (
+                UPDATE orders SET state = 'pending'
+                WHERE id = \(orderId) AND state = \(decision.orderFrom.rawValue) AND price_version = \(Int64(decision.priceVersion))
+                RETURNING id)
             INSERT INTO payment_transactions (transaction_id, payment_id, created_at)
-            SELECT \(claim.transactionId), \(paymentId), \(draft.createdAt) FROM moved RETURNING payment_id
+            SELECT \(claim.transactionId), \(decision.paymentId), \(claim.draft.createdAt) FROM moved RETURNING payment_id
             """, logger)
-        guard claimed.count == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) changed") }
+        guard claimed.count == 1 else { throw StoreError(code: .orderChanged, message: "order \(orderId) changed") }
         return payment
+    }
+
+    /// What ``PaymentClaimPolicy`` decides a claim from: the order locked first, then, in a
+    /// statement of its own after the lock, what every claim committed before this one left.
+    private func claimSnapshot(_ claim: PaymentClaim, on connection: PostgresConnection) async throws -> PaymentClaimSnapshot {
+        let orderId = claim.draft.orderId
+        let order = try await connection.rows(
+            "SELECT state, price_version, expires_at FROM orders WHERE id = \(orderId) FOR UPDATE", logger
+        ).first
+        let seen = try await connection.rows(
+            """
+            SELECT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)) AS used,
+            (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)) AS n, u.id, u.sends
+            FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+                SELECT id, sends FROM payments WHERE order_id = \(orderId) AND state = 'unknown' ORDER BY created_at DESC, seq DESC LIMIT 1
+            ) AS u ON true
+            """, logger
+        ).first
+        return PaymentClaimSnapshot(
+            order: try order.map { row in
+                guard let state = OrderRecord.State(rawValue: try row.text("state")) else {
+                    throw StoreError(code: .storage, message: "order \(orderId) has an unreadable state")
+                }
+                return .init(
+                    state: state, priceVersion: Int(try row.integer("price_version")), expiresAt: try row.optionalDate("expires_at"))
+            },
+            transactionUsed: try seen?.bool("used") ?? false,
+            unknownAttempt: try seen?.optionalText("id").map { .init(id: $0, sends: Int(try seen?.optionalInteger("sends") ?? 1)) },
+            attempts: Int(try seen?.integer("n") ?? 0))
     }
 
     private func insertPayment(_ payment: PaymentRecord, sealed: [UInt8], on connection: PostgresConnection) async throws -> PaymentRecord?

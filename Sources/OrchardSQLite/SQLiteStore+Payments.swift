@@ -52,76 +52,61 @@ extension SQLiteStore {
     }
 
     public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
-        let draft = claim.draft
+        let orderId = claim.draft.orderId
         // The claimed row is read back inside the claim's own transaction: no second trip to the database.
         return try await database.run { db -> PaymentRecord in
             try db.transaction {
-                let orderState = try db.query("SELECT state FROM orders WHERE id = ?", [.text(draft.orderId)]).first?[0].text
-                let unknown =
-                    orderState == OrderRecord.State.unknown.rawValue
-                    ? try db.query(
-                        "SELECT id FROM payments WHERE order_id = ? AND state = 'unknown' ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                        [.text(draft.orderId)]
-                    ).first?[0].text : nil
-                let paymentId = unknown ?? draft.id
-                let now = Int64(draft.createdAt.timeIntervalSince1970)
-                // A replayed token is named as such, whatever became of its order.
-                guard try db.query("SELECT 1 FROM payment_transactions WHERE transaction_id = ?", [.text(claim.transactionId)]).isEmpty
-                else {
-                    throw StoreError(
-                        code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
-                }
-                // A new attempt must find the order open, a re-send its unknown attempt: the
-                // sealed request is bound to the payment the engine meant.
-                if claim.resending != (orderState == OrderRecord.State.unknown.rawValue ? unknown : nil),
-                    orderState == OrderRecord.State.open.rawValue || orderState == OrderRecord.State.unknown.rawValue
-                {
-                    throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) changed while its payment was decided")
-                }
-                switch orderState.flatMap(OrderRecord.State.init(rawValue:)) {
-                case .open:
-                    let expiry = try db.query("SELECT expires_at FROM orders WHERE id = ?", [.text(draft.orderId)]).first?[0].integer
-                    if let expiry, expiry <= now {
-                        throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) has expired")
-                    }
-                    let count =
-                        try db.query("SELECT COUNT(*) FROM payments WHERE order_id = ?", [.text(draft.orderId)]).first?[0]
-                        .integer ?? 0
-                    var record = draft
-                    record.reference = "\(draft.orderId)-\(count + 1)"
-                    record.state = .pending
+                let decision = try PaymentClaimPolicy.decide(claim, try Self.claimSnapshot(claim, in: db))
+                let now = Int64(claim.draft.createdAt.timeIntervalSince1970)
+                switch decision.attempt {
+                case .first(let record):
                     try db.execute(
                         "INSERT INTO payments (\(Self.paymentColumns), retry_payload) VALUES (\(Self.placeholders(24)))",
                         try Self.values(record) + [.blob(claim.sealedRequest)])
-                case .unknown where unknown != nil:
-                    // Only as often sent as the engine saw it when it decided to re-send it.
+                case .resend(let paymentId, let sends):
                     let resent = try db.execute(
                         """
                         UPDATE payments SET state = 'pending', sends = sends + 1, retry_payload = ?, updated_at = ?, last_sent_at = ?
-                        WHERE id = ? AND state = 'unknown' AND (? IS NULL OR sends = ?)
+                        WHERE id = ? AND state = 'unknown' AND sends = ?
                         """,
-                        [
-                            .blob(claim.sealedRequest), .integer(now), .integer(now), .text(paymentId),
-                            claim.expectedSends.map { .integer(Int64($0)) } ?? .null,
-                            claim.expectedSends.map { .integer(Int64($0)) } ?? .null,
-                        ])
+                        [.blob(claim.sealedRequest), .integer(now), .integer(now), .text(paymentId), .integer(Int64(sends))])
                     guard resent == 1 else {
-                        throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId)'s payment was sent again meanwhile")
+                        throw StoreError(code: .paymentInProgress, message: "order \(orderId)'s payment was sent again meanwhile")
                     }
-                case .pending:
-                    throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
-                case .unknown, .paid, .cancelled, .expired, nil:
-                    throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) is not open")
                 }
                 let claimed = try db.execute(
-                    "UPDATE orders SET state = 'pending' WHERE id = ? AND state = ?", [.text(draft.orderId), .text(orderState ?? "")])
-                guard claimed == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) changed") }
+                    "UPDATE orders SET state = 'pending' WHERE id = ? AND state = ? AND price_version = ?",
+                    [.text(orderId), .text(decision.orderFrom.rawValue), .integer(Int64(decision.priceVersion))])
+                guard claimed == 1 else { throw StoreError(code: .orderChanged, message: "order \(orderId) changed") }
                 try db.execute(
                     "INSERT INTO payment_transactions (transaction_id, payment_id, created_at) VALUES (?, ?, ?)",
-                    [.text(claim.transactionId), .text(paymentId), .integer(now)])
-                return try Self.payment(id: paymentId, in: db)
+                    [.text(claim.transactionId), .text(decision.paymentId), .integer(now)])
+                return try Self.payment(id: decision.paymentId, in: db)
             }
         }
+    }
+
+    /// What ``PaymentClaimPolicy`` decides a claim from, read in the claim's transaction.
+    static func claimSnapshot(_ claim: PaymentClaim, in db: SQLiteDatabase) throws -> PaymentClaimSnapshot {
+        let orderId = claim.draft.orderId
+        let order = try db.query("SELECT state, price_version, expires_at FROM orders WHERE id = ?", [.text(orderId)]).first
+        let unknown = try db.query(
+            "SELECT id, sends FROM payments WHERE order_id = ? AND state = 'unknown' ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            [.text(orderId)]
+        ).first
+        let used = try !db.query("SELECT 1 FROM payment_transactions WHERE transaction_id = ?", [.text(claim.transactionId)]).isEmpty
+        let attempts = try db.query("SELECT COUNT(*) FROM payments WHERE order_id = ?", [.text(orderId)]).first?[0].integer ?? 0
+        return PaymentClaimSnapshot(
+            order: try order.map { row in
+                guard let state = row[0].text.flatMap(OrderRecord.State.init(rawValue:)) else {
+                    throw StoreError(code: .storage, message: "order \(orderId) has an unreadable state")
+                }
+                return PaymentClaimSnapshot.Order(
+                    state: state, priceVersion: Int(row[1].integer ?? 1),
+                    expiresAt: row[2].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) })
+            },
+            transactionUsed: used, unknownAttempt: unknown.map { .init(id: $0[0].text ?? "", sends: Int($0[1].integer ?? 1)) },
+            attempts: Int(attempts))
     }
 
     /// A payment as the current transaction sees it.

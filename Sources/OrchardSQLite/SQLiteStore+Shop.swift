@@ -9,6 +9,9 @@ extension SQLiteStore {
         if !orderColumns.contains("expires_at") {
             try database.execute("ALTER TABLE orders ADD COLUMN expires_at INTEGER")
         }
+        if !orderColumns.contains("price_version") {
+            try database.execute("ALTER TABLE orders ADD COLUMN price_version INTEGER NOT NULL DEFAULT 1")
+        }
         try database.execute("CREATE INDEX IF NOT EXISTS orders_by_expiry ON orders(state, expires_at)")
         try database.execute(
             """

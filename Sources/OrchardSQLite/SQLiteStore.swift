@@ -43,10 +43,14 @@ public final class SQLiteStore: OrchardStore {
         let priced = try Self.encode(order.priced)
         try await database.run { db in
             try db.execute(
-                "INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                """
+                INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at, price_version)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
                 [
                     .text(order.id), .text(order.merchantIdentifier), .text(order.state.rawValue), .text(priced),
                     .blob(order.applicationData), .time(order.createdAt), order.expiresAt.map(SQLiteValue.time) ?? .null,
+                    .integer(Int64(order.priceVersion)),
                 ])
         }
     }
@@ -54,7 +58,8 @@ public final class SQLiteStore: OrchardStore {
     public func order(id: String) async throws -> OrderRecord? {
         let rows = try await database.read { db in
             try db.query(
-                "SELECT id, merchant, state, priced, application_data, created_at, expires_at FROM orders WHERE id = ?", [.text(id)])
+                "SELECT id, merchant, state, priced, application_data, created_at, expires_at, price_version FROM orders WHERE id = ?",
+                [.text(id)])
         }
         guard let row = rows.first, case .blob(let applicationData) = row[4] else { return nil }
         return OrderRecord(
@@ -62,15 +67,21 @@ public final class SQLiteStore: OrchardStore {
             state: OrderRecord.State(rawValue: row[2].text ?? "") ?? .open,
             priced: try JSONDecoder().decode(PricedOrder.self, from: Data((row[3].text ?? "").utf8)),
             applicationData: applicationData, createdAt: row[5].date,
-            expiresAt: row[6].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) })
+            expiresAt: row[6].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) }, priceVersion: Int(row[7].integer ?? 1))
     }
 
     public func updateOpen(_ order: OrderRecord) async throws {
         let priced = try Self.encode(order.priced)
-        let changed = try await database.run { db in
-            try db.execute("UPDATE orders SET priced = ? WHERE id = ? AND state = 'open'", [.text(priced), .text(order.id)])
+        try await database.run { db in
+            try db.transaction {
+                let row = try db.query("SELECT state, price_version FROM orders WHERE id = ?", [.text(order.id)]).first
+                try OrderPricingPolicy.checkUpdate(
+                    order, found: row.map { (OrderRecord.State(rawValue: $0[0].text ?? ""), Int($0[1].integer ?? 1)) })
+                try db.execute(
+                    "UPDATE orders SET priced = ?, price_version = ? WHERE id = ?",
+                    [.text(priced), .integer(Int64(order.priceVersion)), .text(order.id)])
+            }
         }
-        guard changed == 1 else { throw StoreError(code: .orderNotOpen, message: "order \(order.id) is not open") }
     }
 
     public func registeredMerchants() async throws -> [RegisteredMerchant] {

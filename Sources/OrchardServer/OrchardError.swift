@@ -21,6 +21,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case invalidCart = "invalid_cart"
         case invalidAgreement = "invalid_agreement"
         case orderNotOpen = "order_not_open"
+        case orderChanged = "order_changed"
         case invalidToken = "invalid_token"
         case paymentMismatch = "payment_mismatch"
         case replayedPayment = "replayed_payment"
@@ -74,7 +75,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .notFound: .notFound
         case .ordersUnavailable: .notFound
         case .invalidCart, .invalidAgreement, .invalidToken: .badRequest
-        case .orderNotOpen, .replayedPayment: .conflict
+        case .orderNotOpen, .orderChanged, .replayedPayment: .conflict
         case .paymentMismatch, .refundTooLarge, .idempotencyMismatch, .tooManyKeys: .unprocessableContent
         case .paymentFailed: HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required")
         case .paymentUnknown: .gatewayTimeout
@@ -96,6 +97,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
             switch error.code {
             case .notFound: .notFound
             case .orderNotOpen: .orderNotOpen
+            case .orderChanged: .orderChanged
             case .invalidToken: .invalidToken
             case .paymentMismatch: .paymentMismatch
             case .replayedPayment: .replayedPayment

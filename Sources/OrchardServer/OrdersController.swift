@@ -145,9 +145,11 @@ struct OrdersController {
         }
         if updated.priced != order.priced {
             do {
-                try await store.updateOpen(updated)
+                try await store.updateOpen(order.repriced(updated.priced))
             } catch let error as StoreError where error.code == .orderNotOpen {
                 throw OrchardError(.orderNotOpen, "this order is already paid")
+            } catch let error as StoreError where error.code == .orderChanged {
+                throw OrchardError(.orderChanged, "the order changed meanwhile (another update or its payment); send this change again")
             }
         }
         return ApplePayUpdate(

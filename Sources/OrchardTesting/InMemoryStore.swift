@@ -44,54 +44,33 @@ public final class InMemoryStore: OrchardStore {
 
     public func updateOpen(_ order: OrderRecord) async throws {
         try state.withLock { state in
-            guard state.orders[order.id]?.state == .open else {
-                throw StoreError(code: .orderNotOpen, message: "order \(order.id) is not open")
-            }
+            try OrderPricingPolicy.checkUpdate(order, found: state.orders[order.id].map { ($0.state, $0.priceVersion) })
             state.orders[order.id]?.priced = order.priced
+            state.orders[order.id]?.priceVersion = order.priceVersion
         }
     }
 
     public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
         let draft = claim.draft
         return try state.withLock { state in
-            guard !state.transactions.contains(claim.transactionId) else {
-                throw StoreError(code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
-            }
             let unknown = state.payments.lastIndex { $0.orderId == draft.orderId && $0.state == .unknown }
-            let orderState = state.orders[draft.orderId]?.state
-            // A new attempt must find the order open, a re-send its unknown attempt.
-            if orderState == .open || orderState == .unknown,
-                claim.resending != (orderState == .unknown ? unknown.map { state.payments[$0].id } : nil)
-            {
-                throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) changed while its payment was decided")
-            }
-            var claimed: PaymentRecord
-            switch state.orders[draft.orderId]?.state {
-            case .open:
-                if let expiry = state.orders[draft.orderId]?.expiresAt, expiry <= draft.createdAt {
-                    throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) has expired")
-                }
-                claimed = draft
-                claimed.reference = "\(draft.orderId)-\(state.payments.count { $0.orderId == draft.orderId } + 1)"
-                claimed.state = .pending
-                state.payments.append(claimed)
-            case .unknown:
-                guard let index = unknown else {
-                    throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) has no unknown payment")
-                }
-                // Only as often sent as the engine saw it when it decided to re-send it.
-                if let expected = claim.expectedSends, state.payments[index].sends != expected {
-                    throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId)'s payment was sent again meanwhile")
-                }
+            let snapshot = PaymentClaimSnapshot(
+                order: state.orders[draft.orderId].map { .init(state: $0.state, priceVersion: $0.priceVersion, expiresAt: $0.expiresAt) },
+                transactionUsed: state.transactions.contains(claim.transactionId),
+                unknownAttempt: unknown.map { .init(id: state.payments[$0].id, sends: state.payments[$0].sends) },
+                attempts: state.payments.count { $0.orderId == draft.orderId })
+            let claimed: PaymentRecord
+            switch try PaymentClaimPolicy.decide(claim, snapshot).attempt {
+            case .first(let record):
+                claimed = record
+                state.payments.append(record)
+            case .resend:
+                guard let index = unknown else { preconditionFailure("the policy re-sends only an unknown attempt") }
                 state.payments[index].state = .pending
                 state.payments[index].sends += 1
                 state.payments[index].updatedAt = draft.createdAt
                 state.payments[index].lastSentAt = draft.createdAt
                 claimed = state.payments[index]
-            case .pending:
-                throw StoreError(code: .paymentInProgress, message: "order \(draft.orderId) has a payment with the processor")
-            case .paid, .cancelled, .expired, nil:
-                throw StoreError(code: .orderNotOpen, message: "order \(draft.orderId) is not open")
             }
             state.orders[draft.orderId]?.state = .pending
             state.transactions.insert(claim.transactionId)

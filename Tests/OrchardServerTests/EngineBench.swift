@@ -211,6 +211,8 @@ final class SimulatedProcessor: PaymentProcessor {
 final class FailingStore: OrchardStore {
     let inner: any OrchardStore
     let failing = Atomic<Bool>(false)
+    /// Runs once, before the next claim reaches the store: what another request does meanwhile.
+    let beforeClaim = Mutex<(@Sendable () async throws -> Void)?>(nil)
 
     init(_ inner: any OrchardStore) { self.inner = inner }
 
@@ -219,7 +221,15 @@ final class FailingStore: OrchardStore {
     func insert(_ order: OrderRecord) async throws { try await inner.insert(order) }
     func order(id: String) async throws -> OrderRecord? { try await inner.order(id: id) }
     func updateOpen(_ order: OrderRecord) async throws { try await inner.updateOpen(order) }
-    func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord { try await inner.claimPayment(claim) }
+    func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
+        if let meanwhile = beforeClaim.withLock({ hook in
+            defer { hook = nil }
+            return hook
+        }) {
+            try await meanwhile()
+        }
+        return try await inner.claimPayment(claim)
+    }
     func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool {
         try await inner.claimOperation(paymentId: paymentId, in: state, at: date, until: leaseEnd)
     }

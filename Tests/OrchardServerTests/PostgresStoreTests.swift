@@ -103,11 +103,12 @@ struct PostgresStoreTests {
                 #expect(try await store.apiKeys(merchantIdentifier: nil).isEmpty)
                 await store.close()
             }
-            #expect(try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1\n2\n3\n4\n5")
+            #expect(
+                try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1\n2\n3\n4\n5\n6")
             try await server.query(
                 settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
             let refused = await Self.openError(settings)
-            #expect(refused?.contains("schema is version 999, newer than this Orchard knows (5)") == true, "\(refused ?? "opened")")
+            #expect(refused?.contains("schema is version 999, newer than this Orchard knows (6)") == true, "\(refused ?? "opened")")
         }
     }
 
@@ -168,7 +169,7 @@ struct PostgresStoreTests {
             let store = String(decoding: doctor.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init)
             #expect(
                 store
-                    == "✓ store PostgreSQL: \(settings.database) on 127.0.0.1:\(server.port) (TLS disable) answers; schema version 5, this Orchard's",
+                    == "✓ store PostgreSQL: \(settings.database) on 127.0.0.1:\(server.port) (TLS disable) answers; schema version 6, this Orchard's",
                 "\(doctor.stdout)")
 
             let wrong = try await OrchardProcess.run(

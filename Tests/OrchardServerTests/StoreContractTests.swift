@@ -59,7 +59,7 @@ struct StoreContractTests {
             draft: PaymentRecord(
                 id: payment, orderId: orderId, transactionId: transaction, state: .pending, amount: 990, currency: "EUR", network: "visa",
                 lastFour: "1111", processor: "record", reference: "", createdAt: now),
-            transactionId: transaction, sealedRequest: [9, 9, 9])
+            transactionId: transaction, sealedRequest: [9, 9, 9], priceVersion: 1)
     }
 
     /// The code of the StoreError `body` throws; nil when it throws nothing (or something else).

@@ -9,6 +9,9 @@ public struct PaymentEngineError: Error, Sendable, Equatable, CustomStringConver
         case notFound
         /// The order is paid or closed.
         case orderNotOpen
+        /// The order was repriced after the token was checked: nothing was charged, the token
+        /// was not used, and the shopper pays the new price with a new token.
+        case orderChanged
         /// The token failed verification or decryption.
         case invalidToken
         /// The token's amount, currency or applicationData is not this order's.

@@ -108,10 +108,15 @@ public struct PaymentClaim: Sendable {
     /// A claim that finds the order otherwise (a new attempt finding an unknown one, or the
     /// other way round) fails with ``StoreError/Code/paymentInProgress``: the caller asks again.
     public var resending: String?
+    /// The order's price version the token was checked against (``OrderRecord/priceVersion``):
+    /// a claim that finds the order repriced since fails with ``StoreError/Code/orderChanged``.
+    public var priceVersion: Int
 
     public init(
-        draft: PaymentRecord, transactionId: String, sealedRequest: [UInt8], expectedSends: Int? = nil, resending: String? = nil
+        draft: PaymentRecord, transactionId: String, sealedRequest: [UInt8], priceVersion: Int, expectedSends: Int? = nil,
+        resending: String? = nil
     ) {
+        self.priceVersion = priceVersion
         self.draft = draft
         self.transactionId = transactionId
         self.sealedRequest = sealedRequest

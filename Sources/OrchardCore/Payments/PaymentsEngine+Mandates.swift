@@ -74,7 +74,8 @@ extension PaymentsEngine {
         }
         let claimed = try await claim(
             PaymentClaim(
-                draft: draft, transactionId: draft.transactionId, sealedRequest: sealed, expectedSends: expectedSends, resending: resending)
+                draft: draft, transactionId: draft.transactionId, sealedRequest: sealed, priceVersion: order.priceVersion,
+                expectedSends: expectedSends, resending: resending)
         )
         let request = MandateChargeRequest(mandate: mandate, order: order, reference: claimed.reference, sends: claimed.sends)
         return try await record(claimed, through: processor, operation: "charge_mandate") {

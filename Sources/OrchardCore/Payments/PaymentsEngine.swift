@@ -152,7 +152,8 @@ public struct PaymentsEngine: Sendable {
         }
         let claimed = try await claim(
             PaymentClaim(
-                draft: draft, transactionId: transactionId, sealedRequest: sealed, expectedSends: expectedSends, resending: resending))
+                draft: draft, transactionId: transactionId, sealedRequest: sealed, priceVersion: order.priceVersion,
+                expectedSends: expectedSends, resending: resending))
         let request = AuthorizationRequest(
             order: order, token: attempt.token, payment: payment, reference: claimed.reference, cardholderName: attempt.cardholderName,
             storeCredential: order.priced.agreement.map { CredentialUsage($0.type) })
@@ -211,6 +212,9 @@ public struct PaymentsEngine: Sendable {
             switch error.code {
             case .duplicateTransaction: throw PaymentEngineError(.replayedPayment, "this payment was already submitted")
             case .orderNotOpen: throw PaymentEngineError(.orderNotOpen, "this order is already paid or closed")
+            case .orderChanged:
+                throw PaymentEngineError(
+                    .orderChanged, "the order's price changed while it was being paid; nothing was charged, please pay again")
             case .paymentInProgress: throw PaymentEngineError.inProgress
             default: throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
             }

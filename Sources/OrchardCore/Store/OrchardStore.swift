@@ -27,11 +27,15 @@ public struct OrderRecord: Sendable, Codable, Equatable {
     public var createdAt: Date
     /// When an open order stops taking payments (payment requests); nil: never.
     public var expiresAt: Date?
+    /// Counts the order's pricings, from 1: each repricing makes the next. A payment is claimed
+    /// for the version its token was checked against, so a repricing in between wins over it.
+    public var priceVersion: Int
 
     public init(
         id: String, merchantIdentifier: String, state: State, priced: PricedOrder, applicationData: [UInt8], createdAt: Date,
-        expiresAt: Date? = nil
+        expiresAt: Date? = nil, priceVersion: Int = 1
     ) {
+        self.priceVersion = priceVersion
         self.expiresAt = expiresAt
         self.id = id
         self.merchantIdentifier = merchantIdentifier
@@ -39,6 +43,16 @@ public struct OrderRecord: Sendable, Codable, Equatable {
         self.priced = priced
         self.applicationData = applicationData
         self.createdAt = createdAt
+    }
+}
+
+extension OrderRecord {
+    /// The order at its next price version, priced so.
+    public func repriced(_ priced: PricedOrder) -> OrderRecord {
+        var next = self
+        next.priced = priced
+        next.priceVersion = priceVersion &+ 1
+        return next
     }
 }
 
@@ -152,6 +166,8 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case orderNotOpen
         /// An attempt of the order is with the processor right now.
         case paymentInProgress
+        /// The order was repriced since the caller read it (``OrderRecord/priceVersion``).
+        case orderChanged
         /// The domain is already registered to another merchant.
         case domainTaken
         /// A merchant already holds its most active API keys.
@@ -190,7 +206,10 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 public protocol OrchardStore: ShopStore, MandateStore, TokenEventInbox {
     func insert(_ order: OrderRecord) async throws
     func order(id: String) async throws -> OrderRecord?
-    /// Replaces an open order's pricing; fails with ``StoreError/Code/orderNotOpen`` otherwise.
+    /// Replaces an open order's pricing with `order`'s, a compare-and-set on its price version:
+    /// the stored order must be at `order.priceVersion - 1` (``OrderRecord/repriced(_:)`` makes
+    /// such a record). Fails with ``StoreError/Code/orderNotOpen`` when the order is not open and
+    /// ``StoreError/Code/orderChanged`` when it is at another version, and then changes nothing.
     func updateOpen(_ order: OrderRecord) async throws
     /// In one transaction: claims the token's transaction ID, then either opens a new attempt on an
     /// open order (a new reference, `<orderId>-<n>`) or takes the order's unknown attempt back to

@@ -1,0 +1,143 @@
+import Foundation
+
+/// What a store reads about an order, under its lock, for ``PaymentClaimPolicy/decide(_:_:)``.
+public struct PaymentClaimSnapshot: Sendable, Equatable {
+    /// The order's state, the price version it is at, and its expiry.
+    public struct Order: Sendable, Equatable {
+        public var state: OrderRecord.State
+        public var priceVersion: Int
+        public var expiresAt: Date?
+
+        public init(state: OrderRecord.State, priceVersion: Int, expiresAt: Date?) {
+            self.state = state
+            self.priceVersion = priceVersion
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// The order's newest unknown attempt and how often its reference was sent.
+    public struct UnknownAttempt: Sendable, Equatable {
+        public var id: String
+        public var sends: Int
+
+        public init(id: String, sends: Int) {
+            self.id = id
+            self.sends = sends
+        }
+    }
+
+    /// Nil: there is no such order.
+    public var order: Order?
+    /// Whether the token's transaction ID was claimed before, by any order.
+    public var transactionUsed: Bool
+    /// The order's newest attempt in state `unknown`, if any.
+    public var unknownAttempt: UnknownAttempt?
+    /// How many attempts the order has, in any state.
+    public var attempts: Int
+
+    public init(order: Order?, transactionUsed: Bool, unknownAttempt: UnknownAttempt?, attempts: Int) {
+        self.order = order
+        self.transactionUsed = transactionUsed
+        self.unknownAttempt = unknownAttempt
+        self.attempts = attempts
+    }
+}
+
+/// What a store writes for a claim ``PaymentClaimPolicy`` allowed, in the transaction that read
+/// the snapshot: the attempt, then the order's compare-and-set from `orderFrom` at
+/// `priceVersion` to `pending`, then the transaction ID.
+public struct PaymentClaimDecision: Sendable, Equatable {
+    public enum Attempt: Sendable, Equatable {
+        /// Insert this attempt, pending, under its new reference.
+        case first(PaymentRecord)
+        /// Move this unknown attempt back to pending with one more send, if it still has `sends`.
+        case resend(paymentId: String, sends: Int)
+    }
+
+    public var attempt: Attempt
+    /// The order's state and price version the claim moves it from.
+    public var orderFrom: OrderRecord.State
+    public var priceVersion: Int
+
+    /// The payment the claim records the transaction ID for.
+    public var paymentId: String {
+        switch attempt {
+        case .first(let record): record.id
+        case .resend(let paymentId, _): paymentId
+        }
+    }
+}
+
+/// Whether a token may be claimed for an order, and how: the one place that decides it, for
+/// every store. The claim must be for the price the token was verified against
+/// (``PaymentClaim/priceVersion``): a repricing in between loses the race for the payment.
+public enum PaymentClaimPolicy {
+    /// The reference of an order's `attempt`-th attempt (1-based): the idempotency key sent to the processor.
+    public static func reference(orderId: String, attempt: Int) -> String {
+        "\(orderId)-\(attempt)"
+    }
+
+    /// Decides a claim from what the store read under the order's lock; throws the refusal the
+    /// engine reports, and then the store writes nothing.
+    public static func decide(_ claim: PaymentClaim, _ snapshot: PaymentClaimSnapshot) throws(StoreError) -> PaymentClaimDecision {
+        let orderId = claim.draft.orderId
+        // A replayed token is named as such, whatever became of its order.
+        guard !snapshot.transactionUsed else {
+            throw StoreError(code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
+        }
+        guard let order = snapshot.order else { throw StoreError(code: .orderNotOpen, message: "order \(orderId) is not open") }
+        switch order.state {
+        case .open:
+            // A new attempt must find the order open: the sealed request is bound to the payment the engine meant.
+            guard claim.resending == nil else {
+                throw StoreError(code: .paymentInProgress, message: "order \(orderId) changed while its payment was decided")
+            }
+            if let expiry = order.expiresAt, expiry <= claim.draft.createdAt {
+                throw StoreError(code: .orderNotOpen, message: "order \(orderId) has expired")
+            }
+            try samePrice(claim, order)
+            var record = claim.draft
+            record.reference = reference(orderId: orderId, attempt: snapshot.attempts + 1)
+            record.state = .pending
+            return PaymentClaimDecision(attempt: .first(record), orderFrom: .open, priceVersion: order.priceVersion)
+        case .unknown:
+            guard let unknown = snapshot.unknownAttempt else {
+                throw StoreError(code: .orderNotOpen, message: "order \(orderId) has no unknown payment")
+            }
+            // A re-send must name the unknown attempt it re-sends, and find it as often sent as
+            // the engine saw it when it decided to send it again.
+            guard claim.resending == unknown.id, claim.expectedSends.map({ $0 == unknown.sends }) ?? true else {
+                throw StoreError(code: .paymentInProgress, message: "order \(orderId)'s payment was sent again meanwhile")
+            }
+            try samePrice(claim, order)
+            return PaymentClaimDecision(
+                attempt: .resend(paymentId: unknown.id, sends: unknown.sends), orderFrom: .unknown, priceVersion: order.priceVersion)
+        case .pending:
+            throw StoreError(code: .paymentInProgress, message: "order \(orderId) has a payment with the processor")
+        case .paid, .cancelled, .expired:
+            throw StoreError(code: .orderNotOpen, message: "order \(orderId) is not open")
+        }
+    }
+
+    private static func samePrice(_ claim: PaymentClaim, _ order: PaymentClaimSnapshot.Order) throws(StoreError) {
+        guard claim.priceVersion == order.priceVersion else {
+            throw StoreError(
+                code: .orderChanged,
+                message: "order \(claim.draft.orderId) was repriced (version \(order.priceVersion)) after the token was checked")
+        }
+    }
+}
+
+/// Whether an order may be repriced: the one rule behind every store's ``OrchardStore/updateOpen(_:)``.
+public enum OrderPricingPolicy {
+    /// Checks that `order`, at its next price version, may replace the stored order, `found` in
+    /// that state at that version (nil: no such order; a nil state: unreadable).
+    public static func checkUpdate(_ order: OrderRecord, found: (state: OrderRecord.State?, version: Int)?) throws(StoreError) {
+        guard let found, found.state == .open else {
+            throw StoreError(code: .orderNotOpen, message: "order \(order.id) is not open")
+        }
+        guard found.version == order.priceVersion &- 1 else {
+            throw StoreError(code: .orderChanged, message: "order \(order.id) was repriced meanwhile (version \(found.version))")
+        }
+    }
+}
