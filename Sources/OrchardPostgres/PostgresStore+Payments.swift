@@ -36,9 +36,9 @@ extension PostgresStore {
             let now = claim.draft.createdAt
             payment = try await connection.rows(
                 """
-                UPDATE payments SET state = 'pending', sends = sends + 1, retry_payload = \(claim.sealedRequest.bytea),
+                UPDATE payments SET state = \(decision.move.to.rawValue), sends = sends + 1, retry_payload = \(claim.sealedRequest.bytea),
                 updated_at = \(now), last_sent_at = \(now)
-                WHERE id = \(paymentId) AND state = 'unknown' AND sends = \(Int64(sends))
+                WHERE id = \(paymentId) AND state = \(decision.move.from?.rawValue ?? "") AND sends = \(Int64(sends))
                 RETURNING \(unescaped: Self.paymentColumns)
                 """, logger
             ).first.map(Self.payment)
@@ -51,8 +51,8 @@ extension PostgresStore {
         let claimed = try await connection.rows(
             """
             WITH moved AS (
-                UPDATE orders SET state = 'pending'
-                WHERE id = \(orderId) AND state = \(decision.orderFrom.rawValue) AND price_version = \(Int64(decision.priceVersion))
+                UPDATE orders SET state = \(decision.move.order.to.rawValue)
+                WHERE id = \(orderId) AND state = \(decision.move.order.from.rawValue) AND price_version = \(Int64(decision.priceVersion))
                 RETURNING id)
             INSERT INTO payment_transactions (transaction_id, payment_id, created_at)
             SELECT \(claim.transactionId), \(decision.paymentId), \(claim.draft.createdAt) FROM moved RETURNING payment_id
@@ -141,10 +141,7 @@ extension PostgresStore {
                 guard let row = moved.first else { throw Conflict() }
                 let merchant = try row.text("merchant")
                 let payment = try Self.payment(row)
-                // An unknown outcome is reported once, on the first send.
-                if let type = change.move.event.webhook,
-                    change.move.to != .unknown || (payment.sends == 1 && payment.reconcileAttempts == 0)
-                {
+                if let type = PaymentLifecycle.reportedEvent(change.move, moved: payment) {
                     try await insertPaymentEvent(type, payment: payment, merchant: merchant, on: connection, at: change.at)
                 }
                 if let mandate = change.mandate { try await insertMandate(mandate, payment: payment, on: connection) }

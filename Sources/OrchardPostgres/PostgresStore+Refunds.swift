@@ -12,62 +12,53 @@ extension PostgresStore {
 
     public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
         try await transaction { connection in
-            // The payment row first: two refunds of one payment take turns, so neither counts
-            // without the other's amount.
-            guard
-                let payment = try await connection.rows(
-                    "SELECT state, amount, reference FROM payments WHERE id = \(draft.paymentId) FOR UPDATE", logger
-                ).first
-            else { throw StoreError(code: .invalidState, message: "there is no payment \(draft.paymentId)") }
-            let earlier = try await connection.rows(
-                """
-                SELECT \(unescaped: Self.refundColumns) FROM refunds
-                WHERE payment_id = \(draft.paymentId) AND idempotency_key = \(draft.idempotencyKey)
-                """, logger
-            ).first.map(Self.refund)
-            if let earlier { return try await self.reclaim(earlier, like: draft, on: connection) }
-            let state = try payment.text("state")
-            guard state == PaymentState.settled.rawValue else {
-                throw StoreError(
-                    code: .invalidState,
-                    message: "only a settled (captured) payment can be refunded; this one is \(state)"
-                        + (state == PaymentState.authorized.rawValue ? ": cancel it instead" : ""))
+            let decision = try RefundPolicy.decide(draft, try await self.refundSnapshot(draft, on: connection))
+            switch decision {
+            case .existing: break
+            case .resend(let resent):
+                try await connection.query(
+                    """
+                    UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = \(resent.updatedAt), last_sent_at = \(resent.lastSentAt)
+                    WHERE id = \(resent.id) AND state = 'unknown'
+                    """, logger: self.logger)
+            case .new(let refund):
+                try await connection.query(
+                    """
+                    INSERT INTO refunds (\(unescaped: Self.refundColumns)) VALUES (
+                    \(refund.id), \(refund.paymentId), \(refund.amount), \(refund.currency), \(refund.state.rawValue), \(refund.reference),
+                    \(refund.idempotencyKey), 1, NULL, NULL, NULL, \(refund.createdAt), \(refund.createdAt), \(refund.lastSentAt))
+                    """, logger: self.logger)
             }
-            // What pending, refunded and unknown refunds hold, and how many refunds (for the reference).
-            let refunds = try await connection.rows(
-                """
-                SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused'), 0)::bigint AS held, COUNT(*) AS n FROM refunds
-                WHERE payment_id = \(draft.paymentId)
-                """, logger
-            ).first
-            let left = try payment.integer("amount") - (try refunds?.integer("held") ?? 0)
-            guard draft.amount <= left else {
-                throw StoreError(code: .refundTooLarge, message: "the refund of \(draft.amount) is more than the \(left) left to refund")
-            }
-            var refund = draft
-            refund.state = .pending
-            refund.sends = 1
-            refund.reference = "\(try payment.text("reference"))-r\((try refunds?.integer("n") ?? 0) + 1)"
-            try await connection.query(
-                """
-                INSERT INTO refunds (\(unescaped: Self.refundColumns)) VALUES (
-                \(refund.id), \(refund.paymentId), \(refund.amount), \(refund.currency), \(refund.state.rawValue), \(refund.reference),
-                \(refund.idempotencyKey), 1, NULL, NULL, NULL, \(refund.createdAt), \(refund.createdAt), \(refund.lastSentAt))
-                """, logger: logger)
-            return refund
+            return decision.refund
         }
     }
 
-    /// The refund a repeated Idempotency-Key names: as it is, or re-sent when its outcome is unknown.
-    private func reclaim(_ earlier: RefundRecord, like draft: RefundRecord, on connection: PostgresConnection) async throws -> RefundRecord
-    {
-        guard let resent = try earlier.repeated(like: draft) else { return earlier }
-        try await connection.query(
+    /// What ``RefundPolicy`` decides a refund claim from. The payment row is locked first: two
+    /// refunds of one payment take turns, so neither counts without the other's amount.
+    private func refundSnapshot(_ draft: RefundRecord, on connection: PostgresConnection) async throws -> RefundClaimSnapshot {
+        let payment = try await connection.rows(
+            "SELECT state, amount, reference FROM payments WHERE id = \(draft.paymentId) FOR UPDATE", logger
+        ).first
+        let earlier = try await connection.rows(
             """
-            UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = \(resent.updatedAt), last_sent_at = \(resent.lastSentAt)
-            WHERE id = \(earlier.id) AND state = 'unknown'
-            """, logger: logger)
-        return resent
+            SELECT \(unescaped: Self.refundColumns) FROM refunds
+            WHERE payment_id = \(draft.paymentId) AND idempotency_key = \(draft.idempotencyKey)
+            """, logger
+        ).first.map(Self.refund)
+        let refunds = try await connection.rows(
+            """
+            SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused'), 0)::bigint AS held, COUNT(*) AS n FROM refunds
+            WHERE payment_id = \(draft.paymentId)
+            """, logger
+        ).first
+        return RefundClaimSnapshot(
+            payment: try payment.map { row in
+                guard let state = PaymentState(rawValue: try row.text("state")) else {
+                    throw StoreError(code: .storage, message: "payment \(draft.paymentId) has an unreadable state")
+                }
+                return .init(state: state, amount: try row.integer("amount"), reference: try row.text("reference"))
+            },
+            earlier: earlier, held: try refunds?.integer("held") ?? 0, count: Int(try refunds?.integer("n") ?? 0))
     }
 
     public func finishRefund(id: String, from: RefundState, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws

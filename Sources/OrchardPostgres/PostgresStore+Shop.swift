@@ -24,10 +24,7 @@ extension PostgresStore {
                 try await connection.rows(
                     "SELECT COUNT(*) AS n FROM api_keys WHERE merchant = \(key.merchantIdentifier) AND revoked_at IS NULL", logger
                 ).first?.integer("n") ?? 0
-            guard active < APIKeyRecord.maximumActive else {
-                throw StoreError(
-                    code: .limitReached, message: "\(key.merchantIdentifier) already has \(active) active API keys: revoke one first")
-            }
+            try APIKeyRecord.checkCap(adding: key, active: Int(active))
             try await connection.query(
                 """
                 INSERT INTO api_keys (id, merchant, secret_hash, created_at, revoked_at)

@@ -66,17 +66,23 @@ extension SQLiteStore {
                 case .resend(let paymentId, let sends):
                     let resent = try db.execute(
                         """
-                        UPDATE payments SET state = 'pending', sends = sends + 1, retry_payload = ?, updated_at = ?, last_sent_at = ?
-                        WHERE id = ? AND state = 'unknown' AND sends = ?
+                        UPDATE payments SET state = ?, sends = sends + 1, retry_payload = ?, updated_at = ?, last_sent_at = ?
+                        WHERE id = ? AND state = ? AND sends = ?
                         """,
-                        [.blob(claim.sealedRequest), .integer(now), .integer(now), .text(paymentId), .integer(Int64(sends))])
+                        [
+                            .text(decision.move.to.rawValue), .blob(claim.sealedRequest), .integer(now), .integer(now), .text(paymentId),
+                            .text(decision.move.from?.rawValue ?? ""), .integer(Int64(sends)),
+                        ])
                     guard resent == 1 else {
                         throw StoreError(code: .paymentInProgress, message: "order \(orderId)'s payment was sent again meanwhile")
                     }
                 }
                 let claimed = try db.execute(
-                    "UPDATE orders SET state = 'pending' WHERE id = ? AND state = ? AND price_version = ?",
-                    [.text(orderId), .text(decision.orderFrom.rawValue), .integer(Int64(decision.priceVersion))])
+                    "UPDATE orders SET state = ? WHERE id = ? AND state = ? AND price_version = ?",
+                    [
+                        .text(decision.move.order.to.rawValue), .text(orderId), .text(decision.move.order.from.rawValue),
+                        .integer(Int64(decision.priceVersion)),
+                    ])
                 guard claimed == 1 else { throw StoreError(code: .orderChanged, message: "order \(orderId) changed") }
                 try db.execute(
                     "INSERT INTO payment_transactions (transaction_id, payment_id, created_at) VALUES (?, ?, ?)",
@@ -165,7 +171,7 @@ extension SQLiteStore {
                     var payment = try Self.payment(id: change.paymentId, in: db)
                     // The payment's own event first, naming its mandate.
                     if let mandate = change.mandate { payment.mandateId = mandate.id }
-                    if let type = change.move.event.webhook, try Self.reports(change, in: db) {
+                    if let type = PaymentLifecycle.reportedEvent(change.move, moved: payment) {
                         try Self.insertPaymentEvent(type, paymentId: change.paymentId, payment: payment, in: db, at: change.at)
                     }
                     if let mandate = change.mandate { try Self.insertMandate(mandate, payment: payment, in: db) }
@@ -175,14 +181,6 @@ extension SQLiteStore {
                 return nil
             }
         }
-    }
-
-    /// Every move with a webhook reports, except an unknown outcome after the first: the shop
-    /// heard `payment.unknown` once and hears the answer when it comes.
-    static func reports(_ change: PaymentTransition, in db: SQLiteDatabase) throws -> Bool {
-        guard change.move.to == .unknown else { return true }
-        let row = try db.query("SELECT sends, reconcile_attempts FROM payments WHERE id = ?", [.text(change.paymentId)]).first
-        return row?[0].integer == 1 && row?[1].integer == 0
     }
 
     public func retryPayload(paymentId: String) async throws -> [UInt8]? {

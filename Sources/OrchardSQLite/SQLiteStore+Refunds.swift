@@ -12,56 +12,47 @@ extension SQLiteStore {
     public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
         try await database.run { db in
             try db.transaction {
-                let earlier = try db.query(
-                    "SELECT \(Self.refundColumns) FROM refunds WHERE payment_id = ? AND idempotency_key = ?",
-                    [.text(draft.paymentId), .text(draft.idempotencyKey)]
-                ).first.map(Self.refund)
-                if let earlier { return try Self.reclaim(earlier, like: draft, in: db) }
-                guard
-                    let payment = try db.query("SELECT state, amount, reference FROM payments WHERE id = ?", [.text(draft.paymentId)])
-                        .first
-                else { throw StoreError(code: .invalidState, message: "there is no payment \(draft.paymentId)") }
-                guard payment[0].text == PaymentState.settled.rawValue else {
-                    throw StoreError(
-                        code: .invalidState,
-                        message: "only a settled (captured) payment can be refunded; this one is \(payment[0].text ?? "?")"
-                            + (payment[0].text == PaymentState.authorized.rawValue ? ": cancel it instead" : ""))
+                let decision = try RefundPolicy.decide(draft, try Self.refundSnapshot(draft, in: db))
+                switch decision {
+                case .existing: break
+                case .resend(let resent):
+                    try db.execute(
+                        "UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = ?, last_sent_at = ? WHERE id = ? AND state = 'unknown'",
+                        [.time(resent.updatedAt), resent.lastSentAt.map(SQLiteValue.time) ?? .null, .text(resent.id)])
+                case .new(let refund):
+                    try db.execute(
+                        "INSERT INTO refunds (\(Self.refundColumns)) VALUES (\(Self.placeholders(14)))",
+                        [
+                            .text(refund.id), .text(refund.paymentId), .integer(refund.amount), .text(refund.currency),
+                            .text(refund.state.rawValue), .text(refund.reference), .text(refund.idempotencyKey), .integer(1), .null, .null,
+                            .null, .time(refund.createdAt), .time(refund.createdAt), refund.lastSentAt.map(SQLiteValue.time) ?? .null,
+                        ])
                 }
-                let held =
-                    try db.query(
-                        "SELECT COALESCE(SUM(amount), 0), COUNT(*) FROM refunds WHERE payment_id = ? AND state != 'refused'",
-                        [.text(draft.paymentId)]
-                    ).first ?? []
-                let left = (payment[1].integer ?? 0) - (held.first?.integer ?? 0)
-                guard draft.amount <= left else {
-                    throw StoreError(
-                        code: .refundTooLarge, message: "the refund of \(draft.amount) is more than the \(left) left to refund")
-                }
-                let count =
-                    try db.query("SELECT COUNT(*) FROM refunds WHERE payment_id = ?", [.text(draft.paymentId)]).first?[0].integer ?? 0
-                var refund = draft
-                refund.state = .pending
-                refund.sends = 1
-                refund.reference = "\(payment[2].text ?? draft.paymentId)-r\(count + 1)"
-                try db.execute(
-                    "INSERT INTO refunds (\(Self.refundColumns)) VALUES (\(Self.placeholders(14)))",
-                    [
-                        .text(refund.id), .text(refund.paymentId), .integer(refund.amount), .text(refund.currency),
-                        .text(refund.state.rawValue), .text(refund.reference), .text(refund.idempotencyKey), .integer(1), .null, .null,
-                        .null, .time(refund.createdAt), .time(refund.createdAt), refund.lastSentAt.map(SQLiteValue.time) ?? .null,
-                    ])
-                return refund
+                return decision.refund
             }
         }
     }
 
-    /// The refund a repeated Idempotency-Key names: as it is, or re-sent when its outcome is unknown.
-    private static func reclaim(_ earlier: RefundRecord, like draft: RefundRecord, in db: SQLiteDatabase) throws -> RefundRecord {
-        guard let resent = try earlier.repeated(like: draft) else { return earlier }
-        try db.execute(
-            "UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = ?, last_sent_at = ? WHERE id = ? AND state = 'unknown'",
-            [.time(resent.updatedAt), resent.lastSentAt.map(SQLiteValue.time) ?? .null, .text(earlier.id)])
-        return resent
+    /// What ``RefundPolicy`` decides a refund claim from, read in the claim's transaction.
+    private static func refundSnapshot(_ draft: RefundRecord, in db: SQLiteDatabase) throws -> RefundClaimSnapshot {
+        let earlier = try db.query(
+            "SELECT \(Self.refundColumns) FROM refunds WHERE payment_id = ? AND idempotency_key = ?",
+            [.text(draft.paymentId), .text(draft.idempotencyKey)]
+        ).first.map(Self.refund)
+        let payment = try db.query("SELECT state, amount, reference FROM payments WHERE id = ?", [.text(draft.paymentId)]).first
+        let refunds =
+            try db.query(
+                "SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused'), 0), COUNT(*) FROM refunds WHERE payment_id = ?",
+                [.text(draft.paymentId)]
+            ).first ?? []
+        return RefundClaimSnapshot(
+            payment: try payment.map { row in
+                guard let state = row[0].text.flatMap(PaymentState.init(rawValue:)) else {
+                    throw StoreError(code: .storage, message: "payment \(draft.paymentId) has an unreadable state")
+                }
+                return .init(state: state, amount: row[1].integer ?? 0, reference: row[2].text ?? draft.paymentId)
+            },
+            earlier: earlier, held: refunds.first?.integer ?? 0, count: Int(refunds.last?.integer ?? 0))
     }
 
     public func finishRefund(id: String, from: RefundState, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws

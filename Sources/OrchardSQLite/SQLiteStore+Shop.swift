@@ -73,11 +73,7 @@ extension SQLiteStore {
                     try db.query(
                         "SELECT COUNT(*) FROM api_keys WHERE merchant = ? AND revoked_at IS NULL", [.text(key.merchantIdentifier)]
                     ).first?[0].integer ?? 0
-                guard active < APIKeyRecord.maximumActive else {
-                    throw StoreError(
-                        code: .limitReached,
-                        message: "\(key.merchantIdentifier) already has \(active) active API keys: revoke one first")
-                }
+                try APIKeyRecord.checkCap(adding: key, active: Int(active))
                 try db.execute(
                     "INSERT INTO api_keys (id, merchant, secret_hash, created_at, revoked_at) VALUES (?, ?, ?, ?, NULL)",
                     [.text(key.id), .text(key.merchantIdentifier), .blob(key.secretHash), .time(key.createdAt)])

@@ -8,10 +8,7 @@ extension InMemoryStore {
     public func insertAPIKey(_ key: APIKeyRecord) async throws {
         try state.withLock { state in
             let active = state.apiKeys.count { $0.merchantIdentifier == key.merchantIdentifier && $0.revokedAt == nil }
-            guard active < APIKeyRecord.maximumActive else {
-                throw StoreError(
-                    code: .limitReached, message: "\(key.merchantIdentifier) already has \(active) active API keys: revoke one first")
-            }
+            try APIKeyRecord.checkCap(adding: key, active: Int(active))
             state.apiKeys.append(key)
         }
     }
@@ -78,32 +75,23 @@ extension InMemoryStore {
 
     public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
         try state.withLock { state in
-            if let index = state.refunds.firstIndex(where: { $0.paymentId == draft.paymentId && $0.idempotencyKey == draft.idempotencyKey })
-            {
-                let earlier = state.refunds[index]
-                guard let resent = try earlier.repeated(like: draft) else { return earlier }
-                state.refunds[index] = resent
-                return resent
-            }
-            guard let payment = state.payments.first(where: { $0.id == draft.paymentId }) else {
-                throw StoreError(code: .invalidState, message: "there is no payment \(draft.paymentId)")
-            }
-            guard payment.state == .settled else {
-                throw StoreError(
-                    code: .invalidState, message: "only a settled (captured) payment can be refunded; this one is \(payment.state.rawValue)"
-                )
-            }
             let mine = state.refunds.filter { $0.paymentId == draft.paymentId }
-            let left = payment.amount - mine.filter(\.holdsAmount).reduce(0) { $0 + $1.amount }
-            guard draft.amount <= left else {
-                throw StoreError(code: .refundTooLarge, message: "the refund of \(draft.amount) is more than the \(left) left to refund")
+            let snapshot = RefundClaimSnapshot(
+                payment: state.payments.first { $0.id == draft.paymentId }.map {
+                    .init(state: $0.state, amount: $0.amount, reference: $0.reference)
+                },
+                earlier: mine.first { $0.idempotencyKey == draft.idempotencyKey },
+                held: Money.sum(mine.filter(\.holdsAmount).map(\.amount)) ?? .max, count: mine.count)
+            let decision = try RefundPolicy.decide(draft, snapshot)
+            switch decision {
+            case .existing: break
+            case .resend(let resent):
+                guard let index = state.refunds.firstIndex(where: { $0.id == resent.id }) else { break }
+                state.refunds[index] = resent
+            case .new(let refund):
+                state.refunds.append(refund)
             }
-            var refund = draft
-            refund.state = .pending
-            refund.sends = 1
-            refund.reference = "\(payment.reference)-r\(mine.count + 1)"
-            state.refunds.append(refund)
-            return refund
+            return decision.refund
         }
     }
 

@@ -60,19 +60,20 @@ public final class InMemoryStore: OrchardStore {
                 unknownAttempt: unknown.map { .init(id: state.payments[$0].id, sends: state.payments[$0].sends) },
                 attempts: state.payments.count { $0.orderId == draft.orderId })
             let claimed: PaymentRecord
-            switch try PaymentClaimPolicy.decide(claim, snapshot).attempt {
+            let decision = try PaymentClaimPolicy.decide(claim, snapshot)
+            switch decision.attempt {
             case .first(let record):
                 claimed = record
                 state.payments.append(record)
             case .resend:
                 guard let index = unknown else { preconditionFailure("the policy re-sends only an unknown attempt") }
-                state.payments[index].state = .pending
+                state.payments[index].state = decision.move.to
                 state.payments[index].sends += 1
                 state.payments[index].updatedAt = draft.createdAt
                 state.payments[index].lastSentAt = draft.createdAt
                 claimed = state.payments[index]
             }
-            state.orders[draft.orderId]?.state = .pending
+            state.orders[draft.orderId]?.state = decision.move.order.to
             state.transactions.insert(claim.transactionId)
             state.payloads[claimed.id] = claim.sealedRequest
             return claimed
@@ -107,8 +108,7 @@ public final class InMemoryStore: OrchardStore {
             if PaymentLifecycle.isResolved(change.move.to) { state.payloads[payment.id] = nil }
             state.payments[index] = payment
             state.orders[change.orderId]?.state = change.move.order.to
-            // As in SQLite: an unknown outcome is reported once, on the first send.
-            if let type = change.move.event.webhook, change.move.to != .unknown || (payment.sends == 1 && payment.reconcileAttempts == 0) {
+            if let type = PaymentLifecycle.reportedEvent(change.move, moved: payment) {
                 try Self.appendPaymentEvent(type, payment: payment, to: &state, at: change.at)
             }
             if let mandate = change.mandate {

@@ -44,8 +44,8 @@ public struct PaymentClaimSnapshot: Sendable, Equatable {
 }
 
 /// What a store writes for a claim ``PaymentClaimPolicy`` allowed, in the transaction that read
-/// the snapshot: the attempt, then the order's compare-and-set from `orderFrom` at
-/// `priceVersion` to `pending`, then the transaction ID.
+/// the snapshot: the attempt, then the order's compare-and-set along `move` at `priceVersion`,
+/// then the transaction ID.
 public struct PaymentClaimDecision: Sendable, Equatable {
     public enum Attempt: Sendable, Equatable {
         /// Insert this attempt, pending, under its new reference.
@@ -55,8 +55,10 @@ public struct PaymentClaimDecision: Sendable, Equatable {
     }
 
     public var attempt: Attempt
-    /// The order's state and price version the claim moves it from.
-    public var orderFrom: OrderRecord.State
+    /// The lifecycle's move (``PaymentLifecycle/Event/firstSend`` or ``PaymentLifecycle/Event/resend``):
+    /// the states the payment and its order move between.
+    public var move: PaymentLifecycle.Move
+    /// The order's price version the claim moves it at.
     public var priceVersion: Int
 
     /// The payment the claim records the transaction ID for.
@@ -96,10 +98,11 @@ public enum PaymentClaimPolicy {
                 throw StoreError(code: .orderNotOpen, message: "order \(orderId) has expired")
             }
             try samePrice(claim, order)
+            let move = PaymentLifecycle.move(.firstSend)
             var record = claim.draft
             record.reference = reference(orderId: orderId, attempt: snapshot.attempts + 1)
-            record.state = .pending
-            return PaymentClaimDecision(attempt: .first(record), orderFrom: .open, priceVersion: order.priceVersion)
+            record.state = move.to
+            return PaymentClaimDecision(attempt: .first(record), move: move, priceVersion: order.priceVersion)
         case .unknown:
             guard let unknown = snapshot.unknownAttempt else {
                 throw StoreError(code: .orderNotOpen, message: "order \(orderId) has no unknown payment")
@@ -111,7 +114,8 @@ public enum PaymentClaimPolicy {
             }
             try samePrice(claim, order)
             return PaymentClaimDecision(
-                attempt: .resend(paymentId: unknown.id, sends: unknown.sends), orderFrom: .unknown, priceVersion: order.priceVersion)
+                attempt: .resend(paymentId: unknown.id, sends: unknown.sends), move: PaymentLifecycle.move(.resend),
+                priceVersion: order.priceVersion)
         case .pending:
             throw StoreError(code: .paymentInProgress, message: "order \(orderId) has a payment with the processor")
         case .paid, .cancelled, .expired:

@@ -22,6 +22,15 @@ public struct APIKeyRecord: Sendable, Codable, Equatable {
     /// Active keys a merchant may hold at once: one in use and its replacement.
     public static let maximumActive = 2
 
+    /// Checks that a merchant holding `active` active keys may add `key`: the cap every store
+    /// applies, counting under its lock.
+    public static func checkCap(adding key: APIKeyRecord, active: Int) throws(StoreError) {
+        guard active < maximumActive else {
+            throw StoreError(
+                code: .limitReached, message: "\(key.merchantIdentifier) already has \(active) active API keys: revoke one first")
+        }
+    }
+
     /// A new key and its secret (`osk_<id>_<43 base64url characters>`, 256 random bits), shown once.
     public static func generate(merchantIdentifier: String, at date: Date) -> (record: APIKeyRecord, secret: String) {
         let id = "key_" + Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255) })

@@ -34,6 +34,17 @@ extension PaymentLifecycle.Event {
     }
 }
 
+extension PaymentLifecycle {
+    /// The event a move reports, written in its transaction: every move with a webhook reports,
+    /// except an unknown outcome after the first send (the shop heard `payment.unknown` once and
+    /// hears the answer when it comes). `payment` is the payment as the move left it.
+    public static func reportedEvent(_ move: Move, moved payment: PaymentRecord) -> WebhookEventType? {
+        guard let type = move.event.webhook else { return nil }
+        guard move.to != .unknown || (payment.sends == 1 && payment.reconcileAttempts == 0) else { return nil }
+        return type
+    }
+}
+
 /// One event in the durable outbox, with its delivery so far. Written in the same transaction
 /// as the change it reports, so no change goes unreported; delivered at least once.
 public struct WebhookEvent: Sendable, Codable, Equatable {
