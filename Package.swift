@@ -327,6 +327,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Core's policies and services, in memory: no sockets, no files.
+        .testTarget(
+            name: "OrchardCoreTests",
+            dependencies: ["OrchardCore", "ApplePay"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "OrchardTestingTests",
             dependencies: ["OrchardTesting", "CurlClient", "ApplePay"],
