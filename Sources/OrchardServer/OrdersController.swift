@@ -46,22 +46,20 @@ struct OrdersController {
             let body = try await request.decode(as: ShippingContactBody.self, context: context)
             return try await update(
                 context, id: try context.parameters.require("id"), includeShippingMethods: true, address: body.address
-            ) { order in
-                (order.items, nil, order.couponCode, body.countryCode ?? "")
-            }
+            ) { .shippingContact(country: body.countryCode, of: $0) }
         }
         router.postJSON("/api/orders/{id}/shipping-method") { request, context in
             try admitUpdate(context)
             let body = try await request.decode(as: ShippingMethodBody.self, context: context)
-            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
-                (order.items, body.identifier, order.couponCode, order.shippingCountry)
+            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) {
+                .shippingMethod(body.identifier, of: $0)
             }
         }
         router.postJSON("/api/orders/{id}/coupon") { request, context in
             try admitUpdate(context)
             let body = try await request.decode(as: CouponBody.self, context: context)
-            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
-                (order.items, order.shippingMethod?.identifier, body.couponCode, order.shippingCountry)
+            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) {
+                .coupon(body.couponCode, of: $0)
             }
         }
         // The sheet's card changed: reprice from the catalogue. No method changes the price today,
@@ -69,8 +67,8 @@ struct OrdersController {
         router.postJSON("/api/orders/{id}/payment-method") { request, context in
             try admitUpdate(context)
             _ = try await request.decode(as: PaymentMethodBody.self, context: context)
-            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) { order in
-                (order.items, order.shippingMethod?.identifier, order.couponCode, order.shippingCountry)
+            return try await update(context, id: try context.parameters.require("id"), includeShippingMethods: false) {
+                .unchanged($0)
             }
         }
     }
@@ -100,27 +98,25 @@ struct OrdersController {
         } catch {
             throw OrchardError(.invalidCart, error.message)
         }
-        let id = RecordIdentifier.random()
-        let applicationData = Array("orchard-order:\(id)".utf8)
-        let now = time.now
         // An abandoned order expires (and is purged later) instead of staying open for ever.
-        try await store.insert(
-            OrderRecord(
-                id: id, merchantIdentifier: merchant.merchantIdentifier, state: .open, priced: priced, applicationData: applicationData,
-                createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(configuration.ordersOpenFor.components.seconds))))
+        let order = OrderRecord.opened(
+            merchantIdentifier: merchant.merchantIdentifier, priced: priced, at: time.now, openFor: configuration.ordersOpenFor.timeInterval
+        )
+        try await store.insert(order)
         let paymentRequest = ApplePayPaymentRequest(
-            order: priced, catalogue: catalogue, displayName: merchant.displayName, applicationData: applicationData)
-        return EditedResponse(status: .created, response: Created(orderId: id, paymentRequest: paymentRequest))
+            order: priced, catalogue: catalogue, displayName: merchant.displayName, applicationData: order.applicationData)
+        return EditedResponse(status: .created, response: Created(orderId: order.id, paymentRequest: paymentRequest))
     }
 
     /// Reprices an open order; shopper-fixable problems come back as Apple Pay errors with the previous totals.
     func update(
         _ context: OrchardRequestContext, id: String, includeShippingMethods: Bool, address: RedactedAddress? = nil,
-        change: (PricedOrder) -> ([CartItem], String?, String?, String?)
+        change: (PricedOrder) -> SheetChange
     ) async throws -> ApplePayUpdate {
         let (merchant, _) = try context.requireMerchant()
         let order = try await openOrder(id: id, merchant: merchant, store: store, now: time.now)
-        let (items, method, coupon, country) = change(order.priced)
+        let change = change(order.priced)
+        let (items, method, coupon, country) = (change.items, change.shippingMethod, change.couponCode, change.shippingCountry)
         var updated = order
         var errors: [ApplePayErrorItem] = []
         let available: [Catalogue.ShippingMethod]

@@ -47,6 +47,21 @@ public struct OrderRecord: Sendable, Codable, Equatable {
 }
 
 extension OrderRecord {
+    /// A new open order at price version 1 under a fresh identifier, bound to its tokens by
+    /// ``binding(orderId:)``, taking payments until `openFor` after `now`.
+    public static func opened(merchantIdentifier: String, priced: PricedOrder, at now: Date, openFor: TimeInterval) -> OrderRecord {
+        let id = RecordIdentifier.random()
+        return OrderRecord(
+            id: id, merchantIdentifier: merchantIdentifier, state: .open, priced: priced, applicationData: binding(orderId: id),
+            createdAt: now, expiresAt: now.addingTimeInterval(openFor))
+    }
+
+    /// The applicationData an order's payment request carries, `orchard-order:<id>`: Apple signs
+    /// its SHA-256 into the token, so a token pays only the order it was made for.
+    public static func binding(orderId: String) -> [UInt8] {
+        Array("orchard-order:\(orderId)".utf8)
+    }
+
     /// The order at its next price version, priced so.
     public func repriced(_ priced: PricedOrder) -> OrderRecord {
         var next = self

@@ -98,10 +98,9 @@ struct PaymentRequestsController {
             throw OrchardError(.invalidCart, error.message)
         }
         let now = time.now
-        let id = RecordIdentifier.random()
-        let order = OrderRecord(
-            id: id, merchantIdentifier: merchant.merchantIdentifier, state: .open, priced: priced,
-            applicationData: Array("orchard-order:\(id)".utf8), createdAt: now, expiresAt: now.addingTimeInterval(TimeInterval(expiry)))
+        let order = OrderRecord.opened(
+            merchantIdentifier: merchant.merchantIdentifier, priced: priced, at: now, openFor: TimeInterval(expiry))
+        let id = order.id
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let record = PaymentRequestRecord(
