@@ -18,7 +18,7 @@ extension PostgresStore {
                 return try await self.claim(claim, on: connection)
             } catch let error as PSQLError where error.sqlState == "23505" {
                 // Another order's claim of the same transaction ID committed first.
-                throw StoreError(code: .duplicateTransaction, message: "transaction \(claim.transactionId.prefix(16))… was already used")
+                throw BusinessRefusal(.duplicateTransaction, "transaction \(claim.transactionId.prefix(16))… was already used")
             }
         }
     }
@@ -43,7 +43,7 @@ extension PostgresStore {
                 """, logger
             ).first.map(Self.payment)
             guard payment != nil else {
-                throw StoreError(code: .paymentInProgress, message: "order \(orderId)'s payment was sent again meanwhile")
+                throw BusinessRefusal(.paymentInProgress, "order \(orderId)'s payment was sent again meanwhile")
             }
         }
         guard let payment else { throw StoreError(code: .storage, message: "payment \(decision.paymentId) vanished while it was claimed") }
@@ -57,7 +57,7 @@ extension PostgresStore {
             INSERT INTO payment_transactions (transaction_id, payment_id, created_at)
             SELECT \(claim.transactionId), \(decision.paymentId), \(claim.draft.createdAt) FROM moved RETURNING payment_id
             """, logger)
-        guard claimed.count == 1 else { throw StoreError(code: .orderChanged, message: "order \(orderId) changed") }
+        guard claimed.count == 1 else { throw BusinessRefusal(.orderChanged, "order \(orderId) changed") }
         return payment
     }
 

@@ -91,7 +91,7 @@ public final class PostgresStore: OrchardStore {
 
     /// Runs `body` between BEGIN and COMMIT on one pooled connection, rolling back when it throws.
     /// A deadlock or serialization failure (another instance's transaction won) runs it again;
-    /// any other database failure is a ``StoreError/Code/storage``.
+    /// any other database failure is a ``BusinessRefusal/Code/storage``.
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         var attempt = 1
         while true {
@@ -128,7 +128,7 @@ public final class PostgresStore: OrchardStore {
     struct Conflict: Error {}
 
     static func storeError(_ error: any Error) -> any Error {
-        if error is StoreError || error is Conflict || error is CancellationError { return error }
+        if error is StoreError || error is BusinessRefusal || error is Conflict || error is CancellationError { return error }
         return StoreError(code: .storage, message: "the PostgreSQL store failed: \(describe(error))")
     }
 

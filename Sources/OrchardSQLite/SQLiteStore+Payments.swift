@@ -74,7 +74,7 @@ extension SQLiteStore {
                             .text(decision.move.from?.rawValue ?? ""), .integer(Int64(sends)),
                         ])
                     guard resent == 1 else {
-                        throw StoreError(code: .paymentInProgress, message: "order \(orderId)'s payment was sent again meanwhile")
+                        throw BusinessRefusal(.paymentInProgress, "order \(orderId)'s payment was sent again meanwhile")
                     }
                 }
                 let claimed = try db.execute(
@@ -83,7 +83,7 @@ extension SQLiteStore {
                         .text(decision.move.order.to.rawValue), .text(orderId), .text(decision.move.order.from.rawValue),
                         .integer(Int64(decision.priceVersion)),
                     ])
-                guard claimed == 1 else { throw StoreError(code: .orderChanged, message: "order \(orderId) changed") }
+                guard claimed == 1 else { throw BusinessRefusal(.orderChanged, "order \(orderId) changed") }
                 try db.execute(
                     "INSERT INTO payment_transactions (transaction_id, payment_id, created_at) VALUES (?, ?, ?)",
                     [.text(claim.transactionId), .text(decision.paymentId), .integer(now)])

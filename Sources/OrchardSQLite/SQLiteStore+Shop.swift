@@ -126,9 +126,8 @@ extension SQLiteStore {
                 ).first.map(Self.paymentRequest)
                 if let earlier {
                     guard ConstantTime.equal(earlier.fingerprint, request.fingerprint) else {
-                        throw StoreError(
-                            code: .idempotencyMismatch,
-                            message: "this Idempotency-Key was used for another request body; use a new key for a new request")
+                        throw BusinessRefusal(
+                            .idempotencyMismatch, "this Idempotency-Key was used for another request body; use a new key for a new request")
                     }
                     return (earlier, false)
                 }

@@ -59,7 +59,7 @@ extension AdminController {
             let (record, secret) = APIKeyRecord.generate(merchantIdentifier: id, at: time.now)
             do {
                 try await store.insertAPIKey(record)
-            } catch let error as StoreError where error.code == .limitReached {
+            } catch let error as BusinessRefusal where error.code == .limitReached {
                 throw OrchardError(.tooManyKeys, error.message)
             }
             return EditedResponse(status: .created, response: KeyView(record, secret: secret))

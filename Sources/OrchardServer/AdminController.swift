@@ -234,7 +234,7 @@ struct AdminController {
         do {
             try await store.saveRegistration(merchant)
             directory.replaceRegistrations(try await store.registeredMerchants())
-        } catch let error as StoreError where error.code == .domainTaken {
+        } catch let error as BusinessRefusal where error.code == .domainTaken {
             throw OrchardError(.domainTaken, error.message)
         } catch {
             throw OrchardError(.internalError, "Apple \(what) the merchant but the registry could not record it; repeat the call")

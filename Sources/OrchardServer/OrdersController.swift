@@ -142,9 +142,9 @@ struct OrdersController {
         if updated.priced != order.priced {
             do {
                 try await store.updateOpen(order.repriced(updated.priced))
-            } catch let error as StoreError where error.code == .orderNotOpen {
+            } catch let error as BusinessRefusal where error.code == .orderNotOpen {
                 throw OrchardError(.orderNotOpen, "this order is already paid")
-            } catch let error as StoreError where error.code == .orderChanged {
+            } catch let error as BusinessRefusal where error.code == .orderChanged {
                 throw OrchardError(.orderChanged, "the order changed meanwhile (another update or its payment); send this change again")
             }
         }

@@ -45,7 +45,7 @@ extension InMemoryStore {
                 $0.merchantIdentifier == request.merchantIdentifier && $0.idempotencyKey == request.idempotencyKey
             }) {
                 guard earlier.fingerprint == request.fingerprint else {
-                    throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for another request body")
+                    throw BusinessRefusal(.idempotencyMismatch, "this Idempotency-Key was used for another request body")
                 }
                 return (earlier, false)
             }

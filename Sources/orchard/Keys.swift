@@ -51,6 +51,8 @@ struct Keys: AsyncParsableCommand {
             let (record, secret) = APIKeyRecord.generate(merchantIdentifier: merchant, at: Date())
             do {
                 try await store.insertAPIKey(record)
+            } catch let error as BusinessRefusal {
+                fail(error.message)
             } catch let error as StoreError {
                 fail(error.message)
             }

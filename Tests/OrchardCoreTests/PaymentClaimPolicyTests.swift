@@ -25,7 +25,7 @@ struct PaymentClaimPolicyTests {
             unknownAttempt: unknown, attempts: attempts)
     }
 
-    static func refusal(_ claim: PaymentClaim, _ snapshot: PaymentClaimSnapshot) -> StoreError.Code? {
+    static func refusal(_ claim: PaymentClaim, _ snapshot: PaymentClaimSnapshot) -> BusinessRefusal.Code? {
         do {
             _ = try PaymentClaimPolicy.decide(claim, snapshot)
             return nil
@@ -95,12 +95,12 @@ struct PaymentClaimPolicyTests {
         let next = order.repriced(priced)
         #expect(next.priceVersion == 5)
         try OrderPricingPolicy.checkUpdate(next, found: (.open, 4))
-        let cases: [((state: OrderRecord.State?, version: Int)?, StoreError.Code)] = [
+        let cases: [((state: OrderRecord.State?, version: Int)?, BusinessRefusal.Code)] = [
             ((.open, 5), .orderChanged), ((.open, 3), .orderChanged), ((.pending, 4), .orderNotOpen), ((.paid, 4), .orderNotOpen),
             (nil, .orderNotOpen),
         ]
         for (found, code) in cases {
-            let error = #expect(throws: StoreError.self) { try OrderPricingPolicy.checkUpdate(next, found: found) }
+            let error = #expect(throws: BusinessRefusal.self) { try OrderPricingPolicy.checkUpdate(next, found: found) }
             #expect(error?.code == code, "\(String(describing: found))")
         }
     }

@@ -75,7 +75,7 @@ struct PriceVersionContractTests {
             try await StoreConcurrencyContractTests.warm(store)
             enum Outcome: Sendable, Equatable {
                 case won
-                case lost(StoreError.Code?)
+                case lost(BusinessRefusal.Code?)
             }
             let results = try await StoreConcurrencyContractTests.concurrently(orders.count * 2) { index -> (Int, Bool, Outcome) in
                 let order = orders[index / 2]
@@ -86,7 +86,7 @@ struct PriceVersionContractTests {
                         try await store.updateOpen(try Self.dearer(order))
                     }
                     return (index / 2, index % 2 == 0, .won)
-                } catch let error as StoreError {
+                } catch let error as BusinessRefusal {
                     return (index / 2, index % 2 == 0, .lost(error.code))
                 }
             }

@@ -142,7 +142,7 @@ struct SQLiteGroupCommitTests {
         let store = try SQLiteStore(path: directory.path("orchard.sqlite"))
         try await store.insert(try StoreContractTests.order("o1"))
         try await store.insert(try StoreContractTests.order("o2"))
-        let outcomes = try await withThrowingTaskGroup(of: StoreError.Code?.self) { group in
+        let outcomes = try await withThrowingTaskGroup(of: BusinessRefusal.Code?.self) { group in
             for index in 0..<16 {
                 group.addTask {
                     // Half race for o1 with their own tokens; half replay o1's first token on o2.
@@ -153,7 +153,7 @@ struct SQLiteGroupCommitTests {
                     return await StoreContractTests.storeError { _ = try await store.claimPayment(claim) }
                 }
             }
-            return try await group.reduce(into: [StoreError.Code?]()) { $0.append($1) }
+            return try await group.reduce(into: [BusinessRefusal.Code?]()) { $0.append($1) }
         }
         let wins = outcomes.filter { $0 == nil }.count
         #expect(wins >= 1 && wins <= 2, "one claim of o1 wins; o2 goes to t0's replay only if it came first")

@@ -178,13 +178,17 @@ struct StoreConcurrencyContractTests {
         }
     }
 
-    /// Nil when `body` succeeded, else the StoreError's code (`.storage` for anything else).
-    static func outcome(_ body: () async throws -> PaymentRecord) async -> StoreError.Code? {
+    /// Nil when `body` succeeded, else the refusal's code; a store failure is an issue (and
+    /// `.invalidState`, which no claim expects).
+    static func outcome(_ body: () async throws -> PaymentRecord) async -> BusinessRefusal.Code? {
         do {
             _ = try await body()
             return nil
+        } catch let refusal as BusinessRefusal {
+            return refusal.code
         } catch {
-            return (error as? StoreError)?.code ?? .storage
+            Issue.record("the store failed: \(error)")
+            return .invalidState
         }
     }
 
@@ -196,7 +200,7 @@ struct StoreConcurrencyContractTests {
                 do {
                     return try await store.claimRefund(Shop.refund("p1", 200, key: "k\(index)")).amount
                 } catch {
-                    #expect((error as? StoreError)?.code == .refundTooLarge)
+                    #expect((error as? BusinessRefusal)?.code == .refundTooLarge)
                     return 0
                 }
             }

@@ -63,12 +63,12 @@ struct StoreContractTests {
     }
 
     /// The code of the StoreError `body` throws; nil when it throws nothing (or something else).
-    static func storeError(_ body: () async throws -> Void) async -> StoreError.Code? {
+    static func storeError(_ body: () async throws -> Void) async -> BusinessRefusal.Code? {
         do {
             try await body()
             return nil
         } catch {
-            return (error as? StoreError)?.code
+            return (error as? BusinessRefusal)?.code
         }
     }
 

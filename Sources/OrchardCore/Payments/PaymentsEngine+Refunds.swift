@@ -56,7 +56,7 @@ extension PaymentsEngine {
         let claimed: RefundRecord
         do {
             claimed = try await store.claimRefund(draft)
-        } catch let error as StoreError {
+        } catch let error as BusinessRefusal {
             throw Self.refusal(error)
         } catch {
             throw PaymentEngineError(.storage, "the refund could not be recorded; nothing was refunded")
@@ -117,7 +117,7 @@ extension PaymentsEngine {
         return payment
     }
 
-    static func refusal(_ error: StoreError) -> PaymentEngineError {
+    static func refusal(_ error: BusinessRefusal) -> PaymentEngineError {
         switch error.code {
         case .refundTooLarge: PaymentEngineError(.refundTooLarge, error.message)
         case .idempotencyMismatch: PaymentEngineError(.idempotencyMismatch, error.message)

@@ -208,7 +208,7 @@ public struct PaymentsEngine: Sendable {
     func claim(_ claim: PaymentClaim) async throws(PaymentEngineError) -> PaymentRecord {
         do {
             return try await store.claimPayment(claim)
-        } catch let error as StoreError {
+        } catch let error as BusinessRefusal {
             switch error.code {
             case .duplicateTransaction: throw PaymentEngineError(.replayedPayment, "this payment was already submitted")
             case .orderNotOpen: throw PaymentEngineError(.orderNotOpen, "this order is already paid or closed")

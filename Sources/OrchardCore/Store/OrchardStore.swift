@@ -172,27 +172,10 @@ extension PaymentRecord {
     public var sentLast: Date { lastSentAt ?? updatedAt }
 }
 
-/// Why a store refused a write.
+/// Why a store failed: the storage itself (a full disk, a lost connection, a row it cannot
+/// read). A business rule's refusal is a ``BusinessRefusal``.
 public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: Sendable, Equatable {
-        /// The transaction ID was seen before.
-        case duplicateTransaction
-        /// The order is unknown or no longer open.
-        case orderNotOpen
-        /// An attempt of the order is with the processor right now.
-        case paymentInProgress
-        /// The order was repriced since the caller read it (``OrderRecord/priceVersion``).
-        case orderChanged
-        /// The domain is already registered to another merchant.
-        case domainTaken
-        /// A merchant already holds its most active API keys.
-        case limitReached
-        /// An idempotency key came back with another request body.
-        case idempotencyMismatch
-        /// A refund larger than what is left to refund.
-        case refundTooLarge
-        /// The object is not in a state that allows the change.
-        case invalidState
         /// The storage itself failed.
         case storage
     }
@@ -223,14 +206,14 @@ public protocol OrchardStore: ShopStore, MandateStore, TokenEventInbox {
     func order(id: String) async throws -> OrderRecord?
     /// Replaces an open order's pricing with `order`'s, a compare-and-set on its price version:
     /// the stored order must be at `order.priceVersion - 1` (``OrderRecord/repriced(_:)`` makes
-    /// such a record). Fails with ``StoreError/Code/orderNotOpen`` when the order is not open and
-    /// ``StoreError/Code/orderChanged`` when it is at another version, and then changes nothing.
+    /// such a record). Fails with ``BusinessRefusal/Code/orderNotOpen`` when the order is not open and
+    /// ``BusinessRefusal/Code/orderChanged`` when it is at another version, and then changes nothing.
     func updateOpen(_ order: OrderRecord) async throws
     /// In one transaction: claims the token's transaction ID, then either opens a new attempt on an
     /// open order (a new reference, `<orderId>-<n>`) or takes the order's unknown attempt back to
     /// `pending` to re-send its reference. The order becomes `pending`. Fails with
-    /// ``StoreError/Code/duplicateTransaction``, ``StoreError/Code/paymentInProgress`` or
-    /// ``StoreError/Code/orderNotOpen`` and then changes nothing.
+    /// ``BusinessRefusal/Code/duplicateTransaction``, ``BusinessRefusal/Code/paymentInProgress`` or
+    /// ``BusinessRefusal/Code/orderNotOpen`` and then changes nothing.
     func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord
     /// Applies one move of ``PaymentLifecycle`` as a compare-and-set on the payment's (and the
     /// order's) expected state, in one transaction; nil, changing nothing, when either was elsewhere.
@@ -261,7 +244,7 @@ public protocol OrchardStore: ShopStore, MandateStore, TokenEventInbox {
     /// Merchants registered through the Web Merchant Registration API, with their domains.
     func registeredMerchants() async throws -> [RegisteredMerchant]
     /// Creates or replaces a registered merchant and its domain set; a domain another
-    /// merchant holds fails with ``StoreError/Code/domainTaken`` and changes nothing.
+    /// merchant holds fails with ``BusinessRefusal/Code/domainTaken`` and changes nothing.
     func saveRegistration(_ merchant: RegisteredMerchant) async throws
     /// Retires a registered merchant, in one transaction: forgets it, its domains and its sealed
     /// settings, revokes its API keys at `date`, and marks its undelivered webhook events

@@ -24,10 +24,9 @@ public struct APIKeyRecord: Sendable, Codable, Equatable {
 
     /// Checks that a merchant holding `active` active keys may add `key`: the cap every store
     /// applies, counting under its lock.
-    public static func checkCap(adding key: APIKeyRecord, active: Int) throws(StoreError) {
+    public static func checkCap(adding key: APIKeyRecord, active: Int) throws(BusinessRefusal) {
         guard active < maximumActive else {
-            throw StoreError(
-                code: .limitReached, message: "\(key.merchantIdentifier) already has \(active) active API keys: revoke one first")
+            throw BusinessRefusal(.limitReached, "\(key.merchantIdentifier) already has \(active) active API keys: revoke one first")
         }
     }
 
@@ -178,18 +177,18 @@ extension RefundRecord {
     /// `draft.sends` is how often the engine saw it sent when it decided to re-send it (after
     /// asking the processor): another count means someone re-sent it meanwhile. Throws when the
     /// key named another amount, or while (or since) a call for it is with the processor.
-    public func repeated(like draft: RefundRecord) throws(StoreError) -> RefundRecord? {
+    public func repeated(like draft: RefundRecord) throws(BusinessRefusal) -> RefundRecord? {
         guard amount == draft.amount else {
-            throw StoreError(code: .idempotencyMismatch, message: "this Idempotency-Key was used for a refund of \(amount)")
+            throw BusinessRefusal(.idempotencyMismatch, "this Idempotency-Key was used for a refund of \(amount)")
         }
         switch state {
         case .pending:
-            throw StoreError(code: .paymentInProgress, message: "this refund is with the processor right now; ask again shortly")
+            throw BusinessRefusal(.paymentInProgress, "this refund is with the processor right now; ask again shortly")
         case .refunded, .refused:
             return nil
         case .unknown:
             guard draft.sends == sends else {
-                throw StoreError(code: .paymentInProgress, message: "this refund was sent again meanwhile; ask again shortly")
+                throw BusinessRefusal(.paymentInProgress, "this refund was sent again meanwhile; ask again shortly")
             }
             var resent = self
             resent.state = .pending

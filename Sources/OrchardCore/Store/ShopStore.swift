@@ -4,7 +4,7 @@ import Foundation
 /// refunds and the webhook outbox. Every change is one transaction; every state move a
 /// compare-and-set.
 public protocol ShopStore: Sendable {
-    /// Adds a key; fails with ``StoreError/Code/limitReached`` when the merchant already holds
+    /// Adds a key; fails with ``BusinessRefusal/Code/limitReached`` when the merchant already holds
     /// ``APIKeyRecord/maximumActive`` active keys.
     func insertAPIKey(_ key: APIKeyRecord) async throws
     func apiKey(id: String) async throws -> APIKeyRecord?
@@ -15,7 +15,7 @@ public protocol ShopStore: Sendable {
 
     /// Inserts the request and its open order in one transaction, unless the merchant already
     /// used its idempotency key: then the earlier request comes back (`created` false) when the
-    /// fingerprints match, and ``StoreError/Code/idempotencyMismatch`` otherwise.
+    /// fingerprints match, and ``BusinessRefusal/Code/idempotencyMismatch`` otherwise.
     func createPaymentRequest(_ request: PaymentRequestRecord, order: OrderRecord) async throws -> (
         record: PaymentRequestRecord, created: Bool
     )
@@ -40,8 +40,8 @@ public protocol ShopStore: Sendable {
     /// In one transaction: the payment must be settled and the refund must fit in what pending,
     /// refunded and unknown refunds leave. A refund with the same idempotency key comes back as
     /// it is, or, when unknown, back to pending with one more send (its reference unchanged).
-    /// Fails with ``StoreError/Code/invalidState``, ``StoreError/Code/refundTooLarge``,
-    /// ``StoreError/Code/idempotencyMismatch`` or ``StoreError/Code/paymentInProgress``.
+    /// Fails with ``BusinessRefusal/Code/invalidState``, ``BusinessRefusal/Code/refundTooLarge``,
+    /// ``BusinessRefusal/Code/idempotencyMismatch`` or ``BusinessRefusal/Code/paymentInProgress``.
     func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord
     /// Moves a refund that is in state `from` (pending: its send's answer; unknown: what the
     /// processor's records hold) to its outcome, with `payment.refunded` when refunded; nil when

@@ -110,7 +110,7 @@ struct PaymentRequestsController {
         let (stored, created): (PaymentRequestRecord, Bool)
         do {
             (stored, created) = try await store.createPaymentRequest(record, order: order)
-        } catch let error as StoreError where error.code == .idempotencyMismatch {
+        } catch let error as BusinessRefusal where error.code == .idempotencyMismatch {
             throw OrchardError(.idempotencyMismatch, error.message)
         }
         return EditedResponse(status: created ? .created : .ok, response: try await view(stored, merchant: merchant))

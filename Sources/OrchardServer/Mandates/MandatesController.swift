@@ -104,7 +104,7 @@ struct MandatesController {
         let created: Bool
         do {
             (stored, created) = try await store.createPaymentRequest(record, order: order)
-        } catch let error as StoreError where error.code == .idempotencyMismatch {
+        } catch let error as BusinessRefusal where error.code == .idempotencyMismatch {
             throw OrchardError(.idempotencyMismatch, "this Idempotency-Key was used for another charge or body")
         }
         let payment: PaymentRecord
