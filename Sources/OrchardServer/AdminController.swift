@@ -10,7 +10,9 @@ import OrchardCore
 struct AdminController {
     let configuration: ServerConfiguration
     let directory: MerchantDirectory
-    let store: any OrchardStore
+    /// The registry and its sealed settings, API keys, the webhook outbox, payments, and the
+    /// mandates a retirement ends: five repositories, as many as the admin API's concerns.
+    let store: any MerchantRegistry & APIKeys & WebhookOutbox & OrderPayments & MandateRecords
     let registration: (any MerchantRegistrationService)?
     /// For `/admin/doctor?live=true` and `?domains=true`.
     let sessions: any MerchantSessionService

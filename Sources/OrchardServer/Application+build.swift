@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// - Parameters:
 ///   - configuration: the loaded, checked configuration.
 ///   - sessions: where merchant sessions come from (Apple's gateway in production).
-///   - store: orders and payments.
+///   - store: every repository; each part of the application is handed only the ones it uses.
 ///   - processors: where each merchant's authorized payments go (recorded only by default).
 ///   - vault: seals the requests kept for re-sending unknown payments; default: the configured
 ///     `payments.vaultKey`, else a random key (a restarted process then cannot re-send them;

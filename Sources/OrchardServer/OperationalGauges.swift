@@ -14,14 +14,14 @@ import X509
 /// owner (a merchant ID from the configuration file, or the platform), kind and serial number;
 /// merchants registered through the admin API never become labels.
 public struct OperationalGauges: Service {
-    let store: any OrchardStore
+    let store: any OperationalCounting
     let certificates: [ConfiguredCertificate]
     let time: TimeSource
     let interval: Duration
     let logger: Logger
 
     public init(
-        store: any OrchardStore, certificates: [ConfiguredCertificate], time: TimeSource, interval: Duration = .seconds(15),
+        store: any OperationalCounting, certificates: [ConfiguredCertificate], time: TimeSource, interval: Duration = .seconds(15),
         logger: Logger
     ) {
         self.store = store

@@ -9,7 +9,7 @@ import OrchardCore
 /// the server's catalogue; an order is visible only on its own merchant's domains.
 struct OrdersController {
     let configuration: ServerConfiguration
-    let store: any OrchardStore
+    let store: any OrderPayments & PaymentRequests
     let time: TimeSource
     /// The shops' quote URLs, for merchants that price sheet changes themselves.
     let quotes: QuoteClient?
@@ -227,7 +227,7 @@ struct OrdersController {
 ///
 /// An order whose last payment attempt has an unknown outcome is payable (`allowUnknown`) but
 /// not repriceable: the retry must charge the same amount under the same reference.
-func openOrder(id: String, merchant: MerchantConfiguration, store: any OrchardStore, now: Date) async throws -> OrderRecord {
+func openOrder(id: String, merchant: MerchantConfiguration, store: any OrderPayments, now: Date) async throws -> OrderRecord {
     guard id.utf8.count <= 64, let order = try await store.order(id: id), order.merchantIdentifier == merchant.merchantIdentifier else {
         throw OrchardError(.notFound, "there is no such order")
     }

@@ -83,7 +83,8 @@ extension ServerConfiguration {
 
     /// The payments engine for this configuration: the token root and every merchant's processing keys.
     public func makePaymentsEngine(
-        store: any OrchardStore, processors: PaymentProcessors, vault: PaymentVault, time: TimeSource, logger: Logger
+        store: any OrderPayments & Refunds & MandateRecords, processors: PaymentProcessors, vault: PaymentVault, time: TimeSource,
+        logger: Logger
     ) -> PaymentsEngine {
         var decryptors: [String: TokenDecryptor] = [:]
         for merchant in merchants + (platform.map { [$0] } ?? []) where !merchant.processingKeys.isEmpty {

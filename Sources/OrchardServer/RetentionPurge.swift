@@ -8,14 +8,14 @@ import ServiceLifecycle
 /// payment, finished webhook events and finished token-event inbox items. Payments and refunds
 /// are never deleted.
 public struct RetentionPurge: Service {
-    let store: any OrchardStore
+    let store: any RecordPurging
     let policy: RetentionPolicy
     let time: TimeSource
     let logger: Logger
     /// Rows of each kind per transaction: small enough not to hold the database long.
     static let batch = 500
 
-    public init(store: any OrchardStore, policy: RetentionPolicy, time: TimeSource, logger: Logger) {
+    public init(store: any RecordPurging, policy: RetentionPolicy, time: TimeSource, logger: Logger) {
         self.store = store
         self.policy = policy
         self.time = time

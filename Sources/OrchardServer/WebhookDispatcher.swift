@@ -16,7 +16,7 @@ import Synchronization
 /// with due events whose worker is idle (``WebhookLease``), and never waits for a slow one, so a
 /// merchant with a large backlog or an endpoint that hangs delays only its own events.
 public struct WebhookDispatcher: Service {
-    let store: any OrchardStore
+    let store: any WebhookOutbox
     let transport: any ShopTransport
     let directory: MerchantDirectory
     let policy: WebhookPolicy
@@ -24,7 +24,7 @@ public struct WebhookDispatcher: Service {
     let logger: Logger
 
     public init(
-        store: any OrchardStore, transport: any ShopTransport, directory: MerchantDirectory, policy: WebhookPolicy,
+        store: any WebhookOutbox, transport: any ShopTransport, directory: MerchantDirectory, policy: WebhookPolicy,
         time: TimeSource, logger: Logger
     ) {
         self.store = store
@@ -191,12 +191,12 @@ public struct WebhookDispatcher: Service {
 
 /// Moves open payment requests past their expiry to `expired` (with their webhook), every `interval`.
 public struct PaymentRequestExpiry: Service {
-    let store: any OrchardStore
+    let store: any PaymentRequests
     let interval: Duration
     let time: TimeSource
     let logger: Logger
 
-    public init(store: any OrchardStore, interval: Duration, time: TimeSource, logger: Logger) {
+    public init(store: any PaymentRequests, interval: Duration, time: TimeSource, logger: Logger) {
         self.store = store
         self.interval = interval
         self.time = time

@@ -206,60 +206,6 @@ final class SimulatedProcessor: PaymentProcessor {
     func lookupRefund(_ refund: RefundRecord, of payment: PaymentRecord) async throws -> RefundLookup { .deduplicated(window: nil) }
 }
 
-/// A store that fails every write after `failWrites` is set: a full disk, or a process killed
-/// between the processor's answer and the write.
-final class FailingStore: OrchardStore {
-    let inner: any OrchardStore
-    let failing = Atomic<Bool>(false)
-    /// Runs once, before the next claim reaches the store: what another request does meanwhile.
-    let beforeClaim = Mutex<(@Sendable () async throws -> Void)?>(nil)
-
-    init(_ inner: any OrchardStore) { self.inner = inner }
-
-    struct DiskFull: Error {}
-
-    func insert(_ order: OrderRecord) async throws { try await inner.insert(order) }
-    func order(id: String) async throws -> OrderRecord? { try await inner.order(id: id) }
-    func updateOpen(_ order: OrderRecord) async throws { try await inner.updateOpen(order) }
-    func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
-        if let meanwhile = beforeClaim.withLock({ hook in
-            defer { hook = nil }
-            return hook
-        }) {
-            try await meanwhile()
-        }
-        return try await inner.claimPayment(claim)
-    }
-    func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool {
-        try await inner.claimOperation(paymentId: paymentId, in: state, at: date, until: leaseEnd)
-    }
-    func releaseOperation(paymentId: String) async throws { try await inner.releaseOperation(paymentId: paymentId) }
-    func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
-        if failing.load(ordering: .relaxed) { throw DiskFull() }
-        return try await inner.transition(change)
-    }
-    func retryPayload(paymentId: String) async throws -> [UInt8]? { try await inner.retryPayload(paymentId: paymentId) }
-    func leasePaymentsForReconciliation(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord] {
-        try await inner.leasePaymentsForReconciliation(at: date, until: leaseEnd, limit: limit)
-    }
-    func stalePendingPayments(before date: Date) async throws -> [PaymentRecord] {
-        try await inner.stalePendingPayments(before: date)
-    }
-    func deferReconciliation(paymentId: String, until date: Date?) async throws -> Bool {
-        try await inner.deferReconciliation(paymentId: paymentId, until: date)
-    }
-    func payments(orderId: String) async throws -> [PaymentRecord] { try await inner.payments(orderId: orderId) }
-    func payment(id: String) async throws -> PaymentRecord? { try await inner.payment(id: id) }
-    func payments(state: PaymentState?, limit: Int) async throws -> [PaymentRecord] {
-        try await inner.payments(state: state, limit: limit)
-    }
-    func registeredMerchants() async throws -> [RegisteredMerchant] { try await inner.registeredMerchants() }
-    func saveRegistration(_ merchant: RegisteredMerchant) async throws { try await inner.saveRegistration(merchant) }
-    func deleteRegistration(partnerIdentifier: String, at date: Date) async throws {
-        try await inner.deleteRegistration(partnerIdentifier: partnerIdentifier, at: date)
-    }
-}
-
 /// The engine over a real SQLite file, a processor double and a hand-moved clock; "restart"
 /// opens a new engine on the same file and vault, as a new process would.
 struct EngineBench: Sendable {
@@ -276,19 +222,29 @@ struct EngineBench: Sendable {
     let processor: SimulatedProcessor
     let minter = TokenMinter(chain: ServerHarness.tokenChain)
     let policy: PaymentsEngine.Policy
-    private(set) var store: FailingStore
+    private(set) var store: ComposedStore
+    /// The store's payments: set `failing` and the write of a processor's answer fails.
+    private(set) var payments: FailingOrderPayments
     private(set) var engine: PaymentsEngine
 
     init(directory: String, inProgressIsRejection: Bool = false, policy: PaymentsEngine.Policy = .init(staleAfter: 30)) throws {
         path = directory + "/orchard.sqlite"
         processor = SimulatedProcessor(clock: clock, inProgressIsRejection: inProgressIsRejection)
         self.policy = policy
-        store = FailingStore(try SQLiteStore(path: path))
+        (store, payments) = try Self.open(path)
         engine = Self.engine(store: store, processor: processor, vault: vault, clock: clock, policy: policy)
     }
 
+    /// The SQLite file at `path`, its payments behind a decorator that can fail their moves.
+    static func open(_ path: String) throws -> (ComposedStore, FailingOrderPayments) {
+        let file = try SQLiteStore(path: path)
+        let payments = FailingOrderPayments(file)
+        return (ComposedStore(file, orderPayments: payments), payments)
+    }
+
     static func engine(
-        store: any OrchardStore, processor: SimulatedProcessor, vault: PaymentVault, clock: ManualClock, policy: PaymentsEngine.Policy,
+        store: any OrderPayments & Refunds & MandateRecords, processor: SimulatedProcessor, vault: PaymentVault, clock: ManualClock,
+        policy: PaymentsEngine.Policy,
         logHandler: (any LogHandler)? = nil
     ) -> PaymentsEngine {
         let key = try! ProcessingKey(privateKeyPEM: ServerHarness.processingKey.pemRepresentation, merchantIdentifier: merchant)
@@ -302,7 +258,7 @@ struct EngineBench: Sendable {
 
     /// As after kill -9: a new store connection and engine on the same file; nothing in memory survives.
     mutating func restart(logHandler: (any LogHandler)? = nil) throws {
-        store = FailingStore(try SQLiteStore(path: path))
+        (store, payments) = try Self.open(path)
         engine = Self.engine(store: store, processor: processor, vault: vault, clock: clock, policy: policy, logHandler: logHandler)
     }
 

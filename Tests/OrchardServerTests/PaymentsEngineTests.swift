@@ -85,7 +85,7 @@ struct PaymentsEngineTests {
     func storeFailureThenRestart() async throws {
         try await Self.withBench { bench in
             let order = try await bench.order()
-            bench.store.failing.store(true, ordering: .relaxed)
+            bench.payments.failing.store(true, ordering: .relaxed)
             #expect(try await bench.tap(order).failureCode == .paymentUnknown)
             #expect(bench.processor.charges.count == 1)
             #expect(try await state(bench, order) == (.pending, [.pending], ["\(order.id)-1"]))

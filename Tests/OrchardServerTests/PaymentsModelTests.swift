@@ -98,7 +98,7 @@ struct PaymentsModelTests {
         case .tap:
             _ = try await bench.tap(order)
         case .crashDuringWrite:
-            bench.store.failing.store(true, ordering: .relaxed)
+            bench.payments.failing.store(true, ordering: .relaxed)
             _ = try await bench.tap(order)
             try bench.restart()
         case .reconcile:

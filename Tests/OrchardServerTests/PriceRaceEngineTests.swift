@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import OrchardCore
+import OrchardTesting
 import Synchronization
 import Testing
 
@@ -16,7 +17,7 @@ struct PriceRaceEngineTests {
             let dearer = order.repriced(
                 try Pricing.price(items: [CartItem(productId: "apple", quantity: 3)], catalogue: EngineBench.catalogue, at: bench.clock.now)
             )
-            bench.store.beforeClaim.withLock { [store = bench.store] in $0 = { try await store.updateOpen(dearer) } }
+            bench.payments.beforeClaim.withLock { [store = bench.store] in $0 = { try await store.updateOpen(dearer) } }
             let attempt = PaymentsEngine.Attempt(merchantIdentifier: EngineBench.merchant, orderId: order.id, token: token)
             let refusal = await #expect(throws: PaymentEngineError.self) { _ = try await bench.engine.authorize(attempt) }
             #expect(refusal?.code == .orderChanged)

@@ -253,13 +253,13 @@ struct ProcessorTests {
 
     @Test("the database failing after the processor charged: payment_unknown with the usual headers and body, and no second reference")
     func storeFailsAfterCharge() async throws {
-        nonisolated(unsafe) var failing: FailingStore?
+        nonisolated(unsafe) var failing: FailingOrderPayments?
         try await ProcessorFixture.with(
             .worldlineEncrypted,
             wrapStore: { store in
-                let wrapper = FailingStore(store)
-                failing = wrapper
-                return wrapper
+                let payments = FailingOrderPayments(store)
+                failing = payments
+                return ComposedStore(store, orderPayments: payments)
             }
         ) { fixture in
             let (id, request) = try await fixture.order()

@@ -47,13 +47,13 @@ struct RefundReconcileTests {
 
     @Test("a refund whose answer could not be written stays pending, then is found unknown and settled from Worldline's records")
     func abandonedPending() async throws {
-        nonisolated(unsafe) var failing: FailingStore?
+        nonisolated(unsafe) var failing: FailingRefunds?
         try await ProcessorFixture.with(
             .worldlineEncrypted, timeout: 1000, admin: true,
             wrapStore: { store in
-                let wrapped = FailingStore(store)
-                failing = wrapped
-                return wrapped
+                let refunds = FailingRefunds(store)
+                failing = refunds
+                return ComposedStore(store, refunds: refunds)
             }, reconcileEverySecond: true
         ) { fixture in
             let settled = try await SettledPayment.make(fixture)

@@ -90,7 +90,7 @@ public enum PaymentLifecycle {
     }
 }
 
-/// What ``OrchardStore/claimPayment(_:)`` records for a new attempt; on a re-send only the
+/// What ``OrderPayments/claimPayment(_:)`` records for a new attempt; on a re-send only the
 /// transaction ID, the sealed request, the time (the reference's last send) and
 /// ``expectedSends`` are used.
 public struct PaymentClaim: Sendable {
@@ -125,7 +125,7 @@ public struct PaymentClaim: Sendable {
     }
 }
 
-/// One move of ``PaymentLifecycle`` for ``OrchardStore/transition(_:)``.
+/// One move of ``PaymentLifecycle`` for ``OrderPayments/transition(_:)``.
 public struct PaymentTransition: Sendable {
     public var paymentId: String
     public var orderId: String

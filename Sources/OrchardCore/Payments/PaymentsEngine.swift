@@ -64,7 +64,7 @@ public struct PaymentsEngine: Sendable {
         }
     }
 
-    let store: any OrchardStore
+    let store: any OrderPayments & Refunds & MandateRecords
     let processors: PaymentProcessors
     let verifier: TokenVerifier
     let decryptors: [String: TokenDecryptor]
@@ -76,12 +76,14 @@ public struct PaymentsEngine: Sendable {
     let logger: Logger
 
     /// - Parameters:
+    ///   - store: orders and their payments, the payments' refunds, and the mandates a charge reads.
     ///   - verifier: checks tokens against Apple's root (or the demo's test root).
     ///   - decryptors: each merchant's processing keys, by merchant identifier.
     ///   - platformDecryptor: the platform integrator's keys, for every other (registered) merchant.
     ///   - vault: seals the requests kept for re-sending unknown payments.
     public init(
-        store: any OrchardStore, processors: PaymentProcessors, verifier: TokenVerifier, decryptors: [String: TokenDecryptor],
+        store: any OrderPayments & Refunds & MandateRecords, processors: PaymentProcessors, verifier: TokenVerifier,
+        decryptors: [String: TokenDecryptor],
         platformDecryptor: TokenDecryptor? = nil, vault: PaymentVault, time: TimeSource = .system, policy: Policy = Policy(),
         logger: Logger = Logger(label: "orchard.payments")
     ) {

@@ -24,7 +24,9 @@ public struct OperationalCounts: Sendable, Equatable {
     }
 }
 
-extension OrchardStore {
-    /// No counts: a store has to say how to count without reading every row.
-    public func operationalCounts() async throws -> OperationalCounts? { nil }
+/// What the metrics gauges read: one cheap count per table, never a scan of every row.
+public protocol OperationalCounting: Sendable {
+    /// Payments by state and the webhook outbox's and token-event inbox's backlogs, for the
+    /// metrics gauges; nil when the store cannot count cheaply, and the gauges are then left out.
+    func operationalCounts() async throws -> OperationalCounts?
 }

@@ -201,7 +201,23 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 /// an instance that dies lets its leases run out and another takes the items over (webhooks
 /// are thus delivered at least once, under the same event ID). Instances' clocks must agree
 /// (NTP): leases, staleness and expiry compare times each instance writes.
-public protocol OrchardStore: ShopStore, MandateStore, TokenEventInbox {
+///
+/// The store is the composition of one small repository per aggregate; a consumer holds only
+/// the ones it uses, and only the composition root (which opens the store and closes it) holds
+/// the whole.
+public protocol OrchardStore: OrderPayments, Refunds, MandateRecords, PaymentRequests, APIKeys, WebhookOutbox, TokenEventInbox,
+    MerchantRegistry, RecordPurging, OperationalCounting
+{
+    /// Lets go of what the store holds (a database's connections); nothing is called after it.
+    func close() async
+}
+
+/// Orders and their payments: the order is the unit of work. Claiming a payment and moving it
+/// lock the order and compare-and-set the payment's (and the order's) state in one
+/// transaction, with the moves' webhook events; a first payment that sets up a mandate creates
+/// it in the same transaction (``PaymentTransition/mandate``). Also the background leases on
+/// unknown payments, the settle and cancel rights, and the sealed requests kept for re-sends.
+public protocol OrderPayments: Sendable {
     func insert(_ order: OrderRecord) async throws
     func order(id: String) async throws -> OrderRecord?
     /// Replaces an open order's pricing with `order`'s, a compare-and-set on its price version:
@@ -240,7 +256,13 @@ public protocol OrchardStore: ShopStore, MandateStore, TokenEventInbox {
     func payment(id: String) async throws -> PaymentRecord?
     /// Newest first; every state when `state` is nil.
     func payments(state: PaymentState?, limit: Int) async throws -> [PaymentRecord]
+}
 
+/// The merchants a platform integrator registered, with their domains and their sealed
+/// settings. Retiring one is this repository's unit of work although it also revokes the
+/// merchant's API keys and skips its undelivered webhook events: one transaction, so nothing of
+/// the tenant survives it (see ``deleteRegistration(partnerIdentifier:at:)``).
+public protocol MerchantRegistry: Sendable {
     /// Merchants registered through the Web Merchant Registration API, with their domains.
     func registeredMerchants() async throws -> [RegisteredMerchant]
     /// Creates or replaces a registered merchant and its domain set; a domain another
@@ -252,17 +274,10 @@ public protocol OrchardStore: ShopStore, MandateStore, TokenEventInbox {
     /// one registered under the same identifier. Also run before a new registration under an
     /// identifier that has none, to clear what an earlier tenant left.
     func deleteRegistration(partnerIdentifier: String, at date: Date) async throws
-
-    /// Payments by state and the webhook outbox's and token-event inbox's backlogs, for the metrics gauges; nil when the
-    /// store cannot count cheaply (the default), and the gauges are then left out.
-    func operationalCounts() async throws -> OperationalCounts?
-    /// Lets go of what the store holds (a database's connections); nothing is called after it.
-    func close() async
-}
-
-extension OrchardStore {
-    /// Nothing to let go of.
-    public func close() async {}
+    /// Registered merchants' settings (processor, webhook), sealed by the server: opaque here.
+    func sealedMerchantSettings() async throws -> [String: [UInt8]]
+    /// Creates or replaces one registered merchant's sealed settings.
+    func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws
 }
 
 /// A merchant a platform integrator registered with Apple, as the registry keeps it.

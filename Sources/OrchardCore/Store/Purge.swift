@@ -1,6 +1,6 @@
 import Foundation
 
-/// What ``ShopStore/purge(before:limit:)`` may delete: rows older than each date; nil keeps that kind.
+/// What ``RecordPurging/purge(before:limit:)`` may delete: rows older than each date; nil keeps that kind.
 public struct PurgeCutoffs: Sendable, Equatable {
     /// Expired orders that never had a payment, whose expiry is before this.
     public var expiredOrders: Date?

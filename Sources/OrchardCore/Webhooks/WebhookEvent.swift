@@ -137,7 +137,7 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
     }
 }
 
-/// What one delivery attempt found, for ``ShopStore/recordDelivery(_:)``.
+/// What one delivery attempt found, for ``WebhookOutbox/recordDelivery(_:)``.
 public struct WebhookDeliveryResult: Sendable {
     public var eventId: String
     /// The state the attempt was made from (a compare-and-set, so two deliverers never both record).

@@ -7,7 +7,7 @@ import OrchardCore
 /// the key is looked up by the ID inside it and its hash compared in constant time. Any
 /// failure is the same 401, so a caller learns nothing about which part was wrong.
 struct APIKeyMiddleware: RouterMiddleware {
-    let store: any OrchardStore
+    let store: any APIKeys
     let directory: MerchantDirectory
 
     func handle(

@@ -9,7 +9,7 @@ import OrchardCore
 /// a payment for its own cart and reads where it stands. The page opens it with the client
 /// secret (`POST /api/payment-requests/open`) and pays it on the shop's domain.
 struct PaymentRequestsController {
-    let store: any OrchardStore
+    let store: any PaymentRequests & OrderPayments & Refunds
     let vault: PaymentVault
     let time: TimeSource
     /// The demo's simulated sheet, named to the page that opens a request; nil outside the demo.

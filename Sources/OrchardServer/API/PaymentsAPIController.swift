@@ -5,7 +5,7 @@ import OrchardCore
 /// `/v1/payments/{id}`: read a payment, capture or cancel it, refund it, through the processor
 /// that authorized it. Another merchant's payment is "not found".
 struct PaymentsAPIController {
-    let store: any OrchardStore
+    let store: any Refunds & PaymentRequests
     let engine: PaymentsEngine
 
     struct RefundBody: Decodable {

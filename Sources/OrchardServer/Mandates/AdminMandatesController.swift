@@ -8,7 +8,7 @@ import OrchardCore
 /// Ending goes through the same compare-and-set, processor deletion and Apple unlink as the
 /// shop's `DELETE /v1/mandates/{id}`, with the reason `operator`.
 struct AdminMandatesController {
-    let store: any OrchardStore
+    let store: any MandateRecords
     let directory: MerchantDirectory
     let configuration: ServerConfiguration
     let lifecycle: MandateLifecycle

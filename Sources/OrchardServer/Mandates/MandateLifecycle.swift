@@ -7,7 +7,7 @@ import OrchardCore
 /// merchant token events. The store's compare-and-set decides; the calls to the processor and
 /// to Apple follow it and never undo it.
 struct MandateLifecycle: Sendable {
-    let store: any OrchardStore
+    let store: any MandateRecords
     let processors: PaymentProcessors
     /// Apple's Merchant Token Management API; nil: events cannot be fetched nor tokens unlinked.
     let tokens: (any MerchantTokenService)?

@@ -8,7 +8,7 @@ import OrchardCore
 /// `/v1/mandates`: the mandates a merchant's agreements set up, merchant-initiated charges of
 /// them, and ending them. Another merchant's mandate is "not found".
 struct MandatesController {
-    let store: any OrchardStore
+    let store: any MandateRecords & PaymentRequests & OrderPayments
     let engine: PaymentsEngine
     let lifecycle: MandateLifecycle
     let time: TimeSource

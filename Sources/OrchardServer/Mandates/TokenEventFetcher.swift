@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// fetch spends the budget ``TokenEventBudgets`` gives its source, or waits for it. When Apple
 /// cannot be asked the item is retried along ``TokenEventPolicy``, then `failed` and logged.
 struct TokenEventFetcher: Service {
-    let store: any OrchardStore
+    let store: any TokenEventInbox
     let lifecycle: MandateLifecycle
     let budgets: TokenEventBudgets
     /// One call to Apple's deadline: a pass never holds items for less than two of them.

@@ -13,7 +13,7 @@ import OrchardCore
 /// TLS later, within budgets that made-up IDs cannot exhaust (``TokenEventPolicy``). A forged
 /// notification thus changes nothing and costs Apple nothing, and a flood loses no genuine one.
 struct TokenEventsController {
-    let store: any OrchardStore
+    let store: any TokenEventInbox
     let directory: MerchantDirectory
     let policy: TokenEventPolicy
     let limiter: RateLimiter

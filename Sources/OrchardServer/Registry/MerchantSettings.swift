@@ -99,7 +99,7 @@ extension ServerConfiguration {
 
     /// Every registered merchant's settings, opened and checked: the server does not start on a
     /// missing or wrong key, or settings that no longer check.
-    public func loadRegisteredSettings(store: any OrchardStore) async throws(ConfigurationError) -> [String: MerchantSettings] {
+    public func loadRegisteredSettings(store: any MerchantRegistry) async throws(ConfigurationError) -> [String: MerchantSettings] {
         let sealed: [String: [UInt8]]
         do {
             sealed = try await store.sealedMerchantSettings()

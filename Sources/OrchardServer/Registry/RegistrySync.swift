@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// swaps in only what changed; settings that do not open or check are logged and the ones this
 /// instance holds are kept (the instance that saved them checked them with the same key).
 public struct RegistrySync: Service {
-    let store: any OrchardStore
+    let store: any MerchantRegistry
     let directory: MerchantDirectory
     let processors: PaymentProcessors
     let processorMaker: (any ProcessorMaker)?
@@ -17,7 +17,7 @@ public struct RegistrySync: Service {
     let logger: Logger
 
     public init(
-        store: any OrchardStore, directory: MerchantDirectory, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?,
+        store: any MerchantRegistry, directory: MerchantDirectory, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?,
         interval: Duration, logger: Logger
     ) {
         self.store = store

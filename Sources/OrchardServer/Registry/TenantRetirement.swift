@@ -10,7 +10,7 @@ import OrchardCore
 /// skipped (after one last attempt each). Its merchant tokens are not unlinked one by one: Apple has already deleted the
 /// merchant with its last domain, and refuses token calls for a merchant it does not have.
 struct TenantRetirement: Sendable {
-    let store: any OrchardStore
+    let store: any MerchantRegistry & MandateRecords
     let directory: MerchantDirectory
     let processors: PaymentProcessors
     let lifecycle: MandateLifecycle

@@ -2,10 +2,10 @@ import ApplePay
 import Foundation
 
 /// Mandates as stored. A mandate is created only in the transaction that records its first
-/// payment as authorized (``PaymentTransition/mandate``), so no authorized agreement goes
-/// without one; every later change is a compare-and-set on `active`, with its webhook event in
-/// the same transaction.
-public protocol MandateStore: Sendable {
+/// payment as authorized (``PaymentTransition/mandate``, a unit of work of
+/// ``OrderPayments/transition(_:)``), so no authorized agreement goes without one; every later
+/// change is a compare-and-set on `active`, with its webhook event in the same transaction.
+public protocol MandateRecords: Sendable {
     func mandate(id: String) async throws -> MandateRecord?
     /// Newest first; of every state when `state` is nil.
     func mandates(merchantIdentifier: String, state: MandateRecord.State?, limit: Int) async throws -> [MandateRecord]

@@ -1,9 +1,11 @@
 import Foundation
 
-/// What the payments API keeps beside orders and payments: API keys, payment requests,
-/// refunds and the webhook outbox. Every change is one transaction; every state move a
-/// compare-and-set.
-public protocol ShopStore: Sendable {
+// What the payments API keeps beside orders and payments, one repository each: API keys,
+// payment requests, refunds, the webhook outbox and the purge of what nothing needs any more.
+// Every change is one transaction; every state move a compare-and-set.
+
+/// Merchants' secret API keys, as their hashes: looked up by ID on every payments-API call.
+public protocol APIKeys: Sendable {
     /// Adds a key; fails with ``BusinessRefusal/Code/limitReached`` when the merchant already holds
     /// ``APIKeyRecord/maximumActive`` active keys.
     func insertAPIKey(_ key: APIKeyRecord) async throws
@@ -12,7 +14,13 @@ public protocol ShopStore: Sendable {
     func apiKeys(merchantIdentifier: String?) async throws -> [APIKeyRecord]
     /// False when there is no such active key.
     func revokeAPIKey(id: String, at date: Date) async throws -> Bool
+}
 
+/// Payment requests (a shop's cart, priced by Orchard, and its idempotency fingerprint) and
+/// the expiry of open orders. A payment request and its open order are created in one
+/// transaction, so creating one is this repository's unit of work although it inserts an
+/// order of ``OrderPayments``; expiring orders writes their `payment_request.expired` events.
+public protocol PaymentRequests: Sendable {
     /// Inserts the request and its open order in one transaction, unless the merchant already
     /// used its idempotency key: then the earlier request comes back (`created` false) when the
     /// fingerprints match, and ``BusinessRefusal/Code/idempotencyMismatch`` otherwise.
@@ -24,7 +32,10 @@ public protocol ShopStore: Sendable {
     /// `payment_request.expired` event (a checkout-page order, which has no payment request,
     /// expires without one); returns their IDs.
     func expireOrders(at date: Date, limit: Int) async throws -> [String]
+}
 
+/// The retention purge: deletes, across aggregates, only rows no aggregate needs any more.
+public protocol RecordPurging: Sendable {
     /// Deletes rows nothing needs any more, at most `limit` of each kind per call (the caller
     /// repeats while a count reaches `limit`):
     /// - orders in state `expired` whose `expiresAt` is before `cutoffs.expiredOrders` and that
@@ -36,7 +47,12 @@ public protocol ShopStore: Sendable {
     /// A nil cutoff deletes none of that kind. Payments, refunds, API keys and any order with a
     /// payment are never deleted. Each kind is deleted in one transaction.
     func purge(before cutoffs: PurgeCutoffs, limit: Int) async throws -> PurgeCounts
+}
 
+/// Refunds of a payment: the payment is the unit of work. A claim locks it and compares its
+/// settled amount with its refunds; an outcome is a compare-and-set on the refund's state,
+/// with its `payment.refunded` event. Also the background leases on refunds to reconcile.
+public protocol Refunds: Sendable {
     /// In one transaction: the payment must be settled and the refund must fit in what pending,
     /// refunded and unknown refunds leave. A refund with the same idempotency key comes back as
     /// it is, or, when unknown, back to pending with one more send (its reference unchanged).
@@ -59,7 +75,11 @@ public protocol ShopStore: Sendable {
     /// refund's Idempotency-Key is not held back by it.
     func leaseRefundsToReconcile(at date: Date, until leaseEnd: Date, pendingBefore: Date, maximumSends: Int, limit: Int)
         async throws -> [RefundRecord]
+}
 
+/// The webhook outbox: events written in the transaction of the change they report, leased
+/// fairly per merchant for delivery, each attempt recorded as a compare-and-set.
+public protocol WebhookOutbox: Sendable {
     /// Leases pending events whose next attempt is due at `date`, oldest due first: in one
     /// transaction their next attempt moves to `leaseEnd` (the events come back so), so no other
     /// caller gets them before then. The holder attempts each before `leaseEnd` and records it
@@ -74,11 +94,6 @@ public protocol ShopStore: Sendable {
     func webhookEvent(id: String) async throws -> WebhookEvent?
     /// Makes an event pending and due now, whatever became of it; false when there is none.
     func replayWebhookEvent(id: String, at date: Date) async throws -> Bool
-
-    /// Registered merchants' settings (processor, webhook), sealed by the server: opaque here.
-    func sealedMerchantSettings() async throws -> [String: [UInt8]]
-    /// Creates or replaces one registered merchant's sealed settings.
-    func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws
 }
 
 /// How a webhook lease shares the outbox between merchants: each merchant gets at most
@@ -108,14 +123,14 @@ public struct WebhookLease: Sendable, Equatable {
     }
 }
 
-extension ShopStore {
+extension WebhookOutbox {
     /// The `limit` oldest due events, whatever their merchants.
     public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
         try await leaseWebhookEvents(at: date, until: leaseEnd, fairly: .oldest(limit))
     }
 }
 
-extension ShopStore {
+extension Refunds {
     /// Moves a pending refund to its send's outcome.
     public func finishRefund(id: String, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws -> RefundRecord? {
         try await finishRefund(id: id, from: .pending, state: state, outcome: outcome, at: date)
