@@ -53,7 +53,7 @@ mount(document.getElementById('apple-pay'), {
 
 
 def verify_webhook(secret, signature_header, body, tolerance=300, now=None):
-    """The check a shop runs on each webhook (the README's Python example): recompute the HMAC over
+    """The check a shop runs on each webhook (the Python example in docs/shop-integration.md): recompute the HMAC over
     "<t>.<raw body>", compare in constant time, refuse an old timestamp (a replay)."""
     try:
         parts = dict(item.split("=", 1) for item in signature_header.split(","))

@@ -271,11 +271,11 @@ struct PaymentsEngineTests {
         #expect(throws: ConfigurationError.self) { try PaymentVault.parseKey(Array("not-hex".utf8), name: "env:KEY") }
     }
 
-    @Test("the README's payment-states table is the engine's")
-    func readmeTable() throws {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("README.md")
-        let text = try String(contentsOf: readme, encoding: .utf8)
+    @Test("the payment-states table of docs/payment-states.md is the engine's")
+    func documentedTable() throws {
+        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/payment-states.md")
+        let text = try String(contentsOf: page, encoding: .utf8)
         #expect(text.contains(PaymentLifecycle.markdown))
     }
 }

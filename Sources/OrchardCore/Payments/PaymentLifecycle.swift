@@ -2,7 +2,7 @@ import Foundation
 
 /// Every move a payment can make, with what its order does at the same time: the one table the
 /// engine follows, the store enforces (each move is a compare-and-set on both expected states)
-/// and the README prints.
+/// and docs/payment-states.md prints.
 public enum PaymentLifecycle {
     /// Why a move happens.
     public enum Event: String, Sendable, CaseIterable {
@@ -78,7 +78,7 @@ public enum PaymentLifecycle {
         state != .pending && state != .unknown
     }
 
-    /// The table as Markdown, for the README (a test keeps the two equal).
+    /// The table as Markdown, for docs/payment-states.md (a test keeps the two equal).
     public static var markdown: String {
         var lines = ["| event | payment | order |", "|---|---|---|"]
         for move in moves {

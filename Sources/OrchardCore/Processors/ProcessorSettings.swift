@@ -28,6 +28,9 @@ public struct RecordOnlySettings: ProcessorSettings {
 public protocol ProcessorDriver: Sendable {
     /// The `type` value this driver reads.
     var type: String { get }
+    /// Every key of `merchants[].processor` this driver reads besides `type`: its settings refuse
+    /// any other (``ProcessorSection/expectOnly(_:)``), and the configuration reference documents these.
+    var keys: Set<String> { get }
     /// Checked settings, or a ``ConfigurationError`` naming the key (`section.label`) and the fix.
     func settings(from section: ProcessorSection, values: any ConfigurationReader) throws(ConfigurationError) -> any ProcessorSettings
 }
@@ -36,10 +39,11 @@ public protocol ProcessorDriver: Sendable {
 public struct RecordOnlyDriver: ProcessorDriver {
     public init() {}
     public var type: String { "record" }
+    public var keys: Set<String> { [] }
     public func settings(from section: ProcessorSection, values: any ConfigurationReader) throws(ConfigurationError)
         -> any ProcessorSettings
     {
-        try section.expectOnly([])
+        try section.expectOnly(keys)
         return RecordOnlySettings()
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import OrchardCore
 
-/// The configuration file's shape (JSON). See the README for every key.
+/// The configuration file's shape (JSON). docs/configuration.md documents every key (a test keeps the two in step).
 public struct ConfigurationFile: Codable, Sendable {
     public struct Server: Codable, Sendable {
         public var host: String?

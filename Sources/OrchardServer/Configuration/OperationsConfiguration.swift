@@ -94,7 +94,7 @@ extension ServerConfiguration {
         let idle = file.server?.idleTimeoutSeconds ?? 60
         guard (1...3600).contains(idle) else { throw ConfigurationError("server.idleTimeoutSeconds must be 1–3600") }
         idleTimeout = .seconds(idle)
-        // Default: a proxy on this machine, the setup the README describes. Without it every
+        // Default: a proxy on this machine, the setup docs/operations.md describes. Without it every
         // shopper behind a local nginx would share the loopback address's bucket.
         trustedProxies = try (file.server?.trustedProxies ?? ["127.0.0.0/8", "::1"]).map { entry throws(ConfigurationError) in
             guard let network = IPNetwork(entry) else {

@@ -29,12 +29,14 @@ public struct WorldlineSettings: ProcessorSettings, CurlProcessorSettings {
 public struct WorldlineDriver: ProcessorDriver {
     public init() {}
     public var type: String { "worldline" }
+    public var keys: Set<String> {
+        ProcessorSection.endpointKeys.union(["merchantId", "apiKeyId", "secretApiKey", "authorizationMode", "decryption"])
+    }
 
     public func settings(from section: ProcessorSection, values: any ConfigurationReader) throws(ConfigurationError)
         -> any ProcessorSettings
     {
-        try section.expectOnly(
-            ProcessorSection.endpointKeys.union(["merchantId", "apiKeyId", "secretApiKey", "authorizationMode", "decryption"]))
+        try section.expectOnly(keys)
         let connection = try section.endpoint(hosts: WorldlineSettings.hosts, values: values)
         let mode = try section.string("authorizationMode") ?? "FINAL_AUTHORIZATION"
         guard ["FINAL_AUTHORIZATION", "SALE"].contains(mode) else {

@@ -25,11 +25,12 @@ public struct WorldpaySettings: ProcessorSettings, CurlProcessorSettings {
 public struct WorldpayDriver: ProcessorDriver {
     public init() {}
     public var type: String { "worldpay" }
+    public var keys: Set<String> { ProcessorSection.endpointKeys.union(["entity", "username", "password", "narrative"]) }
 
     public func settings(from section: ProcessorSection, values: any ConfigurationReader) throws(ConfigurationError)
         -> any ProcessorSettings
     {
-        try section.expectOnly(ProcessorSection.endpointKeys.union(["entity", "username", "password", "narrative"]))
+        try section.expectOnly(keys)
         let connection = try section.endpoint(hosts: WorldpaySettings.hosts, values: values)
         let narrative = try section.string("narrative") ?? "Apple Pay"
         guard (1...24).contains(narrative.count) else { throw ConfigurationError("\(section.label).narrative must be 1–24 characters") }
