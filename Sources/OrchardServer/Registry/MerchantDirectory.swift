@@ -6,7 +6,7 @@ import Synchronization
 /// Which merchant serves a host: the configured merchants, then the merchants a platform
 /// integrator registered (from the registry in the store). Every controller asks here, so
 /// a request on one merchant's domain only ever sees that merchant.
-public final class MerchantDirectory: Sendable {
+public final class MerchantDirectory: MerchantLookup {
     public let configuration: ServerConfiguration
     private let registered: Mutex<Registered>
     /// The configured merchants by domain (the first to name a domain keeps it), looked up on every request.

@@ -1,22 +1,38 @@
 import ApplePay
 import Foundation
 import Logging
-import OrchardCore
+
+/// The merchant, configured or registered, an identifier names, as this instance knows it now.
+public protocol MerchantLookup: Sendable {
+    func merchant(identifier: String) -> MerchantConfiguration?
+}
 
 /// Ends and updates mandates, for the shop (`DELETE /v1/mandates/{id}`) and for Apple's
 /// merchant token events. The store's compare-and-set decides; the calls to the processor and
 /// to Apple follow it and never undo it.
-struct MandateLifecycle: Sendable {
+public struct MandateLifecycle: Sendable {
     let store: any MandateRecords
     let processors: PaymentProcessors
     /// Apple's Merchant Token Management API; nil: events cannot be fetched nor tokens unlinked.
     let tokens: (any MerchantTokenService)?
-    let directory: MerchantDirectory
+    let directory: any MerchantLookup
     let time: TimeSource
-    let logger: Logger
+    public let logger: Logger
+
+    public init(
+        store: any MandateRecords, processors: PaymentProcessors, tokens: (any MerchantTokenService)?, directory: any MerchantLookup,
+        time: TimeSource, logger: Logger
+    ) {
+        self.store = store
+        self.processors = processors
+        self.tokens = tokens
+        self.directory = directory
+        self.time = time
+        self.logger = logger
+    }
 
     /// What fetching one notified event came to.
-    enum EventFetch: Equatable {
+    public enum EventFetch: Sendable, Equatable {
         /// Apple described the event, and it was applied to the token's mandates (if any).
         case applied
         /// Apple does not know the event: nothing changed.
@@ -31,7 +47,7 @@ struct MandateLifecycle: Sendable {
 
     /// Ends an active mandate; then deletes the credential at its processor and, when the shop
     /// ended it, unlinks the merchant token at Apple. Nil when it was not active.
-    func end(_ mandate: MandateRecord, reason: String, unlinkAtApple: Bool) async throws -> MandateRecord? {
+    public func end(_ mandate: MandateRecord, reason: String, unlinkAtApple: Bool) async throws -> MandateRecord? {
         guard let ended = try await store.endMandate(id: mandate.id, reason: reason, at: time.now) else { return nil }
         logger.notice("mandate ended", metadata: ["mandate": "\(mandate.id)", "reason": "\(reason)"])
         let processor = processors.processor(forMerchant: mandate.merchantIdentifier)
@@ -67,7 +83,7 @@ struct MandateLifecycle: Sendable {
 
     /// Fetches the event Apple notified for a merchant, over mutual TLS, and ends (UNLINK) or
     /// updates (card details, card art, keys) the token's mandates.
-    func fetchAndApply(eventId: String, merchantIdentifier: String) async -> EventFetch {
+    public func fetchAndApply(eventId: String, merchantIdentifier: String) async -> EventFetch {
         let metadata: Logger.Metadata = ["merchant": "\(merchantIdentifier)", "event": "\(eventId)"]
         guard let merchant = directory.merchant(identifier: merchantIdentifier), let tokens else { return .noMerchant }
         let event: MerchantTokenEvent
