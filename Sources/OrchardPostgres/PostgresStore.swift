@@ -89,30 +89,31 @@ public final class PostgresStore: OrchardStore {
 
     // MARK: Transactions and errors
 
-    /// Runs `body` between BEGIN and COMMIT on one pooled connection, rolling back when it throws.
-    /// A deadlock or serialization failure (another instance's transaction won) runs it again;
-    /// any other database failure is a ``StoreError/Code/storage``.
+    /// Runs `body` in one transaction on one pooled connection (postgres-nio's `withTransaction`:
+    /// BEGIN, COMMIT, or ROLLBACK when it throws). A deadlock or serialization failure (another
+    /// instance's transaction won) runs it again; any other database failure is a
+    /// ``StoreError/Code/storage``.
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         var attempt = 1
         while true {
             do {
-                return try await client.withConnection { connection in
-                    try await connection.query("BEGIN", logger: logger)
-                    do {
-                        let value = try await body(connection)
-                        try await connection.query("COMMIT", logger: logger)
-                        return value
-                    } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
-                        throw error
-                    }
-                }
-            } catch let error as PSQLError where attempt < 3 && ["40001", "40P01"].contains(error.sqlState) {
-                attempt += 1
+                return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
             } catch {
-                throw Self.storeError(error)
+                let cause = Self.cause(error)
+                if attempt < 3, let failure = cause as? PSQLError, ["40001", "40P01"].contains(failure.sqlState) {
+                    attempt += 1
+                    continue
+                }
+                throw Self.storeError(cause)
             }
         }
+    }
+
+    /// What made a transaction fail: the body's own error (a ``Conflict``, a ``StoreError``, a
+    /// statement's `PSQLError`), else the COMMIT's or the BEGIN's.
+    static func cause(_ error: any Error) -> any Error {
+        guard let failure = error as? PostgresTransactionError else { return error }
+        return failure.closureError ?? failure.commitError ?? failure.beginError ?? error
     }
 
     /// Runs one statement outside a transaction and returns its rows.
