@@ -171,7 +171,7 @@ private func backgroundServices(
     var services: [any Service] = [
         CertificateExpiryMonitor(
             certificates: configuration.certificates, time: time, interval: expiryCheckInterval, logger: logger),
-        PaymentReconciler(engine: engine, interval: configuration.reconciliation.interval, logger: logger),
+        PaymentReconciler(engine: engine, interval: configuration.reconciliation.reconcileInterval, logger: logger),
         PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger),
         RetentionPurge(store: store, policy: configuration.retention, time: time, logger: logger),
     ]
