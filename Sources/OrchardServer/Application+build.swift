@@ -109,8 +109,8 @@ func buildRouter(
     OpenAPIController().addRoutes(to: router)
     DomainAssociationController().addRoutes(to: router)
     MerchantSessionController(configuration: configuration, sessions: sessions, limiter: limiter).addRoutes(to: router)
-    HealthController(configuration: configuration, directory: directory, time: time, activity: activity)
-        .addRoutes(to: router, adminToken: configuration.adminToken)
+    let health = HealthController(configuration: configuration, directory: directory, time: time, activity: activity)
+    health.addRoutes(to: router)
     OrdersController(
         configuration: configuration, store: store, time: time,
         quotes: shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, limiter: limiter
@@ -132,6 +132,9 @@ func buildRouter(
         SimulatedSheetController(configuration: configuration, simulator: simulator).addRoutes(to: router)
     }
     if let token = configuration.adminToken {
+        // The one place the admin token is checked: every /admin route is in this group.
+        let admin = router.group("admin").add(middleware: AdminAuthMiddleware(token: token))
+        health.addAdminRoutes(to: admin)
         AdminController(
             configuration: configuration, directory: directory, store: store, registration: registration, sessions: sessions,
             domainProbe: domainProbe, engine: engine, time: time, processors: processors, processorMaker: processorMaker,
@@ -141,9 +144,9 @@ func buildRouter(
                     store: store, transport: $0, directory: directory, policy: configuration.webhooks, time: time, logger: logger)
             }
         )
-        .addRoutes(to: router, token: token)
+        .addRoutes(to: admin)
         AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: mandates)
-            .addRoutes(to: router, token: token)
+            .addRoutes(to: admin)
     }
     return router
 }
