@@ -99,24 +99,21 @@ public func runServer(
         logger.warning("the registry holds registered merchants but no platformIntegrator is configured: they are not served")
     }
     let activity = ServerActivity()
-    let app = buildApplication(
+    let directory = MerchantDirectory(configuration: configuration, registered: registered, settings: settings)
+    let processors = ProcessorFactory.make(merchants: configuration.merchants, http: http)
+    let processorMaker = CurlProcessorMaker(http: clients.tenantProcessors)
+    processors.register(directory, maker: processorMaker)
+    let dependencies = ApplicationDependencies(
         configuration: configuration,
         sessions: AppleGatewayClient(http: http, endpoint: configuration.gateway, logger: logger),
-        store: store,
-        processors: ProcessorFactory.make(merchants: configuration.merchants, http: http),
-        vault: vault,
-        simulator: simulator,
-        directory: MerchantDirectory(configuration: configuration, registered: registered, settings: settings),
+        store: store, processors: processors, vault: vault, simulator: simulator, directory: directory,
         registration: configuration.platform.map {
             AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
         },
         merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
-        domainProbe: CurlDomainProbe(http: http),
-        processorMaker: CurlProcessorMaker(http: clients.tenantProcessors),
-        shopCalls: clients.shopCalls,
-        activity: activity,
-        logger: logger,
-        onServerRunning: onServerRunning)
+        domainProbe: CurlDomainProbe(http: http), processorMaker: processorMaker, shopCalls: clients.shopCalls,
+        activity: activity, logger: logger)
+    let app = buildApplication(dependencies, onServerRunning: onServerRunning)
     var services: [any Service] = [app]
     if let listener = configuration.metrics, let registry {
         services.insert(PrometheusMetrics.application(listener: listener, registry: registry, logger: logger), at: 0)

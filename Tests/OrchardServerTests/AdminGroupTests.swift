@@ -22,8 +22,8 @@ struct AdminGroupTests {
             }
             .filter { $0.1.hasPrefix("/admin") }
             #expect(routes.count > 20, "the admin API's routes")
-            try await buildApplication(configuration: configuration, sessions: StubSessions(), store: InMemoryStore()).test(.router) {
-                client in
+            let dependencies = ApplicationDependencies(configuration: configuration, sessions: StubSessions(), store: InMemoryStore())
+            try await buildApplication(dependencies).test(.router) { client in
                 for (method, path) in routes {
                     for authorization in [nil, "Bearer \(MoreMerchants.adminToken)x"] {
                         var headers: HTTPFields = [.contentType: "application/json"]
