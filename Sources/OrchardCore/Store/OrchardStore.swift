@@ -239,13 +239,6 @@ public protocol OrchardStore: ShopStore, MandateStore, TokenEventInbox {
     /// Payments by state and the webhook outbox's and token-event inbox's backlogs, for the metrics gauges; nil when the
     /// store cannot count cheaply (the default), and the gauges are then left out.
     func operationalCounts() async throws -> OperationalCounts?
-    /// Lets go of what the store holds (a database's connections); nothing is called after it.
-    func close() async
-}
-
-extension OrchardStore {
-    /// Nothing to let go of.
-    public func close() async {}
 }
 
 /// A merchant a platform integrator registered with Apple, as the registry keeps it.
