@@ -139,36 +139,35 @@ enum PostgresMigrations {
 
     /// Brings the database to the newest version; returns the versions applied (empty when current).
     static func migrate(_ connection: PostgresConnection, logger: Logger) async throws -> [Int] {
-        try await connection.query("BEGIN", logger: logger)
         do {
-            try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
-            try await connection.query(
-                """
-                CREATE TABLE IF NOT EXISTS schema_migrations (
-                    version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
-                """, logger: logger)
-            let rows = try await connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).collect()
-            let current = try rows.first?.makeRandomAccess()[0].decode(Int.self) ?? 0
-            let newest = all.last?.version ?? 0
-            guard current <= newest else {
-                throw ConfigurationError(
-                    "the database's schema is version \(current), newer than this Orchard knows (\(newest)): run a newer Orchard")
-            }
-            var applied: [Int] = []
-            for migration in all where migration.version > current {
-                for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
+            return try await connection.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
                 try await connection.query(
-                    "INSERT INTO schema_migrations (version, description) VALUES (\(migration.version), \(migration.description))",
-                    logger: logger)
-                applied.append(migration.version)
+                    """
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+                    """, logger: logger)
+                let rows = try await connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).collect()
+                let current = try rows.first?.makeRandomAccess()[0].decode(Int.self) ?? 0
+                let newest = all.last?.version ?? 0
+                guard current <= newest else {
+                    throw ConfigurationError(
+                        "the database's schema is version \(current), newer than this Orchard knows (\(newest)): run a newer Orchard")
+                }
+                var applied: [Int] = []
+                for migration in all where migration.version > current {
+                    for statement in migration.statements {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    try await connection.query(
+                        "INSERT INTO schema_migrations (version, description) VALUES (\(migration.version), \(migration.description))",
+                        logger: logger)
+                    applied.append(migration.version)
+                }
+                return applied
             }
-            try await connection.query("COMMIT", logger: logger)
-            return applied
         } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
-            throw error
+            throw PostgresStore.cause(error)
         }
     }
 }

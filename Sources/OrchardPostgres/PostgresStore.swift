@@ -5,6 +5,8 @@ import NIOCore
 import NIOPosix
 import OrchardCore
 import PostgresNIO
+import ServiceLifecycle
+import Synchronization
 
 /// The PostgreSQL store: one database that several Orchard instances share. Same contract as
 /// the SQLite store: every state move is a compare-and-set in one transaction (rows are locked
@@ -12,35 +14,47 @@ import PostgresNIO
 /// events are written in the transaction of the move they report, and background work is
 /// leased with `FOR UPDATE SKIP LOCKED`.
 ///
-/// ``open(_:logger:)`` connects once (so a wrong host, password or certificate is one clear
-/// error), migrates the schema, then starts a connection pool whose `run()` loop the store owns
-/// until ``close()``.
-public final class PostgresStore: OrchardStore {
+/// ``open(_:logger:eventLoops:)`` connects once (so a wrong host, password or certificate is one
+/// clear error) and migrates the schema. The store is then a `Service`: its ``run()`` is the
+/// connection pool's, in the server's `ServiceGroup` (stopped after the services that query it)
+/// or, for a tool or a test, in ``withRunning(_:)``. Its connections close when it returns.
+public final class PostgresStore: OrchardStore, Service {
     let client: PostgresClient
     /// For queries: never below `info`, so postgres-nio's debug logs (statements and their
     /// values) stay out of the log whatever the server's level.
     let logger: Logger
-    private let running: Task<Void, Never>
+    private let started = StartSignal()
 
-    private init(client: PostgresClient, logger: Logger, running: Task<Void, Never>) {
+    private init(client: PostgresClient, logger: Logger) {
         self.client = client
         self.logger = logger
-        self.running = running
     }
 
-    /// Starts the pool's `run()` loop and returns once it has begun (a lease asked for before
-    /// it begins waits, and is logged as a warning).
-    private static func run(_ client: PostgresClient) async -> Task<Void, Never> {
-        let (started, signal) = AsyncStream<Void>.makeStream()
-        let running = Task {
-            signal.finish()
-            await client.run()
+    /// Runs the connection pool until the task is cancelled or the service group shuts it down
+    /// gracefully, then closes its connections. Called once: a query waits until it has begun.
+    public func run() async {
+        started.signal()
+        await client.run()
+    }
+
+    /// Returns once ``run()`` has begun: a query asked before then waits for it, and postgres-nio
+    /// logs a warning.
+    public func running() async {
+        await started.wait()
+    }
+
+    /// Runs the pool for the time `body` takes, then stops it and closes its connections: for tools
+    /// and tests that use the store outside a server's service group.
+    public func withRunning<T: Sendable>(_ body: (PostgresStore) async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await self.run() }
+            defer { group.cancelAll() }
+            await running()
+            return try await body(self)
         }
-        for await _ in started {}
-        return running
     }
 
-    /// Connects, migrates and starts the pool; a failure is one line naming what to fix.
+    /// Connects and migrates (the pool starts with ``run()``); a failure is one line naming what to fix.
     /// `eventLoops` default to NIO's shared ones; tests give the store its own.
     public static func open(
         _ settings: PostgresSettings, logger: Logger, eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
@@ -78,41 +92,36 @@ public final class PostgresStore: OrchardStore {
         }
         let client = PostgresClient(
             configuration: try clientConfiguration(settings), eventLoopGroup: eventLoops, backgroundLogger: background)
-        return PostgresStore(client: client, logger: quiet, running: await run(client))
-    }
-
-    /// Stops the pool and closes its connections.
-    public func close() async {
-        running.cancel()
-        await running.value
+        return PostgresStore(client: client, logger: quiet)
     }
 
     // MARK: Transactions and errors
 
-    /// Runs `body` between BEGIN and COMMIT on one pooled connection, rolling back when it throws.
-    /// A deadlock or serialization failure (another instance's transaction won) runs it again;
-    /// any other database failure is a ``BusinessRefusal/Code/storage``.
+    /// Runs `body` in one transaction on one pooled connection (postgres-nio's `withTransaction`:
+    /// BEGIN, COMMIT, or ROLLBACK when it throws). A deadlock or serialization failure (another
+    /// instance's transaction won) runs it again; any other database failure is a
+    /// ``StoreError/Code/storage``.
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         var attempt = 1
         while true {
             do {
-                return try await client.withConnection { connection in
-                    try await connection.query("BEGIN", logger: logger)
-                    do {
-                        let value = try await body(connection)
-                        try await connection.query("COMMIT", logger: logger)
-                        return value
-                    } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
-                        throw error
-                    }
-                }
-            } catch let error as PSQLError where attempt < 3 && ["40001", "40P01"].contains(error.sqlState) {
-                attempt += 1
+                return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
             } catch {
-                throw Self.storeError(error)
+                let cause = Self.cause(error)
+                if attempt < 3, let failure = cause as? PSQLError, ["40001", "40P01"].contains(failure.sqlState) {
+                    attempt += 1
+                    continue
+                }
+                throw Self.storeError(cause)
             }
         }
+    }
+
+    /// What made a transaction fail: the body's own error (a ``Conflict``, a ``StoreError``, a
+    /// statement's `PSQLError`), else the COMMIT's or the BEGIN's.
+    static func cause(_ error: any Error) -> any Error {
+        guard let failure = error as? PostgresTransactionError else { return error }
+        return failure.closureError ?? failure.commitError ?? failure.beginError ?? error
     }
 
     /// Runs one statement outside a transaction and returns its rows.
@@ -157,6 +166,30 @@ public final class PostgresStore: OrchardStore {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
+
+/// Opens once; whoever waits before then resumes when it opens.
+final class StartSignal: Sendable {
+    private let state = Mutex<(signalled: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func signal() {
+        let waiting = state.withLock { state in
+            state.signalled = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                if !state.signalled { state.waiting.append(continuation) }
+                return state.signalled
+            }
+            if now { continuation.resume() }
+        }
     }
 }
 

@@ -7,20 +7,26 @@ import UnixSignals
 /// Runs the server's services until SIGTERM or SIGINT, then shuts down in order: the public
 /// listener stops accepting and finishes the requests in flight, then the background services
 /// (webhooks, reconciler, expiry, certificate checks) end their current pass, then the metrics
-/// listener closes. What is still running when `configuration.drainTimeout` has passed is
+/// listener closes, then the store's connections (PostgreSQL's pool: ``servicesInShutdownOrder``).
+/// What is still running when `configuration.drainTimeout` has passed is
 /// cancelled: a request then gets no answer (the connection closes), and the process still exits 0.
+///
+/// Tests pass no `signals` and shut the group down themselves through `started`, which is given
+/// the group before it runs.
 func runUntilSignalled(
-    _ services: [any Service], drainTimeout: Duration, activity: ServerActivity, logger: Logger
+    _ services: [any Service], drainTimeout: Duration, activity: ServerActivity, logger: Logger,
+    signals: [UnixSignal] = [.sigterm, .sigint], started: (ServiceGroup) -> Void = { _ in }
 ) async throws {
     let announcer = ShutdownAnnouncer(activity: activity, drainTimeout: drainTimeout, logger: logger)
     // A service group shuts its services down last first: the announcer, then the public server.
-    var group = ServiceGroupConfiguration(
-        services: services + [announcer], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-    group.maximumGracefulShutdownDuration = drainTimeout
+    var configuration = ServiceGroupConfiguration(services: services + [announcer], gracefulShutdownSignals: signals, logger: logger)
+    configuration.maximumGracefulShutdownDuration = drainTimeout
     // Everything Orchard awaits honours cancellation; a stuck call would otherwise hold the exit forever.
-    group.maximumCancellationDuration = .seconds(10)
+    configuration.maximumCancellationDuration = .seconds(10)
+    let group = ServiceGroup(configuration: configuration)
+    started(group)
     do {
-        try await ServiceGroup(configuration: group).run()
+        try await group.run()
     } catch is CancellationError where activity.isDraining {
         // The drain timeout passed and the rest was cancelled: the shutdown asked for is done.
     }

@@ -49,12 +49,6 @@ public struct LoggingOptions: ParsableArguments {
     }
 }
 
-/// Prints one line to standard error and exits with status 1.
-public func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("orchard: \(message)\n".utf8))
-    exit(1)
-}
-
 /// Writes a line to standard output unbuffered, so scripts reading a pipe see it at once.
 public func say(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
@@ -62,6 +56,8 @@ public func say(_ text: String) {
 
 /// Starts the server (and the metrics listener, when configured) for a loaded configuration and
 /// runs until SIGTERM or SIGINT, then drains: see ``runUntilSignalled(_:drainTimeout:activity:logger:)``.
+/// A store, vault or registry that cannot be opened or read is a ``ConfigurationError`` naming
+/// what to fix; the outbound clients are shut down whichever way it ends.
 public func runServer(
     _ configuration: ServerConfiguration, simulator: (any SimulatedApplePay)? = nil, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
@@ -74,61 +70,77 @@ public func runServer(
     let registry = configuration.metrics.map { _ in PrometheusMetrics.registry }
     let clients = try OutboundClients(configuration.outbound)
     defer { clients.shutdown() }
-    let http = clients.http
-    let store: any OrchardStore
-    let vault: PaymentVault
-    do {
-        store = try await configuration.openStore(logger: logger)
-        vault = try configuration.openPaymentVault()
-    } catch {
-        fail(error.message)
-    }
+    // The store first: SQLite's creates the state folder the vault's key file may go in.
+    let store = try await configuration.openStore(logger: logger)
+    let vault = try configuration.openPaymentVault()
     if case .postgres = configuration.store, configuration.vault == nil {
         logger.warning(
             "store.postgres is set but payments.vaultKey is not: each instance makes its own key in stateDirectory, and cannot re-send another's unknown payments; give every instance the same payments.vaultKey"
         )
     }
-    let registered = try await store.registeredMerchants()
-    let settings: [String: MerchantSettings]
-    do {
-        settings = try await configuration.loadRegisteredSettings(store: store)
-    } catch {
-        fail(error.message)
+    let activity = ServerActivity()
+    let server = StartingService {
+        // The registry is read through the running store, so the server is made once it runs.
+        await (store as? PostgresStore)?.running()
+        return try await makeServer(
+            configuration, store: store, vault: vault, clients: clients, simulator: simulator, activity: activity, logger: logger,
+            onServerRunning: onServerRunning)
     }
+    let metrics = configuration.metrics.flatMap { listener in
+        registry.map { PrometheusMetrics.application(listener: listener, registry: $0, logger: logger) }
+    }
+    try await runUntilSignalled(
+        servicesInShutdownOrder(store: store, metrics: metrics, server: server), drainTimeout: configuration.drainTimeout,
+        activity: activity, logger: logger)
+}
+
+/// The server's services as its group runs them. A group stops its services last first: the
+/// server (and its background services) drain while the metrics listener and the store still
+/// run; the store's pool stops, and its connections close, last.
+func servicesInShutdownOrder(store: any OrchardStore, metrics: (any Service)?, server: any Service) -> [any Service] {
+    var services: [any Service] = []
+    if let pool = store as? PostgresStore { services.append(pool) }
+    if let metrics { services.append(metrics) }
+    return services + [server]
+}
+
+/// The public server and its background services, on the registry as the store holds it now;
+/// registered merchants get their processors here, before anything is served.
+private func makeServer(
+    _ configuration: ServerConfiguration, store: any OrchardStore, vault: PaymentVault, clients: OutboundClients,
+    simulator: (any SimulatedApplePay)?, activity: ServerActivity, logger: Logger,
+    onServerRunning: @escaping @Sendable (Int) async -> Void
+) async throws -> some Service {
+    let registered = try await store.registeredMerchants()
+    let settings = try await configuration.loadRegisteredSettings(store: store)
     if !registered.isEmpty && configuration.platform == nil {
         logger.warning("the registry holds registered merchants but no platformIntegrator is configured: they are not served")
     }
-    let activity = ServerActivity()
-    let app = buildApplication(
+    let directory = MerchantDirectory(configuration: configuration, registered: registered, settings: settings)
+    let processors = ProcessorFactory.make(merchants: configuration.merchants, http: clients.http)
+    let processorMaker = CurlProcessorMaker(http: clients.tenantProcessors)
+    processors.register(directory, maker: processorMaker)
+    let dependencies = ApplicationDependencies(
         configuration: configuration,
-        sessions: AppleGatewayClient(http: http, endpoint: configuration.gateway, logger: logger),
-        store: store,
-        processors: ProcessorFactory.make(merchants: configuration.merchants, http: http),
-        vault: vault,
-        simulator: simulator,
-        directory: MerchantDirectory(configuration: configuration, registered: registered, settings: settings),
+        sessions: AppleGatewayClient(http: clients.http, endpoint: configuration.gateway, logger: logger),
+        store: store, processors: processors, vault: vault, simulator: simulator, directory: directory,
         registration: configuration.platform.map {
-            AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
+            AppleRegistrationClient(http: clients.http, endpoint: configuration.gateway, platform: $0, logger: logger)
         },
-        merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
-        domainProbe: CurlDomainProbe(http: http),
-        processorMaker: CurlProcessorMaker(http: clients.tenantProcessors),
-        shopCalls: clients.shopCalls,
-        activity: activity,
-        logger: logger,
-        onServerRunning: onServerRunning)
-    var services: [any Service] = [app]
-    if let listener = configuration.metrics, let registry {
-        services.insert(PrometheusMetrics.application(listener: listener, registry: registry, logger: logger), at: 0)
+        merchantTokens: AppleMerchantTokenClient(http: clients.http, endpoint: configuration.gateway, logger: logger),
+        domainProbe: CurlDomainProbe(http: clients.http), processorMaker: processorMaker, shopCalls: clients.shopCalls,
+        activity: activity, logger: logger)
+    return buildApplication(dependencies, onServerRunning: onServerRunning)
+}
+
+/// A service made when the group starts it, from what the services before it provide (the
+/// server, from the registry in the running store); a failure to make it ends the group with its error.
+struct StartingService: Service {
+    let make: @Sendable () async throws -> any Service
+
+    func run() async throws {
+        try await make().run()
     }
-    do {
-        try await runUntilSignalled(services, drainTimeout: configuration.drainTimeout, activity: activity, logger: logger)
-    } catch {
-        await store.close()
-        throw error
-    }
-    // After the services that use it have stopped.
-    await store.close()
 }
 
 extension ServerConfiguration {
@@ -139,8 +151,9 @@ extension ServerConfiguration {
         try load(path: path, environment: environment, time: .system, processors: ProcessorFactory.drivers)
     }
 
-    /// Opens the configured store: PostgreSQL (connected, its schema migrated) when `store.postgres`
-    /// is set, else SQLite in the state folder. A failure is one line naming what to fix.
+    /// Opens the configured store: PostgreSQL (connected, its schema migrated; its pool runs as a
+    /// service, see ``PostgresStore/run()``) when `store.postgres` is set, else SQLite in the state
+    /// folder (closed when its last user lets go of it). A failure is one line naming what to fix.
     public func openStore(logger: Logger) async throws(ConfigurationError) -> any OrchardStore {
         switch store {
         case .sqlite:
@@ -152,6 +165,14 @@ extension ServerConfiguration {
                 throw ConfigurationError("store.postgres: \(error.message)")
             }
         }
+    }
+
+    /// Opens the configured store, runs `body` with it, and stops it when `body` returns or throws
+    /// (PostgreSQL's pool runs for that time only): for commands that use the store without a server.
+    public func withStore<T: Sendable>(logger: Logger, _ body: (any OrchardStore) async throws -> T) async throws -> T {
+        let store = try await openStore(logger: logger)
+        guard let postgres = store as? PostgresStore else { return try await body(store) }
+        return try await postgres.withRunning { try await body($0) }
     }
 
     /// Opens (creating if needed) the SQLite store in the state folder.

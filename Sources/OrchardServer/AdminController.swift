@@ -68,8 +68,8 @@ struct AdminController {
         var apple: RegisteredMerchantDetails?
     }
 
-    func addRoutes(to router: Router<OrchardRequestContext>, token: AdminToken) {
-        let admin = router.group("admin").add(middleware: AdminAuthMiddleware(token: token))
+    /// Its routes in the `/admin` group, which checks the admin token.
+    func addRoutes(to admin: RouterGroup<OrchardRequestContext>) {
         admin.get("merchants") { _, _ in
             Listing(
                 platformIntegrator: configuration.platform?.merchantIdentifier,

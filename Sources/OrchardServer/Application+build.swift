@@ -7,68 +7,15 @@ import NIOCore
 import OrchardCore
 import ServiceLifecycle
 
-/// Builds the Orchard application: routes, static files and the services behind them.
-///
-/// - Parameters:
-///   - configuration: the loaded, checked configuration.
-///   - sessions: where merchant sessions come from (Apple's gateway in production).
-///   - store: every repository; each part of the application is handed only the ones it uses.
-///   - processors: where each merchant's authorized payments go (recorded only by default).
-///   - vault: seals the requests kept for re-sending unknown payments; default: the configured
-///     `payments.vaultKey`, else a random key (a restarted process then cannot re-send them;
-///     `orchard serve` passes the state folder's key file).
-///   - time: the clock used for certificate checks and payment records.
-///   - simulator: the demo's simulated payment sheet; nil (the default) everywhere else.
-///   - directory: configured and registered merchants (default: the configured ones only).
-///   - registration: Apple's Web Merchant Registration API, for the admin API.
-///   - merchantTokens: Apple's Merchant Token Management API, for token events (fetched from the
-///     token-event inbox in the background) and unlinking (nil: neither).
-///   - domainProbe: fetches domains' association files for `/admin/doctor?domains=true`.
-///   - processorMaker: makes registered merchants' processors from their settings (nil: they record only).
-///   - shopCalls: sends the webhook outbox to merchants' endpoints and asks their quote URLs; nil:
-///     events are kept, not sent, and Orchard prices every change itself.
-///   - expiryCheckInterval: how often certificate expiry is checked and logged.
-///   - activity: what `/health` answers (ready once the server listens) and the requests in flight;
-///     whoever begins a graceful shutdown calls `beginDraining()` on it first.
-///   - onServerRunning: called with the bound port once the server listens.
+/// Builds the Orchard application from its dependencies: routes, static files and the services
+/// behind them. `onServerRunning` is called with the bound port once the server listens.
 public func buildApplication(
-    configuration: ServerConfiguration,
-    sessions: any MerchantSessionService,
-    store: any OrchardStore,
-    processors: PaymentProcessors = .recordOnly,
-    vault: PaymentVault? = nil,
-    time: TimeSource = .system,
-    simulator: (any SimulatedApplePay)? = nil,
-    directory: MerchantDirectory? = nil,
-    registration: (any MerchantRegistrationService)? = nil,
-    merchantTokens: (any MerchantTokenService)? = nil,
-    domainProbe: (any DomainProbe)? = nil,
-    processorMaker: (any ProcessorMaker)? = nil,
-    shopCalls: (any ShopTransport)? = nil,
-    expiryCheckInterval: Duration = .seconds(86_400),
-    activity: ServerActivity = ServerActivity(),
-    logger: Logger = Logger(label: "orchard"),
-    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    _ dependencies: ApplicationDependencies, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-    let directory = directory ?? MerchantDirectory(configuration: configuration)
-    for (partner, settings) in directory.settings {
-        processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: partner)
-    }
-    let vault = vault ?? configuration.vault ?? .ephemeral()
-    let engine = configuration.makePaymentsEngine(store: store, processors: processors, vault: vault, time: time, logger: logger)
-    let mandates = MandateLifecycle(
-        store: store, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
-    // Apple's notifications are fetched in the background, only where Apple can be asked.
-    let tokenEvents = merchantTokens.map { _ in
-        TokenEventFetcher(
-            store: store, lifecycle: mandates, budgets: TokenEventBudgets(policy: configuration.tokenEvents),
-            gatewayTimeout: configuration.gateway.timeout, time: time, logger: logger)
-    }
-    let router = buildRouter(
-        configuration: configuration, sessions: sessions, store: store, processors: processors, vault: vault, engine: engine,
-        mandates: mandates, time: time, simulator: simulator, directory: directory, registration: registration,
-        merchantTokens: merchantTokens, domainProbe: domainProbe, processorMaker: processorMaker, shopCalls: shopCalls,
-        activity: activity, logger: logger)
+    let configuration = dependencies.configuration
+    let services = SharedServices(dependencies)
+    let router = buildRouter(dependencies, services: services)
+    let activity = dependencies.activity
     var app = Application(
         router: router,
         // A connection idle (or stuck in half a request) past the timeout is closed, so slow clients cannot hold sockets.
@@ -79,27 +26,43 @@ public func buildApplication(
             activity.markReady()
             await onServerRunning(channel.localAddress?.port ?? 0)
         },
-        logger: logger)
-    for service in backgroundServices(
-        configuration: configuration, store: store, engine: engine, directory: directory, processors: processors,
-        processorMaker: processorMaker, shopCalls: shopCalls, tokenEvents: tokenEvents, expiryCheckInterval: expiryCheckInterval,
-        time: time, logger: logger)
-    {
+        logger: dependencies.logger)
+    for service in backgroundServices(dependencies, services: services) {
         app.addServices(service)
     }
     return app
 }
 
+/// What the routes and the background loops share, made once from the dependencies.
+struct SharedServices {
+    let engine: PaymentsEngine
+    let mandates: MandateLifecycle
+    /// Apple's notifications are fetched in the background, only where Apple can be asked.
+    let tokenEvents: TokenEventFetcher?
+
+    init(_ dependencies: ApplicationDependencies) {
+        let (configuration, store, time, logger) = (dependencies.configuration, dependencies.store, dependencies.time, dependencies.logger)
+        engine = configuration.makePaymentsEngine(
+            store: store, processors: dependencies.processors, vault: dependencies.vault, time: time, logger: logger)
+        let mandates = MandateLifecycle(
+            store: store, processors: dependencies.processors, tokens: dependencies.merchantTokens, directory: dependencies.directory,
+            time: time, logger: logger)
+        self.mandates = mandates
+        tokenEvents = dependencies.merchantTokens.map { _ in
+            TokenEventFetcher(
+                store: store, lifecycle: mandates, budgets: TokenEventBudgets(policy: configuration.tokenEvents),
+                gatewayTimeout: configuration.gateway.timeout, time: time, logger: logger)
+        }
+    }
+}
+
 /// The public port's middleware and routes (the OpenAPI document lists the same routes; `OpenAPITests` compare them).
-func buildRouter(
-    configuration: ServerConfiguration, sessions: any MerchantSessionService, store: any OrchardStore, processors: PaymentProcessors,
-    vault: PaymentVault, engine: PaymentsEngine, mandates: MandateLifecycle, time: TimeSource, simulator: (any SimulatedApplePay)?,
-    directory: MerchantDirectory,
-    registration: (any MerchantRegistrationService)?, merchantTokens: (any MerchantTokenService)?, domainProbe: (any DomainProbe)?,
-    processorMaker: (any ProcessorMaker)?, shopCalls: (any ShopTransport)?, activity: ServerActivity, logger: Logger
-) -> Router<OrchardRequestContext> {
+func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServices) -> Router<OrchardRequestContext> {
+    let d = dependencies
+    let (configuration, store, time, directory, logger) = (d.configuration, d.store, d.time, d.directory, d.logger)
+    let (engine, mandates) = (services.engine, services.mandates)
     let router = Router(context: OrchardRequestContext.self)
-    router.add(middleware: HTTPMetricsMiddleware(activity: activity))
+    router.add(middleware: HTTPMetricsMiddleware(activity: d.activity))
     router.add(middleware: SecurityHeadersMiddleware(contentSecurityPolicy: configuration.contentSecurityPolicy))
     router.add(middleware: LogRequestsMiddleware(.debug))
     addStaticFiles(to: router, folder: configuration.publicDirectory, time: time, logger: logger)
@@ -108,44 +71,55 @@ func buildRouter(
     let limiter = RateLimiter(settings: configuration.limits, time: time)
     OpenAPIController().addRoutes(to: router)
     DomainAssociationController().addRoutes(to: router)
-    MerchantSessionController(configuration: configuration, sessions: sessions, limiter: limiter).addRoutes(to: router)
-    HealthController(configuration: configuration, directory: directory, time: time, activity: activity)
-        .addRoutes(to: router, adminToken: configuration.adminToken)
+    MerchantSessionController(configuration: configuration, sessions: d.sessions, limiter: limiter).addRoutes(to: router)
+    let health = HealthController(configuration: configuration, directory: directory, time: time, activity: d.activity)
+    health.addRoutes(to: router)
     OrdersController(
         configuration: configuration, store: store, time: time,
-        quotes: shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, limiter: limiter
+        quotes: d.shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, limiter: limiter
     ).addRoutes(to: router)
     AuthorizeController(engine: engine, limiter: limiter).addRoutes(to: router)
     let v1 = router.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
     PaymentRequestsController(
-        store: store, vault: vault, time: time, simulatedSheet: simulator == nil ? nil : SimulatedSheetController.scriptPath,
+        store: store, vault: d.vault, time: time, simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath,
         limiter: limiter
     ).addRoutes(to: v1, page: router)
     PaymentsAPIController(store: store, engine: engine).addRoutes(to: v1)
     MandatesController(store: store, engine: engine, lifecycle: mandates, time: time).addRoutes(to: v1)
     TokenEventsController(
-        store: store, directory: directory, policy: configuration.tokenEvents, limiter: limiter, fetching: merchantTokens != nil,
+        store: store, directory: directory, policy: configuration.tokenEvents, limiter: limiter, fetching: d.merchantTokens != nil,
         time: time
     ).addRoutes(to: router)
-    CheckoutController(configuration: configuration, simulator: simulator).addRoutes(to: router)
-    if let simulator {
+    CheckoutController(configuration: configuration, simulator: d.simulator).addRoutes(to: router)
+    if let simulator = d.simulator {
         SimulatedSheetController(configuration: configuration, simulator: simulator).addRoutes(to: router)
     }
     if let token = configuration.adminToken {
-        AdminController(
-            configuration: configuration, directory: directory, store: store, registration: registration, sessions: sessions,
-            domainProbe: domainProbe, engine: engine, time: time, processors: processors, processorMaker: processorMaker,
-            lifecycle: mandates,
-            webhooks: shopCalls.map {
-                WebhookDispatcher(
-                    store: store, transport: $0, directory: directory, policy: configuration.webhooks, time: time, logger: logger)
-            }
-        )
-        .addRoutes(to: router, token: token)
-        AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: mandates)
-            .addRoutes(to: router, token: token)
+        // The one place the admin token is checked: every /admin route is in this group.
+        let admin = router.group("admin").add(middleware: AdminAuthMiddleware(token: token))
+        health.addAdminRoutes(to: admin)
+        addAdminRoutes(to: admin, dependencies, services: services)
     }
     return router
+}
+
+/// The admin API's routes, in the group that checks the admin token.
+private func addAdminRoutes(
+    to admin: RouterGroup<OrchardRequestContext>, _ d: ApplicationDependencies, services: SharedServices
+) {
+    let (configuration, store, directory) = (d.configuration, d.store, d.directory)
+    AdminController(
+        configuration: configuration, directory: directory, store: store, registration: d.registration, sessions: d.sessions,
+        domainProbe: d.domainProbe, engine: services.engine, time: d.time, processors: d.processors, processorMaker: d.processorMaker,
+        lifecycle: services.mandates,
+        webhooks: d.shopCalls.map {
+            WebhookDispatcher(
+                store: store, transport: $0, directory: directory, policy: configuration.webhooks, time: d.time, logger: d.logger)
+        }
+    )
+    .addRoutes(to: admin)
+    AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: services.mandates)
+        .addRoutes(to: admin)
 }
 
 /// The checkout page and static files, from memory: `folder`'s small files, or the page built into the binary.
@@ -163,15 +137,12 @@ private func addStaticFiles(to router: Router<OrchardRequestContext>, folder: St
 }
 
 /// The loops that run beside the server: expiry, reconciliation, purges, the token-event inbox, and those the configuration asks for.
-private func backgroundServices(
-    configuration: ServerConfiguration, store: any OrchardStore,
-    engine: PaymentsEngine, directory: MerchantDirectory, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?,
-    shopCalls: (any ShopTransport)?, tokenEvents: TokenEventFetcher?, expiryCheckInterval: Duration, time: TimeSource, logger: Logger
-) -> [any Service] {
+private func backgroundServices(_ d: ApplicationDependencies, services shared: SharedServices) -> [any Service] {
+    let (configuration, store, time, directory, logger) = (d.configuration, d.store, d.time, d.directory, d.logger)
     var services: [any Service] = [
         CertificateExpiryMonitor(
-            certificates: configuration.certificates, time: time, interval: expiryCheckInterval, logger: logger),
-        PaymentReconciler(engine: engine, interval: configuration.reconciliation.interval, logger: logger),
+            certificates: configuration.certificates, time: time, interval: d.expiryCheckInterval, logger: logger),
+        PaymentReconciler(engine: shared.engine, interval: configuration.reconciliation.reconcileInterval, logger: logger),
         PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger),
         RetentionPurge(store: store, policy: configuration.retention, time: time, logger: logger),
     ]
@@ -179,7 +150,7 @@ private func backgroundServices(
         // Instances sharing one database learn each other's registrations within this interval.
         services.append(
             RegistrySync(
-                store: store, directory: directory, processors: processors, processorMaker: processorMaker,
+                store: store, directory: directory, processors: d.processors, processorMaker: d.processorMaker,
                 interval: .seconds(2), logger: logger))
     }
     if let metrics = configuration.metrics {
@@ -187,10 +158,10 @@ private func backgroundServices(
             OperationalGauges(
                 store: store, certificates: configuration.certificates, time: time, interval: metrics.refreshInterval, logger: logger))
     }
-    if let tokenEvents {
+    if let tokenEvents = shared.tokenEvents {
         services.append(tokenEvents)
     }
-    if let shopCalls {
+    if let shopCalls = d.shopCalls {
         services.append(
             WebhookDispatcher(
                 store: store, transport: shopCalls, directory: directory, policy: configuration.webhooks, time: time, logger: logger))

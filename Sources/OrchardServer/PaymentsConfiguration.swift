@@ -40,21 +40,11 @@ extension ConfigurationFile {
     }
 }
 
-/// `payments.reconcile*`: how unknown payments are re-sent in the background.
-public struct ReconciliationSettings: Sendable {
-    public var interval: Duration
-    public var firstDelaySeconds: Int
-    public var maximumDelaySeconds: Int
-    public var maximumAttempts: Int
-
-    public init(interval: Duration = .seconds(30), firstDelaySeconds: Int = 30, maximumDelaySeconds: Int = 3600, maximumAttempts: Int = 8) {
-        self.interval = interval
-        self.firstDelaySeconds = firstDelaySeconds
-        self.maximumDelaySeconds = maximumDelaySeconds
-        self.maximumAttempts = maximumAttempts
-    }
-
-    init(_ file: ConfigurationFile.Payments?) throws(ConfigurationError) {
+extension PaymentsEngine.Policy {
+    /// `payments.reconcile*`, checked. A payment is stale once it has been pending longer than the
+    /// slowest configured processor call can last (its total timeout) plus a margin for the store
+    /// write after it.
+    init(_ file: ConfigurationFile.Payments?, merchants: [MerchantConfiguration]) throws(ConfigurationError) {
         let interval = file?.reconcileIntervalSeconds ?? 30
         let firstDelay = file?.reconcileFirstDelaySeconds ?? 30
         let maximumDelay = file?.reconcileMaximumDelaySeconds ?? 3600
@@ -66,21 +56,15 @@ public struct ReconciliationSettings: Sendable {
                 "payments: reconcileIntervalSeconds must be 1–3600, reconcileFirstDelaySeconds 1–86400, reconcileMaximumDelaySeconds from the first delay to 86400, and reconcileMaximumAttempts 0–100"
             )
         }
-        self.init(interval: .seconds(interval), firstDelaySeconds: firstDelay, maximumDelaySeconds: maximumDelay, maximumAttempts: attempts)
+        let longest = merchants.compactMap { $0.processor.endpoint?.timeout }.max() ?? .zero
+        self.init(
+            staleAfter: TimeInterval(longest.components.seconds) + 5, maximumReconcileAttempts: attempts,
+            firstReconcileDelay: TimeInterval(firstDelay), maximumReconcileDelay: TimeInterval(maximumDelay),
+            reconcileInterval: .seconds(interval))
     }
 }
 
 extension ServerConfiguration {
-    /// The engine policy: a payment is stale once it has been pending longer than the slowest
-    /// processor call can last (its total timeout) plus a margin for the store write after it.
-    public var paymentsPolicy: PaymentsEngine.Policy {
-        let longest = merchants.compactMap { $0.processor.endpoint?.timeout }.max() ?? .zero
-        return PaymentsEngine.Policy(
-            staleAfter: TimeInterval(longest.components.seconds) + 5, maximumReconcileAttempts: reconciliation.maximumAttempts,
-            firstReconcileDelay: TimeInterval(reconciliation.firstDelaySeconds),
-            maximumReconcileDelay: TimeInterval(reconciliation.maximumDelaySeconds))
-    }
-
     /// The payments engine for this configuration: the token root and every merchant's processing keys.
     public func makePaymentsEngine(
         store: any OrderPayments & Refunds & MandateRecords, processors: PaymentProcessors, vault: PaymentVault, time: TimeSource,
@@ -93,7 +77,7 @@ extension ServerConfiguration {
         return PaymentsEngine(
             store: store, processors: processors, verifier: TokenVerifier(root: tokenRoot, policy: tokenPolicy),
             decryptors: decryptors, platformDecryptor: platform.flatMap { decryptors[$0.merchantIdentifier] }, vault: vault, time: time,
-            policy: paymentsPolicy, logger: logger)
+            policy: reconciliation, logger: logger)
     }
 
     /// The configured payment vault, or the one whose key file is in the state folder.

@@ -25,7 +25,4 @@ public final class ComposedStore: OrchardStore, ForwardingOrderPayments, Forward
         orderPaymentsTarget = orderPayments ?? base
         refundsTarget = refunds ?? base
     }
-
-    /// Closes the base store, which every repository here belongs to or wraps.
-    public func close() async { await base.close() }
 }

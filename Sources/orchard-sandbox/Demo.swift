@@ -43,7 +43,9 @@ struct Demo: AsyncParsableCommand {
         let environment = try DemoEnvironment.prepare(directory: stateDir)
         let gateway = try environment.makeGateway(faults: faults.faults)
         let gatewayPort = try await gateway.start()
-        guard ["record", "worldpay", "worldline"].contains(processor) else { fail("--processor must be record, worldpay or worldline") }
+        guard ["record", "worldpay", "worldline"].contains(processor) else {
+            throw CommandFailure("--processor must be record, worldpay or worldline")
+        }
         let processors = processor == "record" ? nil : try environment.makeProcessors()
         let processorPort = try await processors?.start() ?? 0
         // In a checkout of the repository the page and catalogue are served from their files, so
@@ -61,7 +63,7 @@ struct Demo: AsyncParsableCommand {
         do {
             configuration = try ServerConfiguration.load(path: path)
         } catch {
-            fail(error.message)
+            throw CommandFailure(error.message)
         }
         let simulator = noSimulatedSheet ? nil : try SimulatedSheet(environment: environment)
         let tokenFile = try environment.adminTokenFile()

@@ -51,12 +51,12 @@ struct AdminAPIOptions: ParsableArguments {
         do {
             response = try await client.execute(CurlRequest(method: method, url: base + path, headers: headers, body: bytes))
         } catch {
-            fail("cannot reach \(server): \(error.message)")
+            throw CommandFailure("cannot reach \(server): \(error.message)")
         }
         let json = try? JSONSerialization.jsonObject(with: Data(response.body))
         guard (200..<300).contains(response.status) else {
             let error = (json as? [String: Any])?["error"] as? [String: Any]
-            fail("\(error?["message"] as? String ?? "HTTP \(response.status)") (HTTP \(response.status))")
+            throw CommandFailure("\(error?["message"] as? String ?? "HTTP \(response.status)") (HTTP \(response.status))")
         }
         if let json,
             let pretty = try? JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])

@@ -35,20 +35,20 @@ struct Certs: ParsableCommand {
             do {
                 made = try CertificateRequests.make(kind: kind, merchantIdentifier: merchantId)
             } catch {
-                fail(error.message)
+                throw CommandFailure(error.message)
             }
             let folder = URL(fileURLWithPath: out)
             try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let keyPath = folder.appendingPathComponent("\(type.rawValue).key").path
             let csrPath = folder.appendingPathComponent("\(type.rawValue).csr").path
             for path in [keyPath, csrPath] where FileManager.default.fileExists(atPath: path) && !force {
-                fail("\(path) exists; pass --force to replace it (an old key may still be in use)")
+                throw CommandFailure("\(path) exists; pass --force to replace it (an old key may still be in use)")
             }
-            writeSecret(made.keyPEM, to: keyPath)
+            try writeSecret(made.keyPEM, to: keyPath)
             do {
                 try Data(made.csrPEM.utf8).write(to: URL(fileURLWithPath: csrPath))
             } catch {
-                fail("cannot write \(csrPath): \(error.localizedDescription)")
+                throw CommandFailure("cannot write \(csrPath): \(error.localizedDescription)")
             }
             let portal =
                 type == .identity
@@ -75,34 +75,36 @@ struct Certs: ParsableCommand {
         @Option(help: "Check validity at this ISO-8601 time instead of now.") var at: String?
 
         func run() throws {
-            guard let cerBytes = FileManager.default.contents(atPath: cer) else { fail("cannot read \(cer)") }
-            guard let keyBytes = FileManager.default.contents(atPath: key) else { fail("cannot read \(key)") }
-            if FileManager.default.fileExists(atPath: out) && !force { fail("\(out) exists; pass --force to replace it") }
+            guard let cerBytes = FileManager.default.contents(atPath: cer) else { throw CommandFailure("cannot read \(cer)") }
+            guard let keyBytes = FileManager.default.contents(atPath: key) else { throw CommandFailure("cannot read \(key)") }
+            if FileManager.default.fileExists(atPath: out) && !force { throw CommandFailure("\(out) exists; pass --force to replace it") }
             var password: String?
             if let passwordEnv {
-                guard let value = ProcessInfo.processInfo.environment[passwordEnv] else { fail("\(passwordEnv) is not set") }
+                guard let value = ProcessInfo.processInfo.environment[passwordEnv] else {
+                    throw CommandFailure("\(passwordEnv) is not set")
+                }
                 password = value
             }
             let keyText: String
             do {
                 keyText = try KeyReader.privateKey(Array(keyBytes), password: password).pem
             } catch {
-                fail("\(key): \(error.message)")
+                throw CommandFailure("\(key): \(error.message)")
             }
             let imported: (pem: String, certificate: Certificate)
             do {
                 let result = try CertificateRequests.importCertificate(Array(cerBytes), keyPEM: keyText)
                 imported = (result.pem, result.certificate)
             } catch {
-                fail(error.message)
+                throw CommandFailure(error.message)
             }
             let now = try at.map(parseDate) ?? Date()
             let report = CertificateInspector.report(imported.certificate, at: now)
-            if report.expired { fail("the certificate expired on \(report.notValidAfter.formatted(.iso8601))") }
+            if report.expired { throw CommandFailure("the certificate expired on \(report.notValidAfter.formatted(.iso8601))") }
             do {
                 try Data(imported.pem.utf8).write(to: URL(fileURLWithPath: out))
             } catch {
-                fail("cannot write \(out): \(error.localizedDescription)")
+                throw CommandFailure("cannot write \(out): \(error.localizedDescription)")
             }
             say(
                 "wrote \(out): \(report.kind.rawValue) certificate, \(report.merchantIdentifier ?? "merchant ID unknown"), "
@@ -121,10 +123,12 @@ struct Certs: ParsableCommand {
         @Option(help: "Count days left from this ISO-8601 time instead of now.") var at: String?
 
         func run() throws {
-            guard let bytes = FileManager.default.contents(atPath: file) else { fail("cannot read \(file)") }
+            guard let bytes = FileManager.default.contents(atPath: file) else { throw CommandFailure("cannot read \(file)") }
             var secret = password
             if let passwordEnv {
-                guard let value = ProcessInfo.processInfo.environment[passwordEnv] else { fail("\(passwordEnv) is not set") }
+                guard let value = ProcessInfo.processInfo.environment[passwordEnv] else {
+                    throw CommandFailure("\(passwordEnv) is not set")
+                }
                 secret = value
             }
             let now = try at.map(parseDate) ?? Date()
@@ -132,7 +136,7 @@ struct Certs: ParsableCommand {
             do {
                 report = try CertificateInspector.inspect(Array(bytes), password: secret, at: now)
             } catch {
-                fail("\(file): \(error.message)")
+                throw CommandFailure("\(file): \(error.message)")
             }
             if json {
                 let encoder = JSONEncoder()
@@ -175,11 +179,11 @@ func parseDate(_ text: String) throws -> Date {
 }
 
 /// Creates `path` with mode 0600 before writing, so the secret is never readable by others.
-func writeSecret(_ text: String, to path: String) {
+func writeSecret(_ text: String, to path: String) throws {
     unlink(path)
     let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-    guard descriptor >= 0 else { fail("cannot create \(path): \(String(cString: strerror(errno)))") }
+    guard descriptor >= 0 else { throw CommandFailure("cannot create \(path): \(String(cString: strerror(errno)))") }
     defer { close(descriptor) }
     let bytes = Array(text.utf8)
-    guard write(descriptor, bytes, bytes.count) == bytes.count else { fail("cannot write \(path)") }
+    guard write(descriptor, bytes, bytes.count) == bytes.count else { throw CommandFailure("cannot write \(path)") }
 }

@@ -44,7 +44,7 @@ struct DoctorCommand: AsyncParsableCommand {
         do {
             file = try ConfigurationFile.load(path: config)
         } catch {
-            fail(error.message)
+            throw CommandFailure(error.message)
         }
         let folder = URL(fileURLWithPath: config).deletingLastPathComponent().path
         let environment = ProcessInfo.processInfo.environment
@@ -57,7 +57,7 @@ struct DoctorCommand: AsyncParsableCommand {
             do {
                 endpoint = try file.gatewayEndpoint(relativeTo: folder, environment: environment)
             } catch {
-                fail(error.message)
+                throw CommandFailure(error.message)
             }
             var logger = Logger(label: "orchard.doctor")
             logger.logLevel = .critical

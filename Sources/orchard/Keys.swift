@@ -20,17 +20,13 @@ struct Keys: AsyncParsableCommand {
         @Option(help: "The configuration file (JSON).")
         var config: String = "Config/orchard.json"
 
-        /// The configuration and its store, or one line and exit status 1. The caller closes the
-        /// store when done (a PostgreSQL store's connections).
-        func open() async -> (ServerConfiguration, any OrchardStore) {
-            do {
-                let configuration = try ServerConfiguration.load(path: config)
-                var logger = Logger(label: "orchard")
-                logger.logLevel = .warning
-                return (configuration, try await configuration.openStore(logger: logger))
-            } catch {
-                fail(error.message)
-            }
+        /// Runs `body` with the configuration and its store, which stops (a PostgreSQL store's
+        /// connections close) when `body` returns or throws.
+        func withStore<T: Sendable>(_ body: (ServerConfiguration, any OrchardStore) async throws -> T) async throws -> T {
+            let configuration = try ServerConfiguration.load(path: config)
+            var logger = Logger(label: "orchard")
+            logger.logLevel = .warning
+            return try await configuration.withStore(logger: logger) { try await body(configuration, $0) }
         }
     }
 
@@ -42,24 +38,26 @@ struct Keys: AsyncParsableCommand {
         var merchant: String
 
         func run() async throws {
-            let (configuration, store) = await store.open()
-            let registered = try await store.registeredMerchants()
-            let directory = MerchantDirectory(configuration: configuration, registered: registered)
-            guard directory.merchant(identifier: merchant) != nil else {
-                fail("there is no merchant \(merchant): give a configured merchantIdentifier or a registered partner ID")
-            }
-            let (record, secret) = APIKeyRecord.generate(merchantIdentifier: merchant, at: Date())
-            do {
-                try await store.insertAPIKey(record)
-            } catch let error as BusinessRefusal {
-                fail(error.message)
-            } catch let error as StoreError {
-                fail(error.message)
+            let (record, secret) = try await store.withStore { configuration, store in
+                let registered = try await store.registeredMerchants()
+                let directory = MerchantDirectory(configuration: configuration, registered: registered)
+                guard directory.merchant(identifier: merchant) != nil else {
+                    throw CommandFailure(
+                        "there is no merchant \(merchant): give a configured merchantIdentifier or a registered partner ID")
+                }
+                let (record, secret) = APIKeyRecord.generate(merchantIdentifier: merchant, at: Date())
+                do {
+                    try await store.insertAPIKey(record)
+                } catch let error as BusinessRefusal {
+                    throw CommandFailure(error.message)
+                } catch let error as StoreError {
+                    throw CommandFailure(error.message)
+                }
+                return (record, secret)
             }
             say("created \(record.id) for \(merchant)")
             say("secret (shown once; keep it in the shop's backend only):")
             say(secret)
-            await store.close()
         }
     }
 
@@ -70,15 +68,13 @@ struct Keys: AsyncParsableCommand {
         @Option(help: "Only this merchant's keys.") var merchant: String?
 
         func run() async throws {
-            let (_, store) = await store.open()
-            let keys = try await store.apiKeys(merchantIdentifier: merchant)
+            let keys = try await store.withStore { _, store in try await store.apiKeys(merchantIdentifier: merchant) }
             if keys.isEmpty { say("no API keys") }
             let formatter = ISO8601DateFormatter()
             for key in keys {
                 let state = key.revokedAt.map { "revoked \(formatter.string(from: $0))" } ?? "active"
                 say("\(key.id)  \(key.merchantIdentifier)  created \(formatter.string(from: key.createdAt))  \(state)")
             }
-            await store.close()
         }
     }
 
@@ -89,10 +85,9 @@ struct Keys: AsyncParsableCommand {
         @Argument(help: "The key ID (key_…), as `orchard keys list` shows it.") var key: String
 
         func run() async throws {
-            let (_, store) = await store.open()
-            guard try await store.revokeAPIKey(id: key, at: Date()) else { fail("there is no active key \(key)") }
+            let revoked = try await store.withStore { _, store in try await store.revokeAPIKey(id: key, at: Date()) }
+            guard revoked else { throw CommandFailure("there is no active key \(key)") }
             say("revoked \(key)")
-            await store.close()
         }
     }
 }

@@ -13,12 +13,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
-        let configuration: ServerConfiguration
-        do {
-            configuration = try ServerConfiguration.load(path: config)
-        } catch {
-            fail(error.message)
-        }
+        let configuration = try ServerConfiguration.load(path: config)
         // After loading: the configuration's `log` section picks the format and level.
         let logger = logging.bootstrap(label: "orchard", configured: configuration.log)
         try await runServer(configuration, logger: logger)

@@ -57,11 +57,11 @@ extension Token {
             do {
                 try decrypt()
             } catch let error as ApplePayError {
-                fail(error.message)
+                throw CommandFailure(error.message)
             } catch let error as ValidationError {
-                fail(error.message)
+                throw CommandFailure(error.message)
             } catch let error as CertificateToolError {
-                fail(error.message)
+                throw CommandFailure(error.message)
             }
         }
 

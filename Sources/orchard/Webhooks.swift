@@ -27,9 +27,10 @@ struct Webhooks: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (_, store) = await store.open()
-            let events = try await store.webhookEvents(
-                merchantIdentifier: merchant, state: state.flatMap(WebhookEvent.DeliveryState.init(rawValue:)), limit: limit)
+            let events = try await store.withStore { _, store in
+                try await store.webhookEvents(
+                    merchantIdentifier: merchant, state: state.flatMap(WebhookEvent.DeliveryState.init(rawValue:)), limit: limit)
+            }
             if events.isEmpty { say("no webhook events") }
             let formatter = ISO8601DateFormatter()
             for event in events {
@@ -41,7 +42,6 @@ struct Webhooks: AsyncParsableCommand {
                 say(line)
                 if bodies { say("  " + String(decoding: event.payload, as: UTF8.self)) }
             }
-            await store.close()
         }
     }
 
@@ -53,13 +53,14 @@ struct Webhooks: AsyncParsableCommand {
         @Argument(help: "Event IDs (evt_…).") var events: [String]
 
         func run() async throws {
-            let (_, store) = await store.open()
-            var missing: [String] = []
-            for id in events {
-                if try await store.replayWebhookEvent(id: id, at: Date()) { say("\(id): queued") } else { missing.append(id) }
+            let missing = try await store.withStore { _, store in
+                var missing: [String] = []
+                for id in events {
+                    if try await store.replayWebhookEvent(id: id, at: Date()) { say("\(id): queued") } else { missing.append(id) }
+                }
+                return missing
             }
-            await store.close()
-            if !missing.isEmpty { fail("no such event: \(missing.joined(separator: ", "))") }
+            if !missing.isEmpty { throw CommandFailure("no such event: \(missing.joined(separator: ", "))") }
         }
     }
 }

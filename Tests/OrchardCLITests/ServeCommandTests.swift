@@ -57,6 +57,20 @@ struct ServeCommandTests {
         #expect(result.stderr.split(separator: "\n").count == 1)
     }
 
+    @Test("a store that cannot be opened stops orchard serve with one line and status 1")
+    func unopenableStore() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try Data("a file where the state folder's parent should be".utf8).write(to: directory.url.appendingPathComponent("blocker"))
+        let path = try configuration(directory) { $0["stateDirectory"] = directory.path("blocker/state") }
+        let result = try await OrchardProcess.run(["serve", "--config", path, "--log-level", "critical"])
+        #expect(result.status == 1)
+        #expect(
+            result.stderr.hasPrefix("orchard: \(directory.path("blocker/state/orchard.sqlite")): cannot open the database"),
+            "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1 && result.stdout.isEmpty, "\(result.stderr)")
+    }
+
     @Test("a configured public folder without index.html stops startup with one line")
     func publicFolderWithoutIndex() async throws {
         let directory = try TemporaryDirectory()

@@ -35,7 +35,8 @@ struct ContentTypeTests {
         let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
         let store = InMemoryStore()
         let sessions = StubSessionCounter()
-        try await buildApplication(configuration: configuration, sessions: sessions, store: store).test(.router) { client in
+        try await buildApplication(ApplicationDependencies(configuration: configuration, sessions: sessions, store: store)).test(.router) {
+            client in
             try await body(client, store, sessions)
         }
     }

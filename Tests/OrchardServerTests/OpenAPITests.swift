@@ -66,17 +66,9 @@ struct OpenAPITests {
     )
         -> Router<OrchardRequestContext>
     {
-        let vault = PaymentVault.ephemeral()
-        let engine = configuration.makePaymentsEngine(
-            store: store, processors: .recordOnly, vault: vault, time: .system, logger: Logger(label: "test"))
-        let directory = MerchantDirectory(configuration: configuration)
-        let mandates = MandateLifecycle(
-            store: store, processors: .recordOnly, tokens: nil, directory: directory, time: .system, logger: Logger(label: "test"))
-        return buildRouter(
-            configuration: configuration, sessions: StubSessions(), store: store, processors: .recordOnly, vault: vault, engine: engine,
-            mandates: mandates, time: .system, simulator: simulator, directory: directory, registration: nil,
-            merchantTokens: nil, domainProbe: nil, processorMaker: nil, shopCalls: nil, activity: ServerActivity(),
-            logger: Logger(label: "test"))
+        let dependencies = ApplicationDependencies(
+            configuration: configuration, sessions: StubSessions(), store: store, simulator: simulator, logger: Logger(label: "test"))
+        return buildRouter(dependencies, services: SharedServices(dependencies))
     }
 
     static func withConfiguration(_ body: (ServerConfiguration) async throws -> Void) async throws {
@@ -199,13 +191,14 @@ struct OpenAPITests {
         file.server?.publicDirectory = "site"
         let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
         // The router test client says Host: localhost, which this configuration's merchant does not serve.
-        try await buildApplication(configuration: configuration, sessions: StubSessions(), store: InMemoryStore()).test(.router) { client in
-            let response = try await client.execute(uri: "/openapi.json", method: .get)
-            #expect(response.status == .ok)
-            #expect(Array(response.body.readableBytesView) == Array(try Data(contentsOf: Self.file)))
-            #expect(response.headers[.contentType] == "application/json; charset=utf-8")
-            #expect(response.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
-            #expect(response.headers[.xContentTypeOptions] == "nosniff")
-        }
+        try await buildApplication(ApplicationDependencies(configuration: configuration, sessions: StubSessions(), store: InMemoryStore()))
+            .test(.router) { client in
+                let response = try await client.execute(uri: "/openapi.json", method: .get)
+                #expect(response.status == .ok)
+                #expect(Array(response.body.readableBytesView) == Array(try Data(contentsOf: Self.file)))
+                #expect(response.headers[.contentType] == "application/json; charset=utf-8")
+                #expect(response.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
+                #expect(response.headers[.xContentTypeOptions] == "nosniff")
+            }
     }
 }

@@ -100,8 +100,8 @@ struct PostgresStoreTests {
                 try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
             }
             for store in stores {
-                #expect(try await store.apiKeys(merchantIdentifier: nil).isEmpty)
-                await store.close()
+                let keys = try await store.withRunning { store in try await store.apiKeys(merchantIdentifier: nil) }
+                #expect(keys.isEmpty)
             }
             #expect(
                 try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1\n2\n3\n4\n5\n6")
@@ -114,9 +114,7 @@ struct PostgresStoreTests {
 
     static func openError(_ settings: PostgresSettings) async -> String? {
         do {
-            let store = try await PostgresStore.open(
-                settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
-            await store.close()
+            _ = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
             return nil
         } catch {
             return error.message
@@ -233,58 +231,62 @@ struct PostgresLeaseLockTests {
     func skipLocked() async throws {
         let server = try await PostgresServer.shared()
         try await server.withDatabase(poolSize: 4) { settings in
-            let store = try await PostgresStore.open(
+            let opened = try await PostgresStore.open(
                 settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
-            let shop = ShopStoreContractTests.self
-            let events = try await StoreConcurrencyContractTests.authorizedEvents(store, count: 3)
-            let held = try #require(events.first)
-            let leased = try await Self.whileLocked(
-                settings, port: server.port, password: server.password, "SELECT id FROM webhook_events WHERE id = \(held) FOR UPDATE"
-            ) { try await store.leaseWebhookEvents(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) }
-            #expect(leased?.sorted() == Array(events.dropFirst()).sorted())
-            #expect(
-                try await store.leaseWebhookEvents(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) == [held], "let go: leased")
-
-            for index in 0..<2 {
-                try await store.insert(try StoreContractTests.order("u\(index)"))
-                _ = try await store.claimPayment(shop.claim("u\(index)", payment: "unknown\(index)"))
-                let unknown = try await store.transition(
-                    PaymentTransition(
-                        paymentId: "unknown\(index)", orderId: "u\(index)", move: PaymentLifecycle.move(.noAnswer), at: shop.at(10),
-                        nextReconcileAt: shop.at(20)))
-                #expect(unknown?.state == .unknown)
-            }
-            let payments = try await Self.whileLocked(
-                settings, port: server.port, password: server.password, "SELECT id FROM payments WHERE id = 'unknown0' FOR UPDATE"
-            ) { try await store.leasePaymentsForReconciliation(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) }
-            #expect(payments == ["unknown1"])
-
-            _ = try await shop.settled(store, order: "s", payment: "settled")
-            var refunds: [String] = []
-            for index in 0..<2 {
-                let refund = try await store.claimRefund(shop.refund("settled", 10, key: "k\(index)", at: index))
-                _ = try await store.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: shop.at(index))
-                refunds.append(refund.id)
-            }
-            let reconciled = try await Self.whileLocked(
-                settings, port: server.port, password: server.password, "SELECT id FROM refunds WHERE id = \(refunds[0]) FOR UPDATE"
-            ) {
-                try await store.leaseRefundsToReconcile(
-                    at: shop.at(100), until: shop.at(160), pendingBefore: shop.at(70), maximumSends: 8, limit: 10
-                ).map(\.id)
-            }
-            #expect(reconciled == [refunds[1]])
-
-            for index in 0..<2 {
-                let (request, order) = try shop.request("r\(index)", key: "k\(index)", expiresIn: 10)
-                _ = try await store.createPaymentRequest(request, order: order)
-            }
-            let expired = try await Self.whileLocked(
-                settings, port: server.port, password: server.password, "SELECT id FROM orders WHERE id = 'r0' FOR UPDATE"
-            ) { try await store.expireOrders(at: shop.at(100), limit: 10) }
-            #expect(expired == ["r1"], "an order being claimed right now is left for the next pass")
-            #expect(try await store.expireOrders(at: shop.at(100), limit: 10) == ["r0"])
-            await store.close()
+            try await opened.withRunning { store in try await Self.passesLockedRowsBy(store, settings: settings, server: server) }
         }
+    }
+
+    /// The rows `skipLocked` holds in another transaction, each passed by while held and leased once let go.
+    static func passesLockedRowsBy(_ store: PostgresStore, settings: PostgresSettings, server: PostgresServer) async throws {
+        let shop = ShopStoreContractTests.self
+        let events = try await StoreConcurrencyContractTests.authorizedEvents(store, count: 3)
+        let held = try #require(events.first)
+        let leased = try await Self.whileLocked(
+            settings, port: server.port, password: server.password, "SELECT id FROM webhook_events WHERE id = \(held) FOR UPDATE"
+        ) { try await store.leaseWebhookEvents(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) }
+        #expect(leased?.sorted() == Array(events.dropFirst()).sorted())
+        #expect(
+            try await store.leaseWebhookEvents(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) == [held], "let go: leased")
+
+        for index in 0..<2 {
+            try await store.insert(try StoreContractTests.order("u\(index)"))
+            _ = try await store.claimPayment(shop.claim("u\(index)", payment: "unknown\(index)"))
+            let unknown = try await store.transition(
+                PaymentTransition(
+                    paymentId: "unknown\(index)", orderId: "u\(index)", move: PaymentLifecycle.move(.noAnswer), at: shop.at(10),
+                    nextReconcileAt: shop.at(20)))
+            #expect(unknown?.state == .unknown)
+        }
+        let payments = try await Self.whileLocked(
+            settings, port: server.port, password: server.password, "SELECT id FROM payments WHERE id = 'unknown0' FOR UPDATE"
+        ) { try await store.leasePaymentsForReconciliation(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) }
+        #expect(payments == ["unknown1"])
+
+        _ = try await shop.settled(store, order: "s", payment: "settled")
+        var refunds: [String] = []
+        for index in 0..<2 {
+            let refund = try await store.claimRefund(shop.refund("settled", 10, key: "k\(index)", at: index))
+            _ = try await store.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: shop.at(index))
+            refunds.append(refund.id)
+        }
+        let reconciled = try await Self.whileLocked(
+            settings, port: server.port, password: server.password, "SELECT id FROM refunds WHERE id = \(refunds[0]) FOR UPDATE"
+        ) {
+            try await store.leaseRefundsToReconcile(
+                at: shop.at(100), until: shop.at(160), pendingBefore: shop.at(70), maximumSends: 8, limit: 10
+            ).map(\.id)
+        }
+        #expect(reconciled == [refunds[1]])
+
+        for index in 0..<2 {
+            let (request, order) = try shop.request("r\(index)", key: "k\(index)", expiresIn: 10)
+            _ = try await store.createPaymentRequest(request, order: order)
+        }
+        let expired = try await Self.whileLocked(
+            settings, port: server.port, password: server.password, "SELECT id FROM orders WHERE id = 'r0' FOR UPDATE"
+        ) { try await store.expireOrders(at: shop.at(100), limit: 10) }
+        #expect(expired == ["r1"], "an order being claimed right now is left for the next pass")
+        #expect(try await store.expireOrders(at: shop.at(100), limit: 10) == ["r0"])
     }
 }

@@ -29,7 +29,7 @@ struct RouterTests {
         if servesLocalhost { file.merchants[0].domains.append("localhost") }
         let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
         let store = InMemoryStore()
-        let app = buildApplication(configuration: configuration, sessions: StubSessions(), store: store)
+        let app = buildApplication(ApplicationDependencies(configuration: configuration, sessions: StubSessions(), store: store))
         try await app.test(.router) { client in
             try await body(client, store)
         }

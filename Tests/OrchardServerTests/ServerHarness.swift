@@ -127,19 +127,21 @@ struct ServerHarness {
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let store = wrapStore(try configuration.openSQLiteStore())
         let processors = ProcessorFactory.make(merchants: configuration.merchants, http: http)
-        let app = buildApplication(
+        let merchants = MerchantDirectory(
+            configuration: configuration, registered: try await store.registeredMerchants(),
+            settings: try await configuration.loadRegisteredSettings(store: store))
+        let processorMaker = CurlProcessorMaker(http: clients.tenantProcessors)
+        processors.register(merchants, maker: processorMaker)
+        let dependencies = ApplicationDependencies(
             configuration: configuration, sessions: sessions, store: store, processors: processors, time: time, simulator: simulator,
-            directory: MerchantDirectory(
-                configuration: configuration, registered: try await store.registeredMerchants(),
-                settings: try await configuration.loadRegisteredSettings(store: store)),
+            directory: merchants,
             registration: configuration.platform.map {
                 AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
             },
             merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
-            processorMaker: CurlProcessorMaker(http: clients.tenantProcessors), shopCalls: callsShops ? clients.shopCalls : nil,
-            expiryCheckInterval: expiryCheckInterval,
-            activity: activity, logger: logger
-        ) { port in
+            processorMaker: processorMaker, shopCalls: callsShops ? clients.shopCalls : nil, expiryCheckInterval: expiryCheckInterval,
+            activity: activity, logger: logger)
+        let app = buildApplication(dependencies) { port in
             portContinuation.yield(port)
         }
         // Longer than the server's own gateway and processor timeouts (10 s here), so a slow

@@ -28,7 +28,8 @@ struct StaticFilesTests {
             file.server?.publicDirectory = "site"
         }
         let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
-        let app = buildApplication(configuration: configuration, sessions: StubSessions(), store: InMemoryStore(), time: clock.source)
+        let app = buildApplication(
+            ApplicationDependencies(configuration: configuration, sessions: StubSessions(), store: InMemoryStore(), time: clock.source))
         try await app.test(.router) { client in try await body(client, directory) }
     }
 

@@ -35,13 +35,7 @@ struct StoreContractTests {
             // A fresh database of the process's private cluster, dropped afterwards.
             try await PostgresServer.shared().withDatabase { settings in
                 let store = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: Self.postgresLoops)
-                do {
-                    try await body(store)
-                } catch {
-                    await store.close()
-                    throw error
-                }
-                await store.close()
+                try await store.withRunning { try await body($0) }
             }
         }
     }

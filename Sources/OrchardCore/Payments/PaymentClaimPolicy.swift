@@ -131,7 +131,7 @@ public enum PaymentClaimPolicy {
     }
 }
 
-/// Whether an order may be repriced: the one rule behind every store's ``OrchardStore/updateOpen(_:)``.
+/// Whether an order may be repriced: the one rule behind every store's ``OrderPayments/updateOpen(_:)``.
 public enum OrderPricingPolicy {
     /// Checks that `order`, at its next price version, may replace the stored order, `found` in
     /// that state at that version (nil: no such order; a nil state: unreadable).

@@ -29,11 +29,14 @@ public struct PaymentsEngine: Sendable {
         /// How long a settle or cancel holds its payment: longer than any processor call can last
         /// (its timeout is at most 24 s), so after a crash the payment can be acted on again.
         public var operationLease: TimeInterval = 60
+        /// How often the reconciler looks for stale and unknown payments to re-send.
+        public var reconcileInterval: Duration
 
         public init(
             staleAfter: TimeInterval = 30, maximumReconcileAttempts: Int = 8, firstReconcileDelay: TimeInterval = 30,
-            maximumReconcileDelay: TimeInterval = 3600, lease: TimeInterval = 15
+            maximumReconcileDelay: TimeInterval = 3600, lease: TimeInterval = 15, reconcileInterval: Duration = .seconds(30)
         ) {
+            self.reconcileInterval = reconcileInterval
             self.staleAfter = staleAfter
             self.maximumReconcileAttempts = maximumReconcileAttempts
             self.firstReconcileDelay = firstReconcileDelay

@@ -207,10 +207,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 /// the whole.
 public protocol OrchardStore: OrderPayments, Refunds, MandateRecords, PaymentRequests, APIKeys, WebhookOutbox, TokenEventInbox,
     MerchantRegistry, RecordPurging, OperationalCounting
-{
-    /// Lets go of what the store holds (a database's connections); nothing is called after it.
-    func close() async
-}
+{}
 
 /// Orders and their payments: the order is the unit of work. Claiming a payment and moving it
 /// lock the order and compare-and-set the payment's (and the order's) state in one

@@ -42,7 +42,7 @@ extension ServerConfiguration {
             merchants: merchants,
             tokenRoot: try resolveTokenRoot(payments, values: values),
             tokenPolicy: try resolveTokenPolicy(payments),
-            reconciliation: try ReconciliationSettings(payments),
+            reconciliation: try PaymentsEngine.Policy(payments, merchants: merchants),
             vault: try payments?.vaultKey.map { value throws(ConfigurationError) in
                 try PaymentVault.parseKey(values.read(value, what: "payments.vaultKey"), name: values.describe(value))
             },

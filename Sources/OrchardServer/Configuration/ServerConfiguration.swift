@@ -16,8 +16,8 @@ public struct ServerConfiguration: Sendable {
     /// The root payment tokens chain to (Apple's unless a test root is configured), and their age window.
     public var tokenRoot: Certificate
     public var tokenPolicy: TokenVerifier.Policy
-    /// How unknown payments are re-sent in the background.
-    public var reconciliation: ReconciliationSettings
+    /// How stale payments are found and unknown ones re-sent in the background (`payments.reconcile*`).
+    public var reconciliation: PaymentsEngine.Policy
     /// The payment vault when `payments.vaultKey` is configured; nil: the key file in the state folder.
     public var vault: PaymentVault?
     /// True when a test token root replaces Apple's; logged as a warning.

@@ -28,8 +28,8 @@ struct AdminMandatesController {
         var mandates: [AdminMandate]
     }
 
-    func addRoutes(to router: Router<OrchardRequestContext>, token: AdminToken) {
-        let admin = router.group("admin").add(middleware: AdminAuthMiddleware(token: token))
+    /// Its routes in the `/admin` group, which checks the admin token.
+    func addRoutes(to admin: RouterGroup<OrchardRequestContext>) {
         admin.get("mandates") { request, _ in
             try await list(request.uri.queryParameters)
         }

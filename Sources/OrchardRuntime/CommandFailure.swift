@@ -1,0 +1,44 @@
+import ArgumentParser
+
+/// A command's failure in one line a user can act on. Library code throws it (or its own typed
+/// error); only the executable prints `orchard: <message>` on standard error and exits with status 1.
+public struct CommandFailure: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// How a command line ended, for the executable to report: nothing on success, one line and
+/// status 1 on a failure, ArgumentParser's own report for its errors (usage, help, an exit code).
+public enum CommandOutcome: Sendable {
+    case succeeded
+    /// `orchard: <message>`, with its newline.
+    case failed(line: String)
+    /// To hand to ArgumentParser's `exit(withError:)`.
+    case argumentParser(any Error)
+}
+
+extension AsyncParsableCommand {
+    /// Parses the command line, runs the command it names and says how it ended; prints nothing
+    /// and never exits, so every `defer` of the command has run when it returns.
+    public static func runCommandLine(_ arguments: [String]? = nil) async -> CommandOutcome {
+        var command: any ParsableCommand
+        do {
+            command = try await asyncParseAsRoot(arguments)
+        } catch {
+            return .argumentParser(error)
+        }
+        do {
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            return .succeeded
+        } catch let error where error is ExitCode || error is CleanExit || error is ValidationError {
+            return .argumentParser(error)
+        } catch {
+            return .failed(line: "orchard: \(error)\n")
+        }
+    }
+}
