@@ -5,8 +5,9 @@ import OrchardCore
 import PostgresNIO
 
 /// The schema, as numbered migrations. A database records the versions it has in
-/// `schema_migrations`; at startup the missing ones run in order, in one transaction, under an
-/// advisory lock, so instances started together migrate once and the others wait for it.
+/// `schema_migrations`; at startup every one it lacks runs, in order, in one transaction, under
+/// an advisory lock, so instances started together migrate once and the others wait for it. A
+/// version this Orchard does not know means a newer Orchard wrote the schema: refused.
 /// Append a migration for every change; never edit a released one.
 enum PostgresMigrations {
     struct Migration {
@@ -147,15 +148,17 @@ enum PostgresMigrations {
                     CREATE TABLE IF NOT EXISTS schema_migrations (
                         version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
                     """, logger: logger)
-                let rows = try await connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).collect()
-                let current = try rows.first?.makeRandomAccess()[0].decode(Int.self) ?? 0
+                let rows = try await connection.query("SELECT version FROM schema_migrations", logger: logger).collect()
+                let present = Set(try rows.map { try $0.makeRandomAccess()[0].decode(Int.self) })
                 let newest = all.last?.version ?? 0
-                guard current <= newest else {
+                if let unknown = present.subtracting(all.map(\.version)).max() {
                     throw ConfigurationError(
-                        "the database's schema is version \(current), newer than this Orchard knows (\(newest)): run a newer Orchard")
+                        "the database's schema is version \(unknown), newer than this Orchard knows (\(newest)): run a newer Orchard")
                 }
+                // Every migration the database lacks, in order, whatever the highest it has: one
+                // skipped (a gap left by a branch merged later, a row removed by hand) still runs.
                 var applied: [Int] = []
-                for migration in all where migration.version > current {
+                for migration in all where !present.contains(migration.version) {
                     for statement in migration.statements {
                         try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }

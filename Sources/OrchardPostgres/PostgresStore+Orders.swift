@@ -83,7 +83,7 @@ extension PostgresStore {
                         VALUES (\(domain), \(merchant.partnerIdentifier), \(Int32(position)))
                         """, logger: logger)
                 } catch let error as PSQLError where error.sqlState == "23505" {
-                    throw BusinessRefusal(.domainTaken, "\(domain) is already registered to another merchant")
+                    throw RegisteredMerchant.domainTaken(domain)
                 }
             }
         }

@@ -83,11 +83,7 @@ extension PostgresStore {
                 """, logger
             ).first.map(Self.paymentRequest)
             if let earlier {
-                guard ConstantTime.equal(earlier.fingerprint, request.fingerprint) else {
-                    throw BusinessRefusal(
-                        .idempotencyMismatch, "this Idempotency-Key was used for another request body; use a new key for a new request")
-                }
-                return (earlier, false)
+                return (try earlier.replay(for: request), false)
             }
             try await connection.query(
                 """

@@ -125,11 +125,7 @@ extension SQLiteStore {
                     [.text(request.merchantIdentifier), .text(request.idempotencyKey)]
                 ).first.map(Self.paymentRequest)
                 if let earlier {
-                    guard ConstantTime.equal(earlier.fingerprint, request.fingerprint) else {
-                        throw BusinessRefusal(
-                            .idempotencyMismatch, "this Idempotency-Key was used for another request body; use a new key for a new request")
-                    }
-                    return (earlier, false)
+                    return (try earlier.replay(for: request), false)
                 }
                 try db.execute(
                     """

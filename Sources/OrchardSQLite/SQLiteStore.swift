@@ -126,7 +126,7 @@ public final class SQLiteStore: OrchardStore {
                             "INSERT INTO registered_domains (domain, partner_id, position) VALUES (?, ?, ?)",
                             [.text(domain), .text(merchant.partnerIdentifier), .integer(Int64(position))])
                     } catch let failure as SQLiteDatabase.Failure where failure.isConstraint {
-                        throw BusinessRefusal(.domainTaken, "\(domain) is already registered to another merchant")
+                        throw RegisteredMerchant.domainTaken(domain)
                     }
                 }
             }

@@ -44,10 +44,7 @@ extension InMemoryStore {
             if let earlier = state.requests.values.first(where: {
                 $0.merchantIdentifier == request.merchantIdentifier && $0.idempotencyKey == request.idempotencyKey
             }) {
-                guard earlier.fingerprint == request.fingerprint else {
-                    throw BusinessRefusal(.idempotencyMismatch, "this Idempotency-Key was used for another request body")
-                }
-                return (earlier, false)
+                return (try earlier.replay(for: request), false)
             }
             state.orders[order.id] = order
             state.requests[request.id] = request

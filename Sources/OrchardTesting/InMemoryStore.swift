@@ -172,7 +172,7 @@ public final class InMemoryStore: OrchardStore {
                 if state.merchants.values.contains(where: {
                     $0.partnerIdentifier != merchant.partnerIdentifier && $0.domains.contains(domain)
                 }) {
-                    throw BusinessRefusal(.domainTaken, "\(domain) is already registered to another merchant")
+                    throw RegisteredMerchant.domainTaken(domain)
                 }
             }
             var saved = merchant

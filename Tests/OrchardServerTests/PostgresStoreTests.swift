@@ -92,7 +92,9 @@ struct PostgresStoreTests {
         #expect(noVault?.contains("store.postgres needs payments.vaultKey, the same on every instance") == true, "\(noVault ?? "loaded")")
     }
 
-    @Test("instances starting together on a new database migrate it once; a newer schema is refused", .enabled(if: enabled))
+    @Test(
+        "instances starting together on a new database migrate it once; a skipped migration runs; a newer schema is refused",
+        .enabled(if: enabled))
     func migrations() async throws {
         let server = try await PostgresServer.shared()
         try await server.withDatabase(poolSize: 2) { settings in
@@ -105,6 +107,19 @@ struct PostgresStoreTests {
             }
             #expect(
                 try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1\n2\n3\n4\n5\n6")
+            // A migration the database lacks below its highest version still runs (set, not maximum).
+            try await server.query(settings.database, "ALTER TABLE payments DROP COLUMN operation_until")
+            try await server.query(settings.database, "DELETE FROM schema_migrations WHERE version = 5")
+            let reopened = try await PostgresStore.open(
+                settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
+            try await reopened.withRunning { _ in }
+            #expect(
+                try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1\n2\n3\n4\n5\n6")
+            #expect(
+                try await server.query(
+                    settings.database,
+                    "SELECT count(*) FROM information_schema.columns WHERE table_name = 'payments' AND column_name = 'operation_until'")
+                    == "1")
             try await server.query(
                 settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
             let refused = await Self.openError(settings)

@@ -78,6 +78,26 @@ public enum ConstantTime {
     }
 }
 
+extension PaymentRequestRecord {
+    /// The answer to `request` when this request already holds its merchant's Idempotency-Key:
+    /// this request, if the bodies' fingerprints match (compared in constant time); otherwise a
+    /// refusal, and nothing is created.
+    public func replay(for request: PaymentRequestRecord) throws(BusinessRefusal) -> PaymentRequestRecord {
+        guard ConstantTime.equal(fingerprint, request.fingerprint) else {
+            throw BusinessRefusal(
+                .idempotencyMismatch, "this Idempotency-Key was used for another request body; use a new key for a new request")
+        }
+        return self
+    }
+}
+
+extension RegisteredMerchant {
+    /// The refusal of a registration naming a domain another merchant holds.
+    public static func domainTaken(_ domain: String) -> BusinessRefusal {
+        BusinessRefusal(.domainTaken, "\(domain) is already registered to another merchant")
+    }
+}
+
 /// A payment request the shop's backend created (`POST /v1/payment-requests`); its order has the same ID.
 public struct PaymentRequestRecord: Sendable, Codable, Equatable {
     public var id: String
