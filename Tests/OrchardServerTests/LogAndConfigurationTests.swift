@@ -169,6 +169,39 @@ struct ObservabilityConfigurationTests {
         }
     }
 
+    @Test("a misspelt key anywhere in the file stops loading, naming it and what its section reads")
+    func unknownKeysEverywhere() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        let encoded = try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(file)) as? [String: Any])
+        func loadError(_ change: (inout [String: Any]) -> Void) throws -> String? {
+            var json = encoded
+            change(&json)
+            try directory.write("orchard.json", Array(try JSONSerialization.data(withJSONObject: json)))
+            do {
+                _ = try ServerConfiguration.load(path: directory.path("orchard.json"), environment: [:])
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        #expect(try loadError { _ in } == nil, "the harness's own file loads")
+        #expect(try loadError { $0["paymnets"] = ["vaultKey": "x"] }?.contains("paymnets: not a setting (this section reads: ") == true)
+        let server = try loadError { json in
+            var server = json["server"] as? [String: Any] ?? [:]
+            server["hots"] = "0.0.0.0"
+            json["server"] = server
+        }
+        #expect(server?.contains("server.hots: not a setting") == true && server?.contains("host") == true, "\(server ?? "loaded")")
+        let merchant = try loadError { json in
+            var merchants = try! #require(json["merchants"] as? [[String: Any]])
+            merchants[0]["displayname"] = "Shop"
+            json["merchants"] = merchants
+        }
+        #expect(merchant?.contains("merchants[].displayname: not a setting") == true, "\(merchant ?? "loaded")")
+    }
+
     @Test("a metrics listener off loopback is logged as a warning at startup")
     func publicMetricsWarns() throws {
         let handler = CapturingLogHandler()

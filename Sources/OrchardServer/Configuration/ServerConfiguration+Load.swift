@@ -305,11 +305,47 @@ extension ConfigurationFile {
         } catch {
             throw ConfigurationError("\(path): cannot read the configuration file (\(ServerConfiguration.reason(error)))")
         }
+        let file: ConfigurationFile
         do {
-            return try JSONDecoder().decode(ConfigurationFile.self, from: data)
+            file = try JSONDecoder().decode(ConfigurationFile.self, from: data)
         } catch {
             throw ConfigurationError("\(path): invalid configuration: \(ServerConfiguration.describe(error))")
         }
+        if let json = try? JSONSerialization.jsonObject(with: data), let unknown = unknownKey(in: json) {
+            throw ConfigurationError(
+                "\(path): invalid configuration: \(unknown.path): not a setting (this section reads: \(unknown.known))")
+        }
+        return file
+    }
+
+    /// Every key path the loader reads (lists as `name[]`): from its own decoding, so it cannot drift.
+    static let readKeys: Set<String> = Set((try? DecodedKeys.of(ConfigurationFile.self).keys).map(Array.init) ?? [])
+
+    /// The first key the file sets that the loader does not read (a typo would otherwise be
+    /// ignored silently), with the keys read beside it. Sections the loader reads as a whole
+    /// (a processor's, whose driver checks its keys itself) are left to their reader.
+    static func unknownKey(in json: Any, path: String = "") -> (path: String, known: String)? {
+        // The processor section's keys depend on its `type`: its driver refuses the others.
+        guard path != "merchants[].processor" else { return nil }
+        if let list = json as? [Any] {
+            for element in list {
+                if let unknown = unknownKey(in: element, path: path + "[]") { return unknown }
+            }
+            return nil
+        }
+        guard let object = json as? [String: Any] else { return nil }
+        let prefix = path.isEmpty ? "" : path + "."
+        let known = Set(
+            readKeys.filter { $0.hasPrefix(prefix) }.compactMap { key -> String? in
+                let name = key.dropFirst(prefix.count).split(separator: ".").first.map(String.init) ?? ""
+                return name.hasSuffix("[]") ? String(name.dropLast(2)) : name
+            })
+        guard !known.isEmpty else { return nil }
+        for key in object.keys.sorted() {
+            guard known.contains(key) else { return (prefix + key, known.sorted().joined(separator: ", ")) }
+            if let unknown = unknownKey(in: object[key] as Any, path: prefix + key) { return unknown }
+        }
+        return nil
     }
 
     /// The `appleGateway` section, checked: where live checks go.

@@ -3,10 +3,12 @@ import Foundation
 /// The keys a JSON document of a `Decodable` type can set, read from the type's own
 /// `init(from:)`: a decoder that answers every key as present records each key the decoding
 /// code asks for and the shape of its value, then hands back empty values. So the list is the
-/// loader's, not a copy of it: a key added to a configuration section appears here at once.
-enum DecodedKeys {
+/// loader's, not a copy of it: a key added to a configuration section appears here at once. The
+/// loader refuses any other key with it (``ConfigurationFile/unknownKey(in:)``), and the
+/// configuration reference is checked against it.
+package enum DecodedKeys {
     /// The value's shape, in the words the configuration reference uses.
-    enum Shape: String, Sendable {
+    package enum Shape: String, Sendable {
         case string, integer, number, boolean, object
         case list
         case listOfStrings = "list of strings"
@@ -16,7 +18,7 @@ enum DecodedKeys {
 
     /// Every key path (`server.host`, `merchants[].processingKeys[].pkcs12`) the type's decoding
     /// reads, with its shape. Lists are `name[]` inside a path.
-    static func of<T: Decodable>(_ type: T.Type) throws -> [String: Shape] {
+    package static func of<T: Decodable>(_ type: T.Type) throws -> [String: Shape] {
         let recorder = Recorder()
         _ = try T(from: RecordingDecoder(recorder: recorder, path: ""))
         var shapes = recorder.shapes
