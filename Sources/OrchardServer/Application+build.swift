@@ -74,16 +74,17 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
     MerchantSessionController(configuration: configuration, sessions: d.sessions, limiter: limiter).addRoutes(to: router)
     let health = HealthController(configuration: configuration, directory: directory, time: time, activity: d.activity)
     health.addRoutes(to: router)
-    OrdersController(
-        configuration: configuration, store: store, time: time,
-        quotes: d.shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, limiter: limiter
-    ).addRoutes(to: router)
+    let orders = OrderService(
+        orders: store, quotes: d.shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, time: time,
+        openFor: configuration.ordersOpenFor.timeInterval)
+    router.addRoutes(OrdersController(service: orders, limiter: limiter).routes)
     AuthorizeController(engine: engine, limiter: limiter).addRoutes(to: router)
     let v1 = router.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
-    PaymentRequestsController(
-        store: store, vault: d.vault, time: time, simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath,
-        limiter: limiter
-    ).addRoutes(to: v1, page: router)
+    let paymentRequests = PaymentRequestsController(
+        service: PaymentRequestService(store: store, vault: d.vault, time: time),
+        simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter)
+    v1.addRoutes(paymentRequests.apiRoutes)
+    router.addRoutes(paymentRequests.pageRoutes)
     PaymentsAPIController(store: store, engine: engine).addRoutes(to: v1)
     MandatesController(store: store, engine: engine, lifecycle: mandates, time: time).addRoutes(to: v1)
     TokenEventsController(

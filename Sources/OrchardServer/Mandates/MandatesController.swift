@@ -80,7 +80,7 @@ struct MandatesController {
         guard Money.isPositiveAmount(body.amount) else {
             throw OrchardError(.invalidRequest, "amount must be a whole number of minor units from 1 to \(ShopCart.maximumAmount)")
         }
-        let (_, metadata) = try checkedShopReference(
+        let (_, metadata) = try ShopInput.checkedReference(
             body.reference, metadata: body.metadata, naming: "the shop's own reference for this charge")
         // Checked before a charge order is made, so an ended mandate leaves nothing behind.
         guard mandate.state == .active else {
