@@ -26,6 +26,7 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     public var code: Code
+    /// Says what to change (or that nothing can be): shown to the caller as it is.
     public var message: String
 
     public init(_ code: Code, _ message: String) {

@@ -16,6 +16,7 @@ public struct QuoteClient: Sendable {
         self.logger = logger
     }
 
+    /// How long the shop has to answer: the shopper is waiting on the sheet.
     public static let deadline = Duration.seconds(3)
     /// The codes Apple Pay JS accepts in an update's errors.
     public static let appleErrorCodes: Set<String> = [

@@ -21,10 +21,13 @@ struct TokenEventsController {
     let fetching: Bool
     let time: TimeSource
 
-    func addRoutes(to router: Router<OrchardRequestContext>) {
+    /// The routes the router adds.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let router = RouteCollection(context: OrchardRequestContext.self)
         router.get("/apple-pay/token-events/{merchant}/notification/merchantToken/{eventId}") { _, context in
             try await receive(context)
         }
+        return router
     }
 
     /// 200 once recorded (or for an event that is not Apple's to record: Apple requires 200 for
