@@ -327,10 +327,10 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Core's policies and services, in memory: no sockets, no files.
+        // Core's policies and services, in memory (OrchardTesting's store and test identity): no sockets, no files.
         .testTarget(
             name: "OrchardCoreTests",
-            dependencies: ["OrchardCore", "ApplePay"],
+            dependencies: ["OrchardCore", "ApplePay", "OrchardTesting", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

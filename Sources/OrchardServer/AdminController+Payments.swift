@@ -16,7 +16,7 @@ extension AdminController {
         var orderState: OrderRecord.State?
     }
 
-    func addPaymentRoutes(to admin: RouterGroup<OrchardRequestContext>) {
+    func addPaymentRoutes(to admin: RouteCollection<OrchardRequestContext>) {
         admin.get("payments") { request, _ in
             let query = request.uri.queryParameters
             var state: PaymentState?

@@ -42,7 +42,7 @@ extension AdminController {
 
     struct EventList: ResponseEncodable { var events: [EventView] }
 
-    func addShopRoutes(to admin: RouterGroup<OrchardRequestContext>) {
+    func addShopRoutes(to admin: RouteCollection<OrchardRequestContext>) {
         admin.putJSON("merchants/{id}/settings") { request, context in
             try await setSettings(request, id: try Self.partnerIdentifier(context), context: context)
         }

@@ -69,7 +69,8 @@ struct AdminController {
     }
 
     /// Its routes in the `/admin` group, which checks the admin token.
-    func addRoutes(to admin: RouterGroup<OrchardRequestContext>) {
+    var routes: RouteCollection<OrchardRequestContext> {
+        let admin = RouteCollection(context: OrchardRequestContext.self)
         admin.get("merchants") { _, _ in
             Listing(
                 platformIntegrator: configuration.platform?.merchantIdentifier,
@@ -112,6 +113,7 @@ struct AdminController {
                 time: time
             ).check(configuration: configuration)
         }
+        return admin
     }
 
     /// The `{id}` path segment, percent-decoded (partner IDs may hold `|`, `&`, `$`…).

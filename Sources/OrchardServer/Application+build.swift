@@ -69,35 +69,37 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
     router.add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies, header: configuration.clientAddressHeader))
     router.add(middleware: MerchantMiddleware(directory: directory, maxBodyBytes: configuration.maxBodyBytes))
     let limiter = RateLimiter(settings: configuration.limits, time: time)
-    OpenAPIController().addRoutes(to: router)
-    DomainAssociationController().addRoutes(to: router)
-    MerchantSessionController(configuration: configuration, sessions: d.sessions, limiter: limiter).addRoutes(to: router)
+    router.addRoutes(OpenAPIController().routes)
+    router.addRoutes(DomainAssociationController().routes)
+    router.addRoutes(MerchantSessionController(configuration: configuration, sessions: d.sessions, limiter: limiter).routes)
     let health = HealthController(configuration: configuration, directory: directory, time: time, activity: d.activity)
-    health.addRoutes(to: router)
-    OrdersController(
-        configuration: configuration, store: store, time: time,
-        quotes: d.shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, limiter: limiter
-    ).addRoutes(to: router)
-    AuthorizeController(engine: engine, limiter: limiter).addRoutes(to: router)
+    router.addRoutes(health.routes)
+    let orders = OrderService(
+        orders: store, quotes: d.shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, time: time,
+        openFor: configuration.ordersOpenFor.timeInterval)
+    router.addRoutes(OrdersController(service: orders, limiter: limiter).routes)
+    router.addRoutes(AuthorizeController(engine: engine, limiter: limiter).routes)
     let v1 = router.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
-    PaymentRequestsController(
-        store: store, vault: d.vault, time: time, simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath,
-        limiter: limiter
-    ).addRoutes(to: v1, page: router)
-    PaymentsAPIController(store: store, engine: engine).addRoutes(to: v1)
-    MandatesController(store: store, engine: engine, lifecycle: mandates, time: time).addRoutes(to: v1)
-    TokenEventsController(
-        store: store, directory: directory, policy: configuration.tokenEvents, limiter: limiter, fetching: d.merchantTokens != nil,
-        time: time
-    ).addRoutes(to: router)
-    CheckoutController(configuration: configuration, simulator: d.simulator).addRoutes(to: router)
+    let paymentRequests = PaymentRequestsController(
+        service: PaymentRequestService(store: store, vault: d.vault, time: time),
+        simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter)
+    v1.addRoutes(paymentRequests.apiRoutes)
+    router.addRoutes(paymentRequests.pageRoutes)
+    v1.addRoutes(PaymentsAPIController(store: store, engine: engine).routes)
+    v1.addRoutes(MandatesController(store: store, engine: engine, lifecycle: mandates, time: time).routes)
+    router.addRoutes(
+        TokenEventsController(
+            store: store, directory: directory, policy: configuration.tokenEvents, limiter: limiter, fetching: d.merchantTokens != nil,
+            time: time
+        ).routes)
+    router.addRoutes(CheckoutController(configuration: configuration, simulator: d.simulator).routes)
     if let simulator = d.simulator {
-        SimulatedSheetController(configuration: configuration, simulator: simulator).addRoutes(to: router)
+        router.addRoutes(SimulatedSheetController(configuration: configuration, simulator: simulator).routes)
     }
     if let token = configuration.adminToken {
         // The one place the admin token is checked: every /admin route is in this group.
         let admin = router.group("admin").add(middleware: AdminAuthMiddleware(token: token))
-        health.addAdminRoutes(to: admin)
+        admin.addRoutes(health.adminRoutes)
         addAdminRoutes(to: admin, dependencies, services: services)
     }
     return router
@@ -108,18 +110,17 @@ private func addAdminRoutes(
     to admin: RouterGroup<OrchardRequestContext>, _ d: ApplicationDependencies, services: SharedServices
 ) {
     let (configuration, store, directory) = (d.configuration, d.store, d.directory)
-    AdminController(
+    let controller = AdminController(
         configuration: configuration, directory: directory, store: store, registration: d.registration, sessions: d.sessions,
         domainProbe: d.domainProbe, engine: services.engine, time: d.time, processors: d.processors, processorMaker: d.processorMaker,
         lifecycle: services.mandates,
         webhooks: d.shopCalls.map {
             WebhookDispatcher(
                 store: store, transport: $0, directory: directory, policy: configuration.webhooks, time: d.time, logger: d.logger)
-        }
-    )
-    .addRoutes(to: admin)
-    AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: services.mandates)
-        .addRoutes(to: admin)
+        })
+    admin.addRoutes(controller.routes)
+    admin.addRoutes(
+        AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: services.mandates).routes)
 }
 
 /// The checkout page and static files, from memory: `folder`'s small files, or the page built into the binary.

@@ -52,7 +52,9 @@ struct AuthorizeController {
         var paymentId: String
     }
 
-    func addRoutes(to router: Router<OrchardRequestContext>) {
+    /// The routes the router adds.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let router = RouteCollection(context: OrchardRequestContext.self)
         router.postJSON("/api/apple-pay/authorize") { request, context in
             do {
                 return try await authorize(request, context: context)
@@ -61,6 +63,7 @@ struct AuthorizeController {
                 throw error
             }
         }
+        return router
     }
 
     /// Decode, hand to the engine, map its answer.

@@ -27,7 +27,9 @@ struct CheckoutController {
         var simulatedSheet: String?
     }
 
-    func addRoutes(to router: Router<OrchardRequestContext>) {
+    /// The routes the router adds.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let router = RouteCollection(context: OrchardRequestContext.self)
         router.get("/api/checkout") { _, context in
             let (merchant, _) = try context.requireMerchant()
             guard let catalogue = merchant.catalogue, let currency = Currency(code: catalogue.currency) else {
@@ -42,5 +44,6 @@ struct CheckoutController {
                 simulatedSheet: simulator == nil ? nil : SimulatedSheetController.scriptPath)
             return settings
         }
+        return router
     }
 }

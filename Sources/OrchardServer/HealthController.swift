@@ -13,19 +13,24 @@ struct HealthController {
     let time: TimeSource
     let activity: ServerActivity
 
-    func addRoutes(to router: Router<OrchardRequestContext>) {
+    /// The routes the router adds.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let router = RouteCollection(context: OrchardRequestContext.self)
         router.get("/health") { _, _ in
             let state = activity.state
             // Nothing about certificates or merchants here: this route is public.
             return try Self.json(["status": state.name], status: state == .ready ? .ok : .serviceUnavailable)
         }
+        return router
     }
 
     /// `health` in the `/admin` group, which checks the admin token.
-    func addAdminRoutes(to admin: RouterGroup<OrchardRequestContext>) {
+    var adminRoutes: RouteCollection<OrchardRequestContext> {
+        let admin = RouteCollection(context: OrchardRequestContext.self)
         admin.get("health") { _, _ in
             try Self.json(detail(), status: .ok)
         }
+        return admin
     }
 
     /// Every certificate's and merchant identity's expiry on the server's clock.

@@ -14,10 +14,13 @@ struct MerchantSessionController {
         var validationURL: String?
     }
 
-    func addRoutes(to router: Router<OrchardRequestContext>) {
+    /// The routes the router adds.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let router = RouteCollection(context: OrchardRequestContext.self)
         router.postJSON("/api/apple-pay/session") { request, context in
             try await createSession(request, context: context)
         }
+        return router
     }
 
     func createSession(_ request: Request, context: OrchardRequestContext) async throws -> Response {

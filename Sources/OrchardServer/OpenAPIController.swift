@@ -11,11 +11,14 @@ struct OpenAPIController {
     /// The document's bytes, as written in the repository.
     static let document: [UInt8] = EmbeddedOpenAPIFiles.base64["openapi.json"].flatMap { Data(base64Encoded: $0) }.map(Array.init) ?? []
 
-    func addRoutes(to router: Router<OrchardRequestContext>) {
+    /// The routes the router adds.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let router = RouteCollection(context: OrchardRequestContext.self)
         router.get(RouterPath(Self.path)) { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-cache"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: Self.document)))
         }
+        return router
     }
 }

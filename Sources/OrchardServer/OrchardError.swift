@@ -112,6 +112,24 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         self.init(code, error.message)
     }
 
+    /// The application services' refusals, mapped once.
+    public init(_ error: ServiceError) {
+        let code: Code =
+            switch error.code {
+            case .notFound: .notFound
+            case .ordersUnavailable: .ordersUnavailable
+            case .invalidRequest: .invalidRequest
+            case .invalidCart: .invalidCart
+            case .invalidAgreement: .invalidAgreement
+            case .orderNotOpen: .orderNotOpen
+            case .orderChanged: .orderChanged
+            case .idempotencyMismatch: .idempotencyMismatch
+            case .quoteFailed: .quoteFailed
+            case .inconsistent: .internalError
+            }
+        self.init(code, error.message)
+    }
+
     /// A merchant session Apple did not give, worded for the shopper's page (Apple's own message
     /// stays in the operator's log).
     public init(session error: GatewayError) {
@@ -156,5 +174,15 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         // RFC 9110 §15.5.16: say which media type would have been taken.
         if code == .unsupportedMediaType { headers[.accept] = "application/json" }
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// A service's refusal thrown from a route answers as its ``OrchardError`` does: the routes call
+/// the services and need not catch.
+extension ServiceError: HTTPResponseError {
+    public var status: HTTPResponse.Status { OrchardError(self).status }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        try OrchardError(self).response(from: request, context: context)
     }
 }

@@ -41,7 +41,9 @@ struct SimulatedSheetController {
         var merchantToken: Bool?
     }
 
-    func addRoutes(to router: Router<OrchardRequestContext>) {
+    /// The routes the router adds.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let router = RouteCollection(context: OrchardRequestContext.self)
         router.get(RouterPath(Self.scriptPath)) { _, _ in
             Self.file(simulator.script, type: "text/javascript; charset=utf-8")
         }
@@ -72,6 +74,7 @@ struct SimulatedSheetController {
                 merchantToken: body.merchantToken ?? false)
             return token
         }
+        return router
     }
 
     static func file(_ bytes: [UInt8], type: String) -> Response {

@@ -22,7 +22,9 @@ struct PaymentsAPIController {
         var refunds: [RefundRecord]
     }
 
-    func addRoutes(to v1: RouterGroup<OrchardRequestContext>) {
+    /// The routes the router adds.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let v1 = RouteCollection(context: OrchardRequestContext.self)
         v1.get("payments/{id}") { _, context in
             try await detail(try engine(context) { try await $0.requirePayment($1, merchantIdentifier: $2) })
         }
@@ -50,6 +52,7 @@ struct PaymentsAPIController {
                 }
             return EditedResponse(status: status, response: refund)
         }
+        return v1
     }
 
     /// Runs an engine call for the authenticated merchant on the path's payment.

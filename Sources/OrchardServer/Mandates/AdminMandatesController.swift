@@ -29,7 +29,8 @@ struct AdminMandatesController {
     }
 
     /// Its routes in the `/admin` group, which checks the admin token.
-    func addRoutes(to admin: RouterGroup<OrchardRequestContext>) {
+    var routes: RouteCollection<OrchardRequestContext> {
+        let admin = RouteCollection(context: OrchardRequestContext.self)
         admin.get("mandates") { request, _ in
             try await list(request.uri.queryParameters)
         }
@@ -45,6 +46,7 @@ struct AdminMandatesController {
             }
             return AdminMandate(ended)
         }
+        return admin
     }
 
     /// Newest first, across every configured and registered merchant unless `merchant` names one.

@@ -37,7 +37,9 @@ struct MandatesController {
         var mandate: MandateView
     }
 
-    func addRoutes(to v1: RouterGroup<OrchardRequestContext>) {
+    /// The routes the router adds.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let v1 = RouteCollection(context: OrchardRequestContext.self)
         v1.get("mandates") { request, context in
             let merchant = try context.requireAPIMerchant()
             let state = try request.uri.queryParameters["state"].map { text in
@@ -60,6 +62,7 @@ struct MandatesController {
             else { return MandateView(try await store.mandate(id: mandate.id) ?? mandate) }
             return MandateView(ended)
         }
+        return v1
     }
 
     func requireMandate(_ context: OrchardRequestContext) async throws -> MandateRecord {
@@ -80,7 +83,7 @@ struct MandatesController {
         guard Money.isPositiveAmount(body.amount) else {
             throw OrchardError(.invalidRequest, "amount must be a whole number of minor units from 1 to \(ShopCart.maximumAmount)")
         }
-        let (_, metadata) = try checkedShopReference(
+        let (_, metadata) = try ShopInput.checkedReference(
             body.reference, metadata: body.metadata, naming: "the shop's own reference for this charge")
         // Checked before a charge order is made, so an ended mandate leaves nothing behind.
         guard mandate.state == .active else {

@@ -21,16 +21,13 @@ struct TokenEventsController {
     let fetching: Bool
     let time: TimeSource
 
-    /// Where Apple notifies a merchant's token events, relative to Orchard's public address.
-    static func notificationPath(merchantIdentifier: String) -> String {
-        "apple-pay/token-events/"
-            + (merchantIdentifier.addingPercentEncoding(withAllowedCharacters: .urlPathSegmentUnreserved) ?? merchantIdentifier)
-    }
-
-    func addRoutes(to router: Router<OrchardRequestContext>) {
+    /// The routes the router adds.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let router = RouteCollection(context: OrchardRequestContext.self)
         router.get("/apple-pay/token-events/{merchant}/notification/merchantToken/{eventId}") { _, context in
             try await receive(context)
         }
+        return router
     }
 
     /// 200 once recorded (or for an event that is not Apple's to record: Apple requires 200 for
@@ -39,7 +36,7 @@ struct TokenEventsController {
     func receive(_ context: OrchardRequestContext) async throws -> Response {
         // Per source first: whatever the rest, every notification counts against its sender.
         try limiter.check(.tokenEvents, context: context, merchant: nil)
-        // The segment is percent-encoded as notificationPath wrote it: partner IDs may hold `|`, `&`, `$`…
+        // The segment is percent-encoded as PaymentRequestView.tokenNotificationPath wrote it: partner IDs may hold `|`, `&`, `$`…
         let raw = try context.parameters.require("merchant")
         let merchantIdentifier = raw.removingPercentEncoding ?? raw
         let eventId = try context.parameters.require("eventId")

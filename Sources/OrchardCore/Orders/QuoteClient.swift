@@ -1,23 +1,31 @@
 import ApplePay
 import Foundation
 import Logging
-import OrchardCore
 
 /// Asks the shop's quote URL to price a change the shopper made on the sheet: signed like
 /// webhooks, answered within 3 s or not at all. Any failure keeps the old total and fails the
 /// update, so the sheet never shows a total the shop did not give.
-struct QuoteClient: Sendable {
+public struct QuoteClient: Sendable {
     let transport: any ShopTransport
     let time: TimeSource
     let logger: Logger
 
-    static let deadline = Duration.seconds(3)
+    public init(transport: any ShopTransport, time: TimeSource, logger: Logger) {
+        self.transport = transport
+        self.time = time
+        self.logger = logger
+    }
+
+    /// How long the shop has to answer: the shopper is waiting on the sheet.
+    public static let deadline = Duration.seconds(3)
     /// The codes Apple Pay JS accepts in an update's errors.
-    static let appleErrorCodes: Set<String> = [
+    public static let appleErrorCodes: Set<String> = [
         "shippingContactInvalid", "billingContactInvalid", "addressUnserviceable", "couponCodeInvalid", "couponCodeExpired", "unknown",
     ]
 
-    func quote(_ request: QuoteRequest, endpoint: WebhookEndpoint, merchant: String) async throws(OrchardError) -> QuoteAnswer {
+    /// The shop's answer to `request`: a 2xx quote within ``deadline`` whose errors are Apple Pay's
+    /// codes. Its cart is checked by ``OrderService``, which reports a bad one with ``failure(_:_:detail:)``.
+    public func quote(_ request: QuoteRequest, endpoint: WebhookEndpoint, merchant: String) async throws(ServiceError) -> QuoteAnswer {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = (try? encoder.encode(request)).map(Array.init) ?? []
@@ -50,10 +58,11 @@ struct QuoteClient: Sendable {
     }
 
     /// - Parameter detail: for the log only (a transport error may name addresses the shopper has no business seeing).
-    func failure(_ what: String, _ request: QuoteRequest, detail: String? = nil) -> OrchardError {
+    /// Logs why the shop's price was not taken and says so to the shopper's page.
+    public func failure(_ what: String, _ request: QuoteRequest, detail: String? = nil) -> ServiceError {
         var metadata: Logger.Metadata = ["paymentRequest": "\(request.paymentRequestId)", "problem": "\(what)"]
         if let detail { metadata["error"] = "\(detail)" }
         logger.error("the shop's quote URL failed; the total is unchanged", metadata: metadata)
-        return OrchardError(.quoteFailed, "the shop could not price this change (its quote URL \(what)); the total is unchanged")
+        return ServiceError(.quoteFailed, "the shop could not price this change (its quote URL \(what)); the total is unchanged")
     }
 }

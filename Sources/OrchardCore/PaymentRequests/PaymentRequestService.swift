@@ -1,0 +1,131 @@
+import ApplePay
+import Foundation
+
+/// Payment requests a shop's backend creates for its own cart, and what the shop and the
+/// shopper's page see of them. A request and its open order are created together, once per
+/// Idempotency-Key; a request is visible only to its own merchant.
+public struct PaymentRequestService: Sendable {
+    let store: any PaymentRequests & OrderPayments & Refunds
+    let vault: PaymentVault
+    let time: TimeSource
+
+    /// Seconds a request takes payments when the shop names no `expiresInSeconds`, and the bounds.
+    public static let defaultExpiry = 1800
+    public static let expiryRange = 60...604_800
+
+    public init(store: any PaymentRequests & OrderPayments & Refunds, vault: PaymentVault, time: TimeSource) {
+        self.store = store
+        self.vault = vault
+        self.time = time
+    }
+
+    /// Creates the request and its open order, or, for an Idempotency-Key the merchant used
+    /// before with the same draft, answers the earlier one (`created` false).
+    public func create(_ draft: PaymentRequestDraft, idempotencyKey key: String, merchant: MerchantConfiguration) async throws -> (
+        view: PaymentRequestView, created: Bool
+    ) {
+        let cart = try self.cart(draft, merchant: merchant)
+        try checkAgreement(draft)
+        let (reference, metadata) = try ShopInput.checkedReference(
+            draft.reference, metadata: draft.metadata, naming: "the shop's own order reference")
+        let expiry = draft.expiresInSeconds ?? Self.defaultExpiry
+        guard Self.expiryRange.contains(expiry) else {
+            throw ServiceError(
+                .invalidRequest, "expiresInSeconds must be \(Self.expiryRange.lowerBound)–\(Self.expiryRange.upperBound)")
+        }
+        let priced: PricedOrder
+        do throws(ApplePayError) {
+            priced = try cart.price()
+        } catch {
+            throw ServiceError(.invalidCart, error.message)
+        }
+        let now = time.now
+        let order = OrderRecord.opened(
+            merchantIdentifier: merchant.merchantIdentifier, priced: priced, at: now, openFor: TimeInterval(expiry))
+        let record = PaymentRequestRecord(
+            id: order.id, merchantIdentifier: merchant.merchantIdentifier, reference: reference, metadata: metadata, cart: cart,
+            idempotencyKey: key, fingerprint: try draft.fingerprint(), expiresAt: order.expiresAt ?? now, createdAt: now)
+        let (stored, created): (PaymentRequestRecord, Bool)
+        do {
+            (stored, created) = try await store.createPaymentRequest(record, order: order)
+        } catch let error as BusinessRefusal where error.code == .idempotencyMismatch {
+            throw ServiceError(.idempotencyMismatch, error.message)
+        }
+        return (try await view(stored, merchant: merchant), created)
+    }
+
+    /// The shop's cart, checked: the merchant's catalogue country when the draft names none.
+    func cart(_ draft: PaymentRequestDraft, merchant: MerchantConfiguration) throws(ServiceError) -> ShopCart {
+        guard let country = draft.countryCode ?? merchant.catalogue?.countryCode else {
+            throw ServiceError(.invalidRequest, "countryCode is required: the merchant's ISO 3166 country, like GB")
+        }
+        let cart = ShopCart(
+            currency: draft.currency, countryCode: country, amount: draft.amount,
+            lines: (draft.lineItems ?? []).map { ShopCart.Line(label: $0.label, amount: $0.amount) },
+            shippingMethods: (draft.shippingMethods ?? []).map {
+                Catalogue.ShippingMethod(
+                    identifier: $0.identifier, label: $0.label, detail: $0.detail ?? "", amount: $0.amount, countries: $0.countries)
+            }, requiredShippingContactFields: draft.requiredShippingContactFields ?? [],
+            requiredBillingContactFields: draft.requiredBillingContactFields ?? [],
+            supportedNetworks: draft.supportedNetworks ?? merchant.catalogue?.supportedNetworks ?? ShopCart.defaultNetworks,
+            agreement: draft.agreement)
+        do throws(ApplePayError) {
+            return try cart.validated()
+        } catch {
+            throw ServiceError(.invalidCart, error.message)
+        }
+    }
+
+    /// The agreement's own rules at this instant, and no split payment.
+    func checkAgreement(_ draft: PaymentRequestDraft) throws(ServiceError) {
+        if draft.multiTokenContexts != nil {
+            throw ServiceError(
+                .invalidRequest,
+                "multiTokenContexts (one payment split across several merchants) is not supported: none of Orchard's processors takes it; create one payment request per merchant"
+            )
+        }
+        guard let agreement = draft.agreement else { return }
+        do throws(ApplePayError) {
+            try agreement.check(now: time.now)
+        } catch {
+            throw ServiceError(.invalidAgreement, error.message)
+        }
+    }
+
+    /// The merchant's request `id`; another merchant's is "not found", never "forbidden".
+    public func request(id: String, merchant: MerchantConfiguration) async throws -> PaymentRequestRecord {
+        guard id.utf8.count <= 64, let record = try await store.paymentRequest(id: id),
+            record.merchantIdentifier == merchant.merchantIdentifier
+        else { throw ServiceError(.notFound, "there is no payment request \(id.prefix(64))") }
+        return record
+    }
+
+    /// The request the page's client secret opens, as the shopper may see it.
+    public func open(clientSecret: String, merchant: MerchantConfiguration, simulatedSheet: String?) async throws
+        -> ShopperPaymentRequestView
+    {
+        guard let id = vault.requestId(fromClientSecret: clientSecret) else {
+            throw ServiceError(.notFound, "there is no such payment request (check the clientSecret)")
+        }
+        let view = try await view(try await request(id: id, merchant: merchant), merchant: merchant)
+        return ShopperPaymentRequestView(view, simulatedSheet: simulatedSheet)
+    }
+
+    /// The request with its order's status and total, and its payments with what each had refunded.
+    public func view(_ record: PaymentRequestRecord, merchant: MerchantConfiguration) async throws -> PaymentRequestView {
+        guard let order = try await store.order(id: record.id) else {
+            throw ServiceError(.inconsistent, "the payment request's order is missing")
+        }
+        var payments: [PaymentView] = []
+        for payment in try await store.payments(orderId: record.id) {
+            let refunded = try await store.refunds(paymentId: payment.id).filter { $0.state == .refunded }.reduce(0) { $0 + $1.amount }
+            payments.append(PaymentView(payment: payment, request: record, refunded: refunded))
+        }
+        return PaymentRequestView(
+            record: record, order: order, clientSecret: vault.clientSecret(forRequest: record.id), now: time.now,
+            paymentRequest: record.cart.paymentRequest(
+                order.priced, displayName: merchant.displayName, applicationData: order.applicationData,
+                supportsCoupons: merchant.quote != nil),
+            payments: payments)
+    }
+}

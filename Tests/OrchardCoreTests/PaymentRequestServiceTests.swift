@@ -1,0 +1,117 @@
+import ApplePay
+import Foundation
+import OrchardCore
+import OrchardTesting
+import Testing
+
+/// ``PaymentRequestService`` in memory: a request and its order made once per Idempotency-Key,
+/// the shop's inputs bounded, and what the shop and the shopper each see.
+@Suite("PaymentRequestService: creating, replaying and showing payment requests, in memory")
+struct PaymentRequestServiceTests {
+    let store = InMemoryStore()
+    let clock = TestClock()
+    let vault = PaymentVault.ephemeral()
+
+    var service: PaymentRequestService { PaymentRequestService(store: store, vault: vault, time: clock.source) }
+
+    static func draft(amount: Int64 = 2_500, reference: String = "order-42") -> PaymentRequestDraft {
+        var draft = PaymentRequestDraft(amount: amount, currency: "EUR", countryCode: "FR", reference: reference)
+        draft.metadata = ["customer": "c-9"]
+        draft.shippingMethods = [.init(identifier: "post", label: "Post", detail: "2 days", amount: 400, countries: nil)]
+        return draft
+    }
+
+    func refusal(_ body: () async throws -> Void) async -> ServiceError? {
+        do {
+            try await body()
+            return nil
+        } catch let error as ServiceError {
+            return error
+        } catch {
+            Issue.record("not a ServiceError: \(error)")
+            return nil
+        }
+    }
+
+    @Test("a request and its open order are made together; the view prices the first method and its secret opens it")
+    func create() async throws {
+        let merchant = try ServiceFixtures.merchant()
+        let (view, created) = try await service.create(Self.draft(), idempotencyKey: "key-1", merchant: merchant)
+        #expect(created && view.status == "requires_payment" && view.amount == 2_500 && view.total == 2_900)
+        #expect(view.reference == "order-42" && view.metadata == ["customer": "c-9"] && view.tokenNotificationPath == nil)
+        #expect(view.expiresAt == ServiceFixtures.start.addingTimeInterval(TimeInterval(PaymentRequestService.defaultExpiry)))
+        let order = try #require(try await store.order(id: view.id))
+        #expect(order.state == .open && order.priced.total == 2_900 && order.applicationData == OrderRecord.binding(orderId: view.id))
+        let record = try #require(try await store.paymentRequest(id: view.id))
+        let fingerprint = try Self.draft().fingerprint()
+        #expect(record.idempotencyKey == "key-1" && record.fingerprint == fingerprint)
+
+        let shopper = try await service.open(clientSecret: view.clientSecret, merchant: merchant, simulatedSheet: nil)
+        #expect(shopper.id == view.id && shopper.total == 2_900 && shopper.reference == "order-42")
+        #expect(
+            await refusal { _ = try await service.open(clientSecret: "nope", merchant: merchant, simulatedSheet: nil) }?.code == .notFound)
+    }
+
+    @Test("the same Idempotency-Key with the same draft answers the first request; with another draft it is refused")
+    func idempotency() async throws {
+        let merchant = try ServiceFixtures.merchant()
+        let first = try await service.create(Self.draft(), idempotencyKey: "key-2", merchant: merchant)
+        let again = try await service.create(Self.draft(), idempotencyKey: "key-2", merchant: merchant)
+        #expect(!again.created && again.view.id == first.view.id)
+        let other = await refusal { _ = try await service.create(Self.draft(amount: 9_999), idempotencyKey: "key-2", merchant: merchant) }
+        #expect(other?.code == .idempotencyMismatch)
+        // Another merchant's key of the same name is its own.
+        let second = try await service.create(
+            Self.draft(), idempotencyKey: "key-2", merchant: try ServiceFixtures.merchant(TestMaterial.secondMerchantIdentifier))
+        #expect(second.created && second.view.id != first.view.id)
+    }
+
+    @Test("bad inputs are refused with what to fix, before anything is stored")
+    func refused() async throws {
+        let merchant = try ServiceFixtures.merchant()
+        var cases: [(PaymentRequestDraft, ServiceError.Code, MerchantConfiguration)] = []
+        var draft = Self.draft()
+        draft.expiresInSeconds = 59
+        cases.append((draft, .invalidRequest, merchant))
+        draft = Self.draft(reference: "")
+        cases.append((draft, .invalidRequest, merchant))
+        draft = Self.draft()
+        draft.metadata = Dictionary(uniqueKeysWithValues: (0..<21).map { ("k\($0)", "v") })
+        cases.append((draft, .invalidRequest, merchant))
+        draft = Self.draft()
+        draft.multiTokenContexts = [.init(merchantIdentifier: "merchant.other")]
+        cases.append((draft, .invalidRequest, merchant))
+        draft = Self.draft(amount: 0)
+        cases.append((draft, .invalidCart, merchant))
+        draft = Self.draft()
+        draft.countryCode = nil
+        cases.append((draft, .invalidRequest, try ServiceFixtures.merchant(catalogue: nil)))
+        for (index, (draft, code, merchant)) in cases.enumerated() {
+            let error = await refusal { _ = try await service.create(draft, idempotencyKey: "key-\(index)", merchant: merchant) }
+            #expect(error?.code == code, "case \(index)")
+        }
+        #expect(try await store.expireOrders(at: clock.source.now.addingTimeInterval(1e6), limit: 100).isEmpty, "no order was stored")
+    }
+
+    @Test("a request is only its merchant's, and its status follows its order and its expiry")
+    func visibility() async throws {
+        let merchant = try ServiceFixtures.merchant()
+        let view = try await service.create(Self.draft(), idempotencyKey: "key-3", merchant: merchant).view
+        let other = try ServiceFixtures.merchant(TestMaterial.secondMerchantIdentifier)
+        #expect(await refusal { _ = try await service.request(id: view.id, merchant: other) }?.code == .notFound)
+        #expect(
+            await refusal { _ = try await service.open(clientSecret: view.clientSecret, merchant: other, simulatedSheet: nil) }?.code
+                == .notFound)
+        clock.advance(TimeInterval(PaymentRequestService.defaultExpiry))
+        let record = try await service.request(id: view.id, merchant: merchant)
+        #expect(try await service.view(record, merchant: merchant).status == "expired")
+    }
+
+    @Test("the shop's Idempotency-Key: required, 1–255 visible ASCII characters")
+    func idempotencyKeys() throws {
+        #expect(try ShopInput.idempotencyKey("0b7c6f1e-uuid") == "0b7c6f1e-uuid")
+        for bad in [nil, "", "with space", String(repeating: "k", count: 256), "café"] {
+            #expect(throws: ServiceError.self) { try ShopInput.idempotencyKey(bad) }
+        }
+    }
+}
