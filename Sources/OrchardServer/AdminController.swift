@@ -5,19 +5,15 @@ import Hummingbird
 import Logging
 import OrchardCore
 
-/// `/admin/`: the merchant registry and domain registration, behind a bearer token.
-/// Not routed at all when no `admin.token` is configured.
+/// `/admin/merchants`: the merchant registry, domain registration and registered merchants'
+/// settings, behind the admin token (payments, API keys, webhooks and the doctor have
+/// controllers of their own). Not routed at all when no `admin.token` is configured.
 struct AdminController {
     let configuration: ServerConfiguration
     let directory: MerchantDirectory
-    /// The registry and its sealed settings, API keys, the webhook outbox, payments, and the
-    /// mandates a retirement ends: five repositories, as many as the admin API's concerns.
-    let store: any MerchantRegistry & APIKeys & WebhookOutbox & OrderPayments & MandateRecords
+    /// The registry and its sealed settings, and what a retirement revokes, skips and ends.
+    let store: any MerchantRegistry & APIKeys & WebhookOutbox & MandateRecords
     let registration: (any MerchantRegistrationService)?
-    /// For `/admin/doctor?live=true` and `?domains=true`.
-    let sessions: any MerchantSessionService
-    let domainProbe: (any DomainProbe)?
-    let engine: PaymentsEngine
     let time: TimeSource
     /// Where registered merchants' processors are set when an operator changes them.
     let processors: PaymentProcessors
@@ -102,17 +98,7 @@ struct AdminController {
         admin.postJSON("merchants/{id}/unregister") { request, context in
             try await unregister(request, id: try Self.partnerIdentifier(context), context: context)
         }
-        addPaymentRoutes(to: admin)
-        addShopRoutes(to: admin)
-        // What loading the configuration cannot prove: merchant IDs, association files, keys'
-        // publicKeyHash, and (live=true) Apple's answer for each domain.
-        admin.get("doctor") { request, _ in
-            let query = request.uri.queryParameters
-            return await Doctor(
-                sessions: query.get("live") == "true" ? sessions : nil, probe: query.get("domains") == "true" ? domainProbe : nil,
-                time: time
-            ).check(configuration: configuration)
-        }
+        addSettingsRoutes(to: admin)
         return admin
     }
 

@@ -111,14 +111,18 @@ private func addAdminRoutes(
 ) {
     let (configuration, store, directory) = (d.configuration, d.store, d.directory)
     let controller = AdminController(
-        configuration: configuration, directory: directory, store: store, registration: d.registration, sessions: d.sessions,
-        domainProbe: d.domainProbe, engine: services.engine, time: d.time, processors: d.processors, processorMaker: d.processorMaker,
-        lifecycle: services.mandates,
+        configuration: configuration, directory: directory, store: store, registration: d.registration, time: d.time,
+        processors: d.processors, processorMaker: d.processorMaker, lifecycle: services.mandates,
         webhooks: d.shopCalls.map {
             WebhookDispatcher(
                 store: store, transport: $0, directory: directory, policy: configuration.webhooks, time: d.time, logger: d.logger)
         })
     admin.addRoutes(controller.routes)
+    admin.addRoutes(AdminPaymentsController(store: store, engine: services.engine).routes)
+    admin.addRoutes(AdminKeysController(store: store, directory: directory, time: d.time).routes)
+    admin.addRoutes(AdminWebhooksController(store: store, time: d.time).routes)
+    admin.addRoutes(
+        AdminDoctorController(configuration: configuration, sessions: d.sessions, domainProbe: d.domainProbe, time: d.time).routes)
     admin.addRoutes(
         AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: services.mandates).routes)
 }

@@ -5,7 +5,10 @@ import OrchardCore
 
 /// The back office: `/admin/payments`, to list payments (the unknown ones to reconcile first)
 /// and to settle or cancel authorized ones through the processor that authorized them.
-extension AdminController {
+struct AdminPaymentsController {
+    let store: any OrderPayments
+    let engine: PaymentsEngine
+
     struct PaymentList: ResponseEncodable {
         var payments: [PaymentRecord]
     }
@@ -16,7 +19,9 @@ extension AdminController {
         var orderState: OrderRecord.State?
     }
 
-    func addPaymentRoutes(to admin: RouteCollection<OrchardRequestContext>) {
+    /// Its routes in the `/admin` group, which checks the admin token.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let admin = RouteCollection(context: OrchardRequestContext.self)
         admin.get("payments") { request, _ in
             let query = request.uri.queryParameters
             var state: PaymentState?
@@ -56,6 +61,7 @@ extension AdminController {
             let id = try context.parameters.require("id")
             return try await engineCall { try await engine.resolve(paymentId: id, as: resolution) }
         }
+        return admin
     }
 
     struct ResolveBody: Decodable {
