@@ -15,17 +15,7 @@ struct OrderServiceTests {
         OrderService(orders: store, quotes: quotes, time: clock.source, openFor: 3600)
     }
 
-    func refusal(_ body: () async throws -> Void) async -> ServiceError? {
-        do {
-            try await body()
-            return nil
-        } catch let error as ServiceError {
-            return error
-        } catch {
-            Issue.record("not a ServiceError: \(error)")
-            return nil
-        }
-    }
+    func refusal(_ body: () async throws -> Void) async -> ServiceError? { await ServiceFixtures.refusal(body) }
 
     @Test("an order is priced from the catalogue, stored open at version 1 and bound to its tokens")
     func create() async throws {

@@ -21,17 +21,7 @@ struct PaymentRequestServiceTests {
         return draft
     }
 
-    func refusal(_ body: () async throws -> Void) async -> ServiceError? {
-        do {
-            try await body()
-            return nil
-        } catch let error as ServiceError {
-            return error
-        } catch {
-            Issue.record("not a ServiceError: \(error)")
-            return nil
-        }
-    }
+    func refusal(_ body: () async throws -> Void) async -> ServiceError? { await ServiceFixtures.refusal(body) }
 
     @Test("a request and its open order are made together; the view prices the first method and its secret opens it")
     func create() async throws {

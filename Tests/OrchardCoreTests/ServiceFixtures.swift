@@ -4,11 +4,25 @@ import Logging
 import OrchardCore
 import OrchardTesting
 import Synchronization
+import Testing
 
 /// What the application services' tests share: merchants, a catalogue, a clock the test moves,
 /// and a shop whose quote URL answers in memory. No sockets.
 enum ServiceFixtures {
     static let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    /// The service's refusal of `body`; nil when it went through. Any other error is an issue.
+    static func refusal(_ body: () async throws -> Void) async -> ServiceError? {
+        do {
+            try await body()
+            return nil
+        } catch let error as ServiceError {
+            return error
+        } catch {
+            Issue.record("not a ServiceError: \(error)")
+            return nil
+        }
+    }
 
     /// The demo shop's catalogue: apples, pears and cider; standard (4.90) ships to five
     /// countries, express (9.90) only to France; HARVEST10 takes 10 % off.
