@@ -40,7 +40,7 @@ struct SQLiteGroupCommitTests {
                 gate.wait()
             }
         }
-        while !notes.entered.load(ordering: .sequentiallyConsistent) { try await Task.sleep(for: .milliseconds(1)) }
+        try #require(try await Eventually.until(every: .milliseconds(1)) { notes.entered.load(ordering: .sequentiallyConsistent) })
         return try await withThrowingTaskGroup(of: (Int, Result<Void, any Error>).self) { group in
             for index in 0..<count {
                 group.addTask {
@@ -52,7 +52,7 @@ struct SQLiteGroupCommitTests {
                     }
                 }
             }
-            while database.pendingWrites < count { try await Task.sleep(for: .milliseconds(1)) }
+            try #require(try await Eventually.until(every: .milliseconds(1)) { database.pendingWrites >= count })
             gate.signal()
             try await held.value
             var results = [Result<Void, any Error>](repeating: .success(()), count: count)
