@@ -255,11 +255,11 @@ struct RetentionPurgeTests {
         let store = InMemoryStore()
         let clock = ManualClock()
         for index in 0..<1_201 {
-            var order = try StoreContractTests.order("old-\(index)")
+            var order = try TestRecords.order("old-\(index)")
             order.expiresAt = clock.now.addingTimeInterval(-31 * 86_400)
             try await store.insert(order)
         }
-        var recent = try StoreContractTests.order("recent")
+        var recent = try TestRecords.order("recent")
         recent.expiresAt = clock.now.addingTimeInterval(-86_400)
         try await store.insert(recent)
         #expect(try await store.expireOrders(at: clock.now, limit: 5_000).count == 1_202)

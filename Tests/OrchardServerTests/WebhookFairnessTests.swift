@@ -59,10 +59,10 @@ struct WebhookFairnessTests {
 
     /// An authorized payment of a new order of `merchant`: one `payment.authorized` event, due at once.
     static func authorize(_ store: any OrchardStore, order id: String, merchant: String, at date: Date) async throws {
-        var order = try StoreContractTests.order(id)
+        var order = try TestRecords.order(id)
         order.merchantIdentifier = merchant
         try await store.insert(order)
-        var claim = StoreContractTests.claim(id, transaction: "t-\(id)", payment: "p-\(id)")
+        var claim = TestRecords.claim(id, transaction: "t-\(id)", payment: "p-\(id)")
         claim.draft.createdAt = date
         claim.draft.updatedAt = date
         _ = try await store.claimPayment(claim)
