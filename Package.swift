@@ -330,12 +330,62 @@ let package = Package(
         // Core's policies and services, in memory (OrchardTesting's store and test identity): no sockets, no files.
         .testTarget(
             name: "OrchardCoreTests",
-            dependencies: ["OrchardCore", "ApplePay", "OrchardTesting", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "OrchardCore", "ApplePay", "OrchardTesting", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The repositories' contract, run on SQLite, in memory and on PostgreSQL alike.
+        .testTarget(
+            name: "StoreContractTests",
+            dependencies: [
+                "ApplePay", "OrchardCore", "OrchardPostgres", "OrchardSQLite", "OrchardTesting",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What only the SQLite adapter has: its writer's group commit.
+        .testTarget(
+            name: "OrchardSQLiteTests",
+            dependencies: ["ApplePay", "OrchardCore", "OrchardSQLite", "OrchardTesting"],
+            swiftSettings: swiftSettings
+        ),
+        // What only the PostgreSQL adapter has: migrations, connection failures, TLS.
+        .testTarget(
+            name: "OrchardPostgresTests",
+            dependencies: ["OrchardCore", "OrchardPostgres", "OrchardTesting", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        // The Apple gateway adapter against the mock gateway over mutual TLS.
+        .testTarget(
+            name: "AppleGatewayTests",
+            dependencies: [
+                "AppleGateway", "ApplePay", "CurlClient", "OrchardCore", "OrchardTesting",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "OrchardRuntimeTests",
+            dependencies: ["OrchardRuntime", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "OrchardTestingTests",
-            dependencies: ["OrchardTesting", "CurlClient", "ApplePay"],
+            dependencies: [
+                "OrchardTesting", "CurlClient", "ApplePay",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The executables as processes: orchard's commands, orchard serve's startup, the sandbox's demo.

@@ -62,6 +62,8 @@ public final class MockAppleGateway: Sendable {
         var registrationCalls: [ReceivedRegistrationCall] = []
         var received: [ReceivedSessionRequest] = []
         var issued: [[UInt8]] = []
+        /// Session answers kept back while sessions are held; nil when they are not.
+        var held: [@Sendable () -> Void]? = nil
     }
     private let channels = ChannelTracker()
 
@@ -86,6 +88,30 @@ public final class MockAppleGateway: Sendable {
     public var faults: MockGatewayFaults {
         get { state.withLock { $0.faults } }
         set { state.withLock { $0.faults = newValue } }
+    }
+
+    /// Keeps every session answer back from now on, until ``releaseSessions()``: a request stays in
+    /// flight for as long as a test needs, instead of for a latency chosen to be long enough.
+    public func holdSessions() {
+        state.withLock { if $0.held == nil { $0.held = [] } }
+    }
+
+    /// Sends the session answers kept back, and answers at once again.
+    public func releaseSessions() {
+        let held = state.withLock { state in
+            defer { state.held = nil }
+            return state.held ?? []
+        }
+        held.forEach { $0() }
+    }
+
+    /// Keeps `answer` for ``releaseSessions()`` while sessions are held; false when they are not.
+    func hold(_ answer: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard state.held != nil else { return false }
+            state.held?.append(answer)
+            return true
+        }
     }
 
     /// Merchants and their registered domains.
@@ -306,6 +332,9 @@ final class MockGatewayHandler: ChannelInboundHandler {
             status = rejection.status
             answer = MockAppleGateway.appleError(status: rejection.status, message: rejection.message)
         }
+        let loop = context.eventLoop
+        let send = NIOLoopBound({ self.respond(status, answer, head, context, slowBody: faults.slowBody) }, eventLoop: loop)
+        if gateway.hold({ loop.execute { send.value() } }) { return }
         if faults.latency > .zero {
             context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(faults.latency)) {
                 self.respond(status, answer, head, context, slowBody: faults.slowBody)

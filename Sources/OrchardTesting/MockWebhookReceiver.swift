@@ -96,17 +96,12 @@ public final class MockWebhookReceiver: Sendable {
         }
     }
 
-    /// Waits until `condition` holds on the deliveries, polling up to `timeout`.
-    public func wait(
-        timeout: Duration = .seconds(15), until condition: @Sendable ([Delivery]) -> Bool
-    ) async throws -> [Delivery] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+    /// The deliveries once `condition` holds on them (or as they are when ``Eventually/patience`` runs out).
+    public func wait(until condition: @Sendable ([Delivery]) -> Bool) async throws -> [Delivery] {
+        try await Eventually.value { () -> [Delivery]? in
             let seen = deliveries
-            if condition(seen) { return seen }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return deliveries
+            return condition(seen) ? seen : nil
+        } ?? deliveries
     }
 }
 

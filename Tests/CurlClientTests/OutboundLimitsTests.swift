@@ -18,11 +18,7 @@ struct OutboundLimitsTests {
 
     /// Waits until `server` has accepted `count` connections: that many calls are in flight.
     func waitForConnections(_ server: ConnectionRecorder, _ count: Int) async throws {
-        var waited = 0
-        while server.connections < count && waited < 1500 {
-            try await Task.sleep(for: .milliseconds(20))
-            waited += 1
-        }
+        _ = try await Eventually.until { server.connections >= count }
         try #require(server.connections == count)
     }
 

@@ -20,8 +20,41 @@ struct LayeringTests {
         "AppleGateway": ["OrchardServer", "Hummingbird", "ProcessorClients", "OrchardSQLite", "Prometheus"],
         "ProcessorClients": ["OrchardServer", "Hummingbird", "AppleGateway", "OrchardSQLite", "Prometheus"],
         "OrchardSQLite": ["OrchardServer", "Hummingbird", "CurlClient", "AppleGateway", "ProcessorClients", "Prometheus"],
+        "OrchardPostgres": [
+            "OrchardServer", "Hummingbird", "CurlClient", "CSQLite", "OrchardSQLite", "AppleGateway", "ProcessorClients", "ShopCallbacks",
+            "OrchardTesting", "Prometheus",
+        ],
+        // The pure core and the libraries below the contracts know nothing of Orchard's layers.
+        "ApplePay": ["OrchardCore", "OrchardServer", "CurlClient", "Hummingbird", "NIOCore", "NIOPosix", "CSQLite", "OrchardTesting"],
+        "CurlClient": ["ApplePay", "OrchardCore", "OrchardServer", "Hummingbird", "NIOPosix", "OrchardTesting"],
+        "CertificateTools": ["OrchardCore", "OrchardServer", "CurlClient", "Hummingbird", "OrchardTesting"],
         "OrchardRuntime": ["OrchardTesting", "NIOSSL"],
         "orchard": ["OrchardTesting", "NIOSSL"],
+    ]
+
+    /// What each test target, named after what it tests, must not reach for: a test of Core's rules
+    /// runs without sockets or files, the store suites without the HTTP server, an adapter's tests
+    /// without the other adapters.
+    static let forbiddenInTests: [String: Set<String>] = [
+        "OrchardCoreTests": [
+            "OrchardServer", "Hummingbird", "HummingbirdTesting", "CurlClient", "OrchardSQLite", "OrchardPostgres", "AppleGateway",
+            "ProcessorClients", "ShopCallbacks", "OrchardRuntime", "NIOPosix",
+        ],
+        "StoreContractTests": [
+            "OrchardServer", "Hummingbird", "HummingbirdTesting", "CurlClient", "AppleGateway", "ProcessorClients", "ShopCallbacks",
+            "OrchardRuntime",
+        ],
+        "OrchardSQLiteTests": [
+            "OrchardServer", "Hummingbird", "CurlClient", "OrchardPostgres", "AppleGateway", "ProcessorClients", "ShopCallbacks",
+            "OrchardRuntime",
+        ],
+        "OrchardPostgresTests": [
+            "OrchardServer", "Hummingbird", "CurlClient", "CSQLite", "OrchardSQLite", "AppleGateway", "ProcessorClients", "ShopCallbacks",
+            "OrchardRuntime",
+        ],
+        "AppleGatewayTests": ["OrchardServer", "OrchardSQLite", "OrchardPostgres", "ProcessorClients", "ShopCallbacks", "OrchardRuntime"],
+        "OrchardRuntimeTests": ["orchard"],
+        "CurlClientTests": ["OrchardCore", "OrchardServer", "AppleGateway", "ProcessorClients", "OrchardSQLite", "OrchardPostgres"],
     ]
 
     /// Where code may name the whole store: its declaration, and the composition root that opens
@@ -31,9 +64,9 @@ struct LayeringTests {
         "OrchardServer": ["Application+build.swift", "ApplicationDependencies.swift"],
     ]
 
-    /// Every Swift file of a target: its path inside `Sources/<target>` and its lines.
-    static func sources(of target: String) throws -> [(file: String, lines: [Substring])] {
-        let folder = OrchardProcess.repositoryRoot.appendingPathComponent("Sources/\(target)").standardizedFileURL
+    /// Every Swift file of a target: its path inside `<root>/<target>` and its lines.
+    static func sources(of target: String, in root: String = "Sources") throws -> [(file: String, lines: [Substring])] {
+        let folder = OrchardProcess.repositoryRoot.appendingPathComponent("\(root)/\(target)").standardizedFileURL
         var found: [(String, [Substring])] = []
         let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)
         for case let url as URL in try #require(files) where url.pathExtension == "swift" {
@@ -43,9 +76,22 @@ struct LayeringTests {
         return found
     }
 
-    static func imports(of target: String) throws -> [(file: String, module: String)] {
-        try sources(of: target).flatMap { file, lines in
-            lines.filter { $0.hasPrefix("import ") }.map { (file, String($0.dropFirst("import ".count))) }
+    /// The modules a target's files import (`@testable` ones included).
+    static func imports(of target: String, in root: String = "Sources") throws -> [(file: String, module: String)] {
+        try sources(of: target, in: root).flatMap { file, lines in
+            lines.compactMap { line in
+                let statement = line.hasPrefix("@testable ") ? line.dropFirst("@testable ".count) : line
+                return statement.hasPrefix("import ") ? (file, String(statement.dropFirst("import ".count))) : nil
+            }
+        }
+    }
+
+    /// The test targets: the folders of `Tests/` holding Swift files.
+    static func testTargets() throws -> [String] {
+        let tests = OrchardProcess.repositoryRoot.appendingPathComponent("Tests")
+        return try FileManager.default.contentsOfDirectory(atPath: tests.path).sorted().filter { name in
+            let files = FileManager.default.enumerator(atPath: tests.appendingPathComponent(name).path)
+            return files?.contains { ($0 as? String)?.hasSuffix(".swift") == true } == true
         }
     }
 
@@ -55,6 +101,28 @@ struct LayeringTests {
         #expect(!imports.isEmpty, "Sources/\(target) has Swift files")
         for (file, module) in imports where Self.forbidden[target, default: []].contains(module) {
             Issue.record("\(target)/\(file) imports \(module)")
+        }
+    }
+
+    @Test("no test target reaches past what it tests", arguments: forbiddenInTests.keys.sorted())
+    func testDirection(target: String) throws {
+        let imports = try Self.imports(of: target, in: "Tests")
+        #expect(!imports.isEmpty, "Tests/\(target) has Swift files")
+        for (file, module) in imports where Self.forbiddenInTests[target, default: []].contains(module) {
+            Issue.record("\(target)/\(file) imports \(module)")
+        }
+    }
+
+    @Test("a test target named after a source target tests it: it imports that target")
+    func testTargetsNameTheirTarget() throws {
+        let sources = OrchardProcess.repositoryRoot.appendingPathComponent("Sources")
+        let named = try Self.testTargets().filter { $0.hasSuffix("Tests") }
+        #expect(named.contains("OrchardPostgresTests") && named.contains("StoreContractTests"), "\(named)")
+        for target in named {
+            let tested = String(target.dropLast("Tests".count))
+            guard FileManager.default.fileExists(atPath: sources.appendingPathComponent(tested).path) else { continue }
+            let modules = Set(try Self.imports(of: target, in: "Tests").map(\.module))
+            #expect(modules.contains(tested), "Tests/\(target) imports \(tested)")
         }
     }
 

@@ -26,17 +26,15 @@ struct CrashTests {
 
     /// Waits until the server's reconciler has settled every stale and unknown payment.
     static func quiesce(_ server: ServerProcess, orders: [String]) async throws -> [String] {
-        let deadline = ContinuousClock.now + .seconds(40)
         var open: [String] = []
-        repeat {
+        _ = try await Eventually.until(every: .milliseconds(250)) {
             open = []
             for state in ["unknown", "pending"] {
                 let response = try await server.send("GET", "/admin/payments?state=\(state)&limit=1000", admin: true)
                 open += (response.json?["payments"] as? [[String: Any]] ?? []).compactMap { $0["reference"] as? String }
             }
-            if open.isEmpty { return [] }
-            try await Task.sleep(for: .milliseconds(250))
-        } while ContinuousClock.now < deadline
+            return open.isEmpty
+        }
         return open
     }
 
@@ -86,6 +84,7 @@ struct CrashTests {
                     mock.behaviour = .delay(.milliseconds(400))
                     let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: server.minter)
                     let tap = Task { try? await server.send("POST", "/api/apple-pay/authorize", body: body) }
+                    // The scenario: a kill at a random moment of the tap (before, during or after the charge).
                     try await Task.sleep(for: .milliseconds(Int.random(in: 5...300, using: &random)))
                     await server.kill()
                     _ = await tap.value
@@ -98,6 +97,7 @@ struct CrashTests {
                 case .resolve:
                     try await resolve(server, mock: mock, order: id)
                 case .wait:
+                    // The scenario's step "time passes": the server's reconciler may act meanwhile, or not.
                     try await Task.sleep(for: .milliseconds(1100))
                 }
                 let problems = try await check(server, mock: mock, order: id)
@@ -156,6 +156,7 @@ struct CrashTests {
                 group.addTask {
                     while !load.stop.load(ordering: .relaxed) {
                         guard let (id, request) = try? await server.order() else {
+                            // The server is down (killed): a shopper tries again a moment later.
                             try await Task.sleep(for: .milliseconds(20))
                             continue
                         }
@@ -170,11 +171,12 @@ struct CrashTests {
             }
             var random = SplitMix64(seed: 16)
             for _ in 0..<10 {
+                // The scenario: kills at random moments of the load, not a wait for anything.
                 try await Task.sleep(for: .milliseconds(Int.random(in: 250...700, using: &random)))
                 await server.kill()
                 try await server.start()
             }
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(500))  // load on the last restart too
             load.stop.store(true, ordering: .relaxed)
             try await group.waitForAll()
         }

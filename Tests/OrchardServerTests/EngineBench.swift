@@ -210,11 +210,7 @@ final class SimulatedProcessor: PaymentProcessor {
 /// opens a new engine on the same file and vault, as a new process would.
 struct EngineBench: Sendable {
     static let merchant = TestMaterial.merchantIdentifier
-    static let catalogue: Catalogue = {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return try! decoder.decode(Catalogue.self, from: Data(ServerHarness.catalogueJSON.utf8))
-    }()
+    static let catalogue = TestRecords.catalogue
 
     let path: String
     let clock = ManualClock()

@@ -63,10 +63,7 @@ struct ExpiryTests {
         let task = Task { try await monitor.run() }
         // Wait for three rounds (start + two intervals). The deadline only bounds a broken monitor: with
         // the whole suite queued on two cores, the monitor's task has been seen to start after 20 s.
-        let deadline = ContinuousClock.now + .seconds(90)
-        while handler.warnings(containing: "expires soon").count < 3 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        _ = try await Eventually.until(timeout: .seconds(90)) { handler.warnings(containing: "expires soon").count >= 3 }
         task.cancel()
         _ = try? await task.value
         let warnings = handler.warnings(containing: "expires soon")

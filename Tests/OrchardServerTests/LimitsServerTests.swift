@@ -51,6 +51,10 @@ enum RawSocket {
 
 @Suite("Limits over real HTTP: rates (429), busy upstreams (503), idle clients, body bounds, order expiry")
 struct LimitsServerTests {
+    /// How long an idle connection may stay open before the test gives up on its close: only a
+    /// server that never closes it reaches this (the idle timeout is 1 s).
+    static let idlePatience = Int(Eventually.patience.components.seconds)
+
     @Test("merchant sessions past a client's burst get 429 with Retry-After, and Apple is not asked")
     func sessionRate() async throws {
         try await ServerHarness.with(
@@ -166,23 +170,22 @@ struct LimitsServerTests {
     @Test("a merchant's calls to Apple past outbound.maxConcurrentPerMerchant fail at once with 503 and Retry-After, unsent")
     func busyGateway() async throws {
         try await ServerHarness.with(
-            faults: MockGatewayFaults(latency: .seconds(5)), timeoutMilliseconds: 10_000,
+            timeoutMilliseconds: 10_000,
             configure: { file, _ in
                 file.outbound = .init(maxConcurrentPerMerchant: 1)
             }
         ) { server in
+            // Apple holds the first call's answer until the second has been refused.
+            server.gateway.holdSessions()
             async let first = server.requestSession()
-            var waited = 0
-            while server.gateway.receivedSessionRequests.isEmpty && waited < 500 {
-                try await Task.sleep(for: .milliseconds(20))
-                waited += 1
-            }
+            _ = try await Eventually.until { !server.gateway.receivedSessionRequests.isEmpty }
             try #require(server.gateway.receivedSessionRequests.count == 1, "the first call reached the mock")
             let second = try await server.requestSession()
             #expect(second.status == 503)
             #expect(second.errorCode == "upstream_busy")
             #expect(second.header("retry-after") == "2")
             #expect(server.gateway.receivedSessionRequests.count == 1, "the refused call was never sent")
+            server.gateway.releaseSessions()
             #expect(try await first.status == 200, "the call in flight is unharmed")
         }
     }
@@ -192,9 +195,9 @@ struct LimitsServerTests {
         try await ServerHarness.with(configure: { file, _ in
             file.server?.idleTimeoutSeconds = 1
         }) { server in
-            #expect(await RawSocket.closedByServer(port: server.port, sending: [], patience: 20))
+            #expect(await RawSocket.closedByServer(port: server.port, sending: [], patience: Self.idlePatience))
             let half = Array("POST /api/orders HTTP/1.1\r\nHost: shop.example\r\nContent-Ty".utf8)
-            #expect(await RawSocket.closedByServer(port: server.port, sending: half, patience: 20))
+            #expect(await RawSocket.closedByServer(port: server.port, sending: half, patience: Self.idlePatience))
             let health = try await server.send("GET", "/health")
             #expect(health.status == 200, "and the server still answers")
         }
@@ -252,11 +255,11 @@ struct RetentionPurgeTests {
         let store = InMemoryStore()
         let clock = ManualClock()
         for index in 0..<1_201 {
-            var order = try StoreContractTests.order("old-\(index)")
+            var order = try TestRecords.order("old-\(index)")
             order.expiresAt = clock.now.addingTimeInterval(-31 * 86_400)
             try await store.insert(order)
         }
-        var recent = try StoreContractTests.order("recent")
+        var recent = try TestRecords.order("recent")
         recent.expiresAt = clock.now.addingTimeInterval(-86_400)
         try await store.insert(recent)
         #expect(try await store.expireOrders(at: clock.now, limit: 5_000).count == 1_202)

@@ -208,7 +208,7 @@ struct MandatesAPITests {
 
             // Recorded and answered at once; the event is fetched in the background.
             #expect(try await server.gateway.notify(tokenNotificationURL: base, eventId: "no-such-event") == 200)
-            let asked = try await ClusterTests.eventually(10) {
+            let asked = try await Eventually.until {
                 try await server.store.tokenEvent(merchantIdentifier: TestMaterial.merchantIdentifier, eventId: "no-such-event")?.state
                     == .unknown
             }
@@ -229,13 +229,13 @@ struct MandatesAPITests {
                 cardMetadata: .init(cardCountry: "FR", expirationDate: "20320131", fpanSuffix: "0005"))
             let updateId = server.gateway.addTokenEvent(eventType: "UPDATED_CARD_ART", merchantTokenIdentifier: token, metadata: art)
             #expect(try await server.gateway.notify(tokenNotificationURL: base, eventId: updateId) == 200)
-            #expect(try await ClusterTests.eventually(10) { try await server.store.mandate(id: mandateId)?.merchantTokenMetadata == art })
+            #expect(try await Eventually.until { try await server.store.mandate(id: mandateId)?.merchantTokenMetadata == art })
             let updated = try #require(try await server.store.mandate(id: mandateId))
             #expect(updated.state == .active && updated.merchantTokenMetadata == art)
 
             let unlinkId = server.gateway.addTokenEvent(eventType: "UNLINK", merchantTokenIdentifier: token, reason: "issuer")
             #expect(try await server.gateway.notify(tokenNotificationURL: base, eventId: unlinkId) == 200)
-            #expect(try await ClusterTests.eventually(10) { try await server.store.mandate(id: mandateId)?.state == .ended })
+            #expect(try await Eventually.until { try await server.store.mandate(id: mandateId)?.state == .ended })
             let ended = try #require(try await server.store.mandate(id: mandateId))
             #expect(ended.state == .ended && ended.endedReason == "apple:issuer")
             #expect(server.gateway.unlinkedTokens.isEmpty, "a token Apple unlinked is not unlinked again")

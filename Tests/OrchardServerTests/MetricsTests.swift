@@ -93,14 +93,12 @@ struct MetricsTests {
 
         // The store's gauges are refreshed every second here; wait for the refresh after the payment and its webhook attempt.
         var (response, metrics) = try await Self.scrape(server, port: metricsPort)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while metrics.value("orchard_payments", ["state": "authorized"]) != 1 || metrics.value("orchard_webhook_queue_depth") != 1
-            || metrics.value("orchard_webhook_deliveries_total", ["outcome": "retry"]) != 1
-            || metrics.value("orchard_token_event_queue_depth") != 1
-            || metrics.value("orchard_token_event_fetches_total", ["outcome": "retry"]) != 1, ContinuousClock.now < deadline
-        {
-            try await Task.sleep(for: .milliseconds(200))
+        _ = try await Eventually.until(every: .milliseconds(200)) {
             (response, metrics) = try await Self.scrape(server, port: metricsPort)
+            return metrics.value("orchard_payments", ["state": "authorized"]) == 1 && metrics.value("orchard_webhook_queue_depth") == 1
+                && metrics.value("orchard_webhook_deliveries_total", ["outcome": "retry"]) == 1
+                && metrics.value("orchard_token_event_queue_depth") == 1
+                && metrics.value("orchard_token_event_fetches_total", ["outcome": "retry"]) == 1
         }
         #expect(response.status == 200)
         #expect(response.headers.first { $0.name.lowercased() == "content-type" }?.value.hasPrefix("text/plain; version=0.0.4") == true)

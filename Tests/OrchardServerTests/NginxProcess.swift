@@ -58,12 +58,12 @@ final class NginxProcess: Sendable {
         child = try ChildProcess(
             nginx, ["-p", prefix, "-c", directory.path("nginx.conf"), "-g", "daemon off;"], environment: [:],
             output: .file(directory.path("nginx.out")))
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if Self.listening(httpsPort) { return }
-            guard child.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(20))
+        var ready = false
+        _ = try await Eventually.until { [child] in
+            ready = Self.listening(httpsPort)
+            return ready || !child.isRunning
         }
+        if ready { return }
         let log = (try? String(contentsOfFile: directory.path("error.log"), encoding: .utf8)) ?? ""
         Issue.record("nginx did not start: \(log.suffix(2000))")
         throw CancellationError()

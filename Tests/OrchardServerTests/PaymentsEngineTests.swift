@@ -72,7 +72,7 @@ struct PaymentsEngineTests {
             let order = try await bench.order()
             bench.processor.holdNextRequest()
             let first = Task { [bench] in try await bench.tap(order) }
-            while !bench.processor.isHolding { try await Task.sleep(for: .milliseconds(5)) }
+            try #require(try await Eventually.until(every: .milliseconds(1)) { bench.processor.isHolding })
             #expect(try await bench.tap(order).failureCode == .paymentUnknown)
             #expect(try await state(bench, order) == (.pending, [.pending], ["\(order.id)-1"]))
             bench.processor.release()
@@ -118,7 +118,7 @@ struct PaymentsEngineTests {
             // The processor has no record: an operator would resolve "refused"; a retry is under way.
             bench.processor.holdNextRequest()
             let retry = Task { [bench] in try await bench.tap(order) }
-            while !bench.processor.isHolding { try await Task.sleep(for: .milliseconds(5)) }
+            try #require(try await Eventually.until(every: .milliseconds(1)) { bench.processor.isHolding })
             await #expect(throws: PaymentEngineError.self) { try await bench.engine.resolve(paymentId: payment.id, as: .refused) }
             bench.processor.release()
             #expect(try await retry.value.get().state == .authorized)
@@ -239,7 +239,7 @@ struct PaymentsEngineTests {
             let engine = bench.engine
             let settling = Task { try await engine.settle(paymentId: payment.id) }
             // The settle has claimed the payment and is with the processor.
-            while !bench.processor.isHolding { await Task.yield() }
+            try #require(try await Eventually.until(every: .milliseconds(1)) { bench.processor.isHolding })
             await #expect(throws: PaymentEngineError.self) { try await engine.cancel(paymentId: payment.id) }
             await #expect(throws: PaymentEngineError.self) { try await engine.settle(paymentId: payment.id) }
             #expect(bench.processor.backOfficeCalls == ["settle"], "the concurrent calls never reached the processor")

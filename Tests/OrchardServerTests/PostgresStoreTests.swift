@@ -1,20 +1,18 @@
 import Foundation
 import Logging
-import NIOPosix
 import OrchardCore
 import OrchardPostgres
 import OrchardRuntime
 import OrchardServer
 import OrchardTesting
-import PostgresNIO
 import Testing
 
-/// What only the PostgreSQL store has: its `store` configuration, migrations shared by
-/// instances starting together, and one-line connection failures. The store's behaviour is the
-/// contract suites' (they run on PostgreSQL too).
-@Suite("PostgreSQL store: configuration, migrations, connection failures")
+/// The PostgreSQL store as the server and the CLI meet it: its `store` configuration, and
+/// `orchard keys`/`doctor` on it. Its migrations and connection failures are OrchardPostgresTests';
+/// its behaviour is the contract suites' (they run on PostgreSQL too).
+@Suite("PostgreSQL store: configuration, and the commands on it")
 struct PostgresStoreTests {
-    static let enabled = StoreContractTests.Kind.enabled.contains(.postgres)
+    static let enabled = PostgresServer.enabled
 
     /// A valid configuration with `store` set to what `postgres` holds (raw JSON, so unknown keys get through).
     static func configuration(_ directory: TemporaryDirectory, postgres: [String: Any]?, vaultKey: Bool = true) throws -> String {
@@ -92,72 +90,6 @@ struct PostgresStoreTests {
         #expect(noVault?.contains("store.postgres needs payments.vaultKey, the same on every instance") == true, "\(noVault ?? "loaded")")
     }
 
-    @Test(
-        "instances starting together on a new database migrate it once; a skipped migration runs; a newer schema is refused",
-        .enabled(if: enabled))
-    func migrations() async throws {
-        let server = try await PostgresServer.shared()
-        try await server.withDatabase(poolSize: 2) { settings in
-            let stores = try await StoreConcurrencyContractTests.concurrently(4) { _ in
-                try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
-            }
-            for store in stores {
-                let keys = try await store.withRunning { store in try await store.apiKeys(merchantIdentifier: nil) }
-                #expect(keys.isEmpty)
-            }
-            #expect(
-                try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1\n2\n3\n4\n5\n6")
-            // A migration the database lacks below its highest version still runs (set, not maximum).
-            try await server.query(settings.database, "ALTER TABLE payments DROP COLUMN operation_until")
-            try await server.query(settings.database, "DELETE FROM schema_migrations WHERE version = 5")
-            let reopened = try await PostgresStore.open(
-                settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
-            try await reopened.withRunning { _ in }
-            #expect(
-                try await server.query(settings.database, "SELECT version FROM schema_migrations ORDER BY version") == "1\n2\n3\n4\n5\n6")
-            #expect(
-                try await server.query(
-                    settings.database,
-                    "SELECT count(*) FROM information_schema.columns WHERE table_name = 'payments' AND column_name = 'operation_until'")
-                    == "1")
-            try await server.query(
-                settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
-            let refused = await Self.openError(settings)
-            #expect(refused?.contains("schema is version 999, newer than this Orchard knows (6)") == true, "\(refused ?? "opened")")
-        }
-    }
-
-    static func openError(_ settings: PostgresSettings) async -> String? {
-        do {
-            _ = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
-            return nil
-        } catch {
-            return error.message
-        }
-    }
-
-    @Test("a wrong password, a missing database and a closed port are one line each", .enabled(if: enabled))
-    func connectionFailures() async throws {
-        let server = try await PostgresServer.shared()
-        try await server.withDatabase(poolSize: 1) { good in
-            var wrongPassword = good
-            wrongPassword.password = Secret("not-the-password")
-            let login = await Self.openError(wrongPassword)
-            #expect(login == "127.0.0.1:\(server.port) refused the login: password authentication failed for user \"orchard\"")
-            #expect(login?.contains("not-the-password") == false)
-            var missing = good
-            missing.database = "t_missing"
-            #expect(await Self.openError(missing)?.contains("database \"t_missing\" does not exist") == true)
-            var closed = good
-            closed.endpoint = .tcp(host: "127.0.0.1", port: try PostgresServer.freePort())
-            let refused = await Self.openError(closed)
-            #expect(refused?.hasPrefix("cannot connect to 127.0.0.1:") == true && refused?.contains("refused") == true, "\(refused ?? "")")
-            var tls = good
-            tls.tls = .require
-            #expect(await Self.openError(tls)?.contains("does not offer TLS") == true, "the test cluster has no TLS")
-        }
-    }
-
     @Test("orchard keys and doctor work on a configured PostgreSQL store, its password read from the environment", .enabled(if: enabled))
     func commandLine() async throws {
         let server = try await PostgresServer.shared()
@@ -199,109 +131,5 @@ struct PostgresStoreTests {
                 String(decoding: refused.stdout, as: UTF8.self).hasPrefix(
                     "✗ store PostgreSQL: 127.0.0.1:\(server.port) refused the login"), "\(refused.stdout)")
         }
-    }
-}
-
-/// Leases as two instances meet them: what another instance's open transaction holds is passed
-/// by at once, neither waited for nor handed out twice.
-@Suite("PostgreSQL store: leases skip rows another transaction holds")
-struct PostgresLeaseLockTests {
-    /// Runs `body` while another connection holds `FOR UPDATE` locks on the rows `lock` selects,
-    /// then lets them go. `body` waiting for those rows (no SKIP LOCKED) is a failure, not a hang.
-    static func whileLocked<T: Sendable>(
-        _ settings: PostgresSettings, port: Int, password: String, _ lock: PostgresQuery,
-        _ body: @escaping @Sendable () async throws -> T
-    ) async throws -> T? {
-        let connection = try await PostgresConnection.connect(
-            on: StoreContractTests.postgresLoops.any(),
-            configuration: .init(
-                host: "127.0.0.1", port: port, username: PostgresServer.user, password: password, database: settings.database,
-                tls: .disable),
-            id: 1, logger: Logger(label: "orchard.test"))
-        let logger = Logger(label: "orchard.test")
-        try await connection.query("BEGIN", logger: logger)
-        let locked = try await connection.query(lock, logger: logger).collect()
-        #expect(locked.count == 1, "one row held")
-        let result = try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                // Waiting this long means waiting for the lock: let go of it, so the call ends.
-                try? await Task.sleep(for: .seconds(30))
-                _ = try? await connection.query("ROLLBACK", logger: logger)
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        _ = try? await connection.query("ROLLBACK", logger: logger)
-        try await connection.close()
-        #expect(result != nil, "the call waited for the held row instead of passing it by")
-        return result
-    }
-
-    @Test(
-        "webhook events, payments, refunds and expiring orders held by another transaction are passed by",
-        .enabled(if: PostgresStoreTests.enabled))
-    func skipLocked() async throws {
-        let server = try await PostgresServer.shared()
-        try await server.withDatabase(poolSize: 4) { settings in
-            let opened = try await PostgresStore.open(
-                settings, logger: Logger(label: "orchard.test"), eventLoops: StoreContractTests.postgresLoops)
-            try await opened.withRunning { store in try await Self.passesLockedRowsBy(store, settings: settings, server: server) }
-        }
-    }
-
-    /// The rows `skipLocked` holds in another transaction, each passed by while held and leased once let go.
-    static func passesLockedRowsBy(_ store: PostgresStore, settings: PostgresSettings, server: PostgresServer) async throws {
-        let shop = ShopStoreContractTests.self
-        let events = try await StoreConcurrencyContractTests.authorizedEvents(store, count: 3)
-        let held = try #require(events.first)
-        let leased = try await Self.whileLocked(
-            settings, port: server.port, password: server.password, "SELECT id FROM webhook_events WHERE id = \(held) FOR UPDATE"
-        ) { try await store.leaseWebhookEvents(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) }
-        #expect(leased?.sorted() == Array(events.dropFirst()).sorted())
-        #expect(
-            try await store.leaseWebhookEvents(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) == [held], "let go: leased")
-
-        for index in 0..<2 {
-            try await store.insert(try StoreContractTests.order("u\(index)"))
-            _ = try await store.claimPayment(shop.claim("u\(index)", payment: "unknown\(index)"))
-            let unknown = try await store.transition(
-                PaymentTransition(
-                    paymentId: "unknown\(index)", orderId: "u\(index)", move: PaymentLifecycle.move(.noAnswer), at: shop.at(10),
-                    nextReconcileAt: shop.at(20)))
-            #expect(unknown?.state == .unknown)
-        }
-        let payments = try await Self.whileLocked(
-            settings, port: server.port, password: server.password, "SELECT id FROM payments WHERE id = 'unknown0' FOR UPDATE"
-        ) { try await store.leasePaymentsForReconciliation(at: shop.at(100), until: shop.at(160), limit: 10).map(\.id) }
-        #expect(payments == ["unknown1"])
-
-        _ = try await shop.settled(store, order: "s", payment: "settled")
-        var refunds: [String] = []
-        for index in 0..<2 {
-            let refund = try await store.claimRefund(shop.refund("settled", 10, key: "k\(index)", at: index))
-            _ = try await store.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: shop.at(index))
-            refunds.append(refund.id)
-        }
-        let reconciled = try await Self.whileLocked(
-            settings, port: server.port, password: server.password, "SELECT id FROM refunds WHERE id = \(refunds[0]) FOR UPDATE"
-        ) {
-            try await store.leaseRefundsToReconcile(
-                at: shop.at(100), until: shop.at(160), pendingBefore: shop.at(70), maximumSends: 8, limit: 10
-            ).map(\.id)
-        }
-        #expect(reconciled == [refunds[1]])
-
-        for index in 0..<2 {
-            let (request, order) = try shop.request("r\(index)", key: "k\(index)", expiresIn: 10)
-            _ = try await store.createPaymentRequest(request, order: order)
-        }
-        let expired = try await Self.whileLocked(
-            settings, port: server.port, password: server.password, "SELECT id FROM orders WHERE id = 'r0' FOR UPDATE"
-        ) { try await store.expireOrders(at: shop.at(100), limit: 10) }
-        #expect(expired == ["r1"], "an order being claimed right now is left for the next pass")
-        #expect(try await store.expireOrders(at: shop.at(100), limit: 10) == ["r0"])
     }
 }

@@ -9,16 +9,11 @@ import Testing
 /// under their own reference, and turns a refund left pending by a failed write unknown first.
 @Suite("The reconciler finishes unknown and abandoned refunds")
 struct RefundReconcileTests {
-    /// Polls the store until the refund reaches `state`, up to `timeout`.
-    func wait(_ fixture: ProcessorFixture, payment: String, for state: RefundState, timeout: Duration = .seconds(20)) async throws
-        -> RefundRecord?
-    {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let refund = try await fixture.server.store.refunds(paymentId: payment).first, refund.state == state { return refund }
-            try await Task.sleep(for: .milliseconds(100))
+    /// The payment's refund once the store shows it in `state`.
+    func wait(_ fixture: ProcessorFixture, payment: String, for state: RefundState) async throws -> RefundRecord? {
+        try await Eventually.value {
+            try await fixture.server.store.refunds(paymentId: payment).first.flatMap { $0.state == state ? $0 : nil }
         }
-        return try await fixture.server.store.refunds(paymentId: payment).first
     }
 
     @Test(
@@ -67,7 +62,7 @@ struct RefundReconcileTests {
             #expect(try await fixture.server.store.refunds(paymentId: settled.payment.id).first?.state == .pending)
             #expect(settled.refunded == [250], "the processor refunded; only the write failed")
             // Pending longer than the processor's timeout + 5 s: unknown, then re-sent.
-            let refund = try #require(try await wait(fixture, payment: settled.payment.id, for: .refunded, timeout: .seconds(30)))
+            let refund = try #require(try await wait(fixture, payment: settled.payment.id, for: .refunded))
             #expect(refund.state == .refunded)
             #expect(refund.sends == 1, "GetRefunds shows Worldline took it: settled without a re-send")
             #expect(settled.refunded == [250], "refunded once")

@@ -42,7 +42,7 @@ struct RuntimeLifetimeTests {
     func storeOutlivesDrain() async throws {
         let server = try await PostgresServer.shared()
         try await server.withDatabase(poolSize: 2) { settings in
-            let store = try await PostgresStore.open(settings, logger: Self.quiet, eventLoops: StoreContractTests.postgresLoops)
+            let store = try await PostgresStore.open(settings, logger: Self.quiet, eventLoops: PostgresServer.storeLoops)
             let draining = DrainingServer(store: store)
             let connections = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
             try await withThrowingTaskGroup(of: Void.self) { tasks in

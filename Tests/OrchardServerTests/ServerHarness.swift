@@ -40,14 +40,7 @@ struct ServerHarness {
 
     static let processingKey = P256.KeyAgreement.PrivateKey()
     static let tokenChain = try! TestAppleChain.make()
-    static let catalogueJSON = """
-        {"countryCode": "FR", "currency": "EUR", "supportedNetworks": ["visa", "masterCard"],
-         "products": [{"id": "apple", "label": "Apple", "price": 250}, {"id": "pear", "label": "Pear", "price": 199}],
-         "shippingMethods": [{"identifier": "standard", "label": "Standard", "detail": "3 days", "amount": 490},
-                             {"identifier": "express", "label": "Express", "detail": "1 day", "amount": 990, "countries": ["FR"]}],
-         "shippingCountries": ["FR", "DE"],
-         "coupons": [{"code": "TEN", "percentOff": 10}, {"code": "OLD", "amountOff": 100, "expiresAt": "2020-01-01T00:00:00Z"}]}
-        """
+    static let catalogueJSON = TestRecords.catalogueJSON
 
     let fixture: GatewayFixture
     let sessions: CountingSessions

@@ -76,12 +76,12 @@ final class ServerProcess: Sendable {
             OrchardProcess.orchard.path, ["serve", "--config", directory.path("orchard.json")] + arguments, environment: environment,
             output: .file(directory.path("server.log")))
         process.withLock { $0 = child }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if let health = try? await send("GET", "/health"), health.status == 200 { return }
-            guard child.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(20))
+        var ready = false
+        _ = try await Eventually.until {
+            if let health = try? await send("GET", "/health"), health.status == 200 { ready = true }
+            return ready || !child.isRunning
         }
+        if ready { return }
         let output = (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? ""
         Issue.record("orchard serve did not start: \(output.suffix(2000))")
         throw CancellationError()
@@ -111,15 +111,11 @@ final class ServerProcess: Sendable {
         process.withLock { $0 }?.send(signal)
     }
 
-    /// Waits up to `limit` for the process to end, without blocking a thread: its exit status, or
-    /// 128 + the signal that ended it; nil while it still runs (or was never started).
-    func exitStatus(within limit: Duration) async -> Int32? {
+    /// Waits for the process to end, without blocking a thread: its exit status, or 128 + the
+    /// signal that ended it; nil if it still runs when ``Eventually/patience`` is out (or was never started).
+    func exitStatus() async -> Int32? {
         guard let child = process.withLock({ $0 }) else { return nil }
-        let deadline = ContinuousClock.now + limit
-        while child.isRunning {
-            guard ContinuousClock.now < deadline else { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        guard (try? await Eventually.until { !child.isRunning }) == true else { return nil }
         process.withLock { $0 = nil }
         return child.wait()
     }

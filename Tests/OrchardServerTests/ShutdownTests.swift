@@ -14,9 +14,10 @@ func jsonLogLines(_ output: String) -> [[String: Any]] {
 
 @Suite("Graceful shutdown of a real `orchard serve`: drain, refuse, exit 0")
 struct ShutdownTests {
-    /// A server whose sessions come from a mock gateway answering after `latency`.
-    static func server(latency: Duration, drainTimeoutSeconds: Int) async throws -> (ServerProcess, GatewayFixture) {
-        let fixture = try await GatewayFixture.start(domains: [ServerHarness.domain], faults: .init(latency: latency))
+    /// A server whose sessions come from a mock gateway that holds its answers until released.
+    static func server(drainTimeoutSeconds: Int) async throws -> (ServerProcess, GatewayFixture) {
+        let fixture = try await GatewayFixture.start(domains: [ServerHarness.domain])
+        fixture.gateway.holdSessions()
         let server = try ServerProcess(processorURL: nil, arguments: ["--log-format", "json"], gatewayPort: fixture.port) { file in
             file.appleGateway?.timeoutMilliseconds = 20_000
             file.server?.drainTimeoutSeconds = drainTimeoutSeconds
@@ -35,37 +36,33 @@ struct ShutdownTests {
         session.freshConnection = true
         session.timeouts = CurlTimeouts(connect: .seconds(2), total: .seconds(28))
         let request = Task { [session] in try await server.client.execute(session) }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while fixture.gateway.receivedSessionRequests.isEmpty {
-            guard ContinuousClock.now < deadline else { throw CancellationError() }
-            try await Task.sleep(for: .milliseconds(10))
+        guard try await Eventually.until(every: .milliseconds(10), { !fixture.gateway.receivedSessionRequests.isEmpty }) else {
+            throw CancellationError()
         }
         return request
     }
 
     /// Tries a new connection until one is refused; false if none was by the deadline.
-    static func newConnectionRefused(_ server: ServerProcess, within limit: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
+    static func newConnectionRefused(_ server: ServerProcess) async -> Bool {
+        (try? await Eventually.until {
             var probe = CurlRequest(url: "http://127.0.0.1:\(server.port)/health", headers: [(name: "Host", value: ServerHarness.domain)])
             probe.freshConnection = true
             probe.timeouts = CurlTimeouts(connect: .milliseconds(500), total: .seconds(1))
             do {
                 _ = try await server.client.execute(probe)
+                return false
             } catch {
-                if error.kind == .connectFailed { return true }
+                return (error as? CurlError)?.kind == .connectFailed
             }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return false
+        }) ?? false
     }
 
     @Test(
         "a signal lets the session in flight finish with Apple's bytes, refuses new connections meanwhile, and exits 0",
         arguments: [SIGTERM, SIGINT])
     func drainsInFlight(signal: Int32) async throws {
-        // Apple answers after 8 s: long enough that a loaded machine still sees the refusal first.
-        let (server, fixture) = try await Self.server(latency: .seconds(8), drainTimeoutSeconds: 25)
+        // Apple's answer is held until the refusal has been seen: the session is in flight throughout.
+        let (server, fixture) = try await Self.server(drainTimeoutSeconds: 25)
         let request = try await Self.sessionInFlight(server, fixture)
         let answered = Flag()
         let watcher = Task {
@@ -74,13 +71,14 @@ struct ShutdownTests {
         }
         server.signal(signal)
 
-        #expect(await Self.newConnectionRefused(server, within: .seconds(6)), "a connection opened after the signal was accepted")
+        #expect(await Self.newConnectionRefused(server), "a connection opened after the signal was accepted")
         #expect(!answered.isSet, "the refusal came while the session was still in flight")
+        fixture.gateway.releaseSessions()
         let response = try await request.value
         _ = await watcher.value
         #expect(response.status == 200)
         #expect(response.body == fixture.gateway.issuedSessions.last, "Apple's session, byte for byte")
-        let status = await server.exitStatus(within: .seconds(25))
+        let status = await server.exitStatus()
         #expect(status == 0, "\(server.output.suffix(2000))")
 
         let lines = jsonLogLines(server.output)
@@ -94,10 +92,11 @@ struct ShutdownTests {
 
     @Test("a request slower than the drain timeout is cut, and the process still exits 0")
     func cutsAfterDrainTimeout() async throws {
-        let (server, fixture) = try await Self.server(latency: .seconds(6), drainTimeoutSeconds: 1)
+        // Apple's answer is never released: only the drain timeout ends the request.
+        let (server, fixture) = try await Self.server(drainTimeoutSeconds: 1)
         let request = try await Self.sessionInFlight(server, fixture)
         server.signal(SIGTERM)
-        let status = await server.exitStatus(within: .seconds(15))
+        let status = await server.exitStatus()
         #expect(status == 0, "\(server.output.suffix(2000))")
         // The client gets no answer: its connection closes (curl: "Empty reply from server").
         switch await request.result {

@@ -218,14 +218,12 @@ struct TenantDestinationTests {
 
     /// The partner's first webhook event once `condition` holds for it, polled until a deadline.
     static func waitForEvent(_ server: ServerHarness, until condition: (WebhookEvent) -> Bool) async throws -> WebhookEvent? {
-        let deadline = ContinuousClock.now + .seconds(15)
-        while ContinuousClock.now < deadline {
-            if let event = try await server.store.webhookEvents(merchantIdentifier: partner, state: nil, limit: 10).first, condition(event)
-            {
-                return event
+        let held = try await Eventually.value {
+            try await server.store.webhookEvents(merchantIdentifier: partner, state: nil, limit: 10).first.flatMap {
+                condition($0) ? $0 : nil
             }
-            try await Task.sleep(for: .milliseconds(50))
         }
+        if let held { return held }
         return try await server.store.webhookEvents(merchantIdentifier: partner, state: nil, limit: 10).first
     }
 }

@@ -76,7 +76,7 @@ struct TokenEventInboxTests {
                 eventType: "UNLINK", merchantTokenIdentifier: "DNITHE000000000000000021", reason: "user")
             #expect(try await server.gateway.notify(tokenNotificationURL: Self.notificationURL(server), eventId: unlinkId) == 200)
             #expect(server.gateway.tokenNotifications.map(\.status) == [200], "no retry needed")
-            let ended = try await ClusterTests.eventually(10) { try await server.store.mandate(id: mandateId)?.state == .ended }
+            let ended = try await Eventually.until { try await server.store.mandate(id: mandateId)?.state == .ended }
             #expect(ended, "Apple's UNLINK was applied within the inbox's normal delay")
             #expect(try await server.store.mandate(id: mandateId)?.endedReason == "apple:user")
 
@@ -90,7 +90,7 @@ struct TokenEventInboxTests {
                 #expect(try await server.gateway.notify(tokenNotificationURL: Self.notificationURL(server), eventId: eventId) == 200)
                 later.append(eventId)
             }
-            let fetched = try await ClusterTests.eventually(15) { Set(later).isSubset(of: server.gateway.tokenEventFetches) }
+            let fetched = try await Eventually.until { Set(later).isSubset(of: server.gateway.tokenEventFetches) }
             #expect(fetched, "Apple's later events were fetched")
 
             let elapsed = started.duration(to: .now)
@@ -111,14 +111,14 @@ struct TokenEventInboxTests {
             await TokenEventInboxSupport.setUnreachable(server.gateway, true)
             #expect(try await server.gateway.notify(tokenNotificationURL: Self.notificationURL(server), eventId: unlinkId) == 200)
             // Orchard tried while Apple was down, and keeps the event for later.
-            let tried = try await ClusterTests.eventually(10) {
+            let tried = try await Eventually.until {
                 try await TokenEventInboxSupport.failedAttempts(server.store, merchant: Self.merchant, eventId: unlinkId) ?? 0 >= 1
             }
             #expect(tried)
             #expect(try await server.store.mandate(id: mandateId)?.state == .active)
 
             await TokenEventInboxSupport.setUnreachable(server.gateway, false)
-            let ended = try await ClusterTests.eventually(15) { try await server.store.mandate(id: mandateId)?.state == .ended }
+            let ended = try await Eventually.until { try await server.store.mandate(id: mandateId)?.state == .ended }
             #expect(ended, "fetched once Apple was back")
             #expect(try await server.store.mandate(id: mandateId)?.endedReason == "apple:issuer")
             #expect(server.gateway.tokenEventFetches == [unlinkId])
@@ -138,7 +138,7 @@ struct TokenEventInboxTests {
             async let first = server.gateway.notify(tokenNotificationURL: url, eventId: updateId)
             async let second = server.gateway.notify(tokenNotificationURL: url, eventId: updateId)
             #expect(try await [first, second] == [200, 200])
-            let updated = try await ClusterTests.eventually(10) {
+            let updated = try await Eventually.until {
                 try await server.store.mandate(id: mandateId)?.merchantTokenMetadata == art
             }
             #expect(updated)
@@ -147,7 +147,7 @@ struct TokenEventInboxTests {
             // A later event from the same sender is fetched after anything it sent before.
             let unlinkId = server.gateway.addTokenEvent(eventType: "UNLINK", merchantTokenIdentifier: token)
             #expect(try await server.gateway.notify(tokenNotificationURL: url, eventId: unlinkId) == 200)
-            let ended = try await ClusterTests.eventually(10) { try await server.store.mandate(id: mandateId)?.state == .ended }
+            let ended = try await Eventually.until { try await server.store.mandate(id: mandateId)?.state == .ended }
             #expect(ended)
             #expect(server.gateway.tokenEventFetches.filter { $0 == updateId }.count == 1)
             let kinds = try await server.store.webhookEvents(merchantIdentifier: Self.merchant, state: nil, limit: 10).map(\.type)
@@ -170,7 +170,7 @@ struct TokenEventInboxTests {
             #expect(
                 try await server.gateway.notify(tokenNotificationURL: Self.notificationURL(server, merchant: encoded), eventId: eventId)
                     == 200)
-            let fetched = try await ClusterTests.eventually(10) {
+            let fetched = try await Eventually.until {
                 server.gateway.receivedMerchantTokenCalls.contains { $0.path.hasSuffix("/event/\(eventId)") && $0.status == 200 }
             }
             #expect(fetched, "asked of Apple for the partner, under the platform's identity")
@@ -190,10 +190,10 @@ struct TokenEventInboxTests {
             let url = Self.notificationURL(server)
             let first = server.gateway.addTokenEvent(eventType: "UPDATED_METADATA", merchantTokenIdentifier: token)
             #expect(try await server.gateway.notify(tokenNotificationURL: url, eventId: first) == 200)
-            #expect(try await ClusterTests.eventually(10) { server.gateway.tokenEventFetches.contains(first) })
+            #expect(try await Eventually.until { server.gateway.tokenEventFetches.contains(first) })
             // Wait for the outcome to be written: the address is trusted from then on.
             #expect(
-                try await ClusterTests.eventually(10) {
+                try await Eventually.until {
                     try await TokenEventInboxSupport.isApplied(server.store, merchant: Self.merchant, eventId: first)
                 })
 
@@ -205,7 +205,7 @@ struct TokenEventInboxTests {
             #expect(try await Self.notify(server, eventId: "x3", from: "203.0.113.3").status == 429, "a new address is refused")
             let unlinkId = server.gateway.addTokenEvent(eventType: "UNLINK", merchantTokenIdentifier: token, reason: "user")
             #expect(try await server.gateway.notify(tokenNotificationURL: url, eventId: unlinkId) == 200, "Apple's address is let through")
-            #expect(try await ClusterTests.eventually(10) { try await server.store.mandate(id: mandateId)?.state == .ended })
+            #expect(try await Eventually.until { try await server.store.mandate(id: mandateId)?.state == .ended })
 
             // Apple failing: its notifications wait, more than an untrusted address may have waiting.
             server.gateway.merchantTokenFaultStatus = 503

@@ -41,11 +41,11 @@ struct WebhookFairnessTests {
                 try await Self.authorize(server.store, order: "hostile-\(index)", merchant: TestMaterial.merchantIdentifier, at: now)
             }
             // The hanging endpoint is being called: its worker is stuck on its first batch.
-            _ = try await hanging.wait(timeout: .seconds(30)) { !$0.isEmpty }
+            _ = try await hanging.wait { !$0.isEmpty }
 
             let written = ContinuousClock.now
             try await Self.authorize(server.store, order: "polite-1", merchant: TestMaterial.secondMerchantIdentifier, at: Date())
-            let seen = try await healthy.wait(timeout: .seconds(20)) { $0.contains { $0.type == "payment.authorized" } }
+            let seen = try await healthy.wait { $0.contains { $0.type == "payment.authorized" } }
             let waited = ContinuousClock.now - written
             #expect(seen.contains { $0.type == "payment.authorized" && $0.verified }, "delivered, signed, after \(waited)")
             // Before: a pass took the 100 oldest due events (all the hostile merchant's) and waited
@@ -59,10 +59,10 @@ struct WebhookFairnessTests {
 
     /// An authorized payment of a new order of `merchant`: one `payment.authorized` event, due at once.
     static func authorize(_ store: any OrchardStore, order id: String, merchant: String, at date: Date) async throws {
-        var order = try StoreContractTests.order(id)
+        var order = try TestRecords.order(id)
         order.merchantIdentifier = merchant
         try await store.insert(order)
-        var claim = StoreContractTests.claim(id, transaction: "t-\(id)", payment: "p-\(id)")
+        var claim = TestRecords.claim(id, transaction: "t-\(id)", payment: "p-\(id)")
         claim.draft.createdAt = date
         claim.draft.updatedAt = date
         _ = try await store.claimPayment(claim)

@@ -25,15 +25,13 @@ struct WebhookRestartTests {
 
     /// `orchard webhooks list` lines (one per event) once `condition` holds on them, or at the deadline.
     static func listed(_ server: ServerProcess, until condition: ([String]) -> Bool) async throws -> [String] {
-        let deadline = ContinuousClock.now + .seconds(20)
         var lines: [String] = []
-        repeat {
+        _ = try await Eventually.until(every: .milliseconds(100)) {
             let result = try await server.command(["webhooks", "list"])
             #expect(result.status == 0, "\(result.stderr)")
             lines = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
-            if condition(lines) { return lines }
-            try await Task.sleep(for: .milliseconds(100))
-        } while ContinuousClock.now < deadline
+            return condition(lines)
+        }
         return lines
     }
 

@@ -151,12 +151,7 @@ struct WorldlineStatusTests {
     }
 }
 
-/// Polls `condition` until it holds, for up to `timeout`; records an issue if it never does.
-func poll(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    #expect(try await condition(), "the condition did not hold within \(timeout)")
+/// Waits until `condition` holds; records an issue if it never does.
+func poll(_ condition: () async throws -> Bool) async throws {
+    #expect(try await Eventually.until(condition), "the condition never held")
 }

@@ -40,7 +40,7 @@ struct SQLiteGroupCommitTests {
                 gate.wait()
             }
         }
-        while !notes.entered.load(ordering: .sequentiallyConsistent) { try await Task.sleep(for: .milliseconds(1)) }
+        try #require(try await Eventually.until(every: .milliseconds(1)) { notes.entered.load(ordering: .sequentiallyConsistent) })
         return try await withThrowingTaskGroup(of: (Int, Result<Void, any Error>).self) { group in
             for index in 0..<count {
                 group.addTask {
@@ -52,7 +52,7 @@ struct SQLiteGroupCommitTests {
                     }
                 }
             }
-            while database.pendingWrites < count { try await Task.sleep(for: .milliseconds(1)) }
+            try #require(try await Eventually.until(every: .milliseconds(1)) { database.pendingWrites >= count })
             gate.signal()
             try await held.value
             var results = [Result<Void, any Error>](repeating: .success(()), count: count)
@@ -140,17 +140,17 @@ struct SQLiteGroupCommitTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try SQLiteStore(path: directory.path("orchard.sqlite"))
-        try await store.insert(try StoreContractTests.order("o1"))
-        try await store.insert(try StoreContractTests.order("o2"))
+        try await store.insert(try TestRecords.order("o1"))
+        try await store.insert(try TestRecords.order("o2"))
         let outcomes = try await withThrowingTaskGroup(of: BusinessRefusal.Code?.self) { group in
             for index in 0..<16 {
                 group.addTask {
                     // Half race for o1 with their own tokens; half replay o1's first token on o2.
                     let claim =
                         index.isMultiple(of: 2)
-                        ? StoreContractTests.claim("o1", transaction: "t\(index)", payment: "p\(index)")
-                        : StoreContractTests.claim("o2", transaction: "t0", payment: "p\(index)")
-                    return await StoreContractTests.storeError { _ = try await store.claimPayment(claim) }
+                        ? TestRecords.claim("o1", transaction: "t\(index)", payment: "p\(index)")
+                        : TestRecords.claim("o2", transaction: "t0", payment: "p\(index)")
+                    return await TestRecords.refusal { _ = try await store.claimPayment(claim) }
                 }
             }
             return try await group.reduce(into: [BusinessRefusal.Code?]()) { $0.append($1) }

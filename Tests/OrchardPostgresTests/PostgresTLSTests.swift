@@ -9,7 +9,7 @@ import Testing
 struct PostgresTLSTests {
     @Test(
         "verify-full opens only with the configured CA and a certificate naming the host; require opens without checking",
-        .enabled(if: PostgresStoreTests.enabled))
+        .enabled(if: PostgresServer.enabled))
     func modes() async throws {
         let pki = try TestPKI.make()
         let server = try pki.issueServerCertificate(hosts: ["localhost"])
@@ -24,18 +24,18 @@ struct PostgresTLSTests {
                 password: Secret(cluster.password), tls: mode, caPEM: ca, poolSize: 1)
         }
 
-        let verified = await PostgresStoreTests.openError(settings(host: "localhost", .verifyFull, ca: caPEM))
+        let verified = await PostgresOpenTests.openError(settings(host: "localhost", .verifyFull, ca: caPEM))
         #expect(verified == nil, "the configured CA and a certificate for localhost: \(verified ?? "")")
 
         let otherCA = Array(try TestPKI.make(commonName: "Another CA").ca.certificatePEM.utf8)
-        let untrusted = await PostgresStoreTests.openError(settings(host: "localhost", .verifyFull, ca: otherCA))
+        let untrusted = await PostgresOpenTests.openError(settings(host: "localhost", .verifyFull, ca: otherCA))
         #expect(untrusted?.contains("does not chain to store.postgres.tls.caFile") == true, "another CA: \(untrusted ?? "opened")")
-        let systemTrust = await PostgresStoreTests.openError(settings(host: "localhost", .verifyFull, ca: nil))
+        let systemTrust = await PostgresOpenTests.openError(settings(host: "localhost", .verifyFull, ca: nil))
         #expect(systemTrust?.contains("does not chain") == true, "the system's CAs do not know the test CA: \(systemTrust ?? "opened")")
-        let wrongName = await PostgresStoreTests.openError(settings(host: "127.0.0.1", .verifyFull, ca: caPEM))
+        let wrongName = await PostgresOpenTests.openError(settings(host: "127.0.0.1", .verifyFull, ca: caPEM))
         #expect(wrongName?.contains("does not name this host") == true, "it names localhost, not 127.0.0.1: \(wrongName ?? "opened")")
 
-        let encrypted = await PostgresStoreTests.openError(settings(host: "127.0.0.1", .require, ca: nil))
+        let encrypted = await PostgresOpenTests.openError(settings(host: "127.0.0.1", .require, ca: nil))
         #expect(encrypted == nil, "require encrypts whoever answers: \(encrypted ?? "")")
     }
 }

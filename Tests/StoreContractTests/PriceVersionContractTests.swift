@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import OrchardCore
+import OrchardTesting
 import Testing
 
 /// The price is part of the claim: a payment is claimed for the price version its token was
@@ -14,7 +15,7 @@ struct PriceVersionContractTests {
     /// The order with one more apple: a dearer price at the next version.
     static func dearer(_ order: OrderRecord) throws -> OrderRecord {
         order.repriced(
-            try Pricing.price(items: [CartItem(productId: "apple", quantity: 3)], catalogue: EngineBench.catalogue, at: Shop.at(0)))
+            try Pricing.price(items: [CartItem(productId: "apple", quantity: 3)], catalogue: TestRecords.catalogue, at: Shop.at(0)))
     }
 
     static func claim(_ order: String, payment: String, transaction: String, version: Int) -> PaymentClaim {

@@ -1,11 +1,9 @@
 import ApplePay
 import Foundation
 import Logging
-import NIOPosix
 import OrchardCore
 import OrchardPostgres
 import OrchardSQLite
-import OrchardServer
 import OrchardTesting
 import Testing
 
@@ -16,12 +14,8 @@ struct StoreContractTests {
         case sqlite, memory, postgres
 
         /// Every store, less PostgreSQL when ORCHARD_SKIP_POSTGRES=1 (a machine without it).
-        static let enabled = allCases.filter { $0 != .postgres || ProcessInfo.processInfo.environment["ORCHARD_SKIP_POSTGRES"] != "1" }
+        static let enabled = allCases.filter { $0 != .postgres || PostgresServer.enabled }
     }
-
-    /// The PostgreSQL stores' own event loop: their work does not queue behind (or hold up) the
-    /// in-process servers other tests run on NIO's shared loops.
-    static let postgresLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     static func withStore(_ kind: Kind, _ body: (any OrchardStore) async throws -> Void) async throws {
         switch kind {
@@ -34,37 +28,23 @@ struct StoreContractTests {
         case .postgres:
             // A fresh database of the process's private cluster, dropped afterwards.
             try await PostgresServer.shared().withDatabase { settings in
-                let store = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: Self.postgresLoops)
+                let store = try await PostgresStore.open(
+                    settings, logger: Logger(label: "orchard.test"), eventLoops: PostgresServer.storeLoops)
                 try await store.withRunning { try await body($0) }
             }
         }
     }
 
-    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+    static let now = TestRecords.now
 
-    static func order(_ id: String) throws -> OrderRecord {
-        let priced = try Pricing.price(items: [CartItem(productId: "apple", quantity: 2)], catalogue: EngineBench.catalogue, at: now)
-        return OrderRecord(
-            id: id, merchantIdentifier: "merchant.test", state: .open, priced: priced, applicationData: [1, 2, 3], createdAt: now)
-    }
+    static func order(_ id: String) throws -> OrderRecord { try TestRecords.order(id) }
 
     static func claim(_ orderId: String, transaction: String, payment: String) -> PaymentClaim {
-        PaymentClaim(
-            draft: PaymentRecord(
-                id: payment, orderId: orderId, transactionId: transaction, state: .pending, amount: 990, currency: "EUR", network: "visa",
-                lastFour: "1111", processor: "record", reference: "", createdAt: now),
-            transactionId: transaction, sealedRequest: [9, 9, 9], priceVersion: 1)
+        TestRecords.claim(orderId, transaction: transaction, payment: payment)
     }
 
-    /// The code of the StoreError `body` throws; nil when it throws nothing (or something else).
-    static func storeError(_ body: () async throws -> Void) async -> BusinessRefusal.Code? {
-        do {
-            try await body()
-            return nil
-        } catch {
-            return (error as? BusinessRefusal)?.code
-        }
-    }
+    /// The code of the business refusal `body` throws; nil when it throws nothing (or something else).
+    static func storeError(_ body: () async throws -> Void) async -> BusinessRefusal.Code? { await TestRecords.refusal(body) }
 
     @Test("claims, re-sends and moves keep the lifecycle's compare-and-sets", arguments: Kind.enabled)
     func lifecycle(kind: Kind) async throws {

@@ -30,9 +30,9 @@ struct LogHandlerTests {
         let written = lines.lines
         #expect(written.count == 2)
         #expect(
-            written.first?.hasSuffix("info orchard.test: amount=990 EUR merchant=m-2 request=r-1 [OrchardServerTests] payment authorized")
+            written.first?.hasSuffix("info orchard.test: amount=990 EUR merchant=m-2 request=r-1 [OrchardRuntimeTests] payment authorized")
                 == true)
-        #expect(written.last?.hasSuffix("warning orchard.test: merchant=m-1 [OrchardServerTests] second") == true)
+        #expect(written.last?.hasSuffix("warning orchard.test: merchant=m-1 [OrchardRuntimeTests] second") == true)
     }
 
     @Test("control characters in a message or metadata are escaped: one log call is one line, and no terminal escape gets through")
