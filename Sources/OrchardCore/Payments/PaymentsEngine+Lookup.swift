@@ -61,23 +61,48 @@ extension PaymentsEngine.Policy {
 extension PaymentsEngine {
     /// Asks the processor about an unknown payment's (or charge's) reference and decides.
     func consult(_ payment: PaymentRecord, through processor: any PaymentProcessor) async -> ResendDecision<AuthorizationOutcome> {
+        await consult(
+            "payment", operation: "lookup", processor: processor.name, firstSentAt: payment.createdAt, lastSentAt: payment.sentLast,
+            metadata: ["payment": "\(payment.id)", "reference": "\(payment.reference)"]
+        ) {
+            let lookup = try await processor.lookup(payment)
+            // Only an authorization or a refusal is an outcome; anything else found is not final yet.
+            if case .found(let outcome) = lookup, outcome.status != .authorized && outcome.status != .refused { return .pending }
+            return lookup
+        }
+    }
+
+    /// Asks the processor about an unknown refund's reference and decides.
+    func consultRefund(_ refund: RefundRecord, of payment: PaymentRecord, through processor: any PaymentProcessor) async
+        -> ResendDecision<RefundOutcome>
+    {
+        await consult(
+            "refund", operation: "refund_lookup", processor: processor.name, firstSentAt: refund.createdAt, lastSentAt: refund.sentLast,
+            metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)"]
+        ) { try await processor.lookupRefund(refund, of: payment) }
+    }
+
+    /// One question to the processor about a reference whose answer Orchard did not see, and the
+    /// policy's decision on its answer, measured and logged; a failed question decides as no answer.
+    private func consult<Outcome>(
+        _ subject: String, operation: String, processor: String, firstSentAt: Date, lastSentAt: Date, metadata: Logger.Metadata,
+        ask: () async throws -> ProcessorLookup<Outcome>
+    ) async -> ResendDecision<Outcome> {
         let started = ContinuousClock.now
         // "Not found" proves something only for the moment the processor was asked, not later.
         let asked = time.now
-        var lookup: PaymentLookup?
+        var lookup: ProcessorLookup<Outcome>?
         do {
-            lookup = try await processor.lookup(payment)
-            // Only an authorization or a refusal is an outcome; anything else found is not final yet.
-            if case .found(let outcome) = lookup, outcome.status != .authorized && outcome.status != .refused { lookup = .pending }
+            lookup = try await ask()
         } catch {
             logger.warning(
-                "the processor could not be asked about an unknown payment: nothing is sent",
-                metadata: ["payment": "\(payment.id)", "reference": "\(payment.reference)", "error": "\(error)"])
+                "the processor could not be asked about an unknown \(subject): nothing is sent",
+                metadata: metadata.merging(["error": "\(error)"]) { $1 })
         }
-        let decision = policy.resendDecision(lookup, firstSentAt: payment.createdAt, lastSentAt: payment.sentLast, now: asked)
+        let decision = policy.resendDecision(lookup, firstSentAt: firstSentAt, lastSentAt: lastSentAt, now: asked)
         EngineMetrics.processorCall(
-            processor: processor.name, operation: "lookup", outcome: Self.label(lookup), elapsed: ContinuousClock.now - started)
-        log(decision, metadata: ["payment": "\(payment.id)", "reference": "\(payment.reference)", "processor": "\(processor.name)"])
+            processor: processor, operation: operation, outcome: Self.label(lookup), elapsed: ContinuousClock.now - started)
+        log(decision, metadata: metadata.merging(["processor": "\(processor)"]) { $1 })
         return decision
     }
 
@@ -131,27 +156,6 @@ extension PaymentsEngine {
         case .wait, .needsOperator:
             throw PaymentEngineError.unknownOutcome
         }
-    }
-
-    /// Asks the processor about an unknown refund's reference and decides.
-    func consultRefund(_ refund: RefundRecord, of payment: PaymentRecord, through processor: any PaymentProcessor) async
-        -> ResendDecision<RefundOutcome>
-    {
-        let started = ContinuousClock.now
-        let asked = time.now
-        var lookup: RefundLookup?
-        do {
-            lookup = try await processor.lookupRefund(refund, of: payment)
-        } catch {
-            logger.warning(
-                "the processor could not be asked about an unknown refund: nothing is sent",
-                metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)", "error": "\(error)"])
-        }
-        let decision = policy.resendDecision(lookup, firstSentAt: refund.createdAt, lastSentAt: refund.sentLast, now: asked)
-        EngineMetrics.processorCall(
-            processor: processor.name, operation: "refund_lookup", outcome: Self.label(lookup), elapsed: ContinuousClock.now - started)
-        log(decision, metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)", "processor": "\(processor.name)"])
-        return decision
     }
 
     /// Records the outcome the processor's records hold for an unknown refund; the refund as it
