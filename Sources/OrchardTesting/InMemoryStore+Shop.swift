@@ -155,15 +155,9 @@ extension InMemoryStore {
                 state.events[$0].state == .pending && (state.events[$0].nextAttemptAt.map { $0 <= date } ?? false)
                     && !lease.excluding.contains(state.events[$0].merchantIdentifier)
             }.sorted { (state.events[$0].nextAttemptAt ?? date, $0) < (state.events[$1].nextAttemptAt ?? date, $1) }
-            var chosen: [String: Int] = [:]
-            var leased: [Int] = []
-            for index in due where leased.count < lease.total {
-                let merchant = state.events[index].merchantIdentifier
-                if chosen[merchant] == nil, chosen.count == lease.merchants { continue }
-                guard chosen[merchant, default: 0] < lease.perMerchant else { continue }
-                chosen[merchant, default: 0] += 1
-                leased.append(index)
-            }
+            let leased = Self.fairly(
+                due, group: { state.events[$0].merchantIdentifier }, groups: lease.merchants, perGroup: lease.perMerchant,
+                total: lease.total)
             for index in leased { state.events[index].nextAttemptAt = leaseEnd }
             return leased.map { state.events[$0] }
         }
@@ -218,5 +212,23 @@ extension InMemoryStore {
 
     public func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {
         state.withLock { $0.settings[partnerIdentifier] = sealed }
+    }
+}
+
+extension InMemoryStore {
+    /// The fair share both inboxes' leases take, in memory (the SQL stores take it in one
+    /// statement): of the due items, oldest first, at most `perGroup` of each group, from at most
+    /// `groups` groups, `total` in all.
+    static func fairly(_ due: [Int], group: (Int) -> String, groups: Int = .max, perGroup: Int, total: Int) -> [Int] {
+        var taken: [String: Int] = [:]
+        var leased: [Int] = []
+        for index in due where leased.count < total {
+            let name = group(index)
+            if taken[name] == nil, taken.count >= groups { continue }
+            guard taken[name, default: 0] < perGroup else { continue }
+            taken[name, default: 0] += 1
+            leased.append(index)
+        }
+        return leased
     }
 }

@@ -23,14 +23,7 @@ extension InMemoryStore {
                 state.tokenEvents[$0].state == .pending && (state.tokenEvents[$0].nextAttemptAt.map { $0 <= date } ?? false)
             }
             .sorted { (state.tokenEvents[$0].nextAttemptAt ?? date, $0) < (state.tokenEvents[$1].nextAttemptAt ?? date, $1) }
-            var taken: [String: Int] = [:]
-            var leased: [Int] = []
-            for index in due where leased.count < limit {
-                let source = state.tokenEvents[index].source
-                guard taken[source, default: 0] < perSource else { continue }
-                taken[source, default: 0] += 1
-                leased.append(index)
-            }
+            let leased = Self.fairly(due, group: { state.tokenEvents[$0].source }, perGroup: perSource, total: limit)
             for index in leased { state.tokenEvents[index].nextAttemptAt = leaseEnd }
             return leased.map { state.tokenEvents[$0] }
         }
