@@ -187,6 +187,8 @@ struct ObservabilityConfigurationTests {
             }
         }
         #expect(try loadError { _ in } == nil, "the harness's own file loads")
+        // The processor section reads its keys as they come (its driver checks them against its type).
+        #expect(try DecodedKeys.openObjects(ConfigurationFile.self).contains("merchants[].processor"))
         #expect(try loadError { $0["paymnets"] = ["vaultKey": "x"] }?.contains("paymnets: not a setting (this section reads: ") == true)
         let server = try loadError { json in
             var server = json["server"] as? [String: Any] ?? [:]

@@ -33,8 +33,18 @@ package enum DecodedKeys {
         return shapes
     }
 
+    /// The objects whose keys the type's decoding takes as they come (it reads `allKeys`, as a
+    /// processor section does, checked later against its type's keys): no list of keys says
+    /// what they may hold.
+    package static func openObjects<T: Decodable>(_ type: T.Type) throws -> Set<String> {
+        let recorder = Recorder()
+        _ = try T(from: RecordingDecoder(recorder: recorder, path: ""))
+        return recorder.open
+    }
+
     final class Recorder {
         var shapes: [String: Shape] = [:]
+        var open: Set<String> = []
 
         func mark(_ path: String, _ shape: Shape) {
             if !path.isEmpty { shapes[path] = shape }
@@ -71,7 +81,10 @@ package enum DecodedKeys {
         let recorder: Recorder
         let path: String
         var codingPath: [any CodingKey] { [] }
-        var allKeys: [Key] { [] }
+        var allKeys: [Key] {
+            recorder.open.insert(path)
+            return []
+        }
 
         func contains(_ key: Key) -> Bool { true }
         func decodeNil(forKey key: Key) throws -> Bool { false }

@@ -320,13 +320,13 @@ extension ConfigurationFile {
 
     /// Every key path the loader reads (lists as `name[]`): from its own decoding, so it cannot drift.
     static let readKeys: Set<String> = Set((try? DecodedKeys.of(ConfigurationFile.self).keys).map(Array.init) ?? [])
+    /// The sections whose decoding reads their keys as they come (`allKeys`), to check them itself.
+    static let openSections: Set<String> = (try? DecodedKeys.openObjects(ConfigurationFile.self)) ?? []
 
     /// The first key the file sets that the loader does not read (a typo would otherwise be
-    /// ignored silently), with the keys read beside it. Sections the loader reads as a whole
+    /// ignored silently), with the keys read beside it. Sections the loader reads as they come
     /// (a processor's, whose driver checks its keys itself) are left to their reader.
     static func unknownKey(in json: Any, path: String = "") -> (path: String, known: String)? {
-        // The processor section's keys depend on its `type`: its driver refuses the others.
-        guard path != "merchants[].processor" else { return nil }
         if let list = json as? [Any] {
             for element in list {
                 if let unknown = unknownKey(in: element, path: path + "[]") { return unknown }
@@ -340,9 +340,12 @@ extension ConfigurationFile {
                 let name = key.dropFirst(prefix.count).split(separator: ".").first.map(String.init) ?? ""
                 return name.hasSuffix("[]") ? String(name.dropLast(2)) : name
             })
-        guard !known.isEmpty else { return nil }
+        // A section that reads its keys as they come checks them itself: a processor's against its
+        // type's keys, the strict sections against their own lists.
+        let checksItself = openSections.contains(path)
+        guard !known.isEmpty || checksItself else { return nil }
         for key in object.keys.sorted() {
-            guard known.contains(key) else { return (prefix + key, known.sorted().joined(separator: ", ")) }
+            guard known.contains(key) || checksItself else { return (prefix + key, known.sorted().joined(separator: ", ")) }
             if let unknown = unknownKey(in: object[key] as Any, path: prefix + key) { return unknown }
         }
         return nil
