@@ -8,17 +8,21 @@ extension PostgresStore {
     static let orderColumns = "id, merchant, state, priced, application_data, created_at, expires_at, price_version"
 
     public func insert(_ order: OrderRecord) async throws {
-        let priced = try Self.json(order.priced)
         do {
-            _ = try await rows(
-                """
-                INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at, price_version)
-                VALUES (\(order.id), \(order.merchantIdentifier), \(order.state.rawValue), \(priced), \(order.applicationData.bytea),
-                \(order.createdAt), \(order.expiresAt), \(Int64(order.priceVersion)))
-                """)
+            _ = try await rows(try Self.insertion(order))
         } catch let error as StoreError where error.code == .storage {
             throw StoreError(code: .storage, message: "order \(order.id) could not be stored: \(error.message)")
         }
+    }
+
+    /// The statement that writes a new order.
+    static func insertion(_ order: OrderRecord) throws -> PostgresQuery {
+        let priced = try json(order.priced)
+        return """
+            INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at, price_version)
+            VALUES (\(order.id), \(order.merchantIdentifier), \(order.state.rawValue), \(priced), \(order.applicationData.bytea),
+            \(order.createdAt), \(order.expiresAt), \(Int64(order.priceVersion)))
+            """
     }
 
     public func order(id: String) async throws -> OrderRecord? {

@@ -68,7 +68,7 @@ extension PostgresStore {
     ) {
         let metadata = try Self.json(request.metadata)
         let cart = try Self.json(request.cart)
-        let priced = try Self.json(order.priced)
+        let insertOrder = try Self.insertion(order)
         return try await transaction { connection in
             // Two instances given the same key at once: the second waits, then finds the first's request.
             try await connection.query(
@@ -85,12 +85,7 @@ extension PostgresStore {
             if let earlier {
                 return (try earlier.replay(for: request), false)
             }
-            try await connection.query(
-                """
-                INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at)
-                VALUES (\(order.id), \(order.merchantIdentifier), \(order.state.rawValue), \(priced), \(order.applicationData.bytea),
-                \(order.createdAt), \(order.expiresAt))
-                """, logger: logger)
+            try await connection.query(insertOrder, logger: self.logger)
             try await connection.query(
                 """
                 INSERT INTO payment_requests (\(unescaped: Self.requestColumns)) VALUES (

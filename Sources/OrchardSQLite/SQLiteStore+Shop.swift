@@ -127,15 +127,7 @@ extension SQLiteStore {
                 if let earlier {
                     return (try earlier.replay(for: request), false)
                 }
-                try db.execute(
-                    """
-                    INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """,
-                    [
-                        .text(order.id), .text(order.merchantIdentifier), .text(order.state.rawValue), .text(priced),
-                        .blob(order.applicationData), .time(order.createdAt), order.expiresAt.map(SQLiteValue.time) ?? .null,
-                    ])
+                try Self.insert(order, priced: priced, in: db)
                 try db.execute(
                     "INSERT INTO payment_requests (\(Self.requestColumns)) VALUES (\(Self.placeholders(9)))",
                     [

@@ -41,18 +41,21 @@ public final class SQLiteStore: OrchardStore {
 
     public func insert(_ order: OrderRecord) async throws {
         let priced = try Self.encode(order.priced)
-        try await database.run { db in
-            try db.execute(
-                """
-                INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at, price_version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    .text(order.id), .text(order.merchantIdentifier), .text(order.state.rawValue), .text(priced),
-                    .blob(order.applicationData), .time(order.createdAt), order.expiresAt.map(SQLiteValue.time) ?? .null,
-                    .integer(Int64(order.priceVersion)),
-                ])
-        }
+        try await database.run { db in try Self.insert(order, priced: priced, in: db) }
+    }
+
+    /// Writes a new order in the current transaction (`priced`: its pricing as stored).
+    static func insert(_ order: OrderRecord, priced: String, in db: SQLiteDatabase) throws {
+        try db.execute(
+            """
+            INSERT INTO orders (id, merchant, state, priced, application_data, created_at, expires_at, price_version)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(order.id), .text(order.merchantIdentifier), .text(order.state.rawValue), .text(priced),
+                .blob(order.applicationData), .time(order.createdAt), order.expiresAt.map(SQLiteValue.time) ?? .null,
+                .integer(Int64(order.priceVersion)),
+            ])
     }
 
     public func order(id: String) async throws -> OrderRecord? {
