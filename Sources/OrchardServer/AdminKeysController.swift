@@ -36,11 +36,8 @@ struct AdminKeysController {
             let id = try AdminController.partnerIdentifier(context)
             guard directory.merchant(identifier: id) != nil else { throw OrchardError(.notFound, "there is no merchant \(id)") }
             let (record, secret) = APIKeyRecord.generate(merchantIdentifier: id, at: time.now)
-            do {
-                try await store.insertAPIKey(record)
-            } catch let error as BusinessRefusal where error.code == .limitReached {
-                throw OrchardError(.tooManyKeys, error.message)
-            }
+            // Over the cap, the store's BusinessRefusal answers 422 too_many_keys (OrchardError's mapping).
+            try await store.insertAPIKey(record)
             return EditedResponse(status: .created, response: KeyView(record, secret: secret))
         }
         admin.get("merchants/{id}/api-keys") { _, context in

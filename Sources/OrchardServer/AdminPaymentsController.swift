@@ -48,10 +48,10 @@ struct AdminPaymentsController {
             return PaymentView(payment: payment, merchantIdentifier: order?.merchantIdentifier, orderState: order?.state)
         }
         admin.post("payments/{id}/settle") { _, context in
-            try await engineCall { try await engine.settle(paymentId: try context.parameters.require("id")) }
+            try await engine.settle(paymentId: try context.parameters.require("id"))
         }
         admin.post("payments/{id}/cancel") { _, context in
-            try await engineCall { try await engine.cancel(paymentId: try context.parameters.require("id")) }
+            try await engine.cancel(paymentId: try context.parameters.require("id"))
         }
         admin.postJSON("payments/{id}/resolve") { request, context in
             let body = try await request.decode(as: ResolveBody.self, context: context)
@@ -59,7 +59,7 @@ struct AdminPaymentsController {
                 throw OrchardError(.invalidRequest, "state must be authorized or refused, as the processor's records say")
             }
             let id = try context.parameters.require("id")
-            return try await engineCall { try await engine.resolve(paymentId: id, as: resolution) }
+            return try await engine.resolve(paymentId: id, as: resolution)
         }
         return admin
     }
@@ -67,15 +67,6 @@ struct AdminPaymentsController {
     struct ResolveBody: Decodable {
         /// What the processor's own records say: `authorized` or `refused`.
         var state: String
-    }
-
-    /// Runs an engine call, mapping its refusal to the API's error.
-    func engineCall(_ body: () async throws -> PaymentRecord) async throws -> PaymentRecord {
-        do {
-            return try await body()
-        } catch let error as PaymentEngineError {
-            throw OrchardError(error)
-        }
     }
 
     func requirePayment(_ id: String) async throws -> PaymentRecord {

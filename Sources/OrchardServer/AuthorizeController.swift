@@ -58,15 +58,19 @@ struct AuthorizeController {
         router.postJSON("/api/apple-pay/authorize") { request, context in
             do {
                 return try await authorize(request, context: context)
-            } catch var error as OrchardError {
-                error.isPaymentAnswer = true
-                throw error
+            } catch {
+                // The one route that adds to the mapping: the checkout page hands this body to
+                // `completePayment`, so every refusal (the engine's included) also carries the
+                // `status: failure` shape. The status, code and message are the mapping's own.
+                guard var answer = OrchardError(mapping: error) else { throw error }
+                answer.isPaymentAnswer = true
+                throw answer
             }
         }
         return router
     }
 
-    /// Decode, hand to the engine, map its answer.
+    /// Decode, hand to the engine; its refusals are mapped where every route's are.
     func authorize(_ request: Request, context: OrchardRequestContext) async throws -> Answer {
         let (merchant, _) = try context.requireMerchant()
         // Before the body is read: each attempt verifies a token and may call the processor.
@@ -81,15 +85,10 @@ struct AuthorizeController {
         guard let token = body.payment.resolved else {
             throw OrchardError(.invalidJSON, "payment must hold Apple Pay's token (paymentData)")
         }
-        let payment: PaymentRecord
-        do {
-            payment = try await engine.authorize(
-                .init(
-                    merchantIdentifier: merchant.merchantIdentifier, orderId: body.orderId, token: token,
-                    cardholderName: body.payment.cardholderName))
-        } catch {
-            throw OrchardError(error)
-        }
+        let payment = try await engine.authorize(
+            .init(
+                merchantIdentifier: merchant.merchantIdentifier, orderId: body.orderId, token: token,
+                cardholderName: body.payment.cardholderName))
         return Answer(status: "success", errors: [], orderId: body.orderId, paymentId: payment.id)
     }
 }

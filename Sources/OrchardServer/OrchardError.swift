@@ -177,9 +177,57 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
     }
 }
 
-/// A service's refusal thrown from a route answers as its ``OrchardError`` does: the routes call
-/// the services and need not catch.
+extension OrchardError {
+    /// A business rule's refusal that reached a route, mapped once.
+    public init(_ error: BusinessRefusal) {
+        let code: Code =
+            switch error.code {
+            case .duplicateTransaction: .replayedPayment
+            case .orderNotOpen: .orderNotOpen
+            case .paymentInProgress: .paymentUnknown
+            case .orderChanged: .orderChanged
+            case .domainTaken: .domainTaken
+            case .limitReached: .tooManyKeys
+            case .idempotencyMismatch: .idempotencyMismatch
+            case .refundTooLarge: .refundTooLarge
+            case .invalidState: .invalidState
+            }
+        self.init(code, error.message)
+    }
+
+    /// Any of Orchard's typed refusals as the API answers it: the one place a route's error
+    /// becomes a status, a code and a message. Nil for an error that is no refusal (a store's own
+    /// failure, a bug), which Hummingbird answers with a bare 500.
+    public init?(mapping error: any Error) {
+        switch error {
+        case let error as OrchardError: self = error
+        case let error as PaymentEngineError: self = OrchardError(error)
+        case let error as ServiceError: self = OrchardError(error)
+        case let error as BusinessRefusal: self = OrchardError(error)
+        default: return nil
+        }
+    }
+}
+
+/// Core's refusals thrown from a route answer as their ``OrchardError`` does: routes call the
+/// services and the engine and need not catch.
 extension ServiceError: HTTPResponseError {
+    public var status: HTTPResponse.Status { OrchardError(self).status }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        try OrchardError(self).response(from: request, context: context)
+    }
+}
+
+extension PaymentEngineError: HTTPResponseError {
+    public var status: HTTPResponse.Status { OrchardError(self).status }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        try OrchardError(self).response(from: request, context: context)
+    }
+}
+
+extension BusinessRefusal: HTTPResponseError {
     public var status: HTTPResponse.Status { OrchardError(self).status }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {

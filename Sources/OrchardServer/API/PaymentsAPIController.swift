@@ -60,12 +60,7 @@ struct PaymentsAPIController {
         _ context: OrchardRequestContext, _ body: (PaymentsEngine, String, String) async throws -> T
     ) async throws -> T {
         let merchant = try context.requireAPIMerchant()
-        let id = try context.parameters.require("id")
-        do {
-            return try await body(engine, id, merchant.merchantIdentifier)
-        } catch let error as PaymentEngineError {
-            throw OrchardError(error)
-        }
+        return try await body(engine, try context.parameters.require("id"), merchant.merchantIdentifier)
     }
 
     func detail(_ payment: PaymentRecord) async throws -> Detail {
