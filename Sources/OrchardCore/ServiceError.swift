@@ -1,4 +1,4 @@
-/// Why an application service (orders, payment requests) refused a call: a stable code and a
+/// Why an application service (orders, payment requests, mandate charges) refused a call: a stable code and a
 /// message the caller can act on. Nothing was changed. ``OrchardError`` maps the codes to HTTP in
 /// one place; a store's own failure stays a ``StoreError``.
 public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -23,6 +23,8 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
         case quoteFailed
         /// The records disagree with each other (a payment request without its order).
         case inconsistent
+        /// The object is in a state that does not allow the change (an ended mandate).
+        case invalidState
     }
 
     public var code: Code

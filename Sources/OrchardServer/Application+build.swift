@@ -86,7 +86,8 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
     v1.addRoutes(paymentRequests.apiRoutes)
     router.addRoutes(paymentRequests.pageRoutes)
     v1.addRoutes(PaymentsAPIController(store: store, engine: engine).routes)
-    v1.addRoutes(MandatesController(store: store, engine: engine, lifecycle: mandates, time: time).routes)
+    v1.addRoutes(
+        MandatesController(service: MandateChargeService(store: store, engine: engine, time: time), lifecycle: mandates).routes)
     router.addRoutes(
         TokenEventsController(
             store: store, directory: directory, policy: configuration.tokenEvents, limiter: limiter, fetching: d.merchantTokens != nil,

@@ -126,6 +126,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
             case .idempotencyMismatch: .idempotencyMismatch
             case .quoteFailed: .quoteFailed
             case .inconsistent: .internalError
+            case .invalidState: .invalidState
             }
         self.init(code, error.message)
     }

@@ -33,7 +33,7 @@ struct ErrorMappingTests {
             .notFound: (.notFound, 404), .ordersUnavailable: (.ordersUnavailable, 404), .invalidRequest: (.invalidRequest, 400),
             .invalidCart: (.invalidCart, 400), .invalidAgreement: (.invalidAgreement, 400), .orderNotOpen: (.orderNotOpen, 409),
             .orderChanged: (.orderChanged, 409), .idempotencyMismatch: (.idempotencyMismatch, 422), .quoteFailed: (.quoteFailed, 502),
-            .inconsistent: (.internalError, 500),
+            .inconsistent: (.internalError, 500), .invalidState: (.invalidState, 409),
         ]
         for code in ServiceError.Code.allCases {
             let error = ServiceError(code, "service says \(code)")

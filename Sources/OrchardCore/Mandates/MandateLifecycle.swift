@@ -66,6 +66,16 @@ public struct MandateLifecycle: Sendable {
         return ended
     }
 
+    /// Ends `mandate` unless it has ended, and answers it as it now stands: ended by this call,
+    /// or as the store has it when it had ended already (here or by a concurrent call, whose
+    /// reason the answer then shows).
+    public func endUnlessEnded(_ mandate: MandateRecord, reason: String) async throws -> MandateRecord {
+        guard mandate.state == .active, let ended = try await end(mandate, reason: reason, unlinkAtApple: true) else {
+            return try await store.mandate(id: mandate.id) ?? mandate
+        }
+        return ended
+    }
+
     private func unlink(_ token: String, mandate: MandateRecord) async {
         guard let tokens, let merchant = directory.merchant(identifier: mandate.merchantIdentifier) else {
             logger.warning(

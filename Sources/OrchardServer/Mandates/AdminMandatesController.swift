@@ -38,13 +38,8 @@ struct AdminMandatesController {
             AdminMandate(try await requireMandate(context))
         }
         admin.post("mandates/{id}/end") { _, context in
-            let mandate = try await requireMandate(context)
-            guard mandate.state == .active, let ended = try await lifecycle.end(mandate, reason: "operator", unlinkAtApple: true)
-            else {
-                // Already ended (here or by a concurrent call): the answer shows by whom.
-                return AdminMandate(try await store.mandate(id: mandate.id) ?? mandate)
-            }
-            return AdminMandate(ended)
+            // Already ended (here or by a concurrent call): the answer shows by whom.
+            AdminMandate(try await lifecycle.endUnlessEnded(try await requireMandate(context), reason: "operator"))
         }
         return admin
     }
