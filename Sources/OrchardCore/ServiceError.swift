@@ -1,6 +1,7 @@
-/// Why an application service (orders, payment requests, mandate charges) refused a call: a stable code and a
-/// message the caller can act on. Nothing was changed. ``OrchardError`` maps the codes to HTTP in
-/// one place; a store's own failure stays a ``StoreError``.
+/// Why an application service (orders, payment requests, mandate charges, the merchant registry)
+/// refused a call: a stable code and a message the caller can act on. Nothing was changed here
+/// (for ``Code/unrecorded``, Apple's side was, and the message says to repeat the call).
+/// ``OrchardError`` maps the codes to HTTP in one place; a store's own failure stays a ``StoreError``.
 public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: String, Sendable, CaseIterable {
         /// No such order or payment request (or another merchant's).
@@ -25,6 +26,16 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
         case inconsistent
         /// The object is in a state that does not allow the change (an ended mandate).
         case invalidState
+        /// The call needs configuration this server lacks (a platform integrator, a settings key).
+        case notConfigured
+        /// A merchant identifier this server reserves (a configured merchant's, the platform's own).
+        case identifierTaken
+        /// The domain belongs to another merchant.
+        case domainTaken
+        /// A registration Apple would refuse, or Orchard could not serve.
+        case invalidRegistration
+        /// Apple accepted the change but the registry could not record it: repeat the call.
+        case unrecorded
     }
 
     public var code: Code

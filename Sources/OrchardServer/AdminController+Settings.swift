@@ -16,47 +16,16 @@ extension AdminController {
 
     func addSettingsRoutes(to admin: RouteCollection<OrchardRequestContext>) {
         admin.putJSON("merchants/{id}/settings") { request, context in
-            try await setSettings(request, id: try Self.partnerIdentifier(context), context: context)
+            let id = try Self.partnerIdentifier(context)
+            let settings = try await registry.setSettings(
+                of: id, sealer: sealer, { try await request.decode(as: MerchantSettingsFile.self, context: context) },
+                logger: context.logger)
+            return Self.view(id, settings)
         }
         admin.get("merchants/{id}/settings") { _, context in
             let id = try Self.partnerIdentifier(context)
-            guard directory.registrations.contains(where: { $0.partnerIdentifier == id }) else {
-                throw OrchardError(.notFound, "no merchant \(id) is registered on this server")
-            }
-            return Self.view(id, directory.settings[id])
+            return Self.view(id, try registry.settings(of: id))
         }
-    }
-
-    /// Checks, seals, stores and applies a registered merchant's settings; nothing changes on any refusal.
-    func setSettings(_ request: Request, id: String, context: OrchardRequestContext) async throws -> SettingsView {
-        guard let vault = configuration.settingsVault else {
-            throw OrchardError(
-                .platformNotConfigured,
-                "registered merchants' settings are sealed at rest: set platformIntegrator.settingsKey (64 hex digits, env: or a file) first"
-            )
-        }
-        guard directory.registrations.contains(where: { $0.partnerIdentifier == id }) else {
-            throw OrchardError(.notFound, "no merchant \(id) is registered on this server")
-        }
-        let file = try await request.decode(as: MerchantSettingsFile.self, context: context)
-        let settings: MerchantSettings
-        do {
-            settings = try configuration.resolveSettings(file, partnerIdentifier: id)
-        } catch {
-            throw OrchardError(.invalidRequest, error.message)
-        }
-        do {
-            try await store.saveSealedMerchantSettings(
-                partnerIdentifier: id, sealed: try vault.seal(file, partnerIdentifier: id), at: time.now)
-        } catch {
-            throw OrchardError(.internalError, "the settings could not be stored; nothing changed")
-        }
-        directory.setSettings(settings, forPartner: id)
-        processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: id)
-        context.logger.info(
-            "registered merchant's settings changed",
-            metadata: ["partner": "\(id)", "processor": "\(settings.processor.type)", "webhook": "\(settings.webhook != nil)"])
-        return Self.view(id, settings)
     }
 
     static func view(_ id: String, _ settings: MerchantSettings?) -> SettingsView {

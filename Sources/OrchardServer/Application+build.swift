@@ -111,14 +111,20 @@ private func addAdminRoutes(
     to admin: RouterGroup<OrchardRequestContext>, _ d: ApplicationDependencies, services: SharedServices
 ) {
     let (configuration, store, directory) = (d.configuration, d.store, d.directory)
-    let controller = AdminController(
-        configuration: configuration, directory: directory, store: store, registration: d.registration, time: d.time,
-        processors: d.processors, processorMaker: d.processorMaker, lifecycle: services.mandates,
+    let retirement = TenantRetirement(
+        store: store, directory: directory, processors: d.processors, lifecycle: services.mandates,
         webhooks: d.shopCalls.map {
             WebhookDispatcher(
                 store: store, transport: $0, directory: directory, policy: configuration.webhooks, time: d.time, logger: d.logger)
-        })
-    admin.addRoutes(controller.routes)
+        }, time: d.time, logger: services.mandates.logger)
+    let registry = MerchantRegistryService(
+        store: store, directory: directory, apple: d.registration, retirement: retirement, processors: d.processors,
+        processorMaker: d.processorMaker, time: d.time)
+    admin.addRoutes(
+        AdminController(
+            configuration: configuration, directory: directory, registry: registry, sealer: RegisteredSettingsSealer(configuration)
+        )
+        .routes)
     admin.addRoutes(AdminPaymentsController(store: store, engine: services.engine).routes)
     admin.addRoutes(AdminKeysController(store: store, directory: directory, time: d.time).routes)
     admin.addRoutes(AdminWebhooksController(store: store, time: d.time).routes)

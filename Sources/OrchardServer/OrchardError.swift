@@ -127,6 +127,11 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
             case .quoteFailed: .quoteFailed
             case .inconsistent: .internalError
             case .invalidState: .invalidState
+            case .notConfigured: .platformNotConfigured
+            case .identifierTaken: .identifierTaken
+            case .domainTaken: .domainTaken
+            case .invalidRegistration: .invalidRegistration
+            case .unrecorded: .internalError
             }
         self.init(code, error.message)
     }
@@ -205,6 +210,7 @@ extension OrchardError {
         case let error as PaymentEngineError: self = OrchardError(error)
         case let error as ServiceError: self = OrchardError(error)
         case let error as BusinessRefusal: self = OrchardError(error)
+        case let error as RegistrationCallError: self = OrchardError(registration: error.gateway)
         default: return nil
         }
     }
@@ -233,5 +239,13 @@ extension BusinessRefusal: HTTPResponseError {
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         try OrchardError(self).response(from: request, context: context)
+    }
+}
+
+extension RegistrationCallError: HTTPResponseError {
+    public var status: HTTPResponse.Status { OrchardError(registration: gateway).status }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        try OrchardError(registration: gateway).response(from: request, context: context)
     }
 }

@@ -78,12 +78,12 @@ public struct WebhookDispatcher: Service {
     }
 
     /// Tries each of a merchant's pending events once, now, oldest first: for a merchant about to
-    /// be retired, whose endpoint goes with it. At most `limit` events, started within two
+    /// be retired, whose endpoint goes with it. At most 100 events, started within two
     /// attempts' deadlines; what is not delivered stays pending (and is then skipped). Not
     /// leased: another instance may send one of them at the same moment, which webhooks'
     /// at-least-once delivery (one event ID) already allows for.
-    public func deliverPending(merchant: String, limit: Int = 100) async -> Int {
-        guard let pending = try? await store.webhookEvents(merchantIdentifier: merchant, state: .pending, limit: limit) else { return 0 }
+    public func deliverPending(merchant: String) async -> Int {
+        guard let pending = try? await store.webhookEvents(merchantIdentifier: merchant, state: .pending, limit: 100) else { return 0 }
         let deadline = time.now.addingTimeInterval(2 * policy.timeout.timeInterval)
         var tried = 0
         for event in pending.reversed() where time.now < deadline {
@@ -214,3 +214,6 @@ public struct PaymentRequestExpiry: Service {
         }
     }
 }
+
+/// A retiring merchant's last events go out through the dispatcher (``TenantRetirement``).
+extension WebhookDispatcher: PendingDeliveries {}

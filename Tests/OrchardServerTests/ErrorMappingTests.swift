@@ -33,7 +33,9 @@ struct ErrorMappingTests {
             .notFound: (.notFound, 404), .ordersUnavailable: (.ordersUnavailable, 404), .invalidRequest: (.invalidRequest, 400),
             .invalidCart: (.invalidCart, 400), .invalidAgreement: (.invalidAgreement, 400), .orderNotOpen: (.orderNotOpen, 409),
             .orderChanged: (.orderChanged, 409), .idempotencyMismatch: (.idempotencyMismatch, 422), .quoteFailed: (.quoteFailed, 502),
-            .inconsistent: (.internalError, 500), .invalidState: (.invalidState, 409),
+            .inconsistent: (.internalError, 500), .invalidState: (.invalidState, 409), .notConfigured: (.platformNotConfigured, 501),
+            .identifierTaken: (.identifierTaken, 409), .domainTaken: (.domainTaken, 409), .invalidRegistration: (.invalidRegistration, 400),
+            .unrecorded: (.internalError, 500),
         ]
         for code in ServiceError.Code.allCases {
             let error = ServiceError(code, "service says \(code)")
@@ -50,6 +52,9 @@ struct ErrorMappingTests {
             #expect(OrchardError(mapping: error)?.code == refusal[code]?.0 && OrchardError(error).message == error.message, "\(code)")
             #expect(Int(error.status.code) == refusal[code]?.1, "\(code)")
         }
+        let apple = RegistrationCallError(GatewayError(.rejected, "Apple says no", appleStatus: 400))
+        let mapped = OrchardError(mapping: apple)
+        #expect(mapped?.code == .registrationRejected && mapped?.upstreamStatus == 400 && apple.status == .badGateway)
         #expect(OrchardError(mapping: CancellationError()) == nil, "not a refusal: Hummingbird's bare 500")
     }
 

@@ -6,7 +6,7 @@ import Synchronization
 /// Which merchant serves a host: the configured merchants, then the merchants a platform
 /// integrator registered (from the registry in the store). Every controller asks here, so
 /// a request on one merchant's domain only ever sees that merchant.
-public final class MerchantDirectory: MerchantLookup {
+public final class MerchantDirectory: MerchantLookup, RegistryDirectory {
     public let configuration: ServerConfiguration
     private let registered: Mutex<Registered>
     /// The configured merchants by domain (the first to name a domain keeps it), looked up on every request.
@@ -33,6 +33,9 @@ public final class MerchantDirectory: MerchantLookup {
         self.registered = Mutex(Registered(settings: settings))
         replaceRegistrations(registered)
     }
+
+    /// The platform integrator's merchant ID, when one is configured.
+    public var platformIdentifier: String? { configuration.platform?.merchantIdentifier }
 
     /// Registered merchants' settings, by partner identifier.
     public var settings: [String: MerchantSettings] {

@@ -21,11 +21,26 @@ public struct MerchantSettingsFile: Codable, Sendable {
     }
 }
 
-/// A registered merchant's settings, checked.
-public struct MerchantSettings: Sendable {
-    public var processor: any ProcessorSettings
-    public var webhook: WebhookEndpoint?
-    public var quote: WebhookEndpoint?
+/// Checks a registered merchant's settings as this server's configuration allows them, and
+/// seals them with its settings key: what ``MerchantRegistryService`` asks of the server.
+struct RegisteredSettingsSealer: MerchantSettingsSealer {
+    let configuration: ServerConfiguration
+    let vault: SettingsVault
+
+    /// Nil when no settings key is configured: settings are then never stored.
+    init?(_ configuration: ServerConfiguration) {
+        guard let vault = configuration.settingsVault else { return nil }
+        self.configuration = configuration
+        self.vault = vault
+    }
+
+    func check(_ file: MerchantSettingsFile, partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettings {
+        try configuration.resolveSettings(file, partnerIdentifier: partnerIdentifier)
+    }
+
+    func seal(_ file: MerchantSettingsFile, partnerIdentifier: String) throws -> [UInt8] {
+        try vault.seal(file, partnerIdentifier: partnerIdentifier)
+    }
 }
 
 /// Seals registered merchants' settings with AES-256-GCM under `platformIntegrator.settingsKey`,

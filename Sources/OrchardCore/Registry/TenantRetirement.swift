@@ -1,7 +1,6 @@
 import ApplePay
 import Foundation
 import Logging
-import OrchardCore
 
 /// What a registered merchant leaves behind when it goes, and what a new registration under the
 /// same identifier must not inherit: its mandates end (`mandate.ended`, the processor's stored
@@ -9,22 +8,35 @@ import OrchardCore
 /// (processor, webhook, quote) are dropped on every instance, and its undelivered events are
 /// skipped (after one last attempt each). Its merchant tokens are not unlinked one by one: Apple has already deleted the
 /// merchant with its last domain, and refuses token calls for a merchant it does not have.
-struct TenantRetirement: Sendable {
+public struct TenantRetirement: Sendable {
     let store: any MerchantRegistry & MandateRecords
-    let directory: MerchantDirectory
+    let directory: any RegistryDirectory
     let processors: PaymentProcessors
     let lifecycle: MandateLifecycle
     /// Sends the tenant's last events (its `mandate.ended`) before its webhook goes; nil without shop calls.
-    let webhooks: WebhookDispatcher?
+    let webhooks: (any PendingDeliveries)?
     let time: TimeSource
     let logger: Logger
 
+    public init(
+        store: any MerchantRegistry & MandateRecords, directory: any RegistryDirectory, processors: PaymentProcessors,
+        lifecycle: MandateLifecycle, webhooks: (any PendingDeliveries)?, time: TimeSource, logger: Logger
+    ) {
+        self.store = store
+        self.directory = directory
+        self.processors = processors
+        self.lifecycle = lifecycle
+        self.webhooks = webhooks
+        self.time = time
+        self.logger = logger
+    }
+
     /// The `endedReason` of the mandates a retirement ends.
-    static let endedReason = "unregistered"
+    public static let endedReason = "unregistered"
 
     /// Retires `partner`: first its mandates, while its processor and its registration at Apple
     /// are still known here, then everything else in one store transaction.
-    func retire(_ partner: String) async throws {
+    public func retire(_ partner: String) async throws {
         var ended = 0
         // Pages of active mandates until none is left; each end is a compare-and-set, so a page
         // never comes back, and the bound only guards against a store that ignores the filter.
