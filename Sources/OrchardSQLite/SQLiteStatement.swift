@@ -8,18 +8,6 @@ enum SQLiteValue: Sendable, Equatable {
     case null
 }
 
-/// A Swift value that binds as one SQLite value.
-protocol SQLiteBindable { var sqliteValue: SQLiteValue { get } }
-
-extension SQLiteValue: SQLiteBindable { var sqliteValue: SQLiteValue { self } }
-extension String: SQLiteBindable { var sqliteValue: SQLiteValue { .text(self) } }
-extension Int64: SQLiteBindable { var sqliteValue: SQLiteValue { .integer(self) } }
-extension Int: SQLiteBindable { var sqliteValue: SQLiteValue { .integer(Int64(self)) } }
-extension Bool: SQLiteBindable { var sqliteValue: SQLiteValue { .integer(self ? 1 : 0) } }
-extension Array: SQLiteBindable where Element == UInt8 { var sqliteValue: SQLiteValue { .blob(self) } }
-/// The store keeps times as whole seconds since 1970 (`INTEGER` columns, compared in SQL).
-extension Date: SQLiteBindable { var sqliteValue: SQLiteValue { .integer(Int64(timeIntervalSince1970)) } }
-
 /// SQL with its values: `"… WHERE id = \(id)"` becomes `… WHERE id = ?` with `id` bound, so a
 /// placeholder can never drift from its value. `nil` binds NULL, a `String`-backed enum its raw
 /// value, `\(unescaped:)` splices SQL text (column lists), and a statement splices its SQL and values.
@@ -39,13 +27,21 @@ struct SQLiteStatement: ExpressibleByStringInterpolation, StringInterpolationPro
 
     mutating func appendLiteral(_ literal: String) { sql += literal }
 
-    mutating func appendInterpolation<T: SQLiteBindable>(_ value: T?) {
-        sql += "?"
-        bindings.append(value?.sqliteValue ?? .null)
-    }
+    mutating func appendInterpolation(_ value: String?) { bind(value.map(SQLiteValue.text)) }
+    mutating func appendInterpolation(_ value: Int64?) { bind(value.map(SQLiteValue.integer)) }
+    mutating func appendInterpolation(_ value: Int?) { bind(value.map { .integer(Int64($0)) }) }
+    mutating func appendInterpolation(_ value: Bool?) { bind(value.map { .integer($0 ? 1 : 0) }) }
+    mutating func appendInterpolation(_ value: [UInt8]?) { bind(value.map(SQLiteValue.blob)) }
+    /// The store keeps times as whole seconds since 1970 (`INTEGER` columns, compared in SQL).
+    mutating func appendInterpolation(_ value: Date?) { bind(value.map { .integer(Int64($0.timeIntervalSince1970)) }) }
 
     mutating func appendInterpolation<T: RawRepresentable>(_ value: T?) where T.RawValue == String {
         appendInterpolation(value?.rawValue)
+    }
+
+    private mutating func bind(_ value: SQLiteValue?) {
+        sql += "?"
+        bindings.append(value ?? .null)
     }
 
     mutating func appendInterpolation(unescaped sql: String) { self.sql += sql }
