@@ -3,17 +3,6 @@ import Foundation
 import NIOPosix
 import Synchronization
 
-/// A value bound to or read from SQLite.
-enum SQLiteValue: Sendable, Equatable {
-    case integer(Int64)
-    case text(String)
-    case blob([UInt8])
-    case null
-
-    var integer: Int64? { if case .integer(let v) = self { v } else { nil } }
-    var text: String? { if case .text(let v) = self { v } else { nil } }
-}
-
 /// One SQLite connection. The store's own connection is the writer: every `run` is a member of
 /// a group commit (see below); `read` borrows one of a few read-only connections, which in WAL
 /// mode see the last commit and never wait for the writer.
@@ -45,11 +34,13 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// Only the writer has these: transactions waiting for the next batch, and whether a batch runs.
     private let queue = Mutex<(pending: [GroupCommitMember], draining: Bool)>(([], false))
     private let readers = Mutex<[SQLiteDatabase]>([])
-    /// Prepared statements by their SQL: the store runs the same few dozen over and over, and
-    /// parsing each anew was much of the writer's time. Touched only by the thread that holds
-    /// this connection (the writer thread, or one `read` at a time).
-    private var statements: [String: OpaquePointer] = [:]
+    /// Prepared statements, with their column maps, by their SQL (`?` for each value): the store
+    /// runs the same few dozen over and over, and parsing each anew was much of the writer's time.
+    /// Touched only by the thread that holds this connection (the writer thread, or one `read` at a time).
+    private var statements: [String: (statement: OpaquePointer, columns: SQLiteColumns)] = [:]
     static let maximumCachedStatements = 128
+    /// Statements prepared (cache misses), for tests: the same SQL with other values must not prepare again.
+    let preparations = Atomic<Int>(0)
     /// Completed batches, for tests: a member's answer always comes after a COMMIT later than its body.
     let committedBatches = Atomic<Int>(0)
     /// Transactions waiting for the writer, for tests.
@@ -80,12 +71,13 @@ final class SQLiteDatabase: @unchecked Sendable {
     deinit {
         // A running batch holds `self`: when this runs, the writer thread is idle.
         writerThread?.shutdownGracefully { _ in }
-        for statement in statements.values { sqlite3_finalize(statement) }
+        for prepared in statements.values { sqlite3_finalize(prepared.statement) }
         sqlite3_close_v2(handle)
     }
 
     /// Runs `body` as one transaction of the next group commit, on the writer thread; returns
     /// (or throws) once the COMMIT covering it returned. Anything that writes goes through here.
+    /// `body` is all or nothing: when it throws, every write it made rolls back (its savepoint).
     @discardableResult
     func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteDatabase) throws -> T) async throws -> T {
         guard let writerThread else { preconditionFailure("a read connection never runs transactions") }
@@ -160,52 +152,43 @@ final class SQLiteDatabase: @unchecked Sendable {
         for member in batch { member.finish(committed: outcome) }
     }
 
-    /// Runs statements as one unit: BEGIN IMMEDIATE … COMMIT on its own, or a SAVEPOINT inside a
-    /// group commit's transaction; rolled back on any error.
-    func transaction<T>(_ body: () throws -> T) throws -> T {
-        if sqlite3_get_autocommit(handle) == 0 { return try savepoint("nested", body) }
-        try execute("BEGIN IMMEDIATE")
-        do {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            _ = try? execute("ROLLBACK")
-            throw error
-        }
-    }
-
     /// `body` inside a savepoint of the open transaction; on error only its own changes roll back.
     func savepoint<T>(_ name: String, _ body: () throws -> T) throws -> T {
-        try execute("SAVEPOINT \(name)")
+        try execute("SAVEPOINT \(unescaped: name)")
         do {
             let result = try body()
-            try execute("RELEASE \(name)")
+            try execute("RELEASE \(unescaped: name)")
             return result
         } catch {
             // Unless SQLite already ended the whole transaction (the batch sees that).
             if sqlite3_get_autocommit(handle) == 0 {
-                _ = try? execute("ROLLBACK TO \(name)")
-                _ = try? execute("RELEASE \(name)")
+                _ = try? execute("ROLLBACK TO \(unescaped: name)")
+                _ = try? execute("RELEASE \(unescaped: name)")
             }
             throw error
         }
     }
 
+    /// Runs `sql`, any number of statements without values (the schema), outside the statement cache.
+    func executeScript(_ sql: String) throws {
+        guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else { throw failure() }
+    }
+
+    /// Runs `statement`; returns how many rows it changed.
     @discardableResult
-    func execute(_ sql: String, _ parameters: [SQLiteValue] = []) throws -> Int {
-        _ = try query(sql, parameters)
+    func execute(_ statement: SQLiteStatement) throws -> Int {
+        _ = try query(statement)
         return Int(sqlite3_changes(handle))
     }
 
-    func query(_ sql: String, _ parameters: [SQLiteValue] = []) throws -> [[SQLiteValue]] {
-        let statement = try prepared(sql)
+    func query(_ query: SQLiteStatement) throws -> [SQLiteRow] {
+        let (statement, columns) = try prepared(query.sql)
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-        for (index, value) in parameters.enumerated() {
+        for (index, value) in query.bindings.enumerated() {
             let position = Int32(index + 1)
             let code: Int32
             switch value {
@@ -217,41 +200,46 @@ final class SQLiteDatabase: @unchecked Sendable {
             }
             guard code == SQLITE_OK else { throw failure() }
         }
-        var rows: [[SQLiteValue]] = []
+        var rows: [SQLiteRow] = []
         while true {
             let step = sqlite3_step(statement)
             if step == SQLITE_DONE { break }
             guard step == SQLITE_ROW else { throw failure() }
-            rows.append(
-                (0..<sqlite3_column_count(statement)).map { column in
-                    switch sqlite3_column_type(statement, column) {
-                    case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
-                    case SQLITE_TEXT: .text(String(cString: sqlite3_column_text(statement, column)))
-                    case SQLITE_BLOB:
-                        .blob(
-                            Array(
-                                UnsafeRawBufferPointer(
-                                    start: sqlite3_column_blob(statement, column), count: Int(sqlite3_column_bytes(statement, column)))))
-                    default: .null
-                    }
-                })
+            let values = (0..<sqlite3_column_count(statement)).map { Self.value(statement, column: $0) }
+            rows.append(SQLiteRow(values: values, columns: columns))
         }
         return rows
     }
 
-    /// The statement for `sql`, prepared once and kept.
-    private func prepared(_ sql: String) throws -> OpaquePointer {
-        if let statement = statements[sql] { return statement }
+    private static func value(_ statement: OpaquePointer, column: Int32) -> SQLiteValue {
+        switch sqlite3_column_type(statement, column) {
+        case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
+        case SQLITE_TEXT: .text(String(cString: sqlite3_column_text(statement, column)))
+        case SQLITE_BLOB:
+            .blob(
+                Array(
+                    UnsafeRawBufferPointer(
+                        start: sqlite3_column_blob(statement, column), count: Int(sqlite3_column_bytes(statement, column)))))
+        default: .null
+        }
+    }
+
+    /// The statement for `sql` and its column map, prepared once and kept.
+    private func prepared(_ sql: String) throws -> (statement: OpaquePointer, columns: SQLiteColumns) {
+        if let cached = statements[sql] { return cached }
         var prepared: OpaquePointer?
         guard sqlite3_prepare_v2(handle, sql, -1, &prepared, nil) == SQLITE_OK, let statement = prepared else {
             throw failure()
         }
         if statements.count >= Self.maximumCachedStatements {
-            for statement in statements.values { sqlite3_finalize(statement) }
+            for cached in statements.values { sqlite3_finalize(cached.statement) }
             statements.removeAll()
         }
-        statements[sql] = statement
-        return statement
+        preparations.add(1, ordering: .relaxed)
+        let names = (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
+        let entry = (statement: statement, columns: SQLiteColumns(names))
+        statements[sql] = entry
+        return entry
     }
 
     private func failure() -> Failure {

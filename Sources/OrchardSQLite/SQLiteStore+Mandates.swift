@@ -10,106 +10,81 @@ extension SQLiteStore {
         network, last_four, description, state, ended_reason, created_at, updated_at, ended_at
         """
 
-    static func migrateMandates(_ database: SQLiteDatabase) throws {
-        try database.execute(
-            """
-            CREATE TABLE IF NOT EXISTS mandates (
-                id TEXT PRIMARY KEY, merchant TEXT NOT NULL, kind TEXT NOT NULL, payment_id TEXT NOT NULL REFERENCES payments(id),
-                order_id TEXT NOT NULL, processor TEXT NOT NULL, credential TEXT NOT NULL, merchant_token_id TEXT,
-                merchant_token_metadata TEXT, currency TEXT NOT NULL, network TEXT, last_four TEXT NOT NULL, description TEXT NOT NULL,
-                state TEXT NOT NULL, ended_reason TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, ended_at INTEGER)
-            """)
-        try database.execute("CREATE INDEX IF NOT EXISTS mandates_by_merchant ON mandates(merchant, created_at)")
-        try database.execute("CREATE INDEX IF NOT EXISTS mandates_by_token ON mandates(merchant_token_id)")
-    }
-
     /// Inserts the mandate a move creates, names it on its payment and reports it, inside the move's transaction.
     static func insertMandate(_ mandate: MandateRecord, payment: PaymentRecord, in db: SQLiteDatabase) throws {
+        let (credential, metadata) = (try json(mandate.credential), try mandate.merchantTokenMetadata.map(json))
         try db.execute(
-            "INSERT INTO mandates (\(mandateColumns)) VALUES (\(placeholders(18)))",
-            [
-                .text(mandate.id), .text(mandate.merchantIdentifier), .text(mandate.kind.rawValue), .text(mandate.paymentId),
-                .text(mandate.orderId), .text(mandate.processor), .text(try json(mandate.credential)),
-                mandate.merchantTokenIdentifier.map(SQLiteValue.text) ?? .null,
-                try mandate.merchantTokenMetadata.map { .text(try json($0)) } ?? .null, .text(mandate.currency),
-                mandate.network.map(SQLiteValue.text) ?? .null, .text(mandate.lastFour), .text(mandate.description),
-                .text(mandate.state.rawValue), mandate.endedReason.map(SQLiteValue.text) ?? .null, .time(mandate.createdAt),
-                .time(mandate.updatedAt), mandate.endedAt.map(SQLiteValue.time) ?? .null,
-            ])
-        try db.execute("UPDATE payments SET mandate_id = ? WHERE id = ?", [.text(mandate.id), .text(payment.id)])
+            """
+            INSERT INTO mandates (\(unescaped: mandateColumns)) VALUES (
+            \(mandate.id), \(mandate.merchantIdentifier), \(mandate.kind), \(mandate.paymentId), \(mandate.orderId), \(mandate.processor),
+            \(credential), \(mandate.merchantTokenIdentifier), \(metadata), \(mandate.currency), \(mandate.network),
+            \(mandate.lastFour), \(mandate.description), \(mandate.state), \(mandate.endedReason), \(mandate.createdAt),
+            \(mandate.updatedAt), \(mandate.endedAt))
+            """)
+        try db.execute("UPDATE payments SET mandate_id = \(mandate.id) WHERE id = \(payment.id)")
         var named = payment
         named.mandateId = mandate.id
         try insertEvent(in: db, try WebhookEvent.make(.mandateCreated, mandate: mandate, payment: named, at: mandate.createdAt))
     }
 
     public func mandate(id: String) async throws -> MandateRecord? {
-        try await mandates("WHERE id = ?", [.text(id)]).first
+        try await mandates("WHERE id = \(id)").first
     }
 
     public func mandates(merchantIdentifier: String, state: MandateRecord.State?, limit: Int) async throws -> [MandateRecord] {
         if let state {
             return try await mandates(
-                "WHERE merchant = ? AND state = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                [.text(merchantIdentifier), .text(state.rawValue), .integer(Int64(limit))])
+                "WHERE merchant = \(merchantIdentifier) AND state = \(state) ORDER BY created_at DESC, rowid DESC LIMIT \(limit)")
         }
-        return try await mandates(
-            "WHERE merchant = ? ORDER BY created_at DESC, rowid DESC LIMIT ?", [.text(merchantIdentifier), .integer(Int64(limit))])
+        return try await mandates("WHERE merchant = \(merchantIdentifier) ORDER BY created_at DESC, rowid DESC LIMIT \(limit)")
     }
 
     public func mandates(merchantIdentifier: String, merchantTokenIdentifier: String) async throws -> [MandateRecord] {
         try await mandates(
-            "WHERE merchant = ? AND merchant_token_id = ? ORDER BY created_at DESC, rowid DESC",
-            [.text(merchantIdentifier), .text(merchantTokenIdentifier)])
+            "WHERE merchant = \(merchantIdentifier) AND merchant_token_id = \(merchantTokenIdentifier) ORDER BY created_at DESC, rowid DESC"
+        )
     }
 
     public func endMandate(id: String, reason: String, at date: Date) async throws -> MandateRecord? {
         try await change(
-            id: id, "state = 'ended', ended_reason = ?, ended_at = ?, updated_at = ?", [.text(reason), .time(date), .time(date)],
-            event: .mandateEnded, at: date)
+            id: id, "state = 'ended', ended_reason = \(reason), ended_at = \(date), updated_at = \(date)", event: .mandateEnded, at: date)
     }
 
     public func updateMandate(id: String, metadata: DecryptedPayment.MerchantTokenMetadata?, at date: Date) async throws
         -> MandateRecord?
     {
-        try await change(
-            id: id, "merchant_token_metadata = ?, updated_at = ?", [try metadata.map { .text(try Self.json($0)) } ?? .null, .time(date)],
-            event: .mandateUpdated, at: date)
+        let metadata = try metadata.map(Self.json)
+        return try await change(
+            id: id, "merchant_token_metadata = \(metadata), updated_at = \(date)", event: .mandateUpdated, at: date)
     }
 
     /// A compare-and-set on `active` and its event, in one transaction.
-    private func change(id: String, _ assignments: String, _ values: [SQLiteValue], event: WebhookEventType, at date: Date)
-        async throws -> MandateRecord?
+    private func change(id: String, _ assignments: SQLiteStatement, event: WebhookEventType, at date: Date) async throws
+        -> MandateRecord?
     {
         try await database.run { db -> MandateRecord? in
-            try db.transaction {
-                guard try db.execute("UPDATE mandates SET \(assignments) WHERE id = ? AND state = 'active'", values + [.text(id)]) == 1,
-                    let mandate = try db.query("SELECT \(Self.mandateColumns) FROM mandates WHERE id = ?", [.text(id)]).first
-                        .map(Self.mandate)
-                else { return nil }
-                try Self.insertEvent(in: db, try WebhookEvent.make(event, mandate: mandate, at: date))
-                return mandate
-            }
+            guard try db.execute("UPDATE mandates SET \(assignments) WHERE id = \(id) AND state = 'active'") == 1,
+                let mandate = try db.query("SELECT \(unescaped: Self.mandateColumns) FROM mandates WHERE id = \(id)").first
+                    .map(Self.mandate)
+            else { return nil }
+            try Self.insertEvent(in: db, try WebhookEvent.make(event, mandate: mandate, at: date))
+            return mandate
         }
     }
 
-    private func mandates(_ clause: String, _ parameters: [SQLiteValue]) async throws -> [MandateRecord] {
-        try await database.read { db in
-            try db.query("SELECT \(Self.mandateColumns) FROM mandates \(clause)", parameters)
-        }.map(Self.mandate)
+    private func mandates(_ clause: SQLiteStatement) async throws -> [MandateRecord] {
+        try await rows("SELECT \(unescaped: Self.mandateColumns) FROM mandates \(clause)").map(Self.mandate)
     }
 
-    static func mandate(_ row: [SQLiteValue]) -> MandateRecord {
+    static func mandate(_ row: SQLiteRow) -> MandateRecord {
         MandateRecord(
-            id: row[0].text ?? "", merchantIdentifier: row[1].text ?? "",
-            kind: PaymentAgreement.Kind(rawValue: row[2].text ?? "") ?? .recurring, paymentId: row[3].text ?? "",
-            orderId: row[4].text ?? "", processor: row[5].text ?? "",
-            credential: (try? JSONDecoder().decode(StoredCredential.self, from: Data((row[6].text ?? "").utf8)))
-                ?? StoredCredential(reference: ""),
-            merchantTokenIdentifier: row[7].text,
-            merchantTokenMetadata: row[8].text.flatMap {
-                try? JSONDecoder().decode(DecryptedPayment.MerchantTokenMetadata.self, from: Data($0.utf8))
-            }, currency: row[9].text ?? "", network: row[10].text, lastFour: row[11].text ?? "", description: row[12].text ?? "",
-            state: MandateRecord.State(rawValue: row[13].text ?? "") ?? .ended, endedReason: row[14].text, createdAt: row[15].date,
-            updatedAt: row[16].date, endedAt: row[17] == .null ? nil : row[17].date)
+            id: row.text("id"), merchantIdentifier: row.text("merchant"), kind: row.value("kind") ?? .recurring,
+            paymentId: row.text("payment_id"), orderId: row.text("order_id"), processor: row.text("processor"),
+            credential: row.json("credential", as: StoredCredential.self) ?? StoredCredential(reference: ""),
+            merchantTokenIdentifier: row.optionalText("merchant_token_id"),
+            merchantTokenMetadata: row.json("merchant_token_metadata", as: DecryptedPayment.MerchantTokenMetadata.self),
+            currency: row.text("currency"), network: row.optionalText("network"), lastFour: row.text("last_four"),
+            description: row.text("description"), state: row.value("state") ?? .ended, endedReason: row.optionalText("ended_reason"),
+            createdAt: row.date("created_at"), updatedAt: row.date("updated_at"), endedAt: row.optionalDate("ended_at"))
     }
 }

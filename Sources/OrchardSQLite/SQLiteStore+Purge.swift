@@ -9,12 +9,10 @@ extension SQLiteStore {
             counts.orders = try await purgeExpiredOrders(before: date, limit: limit)
         }
         if let date = cutoffs.deliveredWebhooks {
-            counts.webhookEvents += try await deleteEvents(
-                "state = 'delivered' AND delivered_at < ?", [.time(date), .integer(Int64(limit))])
+            counts.webhookEvents += try await deleteEvents("state = 'delivered' AND delivered_at < \(date)", limit: limit)
         }
         if let date = cutoffs.failedWebhooks {
-            counts.webhookEvents += try await deleteEvents(
-                "state IN ('failed', 'skipped') AND created_at < ?", [.time(date), .integer(Int64(limit))])
+            counts.webhookEvents += try await deleteEvents("state IN ('failed', 'skipped') AND created_at < \(date)", limit: limit)
         }
         if let date = cutoffs.finishedTokenEvents {
             counts.tokenEvents = try await purgeTokenEvents(finishedBefore: date, limit: limit)
@@ -24,26 +22,21 @@ extension SQLiteStore {
 
     private func purgeExpiredOrders(before date: Date, limit: Int) async throws -> Int {
         try await database.run { db in
-            try db.transaction {
-                let ids = try db.query(
-                    """
-                    SELECT id FROM orders WHERE state = 'expired' AND expires_at < ?
-                    AND NOT EXISTS (SELECT 1 FROM payments WHERE payments.order_id = orders.id) LIMIT ?
-                    """, [.time(date), .integer(Int64(limit))]
-                ).compactMap { $0[0].text }
-                for id in ids {
-                    try db.execute("DELETE FROM payment_requests WHERE id = ?", [.text(id)])
-                    try db.execute("DELETE FROM orders WHERE id = ? AND state = 'expired'", [.text(id)])
-                }
-                return ids.count
+            let ids = try db.query(
+                """
+                SELECT id FROM orders WHERE state = 'expired' AND expires_at < \(date)
+                AND NOT EXISTS (SELECT 1 FROM payments WHERE payments.order_id = orders.id) LIMIT \(limit)
+                """
+            ).map { $0.text("id") }
+            for id in ids {
+                try db.execute("DELETE FROM payment_requests WHERE id = \(id)")
+                try db.execute("DELETE FROM orders WHERE id = \(id) AND state = 'expired'")
             }
+            return ids.count
         }
     }
 
-    private func deleteEvents(_ condition: String, _ parameters: [SQLiteValue]) async throws -> Int {
-        try await database.run { db in
-            try db.execute(
-                "DELETE FROM webhook_events WHERE rowid IN (SELECT rowid FROM webhook_events WHERE \(condition) LIMIT ?)", parameters)
-        }
+    private func deleteEvents(_ condition: SQLiteStatement, limit: Int) async throws -> Int {
+        try await write("DELETE FROM webhook_events WHERE rowid IN (SELECT rowid FROM webhook_events WHERE \(condition) LIMIT \(limit))")
     }
 }

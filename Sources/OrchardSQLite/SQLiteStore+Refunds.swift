@@ -11,115 +11,105 @@ extension SQLiteStore {
 
     public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
         try await database.run { db in
-            try db.transaction {
-                let decision = try RefundPolicy.decide(draft, try Self.refundSnapshot(draft, in: db))
-                switch decision {
-                case .existing: break
-                case .resend(let resent):
-                    try db.execute(
-                        "UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = ?, last_sent_at = ? WHERE id = ? AND state = 'unknown'",
-                        [.time(resent.updatedAt), resent.lastSentAt.map(SQLiteValue.time) ?? .null, .text(resent.id)])
-                case .new(let refund):
-                    try db.execute(
-                        "INSERT INTO refunds (\(Self.refundColumns)) VALUES (\(Self.placeholders(14)))",
-                        [
-                            .text(refund.id), .text(refund.paymentId), .integer(refund.amount), .text(refund.currency),
-                            .text(refund.state.rawValue), .text(refund.reference), .text(refund.idempotencyKey), .integer(1), .null, .null,
-                            .null, .time(refund.createdAt), .time(refund.createdAt), refund.lastSentAt.map(SQLiteValue.time) ?? .null,
-                        ])
-                }
-                return decision.refund
+            let decision = try RefundPolicy.decide(draft, try Self.refundSnapshot(draft, in: db))
+            switch decision {
+            case .existing: break
+            case .resend(let resent):
+                try db.execute(
+                    """
+                    UPDATE refunds SET state = 'pending', sends = sends + 1, updated_at = \(resent.updatedAt),
+                    last_sent_at = \(resent.lastSentAt) WHERE id = \(resent.id) AND state = 'unknown'
+                    """)
+            case .new(let refund):
+                try db.execute(
+                    """
+                    INSERT INTO refunds (\(unescaped: Self.refundColumns)) VALUES (
+                    \(refund.id), \(refund.paymentId), \(refund.amount), \(refund.currency), \(refund.state), \(refund.reference),
+                    \(refund.idempotencyKey), 1, NULL, NULL, NULL, \(refund.createdAt), \(refund.createdAt), \(refund.lastSentAt))
+                    """)
             }
+            return decision.refund
         }
     }
 
     /// What ``RefundPolicy`` decides a refund claim from, read in the claim's transaction.
     private static func refundSnapshot(_ draft: RefundRecord, in db: SQLiteDatabase) throws -> RefundClaimSnapshot {
         let earlier = try db.query(
-            "SELECT \(Self.refundColumns) FROM refunds WHERE payment_id = ? AND idempotency_key = ?",
-            [.text(draft.paymentId), .text(draft.idempotencyKey)]
+            """
+            SELECT \(unescaped: Self.refundColumns) FROM refunds
+            WHERE payment_id = \(draft.paymentId) AND idempotency_key = \(draft.idempotencyKey)
+            """
         ).first.map(Self.refund)
-        let payment = try db.query("SELECT state, amount, reference FROM payments WHERE id = ?", [.text(draft.paymentId)]).first
-        let refunds =
-            try db.query(
-                "SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused'), 0), COUNT(*) FROM refunds WHERE payment_id = ?",
-                [.text(draft.paymentId)]
-            ).first ?? []
+        let payment = try db.query("SELECT state, amount, reference FROM payments WHERE id = \(draft.paymentId)").first
+        let refunds = try db.query(
+            """
+            SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused'), 0) AS held, COUNT(*) AS count
+            FROM refunds WHERE payment_id = \(draft.paymentId)
+            """
+        ).first
         return RefundClaimSnapshot(
             payment: try payment.map { row in
-                guard let state = row[0].text.flatMap(PaymentState.init(rawValue:)) else {
+                guard let state: PaymentState = row.value("state") else {
                     throw StoreError(code: .storage, message: "payment \(draft.paymentId) has an unreadable state")
                 }
-                return .init(state: state, amount: row[1].integer ?? 0, reference: row[2].text ?? draft.paymentId)
+                return .init(state: state, amount: row.integer("amount"), reference: row.optionalText("reference") ?? draft.paymentId)
             },
-            earlier: earlier, held: refunds.first?.integer ?? 0, count: Int(refunds.last?.integer ?? 0))
+            earlier: earlier, held: refunds?.integer("held") ?? 0, count: refunds?.int("count") ?? 0)
     }
 
     public func finishRefund(id: String, from: RefundState, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws
         -> RefundRecord?
     {
         try await database.run { db in
-            try db.transaction { () -> RefundRecord? in
-                let changed = try db.execute(
-                    """
-                    UPDATE refunds SET state = ?, processor_reference = COALESCE(?, processor_reference), processor_code = ?,
-                    processor_message = ?, updated_at = ? WHERE id = ? AND state = ?
-                    """,
-                    [
-                        .text(state.rawValue), outcome?.processorReference.map(SQLiteValue.text) ?? .null,
-                        outcome?.code.map(SQLiteValue.text) ?? .null, outcome?.message.map(SQLiteValue.text) ?? .null, .time(date),
-                        .text(id), .text(from.rawValue),
-                    ])
-                guard changed == 1,
-                    let refund = try db.query("SELECT \(Self.refundColumns) FROM refunds WHERE id = ?", [.text(id)]).first.map(Self.refund)
-                else { return nil }
-                if state == .refunded {
-                    try Self.insertPaymentEvent(.paymentRefunded, paymentId: refund.paymentId, refund: refund, in: db, at: date)
-                }
-                return refund
+            let changed = try db.execute(
+                """
+                UPDATE refunds SET state = \(state), processor_reference = COALESCE(\(outcome?.processorReference), processor_reference),
+                processor_code = \(outcome?.code), processor_message = \(outcome?.message), updated_at = \(date)
+                WHERE id = \(id) AND state = \(from)
+                """)
+            guard changed == 1,
+                let refund = try db.query("SELECT \(unescaped: Self.refundColumns) FROM refunds WHERE id = \(id)").first.map(Self.refund)
+            else { return nil }
+            if state == .refunded {
+                try Self.insertPaymentEvent(.paymentRefunded, paymentId: refund.paymentId, refund: refund, in: db, at: date)
             }
+            return refund
         }
     }
 
     public func deferRefund(id: String, until date: Date) async throws -> Bool {
-        try await database.run { db in
-            try db.execute("UPDATE refunds SET leased_until = ? WHERE id = ? AND state = 'unknown'", [.time(date), .text(id)])
-        } == 1
+        try await write("UPDATE refunds SET leased_until = \(date) WHERE id = \(id) AND state = 'unknown'") == 1
     }
 
     public func refunds(paymentId: String) async throws -> [RefundRecord] {
-        try await database.read { db in
-            try db.query("SELECT \(Self.refundColumns) FROM refunds WHERE payment_id = ? ORDER BY created_at, rowid", [.text(paymentId)])
-                .map(Self.refund)
-        }
+        try await rows("SELECT \(unescaped: Self.refundColumns) FROM refunds WHERE payment_id = \(paymentId) ORDER BY created_at, rowid")
+            .map(Self.refund)
     }
 
     public func leaseRefundsToReconcile(at date: Date, until leaseEnd: Date, pendingBefore: Date, maximumSends: Int, limit: Int)
         async throws -> [RefundRecord]
     {
         try await database.run { db in
-            try db.transaction {
-                let candidates = try db.query(
-                    """
-                    SELECT \(Self.refundColumns) FROM refunds
-                    WHERE ((state = 'unknown' AND sends <= ?) OR (state = 'pending' AND updated_at < ?))
-                    AND (leased_until IS NULL OR leased_until <= ?) ORDER BY updated_at, rowid LIMIT ?
-                    """, [.integer(Int64(maximumSends)), .time(pendingBefore), .time(date), .integer(Int64(limit))]
-                ).map(Self.refund)
-                for refund in candidates {
-                    try db.execute("UPDATE refunds SET leased_until = ? WHERE id = ?", [.time(leaseEnd), .text(refund.id)])
-                }
-                return candidates
+            let candidates = try db.query(
+                """
+                SELECT \(unescaped: Self.refundColumns) FROM refunds
+                WHERE ((state = 'unknown' AND sends <= \(maximumSends)) OR (state = 'pending' AND updated_at < \(pendingBefore)))
+                AND (leased_until IS NULL OR leased_until <= \(date)) ORDER BY updated_at, rowid LIMIT \(limit)
+                """
+            ).map(Self.refund)
+            for refund in candidates {
+                try db.execute("UPDATE refunds SET leased_until = \(leaseEnd) WHERE id = \(refund.id)")
             }
+            return candidates
         }
     }
 
-    static func refund(_ row: [SQLiteValue]) -> RefundRecord {
+    static func refund(_ row: SQLiteRow) -> RefundRecord {
         RefundRecord(
-            id: row[0].text ?? "", paymentId: row[1].text ?? "", amount: row[2].integer ?? 0, currency: row[3].text ?? "",
-            state: RefundState(rawValue: row[4].text ?? "") ?? .unknown, reference: row[5].text ?? "", idempotencyKey: row[6].text ?? "",
-            sends: Int(row[7].integer ?? 1), processorReference: row[8].text, processorCode: row[9].text, processorMessage: row[10].text,
-            createdAt: row[11].date, updatedAt: row[12].date,
-            lastSentAt: row[13].integer.map { Date(timeIntervalSince1970: TimeInterval($0)) })
+            id: row.text("id"), paymentId: row.text("payment_id"), amount: row.integer("amount"), currency: row.text("currency"),
+            state: row.value("state") ?? .unknown, reference: row.text("reference"), idempotencyKey: row.text("idempotency_key"),
+            sends: row.int("sends"), processorReference: row.optionalText("processor_reference"),
+            processorCode: row.optionalText("processor_code"), processorMessage: row.optionalText("processor_message"),
+            createdAt: row.date("created_at"), updatedAt: row.date("updated_at"), lastSentAt: row.optionalDate("last_sent_at"))
     }
 }

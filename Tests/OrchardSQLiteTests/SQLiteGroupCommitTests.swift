@@ -70,13 +70,13 @@ struct SQLiteGroupCommitTests {
         let results = try await Self.queueBehindGate(database, count: 12) { index in
             try await database.run { db in
                 notes.batches.withLock { _ = $0.insert(db.committedBatches.load(ordering: .sequentiallyConsistent)) }
-                try db.execute("INSERT INTO rows (name) VALUES (?)", [.text("row \(index)")])
+                try db.execute("INSERT INTO rows (name) VALUES (\("row \(index)" as String))")
                 switch index % 3 {
                 case 1: throw Refused(index: index)  // after a write: the write must vanish
                 case 2:
-                    // A nested transaction whose second statement breaks UNIQUE: everything of this member goes.
-                    try db.transaction {
-                        try db.execute("INSERT INTO rows (name) VALUES (?)", [.text("extra \(index)")])
+                    // A nested savepoint whose second statement breaks UNIQUE: everything of this member goes.
+                    try db.savepoint("nested") {
+                        try db.execute("INSERT INTO rows (name) VALUES (\("extra \(index)" as String))")
                         try db.execute("INSERT INTO rows (name) VALUES ('gate')")
                     }
                 default: break
@@ -92,7 +92,7 @@ struct SQLiteGroupCommitTests {
             default: Issue.record("member \(index) ended \(result)")
             }
         }
-        let names = try await database.read { db in try db.query("SELECT name FROM rows ORDER BY id").compactMap { $0[0].text } }
+        let names = try await database.read { db in try db.query("SELECT name FROM rows ORDER BY id").map { $0.text("name") } }
         #expect(names == ["gate"] + stride(from: 0, to: 12, by: 3).map { "row \($0)" })
     }
 
@@ -101,27 +101,27 @@ struct SQLiteGroupCommitTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let database = try Self.database(in: directory)
-        let settings = try database.query("PRAGMA journal_mode").first?[0].text
+        let settings = try database.query("PRAGMA journal_mode").first?.text("journal_mode")
         #expect(settings == "wal")
-        #expect(try database.query("PRAGMA synchronous").first?[0].integer == 2, "FULL: each COMMIT waits for its fsync")
+        #expect(try database.query("PRAGMA synchronous").first?.integer("synchronous") == 2, "FULL: each COMMIT waits for its fsync")
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<40 {
                 group.addTask {
                     let batchWhenWritten = try await database.run { db in
-                        try db.execute("INSERT INTO rows (name) VALUES (?)", [.text("row \(index)")])
+                        try db.execute("INSERT INTO rows (name) VALUES (\("row \(index)" as String))")
                         return db.committedBatches.load(ordering: .sequentiallyConsistent)
                     }
                     #expect(database.committedBatches.load(ordering: .sequentiallyConsistent) > batchWhenWritten)
                     // A read connection: another connection than the writer's.
                     let seen = try await database.read { db in
-                        try db.query("SELECT COUNT(*) FROM rows WHERE name = ?", [.text("row \(index)")])
+                        try db.query("SELECT COUNT(*) AS count FROM rows WHERE name = \("row \(index)" as String)")
                     }
-                    #expect(seen.first?[0].integer == 1, "row \(index) is committed when its writer hears back")
+                    #expect(seen.first?.integer("count") == 1, "row \(index) is committed when its writer hears back")
                 }
             }
             try await group.waitForAll()
         }
-        #expect(try await database.read { db in try db.query("SELECT COUNT(*) FROM rows") }.first?[0].integer == 40)
+        #expect(try await database.read { db in try db.query("SELECT COUNT(*) AS count FROM rows") }.first?.integer("count") == 40)
     }
 
     @Test("a read connection refuses to write: writes go through the group commit")
@@ -132,7 +132,7 @@ struct SQLiteGroupCommitTests {
         await #expect(throws: SQLiteDatabase.Failure.self) {
             try await database.read { db in try db.execute("INSERT INTO rows (name) VALUES ('sneaky')") }
         }
-        #expect(try database.query("SELECT COUNT(*) FROM rows").first?[0].integer == 0)
+        #expect(try database.query("SELECT COUNT(*) AS count FROM rows").first?.integer("count") == 0)
     }
 
     @Test("claims of one order in one batch: exactly one wins, the others are told why and change nothing")

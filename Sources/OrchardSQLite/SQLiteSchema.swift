@@ -1,0 +1,98 @@
+import Foundation
+
+/// The store's schema in one place: tables as the first release created them, the columns added
+/// since (added in place, so an existing database keeps its rows), then the indexes.
+extension SQLiteStore {
+    static let tables = """
+        CREATE TABLE IF NOT EXISTS orders (
+            id TEXT PRIMARY KEY, merchant TEXT NOT NULL, state TEXT NOT NULL, priced TEXT NOT NULL,
+            application_data BLOB NOT NULL, created_at INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS payments (
+            id TEXT PRIMARY KEY, order_id TEXT NOT NULL REFERENCES orders(id), transaction_id TEXT NOT NULL UNIQUE,
+            state TEXT NOT NULL, amount INTEGER NOT NULL, currency TEXT NOT NULL, network TEXT, last_four TEXT NOT NULL,
+            processor_reference TEXT, created_at INTEGER NOT NULL);
+        -- Every token's transaction ID, the first send's and each retry's: a replay of any loses.
+        CREATE TABLE IF NOT EXISTS payment_transactions (
+            transaction_id TEXT PRIMARY KEY, payment_id TEXT NOT NULL REFERENCES payments(id), created_at INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS api_keys (
+            id TEXT PRIMARY KEY, merchant TEXT NOT NULL, secret_hash BLOB NOT NULL, created_at INTEGER NOT NULL,
+            revoked_at INTEGER);
+        CREATE TABLE IF NOT EXISTS payment_requests (
+            id TEXT PRIMARY KEY REFERENCES orders(id), merchant TEXT NOT NULL, reference TEXT NOT NULL, metadata TEXT NOT NULL,
+            cart TEXT NOT NULL, idempotency_key TEXT NOT NULL, fingerprint BLOB NOT NULL, expires_at INTEGER NOT NULL,
+            created_at INTEGER NOT NULL, UNIQUE (merchant, idempotency_key));
+        CREATE TABLE IF NOT EXISTS refunds (
+            id TEXT PRIMARY KEY, payment_id TEXT NOT NULL REFERENCES payments(id), amount INTEGER NOT NULL,
+            currency TEXT NOT NULL, state TEXT NOT NULL, reference TEXT NOT NULL UNIQUE, idempotency_key TEXT NOT NULL,
+            sends INTEGER NOT NULL, processor_reference TEXT, processor_code TEXT, processor_message TEXT,
+            created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, UNIQUE (payment_id, idempotency_key));
+        CREATE TABLE IF NOT EXISTS merchant_settings (partner_id TEXT PRIMARY KEY, sealed BLOB NOT NULL, updated_at INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS webhook_events (
+            id TEXT PRIMARY KEY, merchant TEXT NOT NULL, type TEXT NOT NULL, payload BLOB NOT NULL, created_at INTEGER NOT NULL,
+            state TEXT NOT NULL, attempts INTEGER NOT NULL, next_attempt_at INTEGER, last_status INTEGER, last_error TEXT,
+            delivered_at INTEGER);
+        CREATE TABLE IF NOT EXISTS mandates (
+            id TEXT PRIMARY KEY, merchant TEXT NOT NULL, kind TEXT NOT NULL, payment_id TEXT NOT NULL REFERENCES payments(id),
+            order_id TEXT NOT NULL, processor TEXT NOT NULL, credential TEXT NOT NULL, merchant_token_id TEXT,
+            merchant_token_metadata TEXT, currency TEXT NOT NULL, network TEXT, last_four TEXT NOT NULL, description TEXT NOT NULL,
+            state TEXT NOT NULL, ended_reason TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, ended_at INTEGER);
+        CREATE TABLE IF NOT EXISTS token_events (
+            id TEXT PRIMARY KEY, merchant TEXT NOT NULL, event_id TEXT NOT NULL, source TEXT NOT NULL, state TEXT NOT NULL,
+            attempts INTEGER NOT NULL, created_at INTEGER NOT NULL, next_attempt_at INTEGER, finished_at INTEGER, last_error TEXT,
+            UNIQUE (merchant, event_id));
+        CREATE TABLE IF NOT EXISTS registered_merchants (
+            partner_id TEXT PRIMARY KEY, name TEXT NOT NULL, encrypt_to TEXT NOT NULL, merchant_url TEXT,
+            created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS registered_domains (
+            domain TEXT PRIMARY KEY, partner_id TEXT NOT NULL REFERENCES registered_merchants(partner_id), position INTEGER NOT NULL);
+        """
+
+    /// Columns added after the first release, by table.
+    static let addedColumns: [(table: String, columns: [(name: String, definition: String)])] = [
+        (
+            "payments",
+            [
+                ("processor", "TEXT NOT NULL DEFAULT 'record'"), ("reference", "TEXT NOT NULL DEFAULT ''"), ("processor_code", "TEXT"),
+                ("processor_message", "TEXT"), ("links", "TEXT NOT NULL DEFAULT '{}'"), ("updated_at", "INTEGER NOT NULL DEFAULT 0"),
+                ("sends", "INTEGER NOT NULL DEFAULT 1"), ("reconcile_attempts", "INTEGER NOT NULL DEFAULT 0"),
+                ("next_reconcile_at", "INTEGER"), ("retry_payload", "BLOB"), ("mandate_id", "TEXT"), ("merchant_token_id", "TEXT"),
+                ("merchant_token_metadata", "TEXT"), ("last_sent_at", "INTEGER"), ("operation_until", "INTEGER"),
+            ]
+        ),
+        ("orders", [("expires_at", "INTEGER"), ("price_version", "INTEGER NOT NULL DEFAULT 1")]),
+        // Until when a reconciler holds the refund (another process passes it by), and when its
+        // reference was last sent (older rows read their last change).
+        ("refunds", [("leased_until", "INTEGER"), ("last_sent_at", "INTEGER")]),
+    ]
+
+    static let indexes = """
+        CREATE INDEX IF NOT EXISTS payments_by_order ON payments(order_id);
+        CREATE INDEX IF NOT EXISTS payments_by_state ON payments(state, created_at);
+        CREATE INDEX IF NOT EXISTS orders_by_expiry ON orders(state, expires_at);
+        CREATE INDEX IF NOT EXISTS refunds_by_state ON refunds(state, updated_at);
+        CREATE INDEX IF NOT EXISTS webhook_events_due ON webhook_events(state, next_attempt_at);
+        CREATE INDEX IF NOT EXISTS mandates_by_merchant ON mandates(merchant, created_at);
+        CREATE INDEX IF NOT EXISTS mandates_by_token ON mandates(merchant_token_id);
+        CREATE INDEX IF NOT EXISTS token_events_due ON token_events(state, next_attempt_at);
+        CREATE INDEX IF NOT EXISTS token_events_by_source ON token_events(source, state, finished_at);
+        """
+
+    /// Creates what is missing; leaves every row in place.
+    static func migrate(_ database: SQLiteDatabase) throws {
+        let hadTransactions = !(try database.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'payment_transactions'"))
+            .isEmpty
+        try database.executeScript(tables)
+        for (table, columns) in addedColumns {
+            let existing = Set(try database.query("PRAGMA table_info(\(unescaped: table))").map { $0.text("name") })
+            for column in columns where !existing.contains(column.name) {
+                try database.execute("ALTER TABLE \(unescaped: table) ADD COLUMN \(unescaped: column.name) \(unescaped: column.definition)")
+            }
+        }
+        try database.executeScript(indexes)
+        if !hadTransactions {
+            try database.execute("INSERT OR IGNORE INTO payment_transactions SELECT transaction_id, id, created_at FROM payments")
+        }
+        // Unknown payments from before the reconciler are due for it now.
+        try database.execute("UPDATE payments SET next_reconcile_at = updated_at WHERE state = 'unknown' AND next_reconcile_at IS NULL")
+    }
+}
