@@ -71,6 +71,14 @@ public final class ChildProcess: Sendable {
             guard let addchdir = Self.addchdir else { throw SpawnError(description: "posix_spawn_file_actions_addchdir_np is missing") }
             _ = addchdir(&actions, currentDirectory)
         }
+        // Nothing but 0, 1 and 2 reaches the child. SwiftNIO opens its sockets without
+        // close-on-exec, so a child would otherwise keep a copy of every socket the test process
+        // has open: a connection an in-process server closes stays open in the child (its client
+        // never sees the close), and a stopped listener's port stays bound while the child lives.
+        guard let addclosefrom = Self.addclosefrom else {
+            throw SpawnError(description: "posix_spawn_file_actions_addclosefrom_np is missing (glibc 2.34 or later)")
+        }
+        _ = addclosefrom(&actions, 3)
 
         // The child starts with default signal handling and nothing blocked, whatever the test
         // process ignores (SIGPIPE) or blocks.
@@ -204,6 +212,10 @@ public final class ChildProcess: Sendable {
     private typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
     private static let pipe2: Pipe2? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2")
         .map { unsafeBitCast($0, to: Pipe2.self) }
+    private typealias AddClosefrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let addclosefrom: AddClosefrom? = dlsym(
+        UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np"
+    ).map { unsafeBitCast($0, to: AddClosefrom.self) }
     private static let addchdir: AddChdir? = dlsym(
         UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np"
     ).map { unsafeBitCast($0, to: AddChdir.self) }

@@ -16,6 +16,10 @@ public enum MockProcessorBehaviour: Sendable, Equatable {
     case status(Int)
     /// Authorize, but answer only after this long.
     case delay(Duration)
+    /// Authorize, but never answer: the charge stays in progress (a retry is told so, a query
+    /// sees it requested) until ``MockProcessors/finishHeldCharges()``. A slow charge whose end
+    /// the test chooses, instead of one it waits out.
+    case hold
     /// Record the authorization, then reset the connection without answering.
     case dropAfterCharge
     /// Record the authorization, then answer with this status and a body that is not JSON
@@ -102,6 +106,8 @@ public final class MockProcessors: Sendable {
         var answers: [String: (status: Int, body: [UInt8])] = [:]
         /// References whose (slow) charge is still being processed, until when.
         var inProgress: [String: ContinuousClock.Instant] = [:]
+        /// References of held charges, in progress until the test finishes them.
+        var held: Set<String> = []
         var received: [MockProcessorRequest] = []
         var refundBehaviour: MockRefundBehaviour = .accept
         var refunds: [MockRefund] = []
@@ -154,6 +160,15 @@ public final class MockProcessors: Sendable {
         }
     }
 
+    /// Ends every held charge (``MockProcessorBehaviour/hold``): from now on its reference is
+    /// answered with the charge's outcome, as after a slow charge.
+    public func finishHeldCharges() {
+        state.withLock { state in
+            for reference in state.held { state.inProgress[reference] = nil }
+            state.held = []
+        }
+    }
+
     /// Every request received, oldest first.
     public var received: [MockProcessorRequest] { state.withLock { $0.received } }
 
@@ -185,6 +200,8 @@ public final class MockProcessors: Sendable {
         case answer(status: Int, body: [UInt8], headers: [(String, String)])
         case drop
         case delayed(Duration, status: Int, body: [UInt8])
+        /// No answer: the caller's timeout ends the request.
+        case unanswered
     }
 
     func handle(_ request: MockProcessorRequest) -> Reply {
@@ -251,6 +268,10 @@ public final class MockProcessors: Sendable {
         let outcome: (status: Int, body: [UInt8], replayed: Bool) = state.withLock { state in
             if let previous = state.answers[reference] { return (previous.status, previous.body, true) }
             if case .delay(let duration) = behaviour { state.inProgress[reference] = .now + duration }
+            if behaviour == .hold {
+                state.inProgress[reference] = .now + .seconds(86_400)
+                state.held.insert(reference)
+            }
             var taken = charge
             taken.takenAt = state.clock.now
             let answer: (Int, [UInt8])
@@ -273,6 +294,7 @@ public final class MockProcessors: Sendable {
         case .unreadableAfterCharge(let status):
             return .answer(status: status, body: Array("<html><body>Bad gateway</body></html>".utf8), headers: [])
         case .delay(let duration): return .delayed(duration, status: outcome.status, body: outcome.body)
+        case .hold: return .unanswered
         default: return .answer(status: outcome.status, body: outcome.body, headers: outcome.replayed ? replayHeaders : [])
         }
     }
@@ -305,6 +327,8 @@ final class MockProcessorHandler: ChannelInboundHandler {
             respond(status, body, headers, head, context)
         case .drop:
             reset.reset()
+        case .unanswered:
+            break
         case .delayed(let duration, let status, let body):
             context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(duration)) {
                 self.respond(status, body, [], head, context)

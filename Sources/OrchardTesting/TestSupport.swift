@@ -109,4 +109,34 @@ public enum LoopbackPort {
         }
         return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
+
+    /// The TCP ports process `pid` listens on, as the kernel reports them: its descriptors'
+    /// socket inodes, matched against the listening rows of `/proc/<pid>/net/tcp` (Linux). A
+    /// server told to listen on port 0 is found this way without a port chosen in advance, which
+    /// another process could take before the server binds it.
+    public static func listening(pid: pid_t) -> Set<Int> {
+        var sockets = Set<Substring>()
+        let folder = "/proc/\(pid)/fd"
+        guard let directory = opendir(folder) else { return [] }
+        defer { closedir(directory) }
+        var target = [CChar](repeating: 0, count: 64)
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let count = readlink(folder + "/" + name, &target, target.count - 1)
+            guard count > 0 else { continue }
+            let link = String(decoding: target.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if link.hasPrefix("socket:["), link.hasSuffix("]") { sockets.insert(Substring(link.dropFirst(8).dropLast())) }
+        }
+        guard let table = try? String(contentsOfFile: "/proc/\(pid)/net/tcp", encoding: .utf8) else { return [] }
+        var ports = Set<Int>()
+        // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode …; st 0A is LISTEN.
+        for row in table.split(separator: "\n").dropFirst() {
+            let columns = row.split(separator: " ")
+            guard columns.count > 9, columns[3] == "0A", sockets.contains(columns[9]),
+                let port = columns[1].split(separator: ":").last.flatMap({ Int($0, radix: 16) })
+            else { continue }
+            ports.insert(port)
+        }
+        return ports
+    }
 }

@@ -206,36 +206,51 @@ final class SimulatedProcessor: PaymentProcessor {
     func lookupRefund(_ refund: RefundRecord, of payment: PaymentRecord) async throws -> RefundLookup { .deduplicated(window: nil) }
 }
 
-/// The engine over a real SQLite file, a processor double and a hand-moved clock; "restart"
-/// opens a new engine on the same file and vault, as a new process would.
+/// The engine over a store, a processor double and a hand-moved clock. The store is in memory
+/// for the engine's rules, or a real SQLite file where a test is about what survives a
+/// crash; "restart" makes a new engine on the same store (for SQLite, a new connection to the
+/// same file and vault, as a new process would open; nothing the engine held in memory survives).
 struct EngineBench: Sendable {
     static let merchant = TestMaterial.merchantIdentifier
     static let catalogue = TestRecords.catalogue
 
-    let path: String
+    /// Where the bench keeps its records.
+    enum Storage: Sendable {
+        /// Plain maps, through the same repository contracts the SQL stores keep.
+        case memory
+        /// A SQLite file in this folder, reopened at each restart.
+        case sqlite(directory: String)
+    }
+
+    let storage: Storage
     let clock = ManualClock()
     let vault = PaymentVault.ephemeral()
     let processor: SimulatedProcessor
     let minter = TokenMinter(chain: ServerHarness.tokenChain)
     let policy: PaymentsEngine.Policy
+    private let memory = InMemoryStore()
     private(set) var store: ComposedStore
     /// The store's payments: set `failing` and the write of a processor's answer fails.
     private(set) var payments: FailingOrderPayments
     private(set) var engine: PaymentsEngine
 
-    init(directory: String, inProgressIsRejection: Bool = false, policy: PaymentsEngine.Policy = .init(staleAfter: 30)) throws {
-        path = directory + "/orchard.sqlite"
+    init(_ storage: Storage, inProgressIsRejection: Bool = false, policy: PaymentsEngine.Policy = .init(staleAfter: 30)) throws {
+        self.storage = storage
         processor = SimulatedProcessor(clock: clock, inProgressIsRejection: inProgressIsRejection)
         self.policy = policy
-        (store, payments) = try Self.open(path)
+        (store, payments) = try Self.open(storage, memory: memory)
         engine = Self.engine(store: store, processor: processor, vault: vault, clock: clock, policy: policy)
     }
 
-    /// The SQLite file at `path`, its payments behind a decorator that can fail their moves.
-    static func open(_ path: String) throws -> (ComposedStore, FailingOrderPayments) {
-        let file = try SQLiteStore(path: path)
-        let payments = FailingOrderPayments(file)
-        return (ComposedStore(file, orderPayments: payments), payments)
+    /// The bench's store, its payments behind a decorator that can fail their moves.
+    private static func open(_ storage: Storage, memory: InMemoryStore) throws -> (ComposedStore, FailingOrderPayments) {
+        let base: any OrchardStore
+        switch storage {
+        case .memory: base = memory
+        case .sqlite(let directory): base = try SQLiteStore(path: directory + "/orchard.sqlite")
+        }
+        let payments = FailingOrderPayments(base)
+        return (ComposedStore(base, orderPayments: payments), payments)
     }
 
     static func engine(
@@ -252,9 +267,10 @@ struct EngineBench: Sendable {
             vault: vault, time: clock.source, policy: policy, logger: logger)
     }
 
-    /// As after kill -9: a new store connection and engine on the same file; nothing in memory survives.
+    /// As after kill -9: a new engine (and, for SQLite, a new store connection on the same file);
+    /// nothing the engine held in memory survives.
     mutating func restart(logHandler: (any LogHandler)? = nil) throws {
-        (store, payments) = try Self.open(path)
+        (store, payments) = try Self.open(storage, memory: memory)
         engine = Self.engine(store: store, processor: processor, vault: vault, clock: clock, policy: policy, logHandler: logHandler)
     }
 

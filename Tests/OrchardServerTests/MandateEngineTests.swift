@@ -6,7 +6,7 @@ import OrchardTesting
 import Synchronization
 import Testing
 
-/// The money path of mandates, over real SQLite and the processor double: the first payment
+/// The money path of mandates, over the in-memory store and the processor double: the first payment
 /// sets the mandate up, and a merchant-initiated charge keeps every rule a shopper's payment
 /// keeps (an unknown answer is re-sent under the same reference, never charged twice).
 @Suite("Payments engine: mandates and merchant-initiated charges")

@@ -69,16 +69,17 @@ struct MetricsTests {
     @Test("two sessions, an authorization and a 404 show up as labelled series; /metrics is not on the public port")
     func scrapeAfterTraffic() async throws {
         let fixture = try await GatewayFixture.start(domains: [ServerHarness.domain])
-        let metricsPort = try ServerProcess.freePort()
         // The merchant's webhook goes nowhere, so the payment's event waits in the outbox for its retry.
         let server = try ServerProcess(
             processorURL: nil, environment: ["SHOP_WEBHOOK_SECRET": String(repeating: "s", count: 32)], gatewayPort: fixture.port
         ) { file in
-            file.metrics = .init(host: "127.0.0.1", port: metricsPort, refreshIntervalSeconds: 1)
+            // Port 0: the kernel picks it, and the test reads it from what the process listens on.
+            file.metrics = .init(host: "127.0.0.1", port: 0, refreshIntervalSeconds: 1)
             file.merchants[0].webhook = .init(url: "http://127.0.0.1:9/hooks", secret: "env:SHOP_WEBHOOK_SECRET")
             file.webhooks = .init(firstRetrySeconds: 600, pollIntervalMilliseconds: 100)
         }
         try await server.start()
+        let metricsPort = try #require(try await Eventually.value { server.listeners.subtracting([server.port]).first })
         for _ in 0..<2 {
             #expect(try await server.send("POST", "/api/apple-pay/session", body: Self.sessionBody).status == 200)
         }

@@ -17,15 +17,40 @@ final class NginxProcess: Sendable {
         ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Starts nginx in front of Orchard instances on `upstreamPorts`, serving `domain` with `certificate`.
+    /// Starts nginx in front of Orchard instances on `upstreamPorts`, serving `domain` with
+    /// `certificate`. nginx cannot be told to pick its own ports, so the free ports chosen for it
+    /// may be taken by another process before it binds them: then it starts again on others.
     init(upstreamPorts: [Int], domain: String, certificate: TestCertificate) async throws {
         guard let nginx = Self.binary else {
             Issue.record("nginx is not installed: apt-get install nginx")
             throw CancellationError()
         }
-        directory = try TemporaryDirectory()
-        httpsPort = try ServerProcess.freePort()
-        internalPort = try ServerProcess.freePort()
+        for attempt in 1...3 {
+            let directory = try TemporaryDirectory()
+            let started = try await Self.start(
+                nginx, directory: directory, upstreamPorts: upstreamPorts, domain: domain, certificate: certificate)
+            if let started {
+                self.directory = directory
+                httpsPort = started.https
+                internalPort = started.internal
+                child = started.child
+                return
+            }
+            let log = (try? String(contentsOfFile: directory.path("error.log"), encoding: .utf8)) ?? ""
+            directory.remove()
+            if attempt < 3 && log.contains("Address already in use") { continue }
+            Issue.record("nginx did not start: \(log.suffix(2000))")
+            throw CancellationError()
+        }
+        throw CancellationError()
+    }
+
+    /// One start in `directory` on newly chosen free ports; nil if nginx exited instead.
+    private static func start(
+        _ nginx: String, directory: TemporaryDirectory, upstreamPorts: [Int], domain: String, certificate: TestCertificate
+    ) async throws -> (https: Int, internal: Int, child: ChildProcess)? {
+        let httpsPort = try ServerProcess.freePort()
+        let internalPort = try ServerProcess.freePort()
         try directory.write("tls.pem", Array(certificate.certificatePEM.utf8))
         try directory.write("tls.key", Array(certificate.keyPEM.utf8))
         let shipped = try String(contentsOfFile: Self.shippedConfiguration, encoding: .utf8)
@@ -55,18 +80,21 @@ final class NginxProcess: Sendable {
                     include \(prefix)/orchard.conf;
                 }
                 """.utf8))
-        child = try ChildProcess(
+        let child = try ChildProcess(
             nginx, ["-p", prefix, "-c", directory.path("nginx.conf"), "-g", "daemon off;"], environment: [:],
             output: .file(directory.path("nginx.out")))
+        // Its own listener, not whatever else may answer on that port.
         var ready = false
-        _ = try await Eventually.until { [child] in
-            ready = Self.listening(httpsPort)
+        _ = try await Eventually.until {
+            ready = LoopbackPort.listening(pid: child.pid).contains(httpsPort)
             return ready || !child.isRunning
         }
-        if ready { return }
-        let log = (try? String(contentsOfFile: directory.path("error.log"), encoding: .utf8)) ?? ""
-        Issue.record("nginx did not start: \(log.suffix(2000))")
-        throw CancellationError()
+        guard ready else {
+            child.send(SIGKILL)
+            await child.waitOffPool()
+            return nil
+        }
+        return (httpsPort, internalPort, child)
     }
 
     deinit {
@@ -109,19 +137,5 @@ final class NginxProcess: Sendable {
         try replace("/etc/ssl/shop.example/privkey.pem", directory.path("tls.key"))
         try replace("/var/log/nginx/orchard.access.log", directory.path("access.log"))
         return text
-    }
-
-    static func listening(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
     }
 }

@@ -7,16 +7,23 @@ import OrchardTesting
 import Synchronization
 import Testing
 
-/// The engine's rules, one test each, over real SQLite and the processor double.
+/// The engine's rules, one test each, over the in-memory store and the processor double; what
+/// must survive a restart, over a real SQLite file.
 @Suite("Payments engine rules")
 struct PaymentsEngineTests {
+    /// Where a bench keeps its records: in memory, unless a test restarts over a file.
+    enum BenchStorage {
+        case memory, sqlite
+    }
+
     static func withBench(
-        inProgressIsRejection: Bool = false, policy: PaymentsEngine.Policy = .init(staleAfter: 30),
+        _ storage: BenchStorage = .memory, inProgressIsRejection: Bool = false, policy: PaymentsEngine.Policy = .init(staleAfter: 30),
         _ body: (inout EngineBench) async throws -> Void
     ) async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        var bench = try EngineBench(directory: directory.url.path, inProgressIsRejection: inProgressIsRejection, policy: policy)
+        let directory = storage == .sqlite ? try TemporaryDirectory() : nil
+        defer { directory?.remove() }
+        var bench = try EngineBench(
+            directory.map { .sqlite(directory: $0.url.path) } ?? .memory, inProgressIsRejection: inProgressIsRejection, policy: policy)
         try await body(&bench)
     }
 
@@ -83,7 +90,7 @@ struct PaymentsEngineTests {
 
     @Test("a store failure after the processor answered: payment_unknown; at restart the stale pending becomes unknown and is reconciled")
     func storeFailureThenRestart() async throws {
-        try await Self.withBench { bench in
+        try await Self.withBench(.sqlite) { bench in
             let order = try await bench.order()
             bench.payments.failing.store(true, ordering: .relaxed)
             #expect(try await bench.tap(order).failureCode == .paymentUnknown)
@@ -174,7 +181,7 @@ struct PaymentsEngineTests {
     @Test("the reconciler re-sends unknown payments with backoff, across a restart, and leaves the hopeless ones to an operator")
     func reconciliation() async throws {
         let policy = PaymentsEngine.Policy(staleAfter: 30, maximumReconcileAttempts: 3, firstReconcileDelay: 10)
-        try await Self.withBench(policy: policy) { bench in
+        try await Self.withBench(.sqlite, policy: policy) { bench in
             let charged = try await bench.order()
             bench.processor.script([.dropAfterCharge])
             _ = try await bench.tap(charged)

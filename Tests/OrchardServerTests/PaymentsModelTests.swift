@@ -44,16 +44,24 @@ struct PaymentsModelTests {
         case tap, reconcile, resolve, restart, crashDuringWrite, wait
     }
 
-    static let sequences = 1000
+    /// Where the sequences run: the engine's rules in memory, and a share of the same seeds over
+    /// a SQLite file reopened at every restart, through the adapter a real server uses.
+    enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case memory, sqlite
+        var sequences: Int { self == .memory ? 1000 : 250 }
+        var testDescription: String { "\(rawValue), \(sequences) sequences" }
+    }
 
-    @Test("1,000 seeded sequences of processor behaviours, retries, resolves, restarts and reconciliation keep the invariants")
-    func engineSequences() async throws {
+    @Test(
+        "seeded sequences of processor behaviours, retries, resolves, restarts and reconciliation keep the invariants (1,000 in memory, 250 on SQLite)",
+        arguments: Backend.allCases)
+    func engineSequences(on backend: Backend) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        var bench = try EngineBench(directory: directory.url.path)
+        var bench = try EngineBench(backend == .memory ? .memory : .sqlite(directory: directory.url.path))
         var orders: [String] = []
         var taps = 0
-        for seed in 0..<UInt64(Self.sequences) {
+        for seed in 0..<UInt64(backend.sequences) {
             var random = SplitMix64(seed: seed)
             bench.processor.inProgressIsRejection.store(Bool.random(using: &random), ordering: .relaxed)
             let order = try await bench.order()
@@ -83,7 +91,7 @@ struct PaymentsModelTests {
         #expect(problems.isEmpty, "\(problems.prefix(5))")
         let left = try await bench.store.payments(state: .unknown, limit: 10_000) + bench.store.payments(state: .pending, limit: 10_000)
         #expect(left.isEmpty, "every unknown payment was settled by re-sends: \(left.count) left")
-        #expect(taps > Self.sequences, "the sequences tapped (\(taps) taps)")
+        #expect(taps > backend.sequences, "the sequences tapped (\(taps) taps)")
     }
 
     func run(

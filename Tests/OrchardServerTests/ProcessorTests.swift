@@ -202,7 +202,7 @@ struct ProcessorTests {
         "no definite answer (5xx, dropped connection, timeout, unreadable body): payment unknown, order frozen; the retry asks or re-sends the reference, and charges once",
         arguments: ProcessorFixture.Kind.allCases,
         [
-            MockProcessorBehaviour.status(503), .dropAfterCharge, .delay(.seconds(8)), .unreadableAfterCharge(status: 201),
+            MockProcessorBehaviour.status(503), .dropAfterCharge, .hold, .unreadableAfterCharge(status: 201),
             .unreadableAfterCharge(status: 402),
         ])
     func unknownThenRetry(kind: ProcessorFixture.Kind, fault: MockProcessorBehaviour) async throws {
@@ -225,15 +225,16 @@ struct ProcessorTests {
             let asked = kind == .worldpay
             if asked { fixture.clock.advance(901) }
             var sends = asked && fault != .status(503) ? 1 : 2
-            if case .delay = fault {
-                // The slow charge is still running (8 s, so a loaded machine still retries before it
-                // ends): the processor answers "in progress", no outcome.
+            if fault == .hold {
+                // The slow charge is still running (held until the test ends it): the processor
+                // answers "in progress", no outcome.
                 let (early, _) = try await fixture.pay(id, request)
                 #expect(early.status == 504)
                 #expect(early.errorCode == "payment_unknown")
                 #expect(try await fixture.server.store.payments(orderId: id).map(\.state) == [.unknown])
                 // Retry once the processor has finished the slow charge.
-                #expect(try await Eventually.until(every: .milliseconds(50)) { !fixture.mock.isInProgress("\(id)-1") })
+                fixture.mock.finishHeldCharges()
+                #expect(!fixture.mock.isInProgress("\(id)-1"))
                 // Worldline's early retry was a re-send (answered "in progress"); Worldpay's only asked.
                 sends = asked ? 1 : 3
             }

@@ -66,13 +66,12 @@ struct RuntimeLifetimeTests {
             }
             let (answered, failures) = draining.outcomes.withLock { ($0.answered, $0.failures) }
             #expect(answered == DrainingServer.drainQueries && failures.isEmpty, "\(failures)")
-            let deadline = ContinuousClock.now + .seconds(20)
-            var open = try await server.query(settings.database, connections)
-            while open != "0" && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
+            var open = ""
+            let closed = try await Eventually.until(every: .milliseconds(50)) {
                 open = try await server.query(settings.database, connections)
+                return open == "0"
             }
-            #expect(open == "0", "the store's connections are closed once the group has stopped")
+            #expect(closed, "the store's connections are closed once the group has stopped: \(open) open")
         }
     }
 }

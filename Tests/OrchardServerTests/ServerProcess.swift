@@ -6,14 +6,18 @@ import OrchardTesting
 import Synchronization
 import Testing
 
-/// A real `orchard serve` process on a fixed loopback port, charging through mock Worldline,
-/// that a test kills with SIGKILL and starts again on the same state folder.
+/// A real `orchard serve` process on loopback, charging through mock Worldline, that a test
+/// kills with SIGKILL and starts again on the same state folder.
+///
+/// The server listens on a port the kernel picks (`server.port` 0), read from what the process
+/// listens on once it runs: a free port chosen beforehand can be taken by another process
+/// before the server binds it ("Address already in use"). Each start may get a new port.
 final class ServerProcess: Sendable {
     let directory: TemporaryDirectory
-    let port: Int
     let client: CurlHTTPClient
     let minter = TokenMinter(chain: ServerHarness.tokenChain)
     private let process = Mutex<ChildProcess?>(nil)
+    private let bound = Mutex(0)
     private let environment: [String: String]
     private let arguments: [String]
 
@@ -28,11 +32,10 @@ final class ServerProcess: Sendable {
         prepare: (inout ConfigurationFile, TemporaryDirectory) throws -> Void = { _, _ in }
     ) throws {
         directory = try TemporaryDirectory()
-        port = try Self.freePort()
         self.arguments = arguments
         var file = try ServerHarness.configurationFile(gatewayPort: gatewayPort, directory: directory)
         try prepare(&file, directory)
-        file.server?.port = port
+        file.server?.port = 0
         if let processorURL {
             file.merchants[0].processor = ProcessorFixture.processor(
                 .worldlineEncrypted, baseURL: processorURL, timeout: processorTimeoutMilliseconds)
@@ -63,6 +66,16 @@ final class ServerProcess: Sendable {
         directory.remove()
     }
 
+    /// The port the running server answers on (0 before its first start).
+    var port: Int { bound.withLock { $0 } }
+
+    /// Every TCP port the running process listens on: the public port, and the metrics
+    /// listener's when one is configured.
+    var listeners: Set<Int> {
+        guard let child = process.withLock({ $0 }) else { return [] }
+        return LoopbackPort.listening(pid: child.pid)
+    }
+
     var databasePath: String { directory.path("state/orchard.sqlite") }
 
     /// What the server logged so far.
@@ -70,7 +83,8 @@ final class ServerProcess: Sendable {
         (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? ""
     }
 
-    /// Starts the server and waits until it answers.
+    /// Starts the server and waits until it answers /health on one of the ports it listens on
+    /// (the metrics listener does not serve /health).
     func start() async throws {
         let child = try ChildProcess(
             OrchardProcess.orchard.path, ["serve", "--config", directory.path("orchard.json")] + arguments, environment: environment,
@@ -78,7 +92,12 @@ final class ServerProcess: Sendable {
         process.withLock { $0 = child }
         var ready = false
         _ = try await Eventually.until {
-            if let health = try? await send("GET", "/health"), health.status == 200 { ready = true }
+            for candidate in LoopbackPort.listening(pid: child.pid).sorted() where !ready {
+                if let health = try? await send("GET", "/health", port: candidate), health.status == 200 {
+                    bound.withLock { $0 = candidate }
+                    ready = true
+                }
+            }
             return ready || !child.isRunning
         }
         if ready { return }
@@ -123,7 +142,10 @@ final class ServerProcess: Sendable {
     /// What the process wrote to standard output and error so far.
     var output: String { (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? "" }
 
-    func send(_ method: String, _ path: String, body: [UInt8]? = nil, admin: Bool = false) async throws -> CurlResponse {
+    func send(_ method: String, _ path: String, body: [UInt8]? = nil, admin: Bool = false, port: Int? = nil) async throws
+        -> CurlResponse
+    {
+        let port = port ?? self.port
         var headers: [(name: String, value: String)] = [(name: "Host", value: ServerHarness.domain)]
         if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
         if admin { headers += MoreMerchants.authorization }
