@@ -2,7 +2,7 @@
 
 Not a script: scripts/bench, scripts/bench-authorize and scripts/bench-http import it.
 """
-import os, re, shutil, signal, socket, subprocess, sys, time, urllib.request
+import json, os, re, secrets, shutil, signal, socket, subprocess, sys, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELEASE = os.path.join(ROOT, ".build", "release")
@@ -118,3 +118,27 @@ def stop(*processes):
 
 def load_average():
     return os.getloadavg()[0]
+
+
+def configure_store(config_path, state, cluster):
+    """Points the configuration at `cluster` (None: SQLite, the configuration's default), with the
+    vault key `store.postgres` requires in a file of its own. The order rate limits are off: the
+    orders are the benchmark's setup, made from one address far faster than a shopper would, and so are
+    the payment attempts the benchmark measures."""
+    with open(config_path) as f:
+        config = json.load(f)
+    off = {"perClientIP": {"perMinute": 0}, "perMerchant": {"perMinute": 0}}
+    config.setdefault("limits", {})["orders"] = off
+    config["limits"]["authorizations"] = off
+    if cluster is None:
+        with open(config_path, "w") as f:
+            json.dump(config, f, indent=2)
+        return
+    key_file = os.path.join(state, "vault.key")
+    with open(key_file, "w") as f:
+        f.write(secrets.token_hex(32))
+    config.setdefault("payments", {})["vaultKey"] = key_file
+    config["store"] = {"postgres": {"host": "127.0.0.1", "port": cluster.port, "database": "orchard", "user": "orchard",
+                                    "password": os.path.join(cluster.folder, "password")}}
+    with open(config_path, "w") as f:
+        json.dump(config, f, indent=2)
