@@ -142,3 +142,16 @@ def configure_store(config_path, state, cluster):
                                     "password": os.path.join(cluster.folder, "password")}}
     with open(config_path, "w") as f:
         json.dump(config, f, indent=2)
+
+
+def record(path, measured, baseline, ratio, target=None, holds=None):
+    """One row for `scripts/bench-all`'s table: appended as a JSON line to the file named by
+    ORCHARD_BENCH_RESULTS when bench-all runs this script (nothing otherwise). `ratio` is a
+    percentage of `baseline`, measured in the same run; `target` the issue's bound in words and
+    `holds` whether this run meets it (None: no target)."""
+    results = os.environ.get("ORCHARD_BENCH_RESULTS")
+    if not results:
+        return
+    with open(results, "a") as f:
+        f.write(json.dumps({"path": path, "measured": measured, "baseline": baseline, "ratio": ratio, "target": target,
+                            "holds": holds}) + "\n")
