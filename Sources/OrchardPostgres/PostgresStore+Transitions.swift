@@ -10,7 +10,8 @@ import PostgresNIO
 /// and the mandate. The read is needed because ``PaymentTransition`` names the payment but does
 /// not carry it, and the event reports the whole moved payment.
 extension PostgresStore {
-    /// How often a move reads again when the payment changed in between, in its state.
+    /// How often a move reads and writes when the payment changes between the two while it stays
+    /// in the move's state; then the move reports a conflict (nil), as one that lost does.
     static let transitionAttempts = 3
 
     public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
