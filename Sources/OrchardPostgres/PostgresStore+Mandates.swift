@@ -11,22 +11,6 @@ extension PostgresStore {
         network, last_four, description, state, ended_reason, created_at, updated_at, ended_at
         """
 
-    /// Inserts the mandate a move creates and reports it, inside the move's transaction (the move named it on the payment).
-    func insertMandate(_ mandate: MandateRecord, payment: PaymentRecord, on connection: PostgresConnection) async throws {
-        let credential = try Self.json(mandate.credential)
-        let metadata = try mandate.merchantTokenMetadata.map(Self.json)
-        try await connection.query(
-            """
-            INSERT INTO mandates (\(unescaped: Self.mandateColumns)) VALUES (
-            \(mandate.id), \(mandate.merchantIdentifier), \(mandate.kind.rawValue), \(mandate.paymentId), \(mandate.orderId),
-            \(mandate.processor), \(credential), \(mandate.merchantTokenIdentifier), \(metadata), \(mandate.currency),
-            \(mandate.network), \(mandate.lastFour), \(mandate.description), \(mandate.state.rawValue), \(mandate.endedReason),
-            \(mandate.createdAt), \(mandate.updatedAt), \(mandate.endedAt))
-            """, logger: logger)
-        try await insertEvent(
-            try WebhookEvent.make(.mandateCreated, mandate: mandate, payment: payment, at: mandate.createdAt), on: connection)
-    }
-
     public func mandate(id: String) async throws -> MandateRecord? {
         try await mandates("WHERE id = \(id)").first
     }

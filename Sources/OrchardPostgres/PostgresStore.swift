@@ -24,6 +24,11 @@ public final class PostgresStore: OrchardStore, Service {
     /// values) stay out of the log whatever the server's level.
     let logger: Logger
     private let started = StartSignal()
+    /// Statements sent on their own, through ``rows(_:)`` and ``statement(_:)``, and transactions
+    /// begun by ``transaction(_:)`` (each at least a BEGIN, a statement and a COMMIT): tests count
+    /// an operation's round trips with them.
+    let roundTrips = Atomic<Int>(0)
+    let transactions = Atomic<Int>(0)
 
     private init(client: PostgresClient, logger: Logger) {
         self.client = client
@@ -104,6 +109,7 @@ public final class PostgresStore: OrchardStore, Service {
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         var attempt = 1
         while true {
+            transactions.add(1, ordering: .relaxed)
             do {
                 return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
             } catch {
@@ -126,10 +132,27 @@ public final class PostgresStore: OrchardStore, Service {
 
     /// Runs one statement outside a transaction and returns its rows.
     func rows(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
+        roundTrips.add(1, ordering: .relaxed)
         do {
             return try await client.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
         } catch {
             throw Self.storeError(error)
+        }
+    }
+
+    /// Runs one statement on its own, outside any transaction: PostgreSQL runs it atomically
+    /// (autocommit), in one round trip with no BEGIN or COMMIT. A deadlock or serialization
+    /// failure runs it again (each such statement re-checks everything it relies on); any other
+    /// failure is thrown as the driver reported it, for the caller to tell a unique violation apart.
+    func statement(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
+        var attempt = 1
+        while true {
+            roundTrips.add(1, ordering: .relaxed)
+            do {
+                return try await client.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
+            } catch let error as PSQLError where attempt < 3 && ["40001", "40P01"].contains(error.sqlState) {
+                attempt += 1
+            }
         }
     }
 

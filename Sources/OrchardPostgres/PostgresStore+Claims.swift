@@ -1,0 +1,150 @@
+import Foundation
+import OrchardCore
+import PostgresNIO
+
+/// Claims in two round trips and no transaction: one statement reads what
+/// ``PaymentClaimPolicy`` decides from, the policy decides in Swift, and one statement writes the
+/// decision only if everything it relied on is still as read. A write that finds a change reads
+/// and decides again.
+extension PostgresStore {
+    /// How often a claim reads and decides before it gives up with today's refusal: each retry
+    /// means the order was written meanwhile, so a few suffice.
+    static let claimAttempts = 3
+
+    public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
+        for _ in 1...Self.claimAttempts {
+            let read = try await claimSnapshot(claim)
+            let decision = try PaymentClaimPolicy.decide(claim, read.snapshot)
+            // `decide` refuses a claim without an order, so an allowed one has the order's row version.
+            guard let version = read.version else { break }
+            do {
+                if let payment = try await write(decision, of: claim, read: read.snapshot, version: version) { return payment }
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                // Another order's claim of the same transaction ID committed first (the unique index's word).
+                throw BusinessRefusal(.duplicateTransaction, "transaction \(claim.transactionId.prefix(16))… was already used")
+            } catch let error as PSQLError where Self.isPartialMove(error) {
+                continue
+            } catch {
+                throw Self.storeError(error)
+            }
+        }
+        throw BusinessRefusal(.orderChanged, "order \(claim.draft.orderId) changed")
+    }
+
+    /// What the policy decides from, in one statement (one snapshot, no lock), and the order row's
+    /// version (`xmin`, the transaction that last wrote it): the write requires it unchanged.
+    private func claimSnapshot(_ claim: PaymentClaim) async throws -> (snapshot: PaymentClaimSnapshot, version: String?) {
+        let orderId = claim.draft.orderId
+        let row = try await rows(
+            """
+            SELECT o.state, o.price_version, o.expires_at, o.xmin::text AS version,
+            EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)) AS used,
+            (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)) AS n, u.id, u.sends
+            FROM (SELECT 1) AS one LEFT JOIN orders o ON o.id = \(orderId) LEFT JOIN LATERAL (
+                SELECT id, sends FROM payments WHERE order_id = \(orderId) AND state = 'unknown' ORDER BY created_at DESC, seq DESC LIMIT 1
+            ) AS u ON true
+            """
+        ).first
+        guard let row else { throw StoreError(code: .storage, message: "order \(orderId) could not be read") }
+        let order: PaymentClaimSnapshot.Order?
+        if let state = try row.optionalText("state") {
+            guard let state = OrderRecord.State(rawValue: state) else {
+                throw StoreError(code: .storage, message: "order \(orderId) has an unreadable state")
+            }
+            order = .init(
+                state: state, priceVersion: Int(try row.integer("price_version")), expiresAt: try row.optionalDate("expires_at"))
+        } else {
+            order = nil
+        }
+        let snapshot = PaymentClaimSnapshot(
+            order: order, transactionUsed: try row.bool("used"),
+            unknownAttempt: try row.optionalText("id").map { .init(id: $0, sends: Int(try row.optionalInteger("sends") ?? 1)) },
+            attempts: Int(try row.integer("n")))
+        return (snapshot, try row.optionalText("version"))
+    }
+
+    /// Writes `decision` in one statement; nil when the order had changed since `read` (the caller
+    /// reads and decides again). The order's compare-and-set comes first and holds its row lock to
+    /// the end, so claims and moves of one order take turns; it re-checks, on the newest row
+    /// version if it had to wait for another writer:
+    /// - the state and price version the policy decided from (a move, a repricing, an expiry);
+    /// - the row version: any write to the order since the read. Every claim and move of the
+    ///   order writes its row, so this also pins what the statement's own snapshot cannot see
+    ///   after waiting: the payments committed in between (the reference `<order>-<n>`), the
+    ///   unknown attempt's sends;
+    /// - the number of payments and the transaction ID, as of the statement's snapshot (a
+    ///   concurrent claim of the same ID on another order is left to the unique indexes: 23505).
+    /// A re-send also re-checks the unknown attempt's state and sends in its own compare-and-set;
+    /// if the order moved and that did not, the statement fails as a whole (``isPartialMove(_:)``).
+    private func write(_ decision: PaymentClaimDecision, of claim: PaymentClaim, read: PaymentClaimSnapshot, version: String) async throws
+        -> PaymentRecord?
+    {
+        let orderId = claim.draft.orderId
+        let query: PostgresQuery
+        switch decision.attempt {
+        case .first(let record):
+            let links = try Self.json(record.links)
+            let metadata = try record.merchantTokenMetadata.map(Self.json)
+            // Typed, as a NULL binds without a type and a SELECT list does not take its column's.
+            query = """
+                WITH moved_order AS (
+                    UPDATE orders SET state = \(decision.move.order.to.rawValue)
+                    WHERE id = \(orderId) AND state = \(decision.move.order.from.rawValue)
+                    AND price_version = \(Int64(decision.priceVersion)) AND xmin = \(version)::xid
+                    AND (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)) = \(Int64(read.attempts))
+                    AND NOT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId))
+                    RETURNING id),
+                attempt AS (
+                    INSERT INTO payments (\(unescaped: Self.paymentColumns), retry_payload) SELECT
+                    \(record.id)::text, \(record.orderId)::text, \(record.transactionId)::text, \(record.state.rawValue)::text,
+                    \(record.amount)::bigint, \(record.currency)::text, \(record.network)::text, \(record.lastFour)::text,
+                    \(record.processorReference)::text, \(record.createdAt)::timestamptz, \(record.processor)::text,
+                    \(record.reference)::text, \(record.processorCode)::text, \(record.processorMessage)::text, \(links)::text,
+                    \(record.updatedAt)::timestamptz, \(Int64(record.sends))::bigint, \(Int64(record.reconcileAttempts))::bigint,
+                    \(record.nextReconcileAt)::timestamptz, \(record.mandateId)::text, \(record.merchantTokenIdentifier)::text,
+                    \(metadata)::text, \(record.lastSentAt)::timestamptz, \(claim.sealedRequest.bytea)::bytea
+                    FROM moved_order RETURNING \(unescaped: Self.paymentColumns)),
+                recorded AS (
+                    INSERT INTO payment_transactions (transaction_id, payment_id, created_at)
+                    SELECT \(claim.transactionId), id, \(claim.draft.createdAt) FROM attempt RETURNING payment_id)
+                \(unescaped: Self.partialGuard)
+                """
+        case .resend(let paymentId, let sends):
+            let now = claim.draft.createdAt
+            query = """
+                WITH moved_order AS (
+                    UPDATE orders SET state = \(decision.move.order.to.rawValue)
+                    WHERE id = \(orderId) AND state = \(decision.move.order.from.rawValue)
+                    AND price_version = \(Int64(decision.priceVersion)) AND xmin = \(version)::xid
+                    AND (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)) = \(Int64(read.attempts))
+                    AND NOT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId))
+                    RETURNING id),
+                attempt AS (
+                    UPDATE payments SET state = \(decision.move.to.rawValue), sends = sends + 1,
+                    retry_payload = \(claim.sealedRequest.bytea), updated_at = \(now), last_sent_at = \(now)
+                    WHERE id = \(paymentId) AND order_id = \(orderId) AND state = \(decision.move.from?.rawValue ?? "")
+                    AND sends = \(Int64(sends)) AND EXISTS (SELECT 1 FROM moved_order)
+                    RETURNING \(unescaped: Self.paymentColumns)),
+                recorded AS (
+                    INSERT INTO payment_transactions (transaction_id, payment_id, created_at)
+                    SELECT \(claim.transactionId), id, \(now) FROM attempt RETURNING payment_id)
+                \(unescaped: Self.partialGuard)
+                """
+        }
+        return try await statement(query).first.map(Self.payment)
+    }
+
+    /// The main query of a statement that moves an order (`moved_order`) and its payment
+    /// (`attempt`): the payment's row, or none when the order did not move. An order that moved
+    /// without its payment fails the whole statement (a cast of a text naming it to an integer),
+    /// so nothing of it is committed: the one way to roll back a single statement.
+    static let partialGuard = """
+        SELECT attempt.*, CASE WHEN attempt.id IS NULL THEN ('orchard: order ' || moved_order.id || ' moved without its payment')::integer
+        END AS partial FROM moved_order LEFT JOIN attempt ON true
+        """
+
+    /// Whether `error` is ``partialGuard``'s: the statement changed nothing.
+    static func isPartialMove(_ error: PSQLError) -> Bool {
+        error.sqlState == "22P02" && (error.serverInfo?[.message]?.contains("moved without its payment") ?? false)
+    }
+}

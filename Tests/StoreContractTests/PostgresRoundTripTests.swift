@@ -1,0 +1,86 @@
+import Foundation
+import Logging
+import OrchardCore
+import OrchardTesting
+import Synchronization
+import Testing
+
+@testable import OrchardPostgres
+
+/// The authorization path's round trips on PostgreSQL, counted by the store's own helpers (every
+/// statement it sends on its own, and every transaction it begins): a claim reads and writes, a
+/// move reads and writes, neither opens a transaction.
+@Suite("PostgreSQL store: a claim and a move each take two round trips")
+struct PostgresRoundTripTests {
+    typealias Shop = ShopStoreContractTests
+
+    static func withStore(_ body: (PostgresStore) async throws -> Void) async throws {
+        try await PostgresServer.shared().withDatabase { settings in
+            let store = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: PostgresServer.storeLoops)
+            try await store.withRunning { try await body($0) }
+        }
+    }
+
+    /// What `body` returned and the round trips it took; a transaction (BEGIN, at least one
+    /// statement, COMMIT) is an issue, as no step of an authorization needs one.
+    static func counted<T>(_ store: PostgresStore, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T)
+        async rethrows -> (T, Int)
+    {
+        let before = (store.roundTrips.load(ordering: .relaxed), store.transactions.load(ordering: .relaxed))
+        let result = try await body()
+        #expect(store.transactions.load(ordering: .relaxed) == before.1, "no transaction", sourceLocation: sourceLocation)
+        return (result, store.roundTrips.load(ordering: .relaxed) - before.0)
+    }
+
+    @Test("a first claim, its authorizing move with a mandate, a re-send's claim and its move", .enabled(if: PostgresServer.enabled))
+    func authorization() async throws {
+        try await Self.withStore { store in
+            try await store.insert(try StoreContractTests.order("o1"))
+            let (claimed, claimTrips) = try await Self.counted(store) { try await store.claimPayment(Shop.claim("o1", payment: "p1")) }
+            #expect(claimed.reference == "o1-1" && claimed.state == .pending)
+            #expect(claimTrips == 2, "a claim reads, then writes")
+
+            let mandate = MandateStoreContractTests.mandate("mdt_1", payment: "p1", order: "o1", token: nil)
+            let (moved, moveTrips) = try await Self.counted(store) {
+                try await store.transition(
+                    PaymentTransition(
+                        paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.authorized), at: Shop.at(5),
+                        outcome: AuthorizationOutcome(status: .authorized, processorReference: "psp-p1"), mandate: mandate))
+            }
+            #expect(moveTrips == 2, "a move reads, then writes")
+            let payment = try #require(moved)
+            #expect(payment.state == .authorized && payment.processorReference == "psp-p1" && payment.mandateId == "mdt_1")
+            #expect(try await store.payment(id: "p1") == payment, "the move returns the payment as stored")
+            #expect(try await store.mandate(id: "mdt_1") == mandate)
+            let events = try await Shop.events(store)
+            #expect(events.map(\.type) == [.paymentAuthorized, .mandateCreated], "both events, in the order they happened")
+            let view = try #require(try Shop.json(events[0])["data"] as? [String: Any])
+            #expect((view["payment"] as? [String: Any])?["processorReference"] as? String == "psp-p1", "the event shows the moved payment")
+
+            // The same move again finds the payment moved: one read, nothing written.
+            let (again, againTrips) = try await Self.counted(store) {
+                try await Shop.move(store, "p1", of: "o1", .authorized, at: 6)
+            }
+            #expect(again == nil && againTrips == 1)
+            #expect(try await Shop.events(store).count == 2)
+        }
+    }
+
+    @Test("a re-send of an unknown attempt: claim and move, two round trips each", .enabled(if: PostgresServer.enabled))
+    func resend() async throws {
+        try await Self.withStore { store in
+            try await store.insert(try StoreContractTests.order("o1"))
+            _ = try await store.claimPayment(Shop.claim("o1", payment: "p1"))
+            _ = try #require(try await Shop.move(store, "p1", of: "o1", .noAnswer, at: 1))
+            var claim = Shop.claim("o1", payment: "p2", at: 2)
+            claim.resending = "p1"
+            claim.expectedSends = 1
+            let (resent, claimTrips) = try await Self.counted(store) { try await store.claimPayment(claim) }
+            #expect(resent.id == "p1" && resent.sends == 2 && resent.state == .pending && resent.reference == "o1-1")
+            #expect(claimTrips == 2)
+            let (moved, moveTrips) = try await Self.counted(store) { try await Shop.move(store, "p1", of: "o1", .declined, at: 3) }
+            #expect(moved?.state == .refused && moveTrips == 2)
+            #expect(try await store.retryPayload(paymentId: "p1") == nil, "a resolved payment keeps no request to re-send")
+        }
+    }
+}
