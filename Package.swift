@@ -374,7 +374,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchardRuntimeTests",
-            dependencies: ["OrchardRuntime", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["OrchardRuntime", "OrchardServer", "CurlClient", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
