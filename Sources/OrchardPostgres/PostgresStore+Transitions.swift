@@ -81,7 +81,7 @@ extension PostgresStore {
     /// (a time read back and bound again may move by a microsecond), never compared.
     private func write(_ change: PaymentTransition, read: MoveSnapshot) async throws -> PaymentRecord? {
         let old = read.payment
-        let moved = Self.moved(old, by: change)
+        let moved = change.applied(to: old, stored: Self.stored)
         let newLinks = try (change.links ?? change.outcome?.links).map(Self.json)
         let event = try PaymentLifecycle.reportedEvent(change.move, moved: moved).map {
             try WebhookEvent.make(
@@ -143,29 +143,6 @@ extension PostgresStore {
             \(unescaped: Self.partialGuard)
             """
         return try await statement(query).first.map(Self.payment)
-    }
-
-    /// `payment` as `change` leaves it (what the statement writes, and what its events report),
-    /// its new times as the database stores them (to the microsecond).
-    static func moved(_ payment: PaymentRecord, by change: PaymentTransition) -> PaymentRecord {
-        var moved = payment
-        moved.state = change.move.to
-        moved.updatedAt = stored(change.at)
-        if let outcome = change.outcome {
-            moved.processorReference = outcome.processorReference
-            moved.processorCode = outcome.code
-            moved.processorMessage = outcome.message
-            moved.links = outcome.links
-        }
-        if let links = change.links { moved.links = links }
-        if change.countsReconcileAttempt {
-            moved.sends += 1
-            moved.reconcileAttempts += 1
-        }
-        if change.expectedSends != nil { moved.lastSentAt = stored(change.at) }
-        moved.nextReconcileAt = change.nextReconcileAt.map(stored)
-        if let mandate = change.mandate { moved.mandateId = mandate.id }
-        return moved
     }
 
     /// `date` as a `timestamptz` column returns it.

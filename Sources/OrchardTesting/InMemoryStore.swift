@@ -87,24 +87,8 @@ public final class InMemoryStore: OrchardStore {
                 state.orders[change.orderId]?.state == change.move.order.from,
                 change.expectedSends.map({ $0 == state.payments[index].sends }) ?? true
             else { return nil }
-            var payment = state.payments[index]
-            payment.state = change.move.to
-            payment.updatedAt = change.at
+            let payment = change.applied(to: state.payments[index])
             state.operations[payment.id] = nil
-            if let outcome = change.outcome {
-                payment.processorReference = outcome.processorReference
-                payment.processorCode = outcome.code
-                payment.processorMessage = outcome.message
-                payment.links = outcome.links
-            }
-            if let links = change.links { payment.links = links }
-            if change.countsReconcileAttempt {
-                payment.sends += 1
-                payment.reconcileAttempts += 1
-            }
-            if change.expectedSends != nil { payment.lastSentAt = change.at }
-            payment.nextReconcileAt = change.nextReconcileAt
-            if let mandate = change.mandate { payment.mandateId = mandate.id }
             if PaymentLifecycle.isResolved(change.move.to) { state.payloads[payment.id] = nil }
             state.payments[index] = payment
             state.orders[change.orderId]?.state = change.move.order.to

@@ -164,4 +164,27 @@ public struct PaymentTransition: Sendable {
         self.nextReconcileAt = nextReconcileAt
         self.links = links
     }
+    /// `payment` as this move leaves it: what every store writes and what the move's events
+    /// report. `stored` turns a new time into the one the store reads back (PostgreSQL keeps
+    /// microseconds), so the events report exactly what is written.
+    public func applied(to payment: PaymentRecord, stored: (Date) -> Date = { $0 }) -> PaymentRecord {
+        var moved = payment
+        moved.state = move.to
+        moved.updatedAt = stored(at)
+        if let outcome {
+            moved.processorReference = outcome.processorReference
+            moved.processorCode = outcome.code
+            moved.processorMessage = outcome.message
+            moved.links = outcome.links
+        }
+        if let links { moved.links = links }
+        if countsReconcileAttempt {
+            moved.sends += 1
+            moved.reconcileAttempts += 1
+        }
+        if expectedSends != nil { moved.lastSentAt = stored(at) }
+        moved.nextReconcileAt = nextReconcileAt.map(stored)
+        if let mandate { moved.mandateId = mandate.id }
+        return moved
+    }
 }
