@@ -272,16 +272,21 @@ public struct PaymentsEngine: Sendable {
             default: "\(event)"
             }
         EngineMetrics.processorCall(processor: processor.name, operation: operation, outcome: label, elapsed: elapsed)
-        var metadata: Logger.Metadata = [
-            "order": "\(payment.orderId)", "payment": "\(payment.id)", "processor": "\(processor.name)",
-            "reference": "\(payment.reference)", "send": "\(payment.sends)",
-            "ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
-        ]
-        if let outcome {
-            metadata["code"] = "\(outcome.code ?? "-")"
-            metadata["reason"] = "\(outcome.message ?? "-")"
-        } else {
-            metadata["error"] = "\(failure)"
+        // Built only when a line is written: at the usual levels an authorization logs nothing,
+        // and formatting these strings for every payment was CPU spent on no output.
+        let metadata = { () -> Logger.Metadata in
+            var metadata: Logger.Metadata = [
+                "order": "\(payment.orderId)", "payment": "\(payment.id)", "processor": "\(processor.name)",
+                "reference": "\(payment.reference)", "send": "\(payment.sends)",
+                "ms": "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)",
+            ]
+            if let outcome {
+                metadata["code"] = "\(outcome.code ?? "-")"
+                metadata["reason"] = "\(outcome.message ?? "-")"
+            } else {
+                metadata["error"] = "\(failure)"
+            }
+            return metadata
         }
         // A pending answer keeps the processor's reference: the processor is asked about it later.
         let unknown = event == .noAnswer || event == .processorPending
@@ -296,34 +301,34 @@ public struct PaymentsEngine: Sendable {
         } catch {
             logger.critical(
                 "the processor answered but the answer could not be stored: the payment stays pending until reconciled",
-                metadata: metadata.merging(["event": "\(event.rawValue)", "storeError": "\(error)"]) { $1 })
+                metadata: metadata().merging(["event": "\(event.rawValue)", "storeError": "\(error)"]) { $1 })
             throw PaymentEngineError.unknownOutcome
         }
         guard let recorded else {
             logger.error(
                 "the payment moved while its reference was with the processor; the reconciler settles it",
-                metadata: metadata.merging(["event": "\(event.rawValue)"]) { $1 })
+                metadata: metadata().merging(["event": "\(event.rawValue)"]) { $1 })
             throw PaymentEngineError.unknownOutcome
         }
         switch event {
         case .authorized:
             logger.info(
-                "payment authorized", metadata: metadata.merging(["amount": "\(payment.amount) \(payment.currency)"]) { $1 })
+                "payment authorized", metadata: metadata().merging(["amount": "\(payment.amount) \(payment.currency)"]) { $1 })
             return recorded
         case .declined:
-            logger.notice("payment refused", metadata: metadata)
+            logger.notice("payment refused", metadata: metadata())
             throw PaymentEngineError(.declined, "Your card was declined. Please try another card; nothing was charged.")
         case .rejected:
-            logger.error("processor rejected the request", metadata: metadata)
+            logger.error("processor rejected the request", metadata: metadata())
             throw PaymentEngineError(
                 .processorRejected, "The payment could not be processed right now; nothing was charged. Please try again later.")
         case .processorPending:
             logger.warning(
                 "processor holds the payment without an outcome (no funds held yet): unknown, to be asked again, never re-sent",
-                metadata: metadata)
+                metadata: metadata())
             throw PaymentEngineError.unknownOutcome
         default:
-            logger.error("processor gave no definite answer: payment outcome unknown", metadata: metadata)
+            logger.error("processor gave no definite answer: payment outcome unknown", metadata: metadata())
             throw PaymentEngineError.unknownOutcome
         }
     }
