@@ -41,6 +41,9 @@ final class SQLiteDatabase: @unchecked Sendable {
     static let maximumCachedStatements = 128
     /// Statements prepared (cache misses), for tests: the same SQL with other values must not prepare again.
     let preparations = Atomic<Int>(0)
+    /// Virtual-machine steps of every statement run on this connection, for tests: how much a
+    /// query reads, counted, where a timing would only be noise.
+    let steps = Atomic<Int>(0)
     /// Completed batches, for tests: a member's answer always comes after a COMMIT later than its body.
     let committedBatches = Atomic<Int>(0)
     /// Transactions waiting for the writer, for tests.
@@ -208,6 +211,7 @@ final class SQLiteDatabase: @unchecked Sendable {
             let values = (0..<sqlite3_column_count(statement)).map { Self.value(statement, column: $0) }
             rows.append(SQLiteRow(values: values, columns: columns))
         }
+        steps.add(Int(sqlite3_stmt_status(statement, SQLITE_STMTSTATUS_VM_STEP, 1)), ordering: .relaxed)
         return rows
     }
 

@@ -70,7 +70,8 @@ extension SQLiteStore {
         CREATE INDEX IF NOT EXISTS payments_by_state ON payments(state, created_at);
         CREATE INDEX IF NOT EXISTS orders_by_expiry ON orders(state, expires_at);
         CREATE INDEX IF NOT EXISTS refunds_by_state ON refunds(state, updated_at);
-        CREATE INDEX IF NOT EXISTS webhook_events_due ON webhook_events(state, next_attempt_at);
+        DROP INDEX IF EXISTS webhook_events_due;
+        CREATE INDEX IF NOT EXISTS webhook_events_pending ON webhook_events(state, merchant, next_attempt_at);
         CREATE INDEX IF NOT EXISTS mandates_by_merchant ON mandates(merchant, created_at);
         CREATE INDEX IF NOT EXISTS mandates_by_token ON mandates(merchant_token_id);
         CREATE INDEX IF NOT EXISTS token_events_due ON token_events(state, next_attempt_at);

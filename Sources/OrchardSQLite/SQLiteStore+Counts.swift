@@ -2,9 +2,10 @@ import Foundation
 import OrchardCore
 
 extension SQLiteStore {
-    /// Three aggregate queries, each answered from an index (`payments_by_state`, `webhook_events_due`, `token_events_due`).
+    /// Three aggregate queries, each answered from an index (`payments_by_state`, `webhook_events_pending`, `token_events_due`).
+    /// On a read connection: counting a backlog must not hold up the writer every commit waits for.
     public func operationalCounts() async throws -> OperationalCounts? {
-        try await database.run { db in
+        try await database.read { db in
             var payments: [PaymentState: Int] = [:]
             for row in try db.query("SELECT state, COUNT(*) AS count FROM payments GROUP BY state") {
                 guard let state: PaymentState = row.value("state") else { continue }

@@ -40,29 +40,48 @@ extension SQLiteStore {
                 type, merchantIdentifier: merchant, payment: payment, request: request, refund: refund, refunded: refunded, at: date))
     }
 
+    /// The lease reads only what it takes: the merchants with pending events by a skip scan of
+    /// `webhook_events_pending` (state, merchant, next_attempt_at), each one's oldest due event,
+    /// then the chosen merchants' first `perMerchant` in index order. Numbering every due event
+    /// instead (a window over the whole backlog) cost 50 ms at 10,000 pending events and 125 ms at
+    /// 30,000, every poll, on the writer thread every commit waits for: a merchant whose endpoint
+    /// lags, or has none, made every payment's commit stall.
     public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, fairly lease: WebhookLease) async throws -> [WebhookEvent] {
-        let excluded = String(decoding: try JSONEncoder().encode(lease.excluding.sorted()), as: UTF8.self)
-        return try await database.run { db in
-            // Each merchant's due events numbered oldest first; the merchants whose first is
-            // oldest are served, each with at most `perMerchant` of its own.
-            let due = try db.query(
+        try await database.run { db in
+            let firsts = try db.query(
                 """
-                WITH due AS (
-                    SELECT id, merchant, next_attempt_at, rowid AS seq,
-                        ROW_NUMBER() OVER (PARTITION BY merchant ORDER BY next_attempt_at, rowid) AS position
-                    FROM webhook_events
-                    WHERE state = 'pending' AND next_attempt_at <= \(date) AND merchant NOT IN (SELECT value FROM json_each(\(excluded)))),
-                chosen AS (SELECT merchant FROM due WHERE position = 1 ORDER BY next_attempt_at, seq LIMIT \(lease.merchants))
-                SELECT \(unescaped: Self.eventColumns) FROM webhook_events WHERE id IN (
-                    SELECT id FROM due WHERE position <= \(lease.perMerchant) AND merchant IN (SELECT merchant FROM chosen)
-                    ORDER BY next_attempt_at, seq LIMIT \(lease.total))
-                ORDER BY next_attempt_at, rowid
+                WITH RECURSIVE merchants(merchant) AS (
+                    SELECT MIN(merchant) FROM webhook_events WHERE state = 'pending'
+                    UNION ALL
+                    SELECT (SELECT MIN(merchant) FROM webhook_events WHERE state = 'pending' AND merchant > merchants.merchant)
+                    FROM merchants WHERE merchants.merchant IS NOT NULL)
+                SELECT first.merchant, first.next_attempt_at, first.rowid AS seq FROM merchants
+                JOIN webhook_events first ON first.rowid = (
+                    SELECT rowid FROM webhook_events e WHERE e.state = 'pending' AND e.merchant = merchants.merchant
+                    AND e.next_attempt_at <= \(date) ORDER BY e.next_attempt_at, e.rowid LIMIT 1)
                 """
-            ).map(Self.event)
-            for event in due {
+            ).filter { !lease.excluding.contains($0.text("merchant")) }
+            // The merchants whose oldest due event is oldest, each with its own oldest `perMerchant`.
+            let chosen = firsts.sorted {
+                ($0.integer("next_attempt_at"), $0.integer("seq")) < ($1.integer("next_attempt_at"), $1.integer("seq"))
+            }
+            .prefix(lease.merchants)
+            var due: [(event: WebhookEvent, seq: Int)] = []
+            for merchant in chosen {
+                due += try db.query(
+                    """
+                    SELECT \(unescaped: Self.eventColumns), rowid AS seq FROM webhook_events
+                    WHERE state = 'pending' AND merchant = \(merchant.text("merchant")) AND next_attempt_at <= \(date)
+                    ORDER BY next_attempt_at, rowid LIMIT \(lease.perMerchant)
+                    """
+                ).map { (Self.event($0), $0.int("seq")) }
+            }
+            let leased = due.sorted { ($0.event.nextAttemptAt ?? date, $0.seq) < ($1.event.nextAttemptAt ?? date, $1.seq) }
+                .prefix(lease.total).map(\.event)
+            for event in leased {
                 try db.execute("UPDATE webhook_events SET next_attempt_at = \(leaseEnd) WHERE id = \(event.id)")
             }
-            return due.map { event in
+            return leased.map { event in
                 var leased = event
                 leased.nextAttemptAt = Self.stored(leaseEnd)
                 return leased
