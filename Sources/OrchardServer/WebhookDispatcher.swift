@@ -54,15 +54,21 @@ public struct WebhookDispatcher: Service {
         let busy = BusyMerchants()
         // Workers outlive the pass that started them; at shutdown the group waits for them (an
         // attempt in flight finishes) until the drain timeout cancels it.
+        // A full batch leaves more of its merchant's events behind: the next pass starts when it
+        // is done, not at the next poll. Waiting for the poll capped each merchant at one batch
+        // a poll (10 events a second by default), fewer than a busy shop's payments.
+        let more = WakeUp()
         await withDiscardingTaskGroup { group in
-            await repeatUntilShutdown(every: policy.pollInterval) {
+            while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 for batch in await leaseDue(busy: busy.merchants) {
                     busy.insert(batch.merchant)
                     group.addTask {
                         await deliver(batch)
                         busy.remove(batch.merchant)
+                        if batch.events.count >= policy.batchPerMerchant { more.signal() }
                     }
                 }
+                await more.wait(upTo: policy.pollInterval)
             }
         }
     }

@@ -1,8 +1,11 @@
 import CurlClient
 import Foundation
 import OrchardCore
+import OrchardRuntime
+import OrchardSQLite
 import OrchardServer
 import OrchardTesting
+import ProcessorClients
 import ShopCallbacks
 import Testing
 
@@ -54,6 +57,33 @@ struct WebhookFairnessTests {
             let pending = try await server.store.webhookEvents(
                 merchantIdentifier: TestMaterial.merchantIdentifier, state: .pending, limit: 3000)
             #expect(pending.count > Self.backlog - 100, "the backlog stays the hostile merchant's own")
+        }
+    }
+
+    @Test("a merchant's backlog is sent batch after batch, not one batch a poll")
+    func backlogDrains() async throws {
+        let receiver = MockWebhookReceiver(secret: Self.secret)
+        try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        let environment = ["HOOK_SECRET": Self.secret]
+        try await ServerHarness.with(
+            environment: environment, callsShops: true,
+            configure: { file, directory in
+                file.merchants[0].webhook = .init(url: receiver.url, secret: "env:HOOK_SECRET")
+                // One pass at start, then none for a minute: only a pass that follows a full batch
+                // can send the rest in time.
+                file.webhooks = .init(firstRetrySeconds: 600, pollIntervalMilliseconds: 60_000)
+                // Written before the server starts, so its first pass finds them all due.
+                let store = try ServerConfiguration.resolve(
+                    file, relativeTo: directory.url.path, environment: environment, processors: ProcessorFactory.drivers
+                ).openSQLiteStore()
+                for index in 0..<35 {
+                    try await Self.authorize(store, order: "busy-\(index)", merchant: TestMaterial.merchantIdentifier, at: Date())
+                }
+            }
+        ) { server in
+            let seen = try await receiver.wait { $0.count >= 35 }
+            #expect(seen.count == 35, "\(seen.count) of 35 sent before the next poll, a minute away")
         }
     }
 
