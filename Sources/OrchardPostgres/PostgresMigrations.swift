@@ -31,6 +31,12 @@ enum PostgresMigrations {
         Migration(
             version: 6, description: "an order's price version: a payment is claimed for the price its token was checked against",
             statements: ["ALTER TABLE orders ADD COLUMN price_version bigint NOT NULL DEFAULT 1"]),
+        Migration(
+            version: 7, description: "the webhook lease reads each merchant's pending events in order, not the whole backlog",
+            statements: [
+                "CREATE INDEX webhook_events_pending ON webhook_events (merchant, next_attempt_at, seq) WHERE state = 'pending'",
+                "DROP INDEX webhook_events_due",
+            ]),
     ]
 
     /// Apple's notifications, one row per (merchant, event ID); leased by due time per source,

@@ -41,21 +41,32 @@ extension PostgresStore {
     }
 
     public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, fairly lease: WebhookLease) async throws -> [WebhookEvent] {
-        // Each merchant's due events numbered oldest first; the merchants whose first is oldest are
-        // served, each with at most `perMerchant` of its own. The lock re-checks the row is still
-        // due, so two instances never lease the same event.
+        // The merchants with pending events by a skip scan of `webhook_events_pending`, each one's
+        // oldest due event; the merchants whose first is oldest are served, each with its own
+        // oldest `perMerchant`, read in index order. Numbering every due event instead read the
+        // whole backlog on every poll of every instance. The lock re-checks the row is still due,
+        // so two instances never lease the same event.
         let leased = try await rows(
             """
-            WITH due AS (
-                SELECT id, merchant, next_attempt_at, seq,
-                    ROW_NUMBER() OVER (PARTITION BY merchant ORDER BY next_attempt_at, seq) AS position
-                FROM webhook_events
-                WHERE state = 'pending' AND next_attempt_at <= \(date) AND NOT (merchant = ANY(\(lease.excluding.sorted())))),
-            chosen AS (SELECT merchant FROM due WHERE position = 1 ORDER BY next_attempt_at, seq LIMIT \(Int64(lease.merchants))),
+            WITH RECURSIVE merchants(merchant) AS (
+                (SELECT merchant FROM webhook_events WHERE state = 'pending' ORDER BY merchant LIMIT 1)
+                UNION ALL
+                SELECT (SELECT e.merchant FROM webhook_events e WHERE e.state = 'pending' AND e.merchant > m.merchant
+                    ORDER BY e.merchant LIMIT 1)
+                FROM merchants m WHERE m.merchant IS NOT NULL),
+            firsts AS (
+                SELECT m.merchant, f.next_attempt_at, f.seq FROM merchants m
+                CROSS JOIN LATERAL (SELECT next_attempt_at, seq FROM webhook_events WHERE state = 'pending' AND merchant = m.merchant
+                    AND next_attempt_at <= \(date) ORDER BY next_attempt_at, seq LIMIT 1) f
+                WHERE m.merchant IS NOT NULL AND NOT (m.merchant = ANY(\(lease.excluding.sorted())))),
+            chosen AS (SELECT merchant FROM firsts ORDER BY next_attempt_at, seq LIMIT \(Int64(lease.merchants))),
+            candidates AS (
+                SELECT c.id FROM chosen CROSS JOIN LATERAL (SELECT id FROM webhook_events WHERE state = 'pending'
+                    AND merchant = chosen.merchant AND next_attempt_at <= \(date) ORDER BY next_attempt_at, seq
+                    LIMIT \(Int64(lease.perMerchant))) c),
             picked AS (
-                SELECT e.id, e.next_attempt_at AS due_at, e.seq FROM webhook_events e JOIN due ON due.id = e.id
-                WHERE due.position <= \(Int64(lease.perMerchant)) AND due.merchant IN (SELECT merchant FROM chosen)
-                AND e.state = 'pending' AND e.next_attempt_at <= \(date)
+                SELECT e.id, e.next_attempt_at AS due_at, e.seq FROM webhook_events e
+                WHERE e.id IN (SELECT id FROM candidates) AND e.state = 'pending' AND e.next_attempt_at <= \(date)
                 ORDER BY e.next_attempt_at, e.seq LIMIT \(Int64(lease.total))
                 FOR UPDATE OF e SKIP LOCKED)
             UPDATE webhook_events e SET next_attempt_at = \(leaseEnd) FROM picked WHERE e.id = picked.id
