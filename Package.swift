@@ -293,7 +293,10 @@ let package = Package(
         // The HTTP floor scripts/bench-http compares Orchard with: one bare Hummingbird route.
         .executableTarget(
             name: "orchard-bench-floor",
-            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -64,42 +64,49 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
     let router = Router(context: OrchardRequestContext.self)
     router.add(middleware: HTTPMetricsMiddleware(activity: d.activity))
     router.add(middleware: SecurityHeadersMiddleware(contentSecurityPolicy: configuration.contentSecurityPolicy))
-    router.add(middleware: LogRequestsMiddleware(.debug))
+    // Each request's line is logged at debug; the level is set once at startup, so above it the
+    // middleware would only cost its call on every request.
+    if logger.logLevel <= .debug {
+        router.add(middleware: LogRequestsMiddleware(.debug))
+    }
     addStaticFiles(to: router, folder: configuration.publicDirectory, time: time, logger: logger)
-    router.add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies, header: configuration.clientAddressHeader))
-    router.add(middleware: MerchantMiddleware(directory: directory, maxBodyBytes: configuration.maxBodyBytes))
+    router.addRoutes(DomainAssociationController(directory: directory).routes)
+    // Who the client is and which merchant its Host names matter to the routes below only: a
+    // static file, a 404 (no route matched) or the association file is answered without either.
+    let routes = router.group()
+        .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies, header: configuration.clientAddressHeader))
+        .add(middleware: MerchantMiddleware(directory: directory, maxBodyBytes: configuration.maxBodyBytes))
     let limiter = RateLimiter(settings: configuration.limits, time: time)
-    router.addRoutes(OpenAPIController().routes)
-    router.addRoutes(DomainAssociationController().routes)
-    router.addRoutes(MerchantSessionController(configuration: configuration, sessions: d.sessions, limiter: limiter).routes)
+    routes.addRoutes(OpenAPIController().routes)
+    routes.addRoutes(MerchantSessionController(configuration: configuration, sessions: d.sessions, limiter: limiter).routes)
     let health = HealthController(configuration: configuration, directory: directory, time: time, activity: d.activity)
-    router.addRoutes(health.routes)
+    routes.addRoutes(health.routes)
     let orders = OrderService(
         orders: store, quotes: d.shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, time: time,
         openFor: configuration.ordersOpenFor.timeInterval)
-    router.addRoutes(OrdersController(service: orders, limiter: limiter).routes)
-    router.addRoutes(AuthorizeController(engine: engine, limiter: limiter).routes)
-    let v1 = router.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
+    routes.addRoutes(OrdersController(service: orders, limiter: limiter).routes)
+    routes.addRoutes(AuthorizeController(engine: engine, limiter: limiter).routes)
+    let v1 = routes.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
     let paymentRequests = PaymentRequestsController(
         service: PaymentRequestService(store: store, vault: d.vault, time: time),
         simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter)
     v1.addRoutes(paymentRequests.apiRoutes)
-    router.addRoutes(paymentRequests.pageRoutes)
+    routes.addRoutes(paymentRequests.pageRoutes)
     v1.addRoutes(PaymentsAPIController(store: store, engine: engine).routes)
     v1.addRoutes(
         MandatesController(service: MandateChargeService(store: store, engine: engine, time: time), lifecycle: mandates).routes)
-    router.addRoutes(
+    routes.addRoutes(
         TokenEventsController(
             store: store, directory: directory, policy: configuration.tokenEvents, limiter: limiter, fetching: d.merchantTokens != nil,
             time: time
         ).routes)
-    router.addRoutes(CheckoutController(configuration: configuration, simulator: d.simulator).routes)
+    routes.addRoutes(CheckoutController(configuration: configuration, simulator: d.simulator).routes)
     if let simulator = d.simulator {
-        router.addRoutes(SimulatedSheetController(configuration: configuration, simulator: simulator).routes)
+        routes.addRoutes(SimulatedSheetController(configuration: configuration, simulator: simulator).routes)
     }
     if let token = configuration.adminToken {
         // The one place the admin token is checked: every /admin route is in this group.
-        let admin = router.group("admin").add(middleware: AdminAuthMiddleware(token: token))
+        let admin = routes.group("admin").add(middleware: AdminAuthMiddleware(token: token))
         admin.addRoutes(health.adminRoutes)
         addAdminRoutes(to: admin, dependencies, services: services)
     }

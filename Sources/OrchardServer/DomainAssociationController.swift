@@ -4,11 +4,16 @@ import OrchardCore
 
 /// `GET /.well-known/apple-developer-merchantid-domain-association`, chosen by Host.
 struct DomainAssociationController {
+    /// Resolves the Host itself: the route is added outside the group that resolves the client's
+    /// address and the merchant for every other route, since the file needs only the merchant.
+    let directory: MerchantDirectory
+
     /// The routes the router adds.
     var routes: RouteCollection<OrchardRequestContext> {
         let router = RouteCollection(context: OrchardRequestContext.self)
-        router.get("/.well-known/apple-developer-merchantid-domain-association") { _, context in
-            guard let file = context.merchant?.domainAssociation else {
+        let directory = directory
+        router.get("/.well-known/apple-developer-merchantid-domain-association") { request, _ in
+            guard let file = directory.merchant(forHost: request.head.authority)?.merchant.domainAssociation else {
                 throw OrchardError(.notFound, "no domain association file is configured for this host")
             }
             return Response(

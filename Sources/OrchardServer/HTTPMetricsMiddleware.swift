@@ -1,22 +1,24 @@
 import HTTPTypes
 import Hummingbird
 import Metrics
+import Synchronization
 
 /// Counts and times every request by route pattern (never the path: `/api/orders/{id}`, not
 /// an order ID), method and status, and keeps ``ServerActivity``'s in-flight count current. Outermost, so it
 /// sees the status the client gets, errors included.
 struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    static var methods: Set<HTTPRequest.Method> { [.get, .head, .post, .put, .delete, .patch, .options] }
-
     let activity: ServerActivity
+    /// The series' handles, made once each and reused by every request.
+    let series = HTTPMetricSeries()
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         activity.begin()
-        Meter(label: "orchard_http_requests_in_flight").increment()
+        let inFlight = series.inFlight
+        inFlight.increment()
         defer {
             activity.end()
-            Meter(label: "orchard_http_requests_in_flight").decrement()
+            inFlight.decrement()
         }
         do {
             let response = try await next(request, context)
@@ -37,14 +39,68 @@ struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
             case "FileMiddleware": "static"
             case let path?: path
             }
-        // Any other method is one label value, so made-up methods cannot add series.
-        let method = Self.methods.contains(request.method) ? request.method.rawValue : "other"
-        Counter(label: "orchard_http_requests_total", dimensions: [("route", route), ("method", method), ("status", "\(status)")])
-            .increment()
+        let handles = series.handles(route: route, method: Self.methodLabel(request.method), status: status)
+        handles.requests.increment()
         let (seconds, attoseconds) = (ContinuousClock.now - started).components
-        Timer(
-            label: "orchard_http_request_duration_seconds",
-            dimensions: [("route", route), ("method", method), ("status_class", "\(status / 100)xx")]
-        ).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        handles.duration.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+
+    /// Any other method is one label value, so made-up methods cannot add series.
+    static func methodLabel(_ method: HTTPRequest.Method) -> String {
+        switch method {
+        case .get, .head, .post, .put, .delete, .patch, .options: method.rawValue
+        default: "other"
+        }
+    }
+}
+
+/// `orchard_http_requests_total` and `orchard_http_request_duration_seconds` by their labels, and the
+/// in-flight gauge. A metric handle is made through the metrics backend (a lock, the labels hashed, an
+/// allocation per dimension); made per request that was most of what the metrics cost. Handles are
+/// made on first use, after the backend is bootstrapped, and the same series get the same handles.
+final class HTTPMetricSeries: Sendable {
+    struct Key: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+
+    struct Handles: Sendable {
+        let requests: Counter
+        let duration: Timer
+    }
+
+    /// Routes, methods and statuses are few, but a bound keeps a surprise from growing the table:
+    /// past it, handles are made per request as before (the same series either way).
+    static let maximumSeries = 4_096
+
+    private let table = Mutex<[Key: Handles]>([:])
+    private let inFlightMeter = Mutex<Meter?>(nil)
+
+    /// How many series have their handles held.
+    var count: Int { table.withLock { $0.count } }
+
+    var inFlight: Meter {
+        inFlightMeter.withLock { meter in
+            if let meter { return meter }
+            let made = Meter(label: "orchard_http_requests_in_flight")
+            meter = made
+            return made
+        }
+    }
+
+    func handles(route: String, method: String, status: Int) -> Handles {
+        let key = Key(route: route, method: method, status: status)
+        if let found = table.withLock({ $0[key] }) { return found }
+        let made = Handles(
+            requests: Counter(
+                label: "orchard_http_requests_total", dimensions: [("route", route), ("method", method), ("status", "\(status)")]),
+            duration: Timer(
+                label: "orchard_http_request_duration_seconds",
+                dimensions: [("route", route), ("method", method), ("status_class", "\(status / 100)xx")]))
+        table.withLock { table in
+            if table.count < Self.maximumSeries { table[key] = made }
+        }
+        return made
     }
 }

@@ -32,13 +32,16 @@ final class StaticFileCache: Sendable {
     /// Paths no file answered, until when that answer holds; bounded, so unknown paths cannot fill memory.
     private let misses = Mutex<[String: Date]>([:])
     static let maximumMisses = 1_024
-    /// The built-in page never changes: a path it lacks stays missing.
+    /// The built-in page never changes: a path it lacks stays missing, and its files are read
+    /// without a lock or a clock.
     private let isFixed: Bool
+    private let fixedFiles: [String: StaticFile]
     private let entries: Mutex<[String: Entry]>
     private let time: TimeSource
 
     private init(entries: [String: Entry], time: TimeSource, isFixed: Bool) {
-        self.entries = Mutex(entries)
+        self.entries = Mutex(isFixed ? [:] : entries)
+        self.fixedFiles = isFixed ? entries.mapValues(\.file) : [:]
         self.time = time
         self.isFixed = isFixed
     }
@@ -86,6 +89,7 @@ final class StaticFileCache: Sendable {
 
     /// The file for a request path, if the cache holds it (and, from the disk, it is unchanged).
     func file(at path: String) -> StaticFile? {
+        if isFixed { return fixedFiles[path] }
         let now = time.now
         let found = entries.withLock { entries -> (Entry, recheck: Bool)? in
             guard var entry = entries[path] else { return nil }
@@ -101,6 +105,7 @@ final class StaticFileCache: Sendable {
 
     /// Whether no file answered `path` recently (the built-in page: ever).
     func isMissing(_ path: String) -> Bool {
+        if isFixed { return misses.withLock { $0[path] != nil } }
         let now = time.now
         return misses.withLock { $0[path].map { now < $0 } ?? false }
     }

@@ -41,6 +41,8 @@ struct StaticFile: Sendable {
     let modified: Date
     /// Content-Type, ETag, Last-Modified and Accept-Ranges, built and checked once.
     let headers: HTTPFields
+    /// The same and the whole file's Content-Length: a 200 sends these as they are.
+    let wholeFileHeaders: HTTPFields
 
     init(bytes: [UInt8], name: String, modified: Date) {
         body = ByteBuffer(bytes: bytes)
@@ -57,6 +59,8 @@ struct StaticFile: Sendable {
         headers[.lastModified] = lastModified
         headers[.acceptRanges] = "bytes"
         self.headers = headers
+        headers[.contentLength] = String(bytes.count)
+        wholeFileHeaders = headers
     }
 
     /// 304 when the client's copy is this one, 206 for one satisfiable range, else 200.
@@ -64,9 +68,9 @@ struct StaticFile: Sendable {
         if isNotModified(request) {
             return Response(status: .notModified, headers: headers)
         }
-        var headers = self.headers
         let size = body.readableBytes
         if request.method == .get, let range = request.headers[.range], rangeApplies(request) {
+            var headers = self.headers
             switch ByteRange(range, size: size) {
             case .some(.satisfiable(let bounds)):
                 headers[.contentRange] = "bytes \(bounds.lowerBound)-\(bounds.upperBound)/\(size)"
@@ -79,8 +83,8 @@ struct StaticFile: Sendable {
                 break  // a form this server does not split (several ranges, other units): the whole file
             }
         }
-        headers[.contentLength] = String(size)
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: request.method == .head ? ByteBuffer() : body))
+        return Response(
+            status: .ok, headers: wholeFileHeaders, body: ResponseBody(byteBuffer: request.method == .head ? ByteBuffer() : body))
     }
 
     /// If-None-Match decides when present (RFC 9110 §13.1.2); otherwise If-Modified-Since.

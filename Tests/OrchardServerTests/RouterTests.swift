@@ -4,9 +4,11 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import OrchardCore
 import OrchardServer
 import OrchardTesting
+import Synchronization
 import Testing
 
 /// A session service that answers without a network.
@@ -101,6 +103,39 @@ struct RouterTests {
                 #expect(response.status == .misdirectedRequest, "\(uri)")
             }
         }
+    }
+
+    @Test("the page's files and a 404 need no merchant: a host no merchant serves gets them (with the security headers), not a 421")
+    func filesWithoutMerchant() async throws {
+        try await Self.withApp(servesLocalhost: false) { client, _ in
+            let page = try await client.execute(uri: "/", method: .get)
+            #expect(page.status == .ok)
+            #expect(page.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
+            let missing = try await client.execute(uri: "/no/such/page", method: .get)
+            #expect(missing.status == .notFound)
+            #expect(missing.headers[.xContentTypeOptions] == "nosniff")
+            // The association file is a merchant's (a route, behind the Host's lookup): this host has none.
+            let association = try await client.execute(uri: "/.well-known/apple-developer-merchantid-domain-association", method: .get)
+            #expect(association.status == .notFound)
+        }
+    }
+
+    @Test("at the debug level every request is logged with its path; the middleware that does it is left out above that level")
+    func requestsLoggedAtDebug() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        file.merchants[0].domains.append("localhost")
+        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
+        let handler = CapturingLogHandler()  // at .trace
+        var dependencies = ApplicationDependencies(configuration: configuration, sessions: StubSessions(), store: InMemoryStore())
+        dependencies.logger = Logger(label: "t") { _ in handler }
+        try await buildApplication(dependencies).test(.router) { client in
+            let response = try await client.execute(uri: "/no/such/page", method: .get)
+            #expect(response.status == .notFound)
+        }
+        let lines = handler.records.withLock { $0.filter { $0.level == .debug && $0.message == "Request" } }
+        #expect(lines.map { $0.metadata["hb.request.path"] } == ["/no/such/page"])
     }
 
     @Test("without server.publicDirectory the checkout page built into the binary is served, byte for byte, with the security headers")
