@@ -129,7 +129,9 @@ struct CMSSignedData {
 
     /// signingTime as a Date: UTCTime (YYMMDDHHMMSSZ, years 1950–2049) or GeneralizedTime
     /// (YYYYMMDDHHMMSS[.fraction]Z, the fraction dropped), in UTC, as X.690's DER forms.
-    func time(_ element: BERElement) throws(BERReader.Failure) -> Date {
+    func time(_ element: BERElement) throws(BERReader.Failure) -> Date { try Self.time(element, in: reader) }
+
+    static func time(_ element: BERElement, in reader: BERReader) throws(BERReader.Failure) -> Date {
         let text = reader.bytes[element.content]
         var cursor = text.startIndex
         func number(_ digits: Int) throws(BERReader.Failure) -> Int {
@@ -158,10 +160,10 @@ struct CMSSignedData {
             cursor = digits.endIndex
         }
         guard cursor == text.endIndex - 1, text.last == 0x5A else { throw .malformed("signingTime is not in UTC (…Z)") }
-        guard (1...12).contains(month), (1...Self.days(inMonth: month, of: year)).contains(day), hour < 24, minute < 60, second < 61
+        guard (1...12).contains(month), (1...days(inMonth: month, of: year)).contains(day), hour < 24, minute < 60, second < 61
         else { throw .malformed("invalid signingTime") }
-        let days = Self.daysSinceEpoch(year: year, month: month, day: day)
-        return Date(timeIntervalSince1970: TimeInterval(((days * 24 + hour) * 60 + minute) * 60 + second))
+        let day0 = daysSinceEpoch(year: year, month: month, day: day)
+        return Date(timeIntervalSince1970: TimeInterval(((day0 * 24 + hour) * 60 + minute) * 60 + second))
     }
 
     static func days(inMonth month: Int, of year: Int) -> Int {

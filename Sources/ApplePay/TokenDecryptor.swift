@@ -273,7 +273,7 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
 
     init(json: [UInt8]) throws(ApplePayError) {
         do {
-            fields = try JSONDecoder().decode(Fields.self, from: Data(json))
+            fields = try PlaintextReader.fields(json) ?? JSONDecoder().decode(Fields.self, from: Data(json))
         } catch {
             throw ApplePayError(.invalidPlaintext, "the decrypted payment data is not the JSON Apple documents")
         }
