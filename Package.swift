@@ -45,7 +45,7 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        // PKCS#12 reading through the system OpenSSL (legacy RC2/3DES files included).
+        // The system OpenSSL: PKCS#12 reading (legacy RC2/3DES files included) and RSA_v1's OAEP decryption.
         .target(name: "COpenSSLShims", linkerSettings: [.linkedLibrary("crypto")]),
         // Typed, prefixed wrappers for libcurl's variadic calls.
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
@@ -59,6 +59,7 @@ let package = Package(
         .target(
             name: "ApplePay",
             dependencies: [
+                "COpenSSLShims",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -273,6 +274,7 @@ let package = Package(
                 "ApplePay",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             swiftSettings: swiftSettings
         ),

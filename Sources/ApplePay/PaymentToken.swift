@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// The payment token Safari hands to `onpaymentauthorized` (`event.payment.token`).
@@ -97,6 +98,16 @@ public struct PaymentData: Sendable, Codable, Equatable {
         /// What Apple signs: key material ‖ data ‖ transactionId ‖ applicationData.
         public var signedContent: [UInt8] {
             keyMaterial + data + transactionId + (applicationData ?? [])
+        }
+
+        /// SHA-256 of ``signedContent``, hashed part by part rather than copied into one buffer.
+        func signedContentDigest() -> SHA256.Digest {
+            var hasher = SHA256()
+            hasher.update(data: keyMaterial)
+            hasher.update(data: data)
+            hasher.update(data: transactionId)
+            if let applicationData { hasher.update(data: applicationData) }
+            return hasher.finalize()
         }
     }
 

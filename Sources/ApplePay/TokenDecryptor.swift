@@ -1,3 +1,4 @@
+import COpenSSLShims
 import Crypto
 import Foundation
 import SwiftASN1
@@ -6,11 +7,9 @@ import _CryptoExtras
 
 /// A payment processing private key, with what decryption needs to know about it.
 public struct ProcessingKey: Sendable {
-    // The RSA key type is not marked Sendable, but it is immutable once loaded and
-    // BoringSSL's RSA private-key operations are safe to run concurrently.
-    enum Key: @unchecked Sendable {
+    enum Key: Sendable {
         case ec(P256.KeyAgreement.PrivateKey)
-        case rsa(_RSA.Encryption.PrivateKey)
+        case rsa(OpenSSLRSAKey)
     }
 
     let key: Key
@@ -52,12 +51,43 @@ public struct ProcessingKey: Sendable {
             key = .ec(ec)
             publicKeyHash = Array(SHA256.hash(data: ec.publicKey.derRepresentation))
         } else if let rsa = try? _RSA.Encryption.PrivateKey(pemRepresentation: privateKeyPEM) {
-            key = .rsa(rsa)
+            guard let openSSL = OpenSSLRSAKey(der: Array(rsa.derRepresentation)) else {
+                throw ApplePayError(.invalidPrivateKey, "OpenSSL cannot read the RSA processing key")
+            }
+            key = .rsa(openSSL)
             publicKeyHash = Array(SHA256.hash(data: rsa.publicKey.derRepresentation))
         } else {
             throw ApplePayError(.invalidPrivateKey, "the processing key is not a PEM EC P-256 or RSA private key (SEC1 or PKCS#8)")
         }
         self.merchantIdentifierHash = merchantIdentifierHash
+    }
+}
+
+/// An RSA private key in OpenSSL, which unwraps RSA_v1 keys about twice as fast as BoringSSL
+/// where the CPU has AVX-512 IFMA (openssl speed rsa2048 against swift-crypto, same machine).
+final class OpenSSLRSAKey: Sendable {
+    // The key is immutable once read and OpenSSL's operations on it are thread-safe (each
+    // call has its own context), so the pointer may be shared.
+    nonisolated(unsafe) private let key: OpaquePointer
+
+    init?(der: [UInt8]) {
+        guard let key = der.withUnsafeBufferPointer({ orchard_rsa_key_read($0.baseAddress, $0.count) }) else { return nil }
+        self.key = key
+    }
+
+    deinit { orchard_rsa_key_free(key) }
+
+    /// RSAES-OAEP with SHA-256 (RSA_v1); nil when the bytes do not decrypt with this key.
+    func decryptOAEPSHA256(_ ciphertext: [UInt8]) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: 1024)  // room for keys up to 8192 bits
+        defer { out.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        let length = ciphertext.withUnsafeBufferPointer { input in
+            out.withUnsafeMutableBufferPointer { output in
+                orchard_rsa_oaep_sha256_decrypt(key, input.baseAddress, input.count, output.baseAddress, output.count)
+            }
+        }
+        guard length >= 0, length <= out.count else { return nil }
+        return Array(out[0..<length])
     }
 }
 
@@ -91,13 +121,10 @@ public struct TokenDecryptor: Sendable {
             let z = secret.withUnsafeBytes { Array($0) }
             symmetricKey = SymmetricKey(data: Self.deriveKey(sharedSecret: z, partyV: key.merchantIdentifierHash))
         case (.rsaV1, .rsa(let privateKey)):
-            do {
-                let unwrapped = try privateKey.decrypt(token.keyMaterial, padding: .PKCS1_OAEP_SHA256)
-                guard unwrapped.count == 16 else { throw ApplePayError(.keyAgreementFailed, "") }
-                symmetricKey = SymmetricKey(data: unwrapped)
-            } catch {
+            guard let unwrapped = privateKey.decryptOAEPSHA256(token.keyMaterial), unwrapped.count == 16 else {
                 throw ApplePayError(.keyAgreementFailed, "the wrapped key does not unwrap with this RSA processing key")
             }
+            symmetricKey = SymmetricKey(data: unwrapped)
         default:
             throw ApplePayError(
                 .keyAgreementFailed, "a \(token.scheme.rawValue) token needs an \(token.scheme == .ecV1 ? "EC" : "RSA") processing key")
@@ -246,7 +273,7 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
 
     init(json: [UInt8]) throws(ApplePayError) {
         do {
-            fields = try JSONDecoder().decode(Fields.self, from: Data(json))
+            fields = try PlaintextReader.fields(json) ?? JSONDecoder().decode(Fields.self, from: Data(json))
         } catch {
             throw ApplePayError(.invalidPlaintext, "the decrypted payment data is not the JSON Apple documents")
         }

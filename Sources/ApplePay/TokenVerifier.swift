@@ -7,8 +7,8 @@ import X509
 /// Verifies a payment token's CMS signature: Apple's chain, the signer, the digest over the
 /// token's fields, the signature and the signing time, all against an injected time.
 ///
-/// The chain's signature checks (one costs ~0.7 ms for the P-384 root) are cached by the
-/// certificates' bytes, so a token usually costs one ECDSA or RSA verify.
+/// The chain's parse and signature checks (one costs ~0.7 ms for the P-384 root) are cached by
+/// the certificates' exact bytes, so a token usually costs one ECDSA or RSA verify.
 public struct TokenVerifier: Sendable {
     /// How far the signing time may be from "now".
     public struct Policy: Sendable, Equatable {
@@ -35,7 +35,7 @@ public struct TokenVerifier: Sendable {
 
     public let root: Certificate
     public let policy: Policy
-    private let verifiedChains = ChainCache()
+    let verifiedChains = ChainCache()
 
     /// - Parameter root: the trust anchor; Apple Root CA - G3 unless a test configures its own.
     public init(root: Certificate = AppleRootCA.g3, policy: Policy = Policy()) {
@@ -46,78 +46,91 @@ public struct TokenVerifier: Sendable {
     public func verify(_ paymentData: PaymentData, at now: Date) throws(ApplePayError) -> Verified {
         let decoded = try paymentData.decoded()
         let cms = try CMSSignedData(ber: decoded.signature)
-        let leaf = try signingCertificate(cms, at: now)
-        let signingTime = try checkSigner(cms, leaf: leaf, signedContent: decoded.signedContent)
+        let chain = try signingChain(cms)
+        for (certificate, validity) in [(chain.intermediate, chain.intermediateValidity), (chain.leaf, chain.leafValidity)]
+        where now < validity.notBefore || now > validity.notAfter {
+            throw ApplePayError(
+                .signingCertificateExpired,
+                "the signing certificate \(certificate.subject) is valid only from \(validity.notBefore.formatted(.iso8601)) to \(validity.notAfter.formatted(.iso8601))"
+            )
+        }
+        let signingTime = try checkSigner(cms, chain: chain, decoded: decoded)
         try checkAge(signingTime, at: now)
-        return Verified(decoded: decoded, signingTime: signingTime, leaf: leaf)
+        return Verified(decoded: decoded, signingTime: signingTime, leaf: chain.leaf)
     }
 
-    /// Apple's leaf from the signature, chained to the root and valid at `now`.
-    private func signingCertificate(_ cms: CMSSignedData, at now: Date) throws(ApplePayError) -> Certificate {
+    /// Apple's leaf and intermediate from the signature, chained to the root (dates are checked by the
+    /// caller, against its time). Known chains come from the cache, by their certificates' exact bytes.
+    private func signingChain(_ cms: CMSSignedData) throws(ApplePayError) -> VerifiedChain {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(cms.certificates.reduce(0) { $0 + $1.count })
+        for certificate in cms.certificates { bytes.append(contentsOf: certificate) }
+        let key = ChainCache.Key(bytes: bytes)
+        if let chain = verifiedChains[key] { return chain }
         var certificates: [(certificate: Certificate, der: ArraySlice<UInt8>)] = []
         for der in cms.certificates {
-            guard let certificate = verifiedChains.certificate(der) else {
+            guard let certificate = try? Certificate(derEncoded: der) else {
                 throw ApplePayError(.malformedSignature, "a certificate in the token signature does not parse")
             }
             certificates.append((certificate, der))
         }
         guard let leaf = certificates.first(where: { $0.certificate.extensions[oid: Self.leafOID] != nil }),
-            let intermediate = certificates.first(where: { $0.certificate.extensions[oid: Self.intermediateOID] != nil })
+            let intermediate = certificates.first(where: { $0.certificate.extensions[oid: Self.intermediateOID] != nil })?.certificate
         else {
             throw ApplePayError(
                 .missingSigningCertificate,
                 "the signature must carry Apple's leaf (OID 1.2.840.113635.100.6.29) and intermediate (1.2.840.113635.100.6.2.14) certificates"
             )
         }
-        try checkChain(leaf: leaf, intermediate: intermediate)
-        for certificate in [intermediate.certificate, leaf.certificate]
-        where now < certificate.notValidBefore || now > certificate.notValidAfter {
-            throw ApplePayError(
-                .signingCertificateExpired,
-                "the signing certificate \(certificate.subject) is valid only from \(certificate.notValidBefore.formatted(.iso8601)) to \(certificate.notValidAfter.formatted(.iso8601))"
-            )
-        }
-        return leaf.certificate
+        try checkChain(leaf: leaf.certificate, intermediate: intermediate)
+        let chain = VerifiedChain(leaf: leaf.certificate, leafDER: leaf.der, intermediate: intermediate)
+        verifiedChains[key] = chain
+        return chain
     }
 
     /// The one signer is the leaf, its signed digest covers the token, and its signature verifies;
     /// returns the signing time it signed.
-    private func checkSigner(_ cms: CMSSignedData, leaf: Certificate, signedContent: [UInt8]) throws(ApplePayError) -> Date {
+    private func checkSigner(_ cms: CMSSignedData, chain: VerifiedChain, decoded: PaymentData.Decoded) throws(ApplePayError) -> Date {
         guard cms.signers.count == 1, let signer = cms.signers.first else {
             throw ApplePayError(.signerMismatch, "the signature must have exactly one signer, has \(cms.signers.count)")
         }
-        guard signer.issuer == leaf.issuer, signer.serialNumber == leaf.serialNumber.bytes else {
+        guard try chain.isLeafIssuer(signer.issuer), signer.serialNumber.elementsEqual(chain.leaf.serialNumber.bytes) else {
             throw ApplePayError(.signerMismatch, "the CMS signer is not Apple's leaf certificate")
         }
-        guard signer.digestAlgorithm == CMSObjectIdentifiers.sha256 else {
+        guard signer.digestAlgorithm.elementsEqual(CMSSignedData.OID.sha256) else {
             throw ApplePayError(.malformedSignature, "the digest algorithm must be SHA-256")
         }
-        guard let digestNode = signer.attributes[CMSObjectIdentifiers.messageDigest],
-            let timeNode = signer.attributes[CMSObjectIdentifiers.signingTime],
-            signer.attributes[CMSObjectIdentifiers.contentType] != nil
+        guard let digestNode = signer.attribute(CMSSignedData.OID.messageDigest),
+            let timeNode = signer.attribute(CMSSignedData.OID.signingTime),
+            signer.attribute(CMSSignedData.OID.contentType) != nil
         else {
             throw ApplePayError(.malformedSignature, "signed attributes must include contentType, signingTime and messageDigest")
         }
         let digest: [UInt8]
         let signingTime: Date
         do {
-            digest = try CMSSignedData.octets(digestNode)
-            signingTime = try CMSSignedData.time(timeNode)
+            digest = try cms.reader.octets(digestNode)
+            signingTime = try cms.time(timeNode)
         } catch {
             throw ApplePayError(.malformedSignature, "unreadable messageDigest or signingTime attribute")
         }
-        guard digest == Array(SHA256.hash(data: signedContent)) else {
+        guard digest.elementsEqual(decoded.signedContentDigest()) else {
             throw ApplePayError(
                 .messageDigestMismatch, "the signed digest does not match the token's key, data, transactionId and applicationData")
         }
 
         let algorithm: Certificate.SignatureAlgorithm
         switch signer.signatureAlgorithm {
-        case CMSObjectIdentifiers.ecdsaWithSHA256: algorithm = .ecdsaWithSHA256
-        case CMSObjectIdentifiers.rsaEncryption, CMSObjectIdentifiers.sha256WithRSAEncryption: algorithm = .sha256WithRSAEncryption
-        default: throw ApplePayError(.malformedSignature, "unsupported signature algorithm \(signer.signatureAlgorithm)")
+        case let oid where oid.elementsEqual(CMSSignedData.OID.ecdsaWithSHA256): algorithm = .ecdsaWithSHA256
+        case let oid
+        where oid.elementsEqual(CMSSignedData.OID.rsaEncryption) || oid.elementsEqual(CMSSignedData.OID.sha256WithRSAEncryption):
+            algorithm = .sha256WithRSAEncryption
+        default:
+            throw ApplePayError(
+                .malformedSignature, "unsupported signature algorithm \(CMSSignedData.describe(signer.signatureAlgorithm))")
         }
-        guard leaf.publicKey.isValidSignature(signer.signature, for: signer.signedAttributesDER, signatureAlgorithm: algorithm) else {
+        guard chain.leaf.publicKey.isValidSignature(signer.signature, for: signer.signedAttributesDER, signatureAlgorithm: algorithm)
+        else {
             throw ApplePayError(.invalidSignature, "Apple's signature over the token does not verify")
         }
         return signingTime
@@ -141,60 +154,88 @@ public struct TokenVerifier: Sendable {
     }
 
     /// Leaf ← intermediate ← root, by names and signatures; validity dates are checked by the caller.
-    private func checkChain(
-        leaf: (certificate: Certificate, der: ArraySlice<UInt8>), intermediate: (certificate: Certificate, der: ArraySlice<UInt8>)
-    ) throws(ApplePayError) {
-        let key = Array(SHA256.hash(data: Array(leaf.der) + Array(intermediate.der)))
-        if verifiedChains.contains(key) { return }
+    private func checkChain(leaf: Certificate, intermediate: Certificate) throws(ApplePayError) {
         let rootKey = root.publicKey
-        guard intermediate.certificate.issuer == root.subject,
-            rootKey.isValidSignature(intermediate.certificate.signature, for: intermediate.certificate),
-            let constraints = try? intermediate.certificate.extensions.basicConstraints,
+        guard intermediate.issuer == root.subject,
+            rootKey.isValidSignature(intermediate.signature, for: intermediate),
+            let constraints = try? intermediate.extensions.basicConstraints,
             case .isCertificateAuthority = constraints,
-            leaf.certificate.issuer == intermediate.certificate.subject,
-            intermediate.certificate.publicKey.isValidSignature(leaf.certificate.signature, for: leaf.certificate)
+            leaf.issuer == intermediate.subject,
+            intermediate.publicKey.isValidSignature(leaf.signature, for: leaf)
         else {
             throw ApplePayError(.untrustedCertificateChain, "the token's certificates do not chain to the trusted root (\(root.subject))")
         }
-        verifiedChains.insert(key)
     }
 }
 
-/// Chains whose signatures verified, by the SHA-256 of their certificates' bytes, and
-/// parsed certificates by their bytes: Apple signs with a handful of certificates, so each
-/// token would otherwise re-parse the same two.
-final class ChainCache: Sendable {
-    private let chains = Mutex<Set<[UInt8]>>([])
-    private let parsed = Mutex<[DERKey: Certificate]>([:])
-    private static let limit = 64
+/// A leaf and intermediate whose chain to the root verified, with what each token checks of them.
+struct VerifiedChain: Sendable {
+    let leaf: Certificate
+    let intermediate: Certificate
+    let leafValidity: (notBefore: Date, notAfter: Date)
+    let intermediateValidity: (notBefore: Date, notAfter: Date)
+    /// The leaf's issuer as DER, to compare with the signer's by bytes.
+    let leafIssuerDER: [UInt8]
 
-    func certificate(_ slice: ArraySlice<UInt8>) -> Certificate? {
-        let der = DERKey(bytes: Array(slice))
-        if let hit = parsed.withLock({ $0[der] }) { return hit }
-        guard let certificate = try? Certificate(derEncoded: der.bytes) else { return nil }
-        parsed.withLock { parsed in
-            if parsed.count >= Self.limit { parsed.removeAll() }
-            parsed[der] = certificate
-        }
-        return certificate
+    init(leaf: Certificate, leafDER: ArraySlice<UInt8>, intermediate: Certificate) {
+        self.leaf = leaf
+        self.intermediate = intermediate
+        // Converted once: a certificate computes these Dates from its ASN.1 times on every access.
+        leafValidity = (leaf.notValidBefore, leaf.notValidAfter)
+        intermediateValidity = (intermediate.notValidBefore, intermediate.notValidAfter)
+        leafIssuerDER = Self.issuer(ofCertificate: leafDER)
     }
 
-    func contains(_ key: [UInt8]) -> Bool { chains.withLock { $0.contains(key) } }
+    /// The issuer Name's encoding in a certificate (TBSCertificate: [0] version, serial, signature algorithm,
+    /// issuer); empty if it cannot be found.
+    static func issuer(ofCertificate der: ArraySlice<UInt8>) -> [UInt8] {
+        let reader = BERReader(bytes: Array(der))
+        guard let certificate = try? reader.children(of: try reader.root(), tag: 0x30), let tbs = certificate.first,
+            var fields = try? reader.children(of: tbs, tag: 0x30)
+        else { return [] }
+        if fields.first?.tag == 0xA0 { fields.removeFirst() }
+        guard fields.count > 2, fields[2].tag == 0x30 else { return [] }
+        return Array(reader.bytes[fields[2].encoding])
+    }
 
-    /// A certificate's bytes as a key, hashed as one buffer: `[UInt8]` itself hashes byte by
-    /// byte, which cost more than the lookup saved on every token.
-    struct DERKey: Hashable {
+    /// Whether a signer's issuer Name is the leaf's issuer: equal DER bytes, or (another encoding
+    /// of a Name) equal once parsed, as the names' own comparison decides.
+    func isLeafIssuer(_ issuer: ArraySlice<UInt8>) throws(ApplePayError) -> Bool {
+        if !leafIssuerDER.isEmpty, issuer.elementsEqual(leafIssuerDER) { return true }
+        guard let name = try? DistinguishedName(derEncoded: try DER.parse(issuer)) else {
+            throw CMSSignedData.malformed("the signer's issuer is not a readable name")
+        }
+        return name == leaf.issuer
+    }
+}
+
+/// Chains whose signatures verified, by their certificates' exact bytes: Apple signs with a
+/// handful of certificates, so each token would otherwise re-parse the same two and re-verify
+/// the P-384 root's signature (~0.7 ms). Only a byte-for-byte identical certificate list hits;
+/// the size is bounded (Apple rotates leaves rarely; a flood of other chains only empties it).
+final class ChainCache: Sendable {
+    private let chains = Mutex<[Key: VerifiedChain]>([:])
+    static let limit = 64
+
+    subscript(key: Key) -> VerifiedChain? {
+        get { chains.withLock { $0[key] } }
+        set {
+            chains.withLock { chains in
+                if chains.count >= Self.limit { chains.removeAll() }
+                chains[key] = newValue
+            }
+        }
+    }
+
+    var count: Int { chains.withLock { $0.count } }
+
+    /// Certificates' bytes as a key, hashed as one buffer: `[UInt8]` itself hashes byte by byte,
+    /// which cost more than the lookup saved on every token.
+    struct Key: Hashable {
         let bytes: [UInt8]
 
         func hash(into hasher: inout Hasher) {
             bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-        }
-    }
-
-    func insert(_ key: [UInt8]) {
-        chains.withLock { chains in
-            if chains.count >= Self.limit { chains.removeAll() }  // Apple rotates leaves rarely; a bound keeps it small
-            chains.insert(key)
         }
     }
 }

@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 #include <openssl/pkcs12.h>
 #include <openssl/provider.h>
+#include <openssl/rsa.h>
 #include <openssl/x509.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -205,4 +206,35 @@ void orchard_private_key_free(orchard_private_key *key) {
     free(key->pkcs8);
     key->pkcs8 = NULL;
     key->pkcs8_length = 0;
+}
+
+orchard_rsa_key *orchard_rsa_key_read(const unsigned char *der, size_t length) {
+    const unsigned char *cursor = der;
+    EVP_PKEY *key = d2i_AutoPrivateKey(NULL, &cursor, (long)length);
+    if (key != NULL && EVP_PKEY_get_base_id(key) != EVP_PKEY_RSA) {
+        EVP_PKEY_free(key);
+        key = NULL;
+    }
+    ERR_clear_error();
+    return (orchard_rsa_key *)key;
+}
+
+void orchard_rsa_key_free(orchard_rsa_key *key) { EVP_PKEY_free((EVP_PKEY *)key); }
+
+long orchard_rsa_oaep_sha256_decrypt(const orchard_rsa_key *key, const unsigned char *in, size_t in_length,
+                                     unsigned char *out, size_t out_capacity) {
+    /* A context per call: a context is not safe to share between threads, the key is. */
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_pkey(NULL, (EVP_PKEY *)key, NULL);
+    size_t length = out_capacity;
+    int ok = context != NULL && EVP_PKEY_decrypt_init(context) == 1
+             && EVP_PKEY_CTX_set_rsa_padding(context, RSA_PKCS1_OAEP_PADDING) == 1
+             && EVP_PKEY_CTX_set_rsa_oaep_md(context, EVP_sha256()) == 1
+             && EVP_PKEY_CTX_set_rsa_mgf1_md(context, EVP_sha256()) == 1
+             && EVP_PKEY_decrypt(context, out, &length, in, in_length) == 1;
+    EVP_PKEY_CTX_free(context);
+    if (!ok) {
+        ERR_clear_error(); /* a refused token leaves nothing on this thread's error queue */
+        return -1;
+    }
+    return (long)length;
 }

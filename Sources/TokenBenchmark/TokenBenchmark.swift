@@ -1,141 +1,94 @@
 import ApplePay
+import CoreFoundation
 import Crypto
 import Foundation
+import Glibc
+import SwiftASN1
 import _CryptoExtras
 
-/// Full verify+decrypt throughput on one core for the real EC_v1 and RSA_v1 vectors,
-/// printed beside the bound of the primitives each token needs, measured by
-/// `openssl speed` in the same run.
+/// Full verify+decrypt throughput on one core for the real EC_v1 and RSA_v1 vectors, printed
+/// beside the bound of the primitives each token needs, from `openssl speed` in the same run.
+///
+/// `TokenBenchmark [FIXTURES] [SECONDS]` measures; `TokenBenchmark --count ec|rsa TOKENS [FIXTURES]`
+/// verifies and decrypts TOKENS tokens, each in `measuredCall`, for callgrind
+/// (`scripts/bench-tokens --count`), and prints the sizes the primitives' driver needs.
 @main
 struct TokenBenchmark {
     static func main() throws {
         let arguments = CommandLine.arguments
+        if arguments.count > 3, arguments[1] == "--count" {
+            let fixtures = arguments.count > 4 ? arguments[4] : "Tests/ApplePayTests/Fixtures"
+            return try count(scheme: arguments[2], tokens: Int(arguments[3]) ?? 0, fixtures: fixtures)
+        }
         let fixtures = arguments.count > 1 ? arguments[1] : "Tests/ApplePayTests/Fixtures"
         let seconds = arguments.count > 2 ? Double(arguments[2]) ?? 3 : 3
-
-        let ec = try Case(
-            fixtures: fixtures, folder: "gala-2021", key: "private_key.pem", certificate: "certificate.pem",
-            signingTime: "2021-09-01T19:03:06Z")
-        let rsa = try Case(
-            fixtures: fixtures, folder: "basis-theory-rsa", key: "private.key", certificate: "apple_pay.pem",
-            signingTime: "2024-01-08T17:54:44Z")
+        let ec = try Case.ec(fixtures)
+        let rsa = try Case.rsa(fixtures)
         let ecRate = try ec.measure(seconds: seconds)
         let rsaRate = try rsa.measure(seconds: seconds)
+        let local = (ec: try ec.swiftCryptoRate(seconds: seconds / 2), rsa: try rsa.swiftCryptoRate(seconds: seconds / 2))
+        let speed = OpenSSLSpeed.measure(seconds: max(1, Int(seconds)), ecData: ec.sizes.data, rsaData: rsa.sizes.data)
+        let ecBound = speed.map { ec.bound($0) }
+        let rsaBound = speed.map { rsa.bound($0) }
 
-        let inProcess = try primitiveBounds(fixtures: fixtures, seconds: seconds)
-        let speed = openSSLSpeed(seconds: max(1, Int(seconds)))
-        func bound(_ costs: [Double?]) -> Double? {
-            guard costs.allSatisfy({ ($0 ?? 0) > 0 }) else { return nil }
-            return 1 / costs.reduce(0) { $0 + 1 / $1! }
+        func row(_ name: String, _ rate: Double, _ bound: Bound?, _ local: Double) -> String {
+            let boundText = bound.map { String(format: "%14.0f", 1e6 / $0.microseconds) } ?? "             ?"
+            let ratio = bound.map { String(format: "%6.1f%%", 100 * rate * $0.microseconds / 1e6) } ?? "     ?"
+            return "\(name)  \(String(format: "%8.0f", rate))  \(boundText)  \(ratio)  \(String(format: "%17.0f", local))  "
+                + String(format: "%6.1f%%", 100 * rate / local)
         }
-        // EC_v1: one ECDSA-P256 verify + one ECDH; RSA_v1: one RSA-2048 private operation + one public.
-        let ecBound = bound([speed.ecdsaVerify, speed.ecdh])
-        let rsaBound = bound([speed.rsaSign, speed.rsaVerify])
-        func row(_ name: String, _ rate: Double, _ bound: Double?, _ local: Double) -> String {
-            let boundText = bound.map { String(format: "%14.0f", $0) } ?? "             ?"
-            let ratio = bound.map { String(format: "%6.1f%%", 100 * rate / $0) } ?? "     ?"
-            return
-                "\(name)  \(String(format: "%8.0f", rate))  \(boundText)  \(ratio)  \(String(format: "%17.0f", local))  \(String(format: "%6.1f%%", 100 * rate / local))"
-        }
-        print("verify+decrypt on one core, \(seconds) s each (chain check cached)")
+        print("verify+decrypt on one core, \(seconds) s of CPU each (the chain's parse and signatures are checked once, then cached)")
         print("scheme  tokens/s  openssl bound/s  of it  swift-crypto bound/s  of it")
-        print(row("EC_v1 ", ecRate, ecBound, inProcess.ec))
-        print(row("RSA_v1", rsaRate, rsaBound, inProcess.rsa))
+        print(row("EC_v1 ", ecRate, ecBound, local.ec))
+        print(row("RSA_v1", rsaRate, rsaBound, local.rsa))
+        print("bound: 1 / the time of the cryptography each token needs, each primitive timed by `openssl speed` in this run:")
+        for (name, bound) in [("EC_v1 ", ecBound), ("RSA_v1", rsaBound)] {
+            print("  \(name) = " + (bound?.description ?? "? (openssl speed did not run or its output was not understood)"))
+        }
+        print("swift-crypto bound: the same primitives through swift-crypto (BoringSSL) in this process.")
     }
 
-    struct Case {
-        let data: PaymentData
-        let verifier = TokenVerifier()
-        let decryptor: TokenDecryptor
-        let at: Date
-
-        init(fixtures: String, folder: String, key: String, certificate: String, signingTime: String) throws {
-            let base = URL(fileURLWithPath: fixtures).appendingPathComponent(folder)
-            func text(_ name: String) throws -> String { try String(contentsOf: base.appendingPathComponent(name), encoding: .utf8) }
-            data = try PaymentToken.parse(Array(try text("token.json").utf8)).paymentData
-            decryptor = TokenDecryptor(keys: [try ProcessingKey(privateKeyPEM: try text(key), certificatePEM: try text(certificate))])
-            at = try Date(signingTime, strategy: .iso8601).addingTimeInterval(30)
-        }
-
-        func measure(seconds: Double) throws -> Double {
-            _ = try decryptor.decrypt(try verifier.verify(data, at: at).decoded)  // warm the chain cache
-            let clock = ContinuousClock()
-            let start = clock.now
-            var count = 0
-            while clock.now - start < .milliseconds(Int(seconds * 1000)) {
-                for _ in 0..<20 {
-                    _ = try decryptor.decrypt(try verifier.verify(data, at: at).decoded)
-                }
-                count += 20
-            }
-            let elapsed = clock.now - start
-            return Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-        }
+    static func count(scheme: String, tokens: Int, fixtures: String) throws {
+        let token = scheme == "rsa" ? try Case.rsa(fixtures) : try Case.ec(fixtures)
+        _ = try token.decryptor.decrypt(try token.verifier.verify(token.data, at: token.at).decoded)  // warm the chain cache, uncounted
+        for _ in 0..<tokens { try measuredCall(token) }
+        let sizes = token.sizes
+        print("signed attributes \(sizes.signedAttributes) B, signed content \(sizes.signedContent) B, data \(sizes.data) B")
     }
 
-    /// The same primitives through swift-crypto (BoringSSL), the library Orchard runs on.
-    static func primitiveBounds(fixtures: String, seconds: Double) throws -> (ec: Double, rsa: Double) {
-        let ecdhKey = P256.KeyAgreement.PrivateKey()
-        let peer = P256.KeyAgreement.PrivateKey().publicKey
-        let signer = P256.Signing.PrivateKey()
-        let digest = SHA256.hash(data: Array("signed attributes".utf8))
-        let ecSignature = try signer.signature(for: digest)
-        let rsaSigner = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let rsaSignature = try rsaSigner.signature(for: digest, padding: .insecurePKCS1v1_5)
-        let base = URL(fileURLWithPath: fixtures).appendingPathComponent("basis-theory-rsa")
-        let rsaKey = try _RSA.Encryption.PrivateKey(
-            pemRepresentation: String(contentsOf: base.appendingPathComponent("private.key"), encoding: .utf8))
-        let token = try PaymentToken.parse([UInt8](Data(contentsOf: base.appendingPathComponent("token.json"))))
-        let wrapped = try token.paymentData.decoded().keyMaterial
-        let ecdh = try rate(seconds: seconds / 2) { _ = try ecdhKey.sharedSecretFromKeyAgreement(with: peer) }
-        let ecdsa = try rate(seconds: seconds / 2) { _ = signer.publicKey.isValidSignature(ecSignature, for: digest) }
-        let rsaPrivate = try rate(seconds: seconds / 2) { _ = try rsaKey.decrypt(wrapped, padding: .PKCS1_OAEP_SHA256) }
-        let rsaPublic = try rate(seconds: seconds / 2) {
-            _ = rsaSigner.publicKey.isValidSignature(rsaSignature, for: digest, padding: .insecurePKCS1v1_5)
-        }
-        return (1 / (1 / ecdh + 1 / ecdsa), 1 / (1 / rsaPrivate + 1 / rsaPublic))
+    @inline(never) static func measuredCall(_ token: Case) throws {
+        _ = try token.decryptor.decrypt(try token.verifier.verify(token.data, at: token.at).decoded)
     }
 
+    /// Operations per second of this thread's CPU time, as `openssl speed` divides by its CPU time
+    /// (not the wall clock): on a shared machine, other processes' load then moves neither.
     static func rate(seconds: Double, _ body: () throws -> Void) throws -> Double {
-        let clock = ContinuousClock()
-        let start = clock.now
+        func cpuSeconds() -> Double {
+            var time = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+            return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+        }
+        let start = cpuSeconds()
         var count = 0
-        while clock.now - start < .milliseconds(Int(seconds * 1000)) {
+        while cpuSeconds() - start < seconds {
             for _ in 0..<10 { try body() }
             count += 10
         }
-        let elapsed = clock.now - start
-        return Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-    }
-
-    struct Speed {
-        var ecdh: Double?
-        var ecdsaVerify: Double?
-        var rsaSign: Double?
-        var rsaVerify: Double?
-    }
-
-    static func openSSLSpeed(seconds: Int) -> Speed {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "speed", "-seconds", String(seconds), "ecdhp256", "ecdsap256", "rsa2048"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return Speed() }
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        var speed = Speed()
-        for line in output.split(separator: "\n") {
-            let numbers = line.split(separator: " ").compactMap { Double($0) }
-            if line.contains("ecdh (nistp256)"), let last = numbers.last {
-                speed.ecdh = last
-            } else if line.contains("ecdsa (nistp256)"), numbers.count >= 2 {
-                speed.ecdsaVerify = numbers[numbers.count - 1]
-            } else if line.hasPrefix("rsa 2048 bits"), numbers.count >= 2 {
-                (speed.rsaSign, speed.rsaVerify) = (numbers[numbers.count - 2], numbers[numbers.count - 1])
-            }
-        }
-        return speed
+        return Double(count) / (cpuSeconds() - start)
     }
 }
+
+/// The per-token cost of the primitives, each named with its count and time.
+struct Bound: CustomStringConvertible {
+    var parts: [(name: String, microseconds: Double)]
+
+    var microseconds: Double { parts.reduce(0) { $0 + $1.microseconds } }
+
+    var description: String {
+        parts.map { "\($0.name) \(String(format: "%.1f", $0.microseconds)) µs" }.joined(separator: " + ")
+            + String(format: " = %.1f µs", microseconds)
+    }
+}
+
+/// SHA-256 work in 64-byte blocks, padding included: what one hash of `length` bytes costs.
+func sha256Blocks(_ length: Int) -> Int { (length + 9 + 63) / 64 }

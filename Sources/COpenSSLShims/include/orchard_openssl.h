@@ -55,4 +55,18 @@ int orchard_private_key_read(const unsigned char *data, size_t length, const cha
 
 void orchard_private_key_free(orchard_private_key *key);
 
+/// An RSA private key held by OpenSSL: on CPUs with AVX-512 IFMA its private operation is about
+/// twice as fast as BoringSSL's. Immutable once read, so one key may decrypt on many threads.
+typedef struct orchard_rsa_key orchard_rsa_key;
+
+/// Reads an RSA private key from DER (PKCS#1 or PKCS#8); NULL if it is not one.
+orchard_rsa_key *orchard_rsa_key_read(const unsigned char *der, size_t length);
+
+void orchard_rsa_key_free(orchard_rsa_key *key);
+
+/// RSAES-OAEP decryption with SHA-256 and MGF1-SHA-256 (RSA_v1's wrapped key). `out` must hold
+/// the key's size in bytes. Returns the plaintext's length, or -1 when it does not decrypt.
+long orchard_rsa_oaep_sha256_decrypt(const orchard_rsa_key *key, const unsigned char *in, size_t in_length,
+                                     unsigned char *out, size_t out_capacity);
+
 #endif
