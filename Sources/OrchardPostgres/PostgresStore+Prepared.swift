@@ -50,10 +50,10 @@ enum PreparedTexts {
 
 /// The store's prepared statements.
 enum Statements {
-    enum OrderRead: PreparedStatementName { static let name = "orchard_order" }
-    enum ClaimRead: PreparedStatementName { static let name = "orchard_claim_read" }
-    enum ClaimFirst: PreparedStatementName { static let name = "orchard_claim_first" }
-    enum ClaimResend: PreparedStatementName { static let name = "orchard_claim_resend" }
-    enum MoveRead: PreparedStatementName { static let name = "orchard_move_read" }
-    enum Move: PreparedStatementName { static let name = "orchard_move" }
+    enum OrderRead: PreparedStatementName { static let name = "order_read" }
+    enum ClaimRead: PreparedStatementName { static let name = "claim_read" }
+    enum ClaimFirst: PreparedStatementName { static let name = "claim_first" }
+    enum ClaimResend: PreparedStatementName { static let name = "claim_resend" }
+    enum MoveRead: PreparedStatementName { static let name = "move_read" }
+    enum Move: PreparedStatementName { static let name = "move" }
 }
