@@ -37,13 +37,14 @@ extension PostgresStore {
         let orderId = claim.draft.orderId
         let row = try await rows(
             """
-            SELECT o.state, o.price_version, o.expires_at, o.xmin::text AS version,
-            EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)) AS used,
-            (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)) AS n, u.id, u.sends
-            FROM (SELECT 1) AS one LEFT JOIN orders o ON o.id = \(orderId) LEFT JOIN LATERAL (
-                SELECT id, sends FROM payments WHERE order_id = \(orderId) AND state = 'unknown' ORDER BY created_at DESC, seq DESC LIMIT 1
-            ) AS u ON true
-            """
+            SELECT o.state, o.price_version, o.expires_at, o.xmin::text AS version, o.merchant AS order_merchant,
+            EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)::text) AS used,
+            (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)::text) AS n, u.id, u.sends, \(unescaped: Self.requestRead)
+            FROM (SELECT 1) AS one LEFT JOIN orders o ON o.id = \(orderId)::text LEFT JOIN LATERAL (
+                SELECT id, sends FROM payments WHERE order_id = \(orderId)::text AND state = 'unknown' ORDER BY created_at DESC, seq DESC
+                LIMIT 1
+            ) AS u ON true LEFT JOIN payment_requests r ON r.id = o.id
+            """, prepared: Statements.ClaimRead.self
         ).first
         guard let row else { throw StoreError(code: .storage, message: "order \(orderId) could not be read") }
         let order: PaymentClaimSnapshot.Order?
@@ -55,6 +56,10 @@ extension PostgresStore {
                 state: state, priceVersion: Int(try row.integer("price_version")), expiresAt: try row.optionalDate("expires_at"))
         } else {
             order = nil
+        }
+        if order != nil {
+            // What the order's moves report, kept for them (``MoveContext``).
+            remember(try MoveContext(row), of: orderId)
         }
         let snapshot = PaymentClaimSnapshot(
             order: order, transactionUsed: try row.bool("used"),
@@ -81,18 +86,18 @@ extension PostgresStore {
     {
         let orderId = claim.draft.orderId
         let query: PostgresQuery
+        // Every value is cast: the statements are prepared (``Statements``) without parameter types.
         switch decision.attempt {
         case .first(let record):
             let links = try Self.json(record.links)
             let metadata = try record.merchantTokenMetadata.map(Self.json)
-            // Typed, as a NULL binds without a type and a SELECT list does not take its column's.
             query = """
                 WITH moved_order AS (
-                    UPDATE orders SET state = \(decision.move.order.to.rawValue)
-                    WHERE id = \(orderId) AND state = \(decision.move.order.from.rawValue)
-                    AND price_version = \(Int64(decision.priceVersion)) AND xmin = \(version)::xid
-                    AND (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)) = \(Int64(read.attempts))
-                    AND NOT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId))
+                    UPDATE orders SET state = \(decision.move.order.to.rawValue)::text
+                    WHERE id = \(orderId)::text AND state = \(decision.move.order.from.rawValue)::text
+                    AND price_version = \(Int64(decision.priceVersion))::bigint AND xmin = \(version)::text::xid
+                    AND (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)::text) = \(Int64(read.attempts))::bigint
+                    AND NOT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)::text)
                     RETURNING id),
                 attempt AS (
                     INSERT INTO payments (\(unescaped: Self.paymentColumns), retry_payload) SELECT
@@ -106,32 +111,33 @@ extension PostgresStore {
                     FROM moved_order RETURNING \(unescaped: Self.paymentColumns)),
                 recorded AS (
                     INSERT INTO payment_transactions (transaction_id, payment_id, created_at)
-                    SELECT \(claim.transactionId), id, \(claim.draft.createdAt) FROM attempt RETURNING payment_id)
+                    SELECT \(claim.transactionId)::text, id, \(claim.draft.createdAt)::timestamptz FROM attempt RETURNING payment_id)
                 \(unescaped: Self.partialGuard)
                 """
+            return try await statement(query, prepared: Statements.ClaimFirst.self).first.map(Self.payment)
         case .resend(let paymentId, let sends):
             let now = claim.draft.createdAt
             query = """
                 WITH moved_order AS (
-                    UPDATE orders SET state = \(decision.move.order.to.rawValue)
-                    WHERE id = \(orderId) AND state = \(decision.move.order.from.rawValue)
-                    AND price_version = \(Int64(decision.priceVersion)) AND xmin = \(version)::xid
-                    AND (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)) = \(Int64(read.attempts))
-                    AND NOT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId))
+                    UPDATE orders SET state = \(decision.move.order.to.rawValue)::text
+                    WHERE id = \(orderId)::text AND state = \(decision.move.order.from.rawValue)::text
+                    AND price_version = \(Int64(decision.priceVersion))::bigint AND xmin = \(version)::text::xid
+                    AND (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)::text) = \(Int64(read.attempts))::bigint
+                    AND NOT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)::text)
                     RETURNING id),
                 attempt AS (
-                    UPDATE payments SET state = \(decision.move.to.rawValue), sends = sends + 1,
-                    retry_payload = \(claim.sealedRequest.bytea), updated_at = \(now), last_sent_at = \(now)
-                    WHERE id = \(paymentId) AND order_id = \(orderId) AND state = \(decision.move.from?.rawValue ?? "")
-                    AND sends = \(Int64(sends)) AND EXISTS (SELECT 1 FROM moved_order)
+                    UPDATE payments SET state = \(decision.move.to.rawValue)::text, sends = sends + 1,
+                    retry_payload = \(claim.sealedRequest.bytea)::bytea, updated_at = \(now)::timestamptz, last_sent_at = \(now)::timestamptz
+                    WHERE id = \(paymentId)::text AND order_id = \(orderId)::text AND state = \(decision.move.from?.rawValue ?? "")::text
+                    AND sends = \(Int64(sends))::bigint AND EXISTS (SELECT 1 FROM moved_order)
                     RETURNING \(unescaped: Self.paymentColumns)),
                 recorded AS (
                     INSERT INTO payment_transactions (transaction_id, payment_id, created_at)
-                    SELECT \(claim.transactionId), id, \(now) FROM attempt RETURNING payment_id)
+                    SELECT \(claim.transactionId)::text, id, \(now)::timestamptz FROM attempt RETURNING payment_id)
                 \(unescaped: Self.partialGuard)
                 """
+            return try await statement(query, prepared: Statements.ClaimResend.self).first.map(Self.payment)
         }
-        return try await statement(query).first.map(Self.payment)
     }
 
     /// The main query of a statement that moves an order (`moved_order`) and its payment

@@ -26,7 +26,9 @@ extension PostgresStore {
     }
 
     public func order(id: String) async throws -> OrderRecord? {
-        try await rows("SELECT \(unescaped: Self.orderColumns) FROM orders WHERE id = \(id)").first.map(Self.order)
+        try await rows("SELECT \(unescaped: Self.orderColumns) FROM orders WHERE id = \(id)::text", prepared: Statements.OrderRead.self)
+            .first
+            .map(Self.order)
     }
 
     static func order(_ row: PostgresRandomAccessRow) throws -> OrderRecord {

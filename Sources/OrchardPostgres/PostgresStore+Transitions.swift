@@ -3,12 +3,15 @@ import Foundation
 import NIOCore
 import OrchardCore
 import PostgresNIO
+import Synchronization
 
-/// A payment's move in two round trips and no transaction: one statement reads the payment (and
-/// what its webhook event shows), Swift builds the moved payment and its events, and one statement
+/// A payment's move in one round trip and no transaction: Swift builds the moved payment and its
+/// events from the payment as the engine holds it (``PaymentTransition/held``), and one statement
 /// moves the order and the payment by compare-and-set and, only if both moved, inserts the events
-/// and the mandate. The read is needed because ``PaymentTransition`` names the payment but does
-/// not carry it, and the event reports the whole moved payment.
+/// and the mandate. The compare-and-set re-checks every column the move keeps or its events
+/// report, so the engine's copy is only a guess: when the payment differs, or the engine holds
+/// none, or the move settles (its event reports the refunds so far), one more statement reads the
+/// payment first, as the move did before (two round trips).
 extension PostgresStore {
     /// How often a move reads and writes when the payment changes between the two while it stays
     /// in the move's state; then the move reports a conflict (nil), as one that lost does.
@@ -16,6 +19,15 @@ extension PostgresStore {
 
     public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
         guard change.move.from != nil else { preconditionFailure("a new payment is claimed, not moved") }
+        if let guess = try guess(change) {
+            do {
+                return try await write(change, read: guess)
+            } catch let error as PSQLError where Self.isPartialMove(error) {
+                // The payment is not as the engine holds it: read it, as below.
+            } catch {
+                throw Self.storeError(error)
+            }
+        }
         for _ in 1...Self.transitionAttempts {
             guard let read = try await moveSnapshot(change) else { return nil }
             do {
@@ -29,46 +41,46 @@ extension PostgresStore {
         return nil
     }
 
+    /// What the move is written from without a read: the engine's payment, if it holds one in
+    /// the move's state, with the order's context a claim on this instance read; nil otherwise,
+    /// or when the move settles the payment.
+    private func guess(_ change: PaymentTransition) throws -> MoveSnapshot? {
+        guard let held = change.held, held.id == change.paymentId, held.orderId == change.orderId, held.state == change.move.from,
+            change.expectedSends.map({ $0 == held.sends }) ?? true, change.move.to != .settled,
+            let context = moveContexts.withLock({ $0[change.orderId] })
+        else { return nil }
+        return MoveSnapshot(payment: held, links: try Self.json(held.links), context: context, refunded: 0)
+    }
+
     /// The payment as it stands, with what its event shows; nil when it is not in the move's
     /// states (or not sent as often as the engine saw), as the compare-and-set would find.
     private func moveSnapshot(_ change: PaymentTransition) async throws -> MoveSnapshot? {
         let row = try await rows(
             """
             SELECT \(unescaped: Self.qualified(Self.paymentColumns, by: "p")), o.state AS order_state, o.merchant AS order_merchant,
-            r.id AS r_id, r.merchant AS r_merchant, r.reference AS r_reference, r.metadata AS r_metadata, r.cart AS r_cart,
-            r.idempotency_key AS r_idempotency_key, r.fingerprint AS r_fingerprint, r.expires_at AS r_expires_at,
-            r.created_at AS r_created_at,
+            \(unescaped: Self.requestRead),
             (SELECT COALESCE(SUM(amount), 0) FROM refunds WHERE payment_id = p.id AND state = 'refunded')::bigint AS refunded
             FROM payments p JOIN orders o ON o.id = p.order_id LEFT JOIN payment_requests r ON r.id = p.order_id
-            WHERE p.id = \(change.paymentId) AND p.order_id = \(change.orderId)
-            """
+            WHERE p.id = \(change.paymentId)::text AND p.order_id = \(change.orderId)::text
+            """, prepared: Statements.MoveRead.self
         ).first
         guard let row else { return nil }
         let payment = try Self.payment(row)
         guard payment.state == change.move.from, try row.text("order_state") == change.move.order.from.rawValue,
             change.expectedSends.map({ $0 == payment.sends }) ?? true
         else { return nil }
-        let request =
-            try row.optionalText("r_id") == nil
-            ? nil
-            : PaymentRequestRecord(
-                id: try row.text("r_id"), merchantIdentifier: try row.text("r_merchant"), reference: try row.text("r_reference"),
-                metadata: try Self.decode([String: String].self, try row.text("r_metadata")),
-                cart: try Self.decode(ShopCart.self, try row.text("r_cart")), idempotencyKey: try row.text("r_idempotency_key"),
-                fingerprint: try row.bytes("r_fingerprint"), expiresAt: try row.date("r_expires_at"),
-                createdAt: try row.date("r_created_at"))
-        return MoveSnapshot(
-            payment: payment, links: try row.text("links"), merchant: try row.text("order_merchant"), request: request,
-            refunded: try row.integer("refunded"))
+        let context = try MoveContext(row)
+        remember(context, of: change.orderId)
+        return MoveSnapshot(payment: payment, links: try row.text("links"), context: context, refunded: try row.integer("refunded"))
     }
 
-    /// What ``moveSnapshot(_:)`` read.
+    /// What a move is written from.
     private struct MoveSnapshot {
         var payment: PaymentRecord
-        /// The payment's links as stored, compared as text.
+        /// The payment's links as stored (or as this store writes the engine's), compared as text.
         var links: String
-        var merchant: String
-        var request: PaymentRequestRecord?
+        var context: MoveContext
+        /// The refunds so far: read only for a move that settles.
         var refunded: Int64
     }
 
@@ -76,16 +88,18 @@ extension PostgresStore {
     /// compare-and-set runs first (the payment's waits for it, as an InitPlan), so claims, which
     /// write the order first too, never deadlock with a move. The payment's compare-and-set
     /// requires every column the events report (or decide on) and the move keeps from `read`
-    /// unchanged, so the row written is the one the events report; if one changed, the statement
-    /// fails as a whole (``partialGuard``) and the move reads again. Times are written as given
-    /// (a time read back and bound again may move by a microsecond), never compared.
+    /// unchanged, and the order's merchant and payment request to be the context's, so the row
+    /// written is the one the events report; if one differs, the statement fails as a whole
+    /// (``partialGuard``) and the move reads (again). Times are written as given (a time read back
+    /// and bound again may move by a microsecond), never compared: the one the events report
+    /// beside the new ones, `created_at`, is written only when the payment is inserted.
     private func write(_ change: PaymentTransition, read: MoveSnapshot) async throws -> PaymentRecord? {
         let old = read.payment
         let moved = change.applied(to: old, stored: Self.stored)
         let newLinks = try (change.links ?? change.outcome?.links).map(Self.json)
         let event = try PaymentLifecycle.reportedEvent(change.move, moved: moved).map {
             try WebhookEvent.make(
-                $0, merchantIdentifier: read.merchant, payment: moved, request: read.request,
+                $0, merchantIdentifier: read.context.merchant, payment: moved, request: read.context.request,
                 refunded: moved.state == .settled ? read.refunded : 0, at: change.at)
         }
         let mandate = change.mandate
@@ -94,22 +108,29 @@ extension PostgresStore {
         let mandateMetadata = try mandate?.merchantTokenMetadata.map(Self.json)
         let query: PostgresQuery = """
             WITH moved_order AS (
-                UPDATE orders SET state = \(change.move.order.to.rawValue)
-                WHERE id = \(change.orderId) AND state = \(change.move.order.from.rawValue) RETURNING id),
+                UPDATE orders SET state = \(change.move.order.to.rawValue)::text
+                WHERE id = \(change.orderId)::text AND state = \(change.move.order.from.rawValue)::text RETURNING id),
             attempt AS (
-                UPDATE payments SET state = \(moved.state.rawValue), updated_at = \(change.at), operation_until = NULL,
-                processor_reference = \(moved.processorReference), processor_code = \(moved.processorCode),
-                processor_message = \(moved.processorMessage), links = \(newLinks ?? read.links), sends = \(Int64(moved.sends)),
-                reconcile_attempts = \(Int64(moved.reconcileAttempts)), next_reconcile_at = \(change.nextReconcileAt),
-                mandate_id = \(moved.mandateId),
-                last_sent_at = CASE WHEN \(change.expectedSends != nil) THEN \(change.at) ELSE last_sent_at END,
-                retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(change.move.to)) THEN NULL ELSE retry_payload END
-                WHERE id = \(change.paymentId) AND order_id = \(change.orderId) AND state = \(old.state.rawValue)
-                AND sends = \(Int64(old.sends)) AND reconcile_attempts = \(Int64(old.reconcileAttempts))
-                AND processor_reference IS NOT DISTINCT FROM \(old.processorReference)
-                AND processor_code IS NOT DISTINCT FROM \(old.processorCode)
-                AND processor_message IS NOT DISTINCT FROM \(old.processorMessage) AND links = \(read.links)
-                AND mandate_id IS NOT DISTINCT FROM \(old.mandateId)
+                UPDATE payments SET state = \(moved.state.rawValue)::text, updated_at = \(change.at)::timestamptz, operation_until = NULL,
+                processor_reference = \(moved.processorReference)::text, processor_code = \(moved.processorCode)::text,
+                processor_message = \(moved.processorMessage)::text, links = \(newLinks ?? read.links)::text,
+                sends = \(Int64(moved.sends))::bigint, reconcile_attempts = \(Int64(moved.reconcileAttempts))::bigint,
+                next_reconcile_at = \(change.nextReconcileAt)::timestamptz, mandate_id = \(moved.mandateId)::text,
+                last_sent_at = CASE WHEN \(change.expectedSends != nil)::boolean THEN \(change.at)::timestamptz ELSE last_sent_at END,
+                retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(change.move.to))::boolean THEN NULL ELSE retry_payload END
+                WHERE id = \(change.paymentId)::text AND order_id = \(change.orderId)::text AND state = \(old.state.rawValue)::text
+                AND sends = \(Int64(old.sends))::bigint AND reconcile_attempts = \(Int64(old.reconcileAttempts))::bigint
+                AND processor_reference IS NOT DISTINCT FROM \(old.processorReference)::text
+                AND processor_code IS NOT DISTINCT FROM \(old.processorCode)::text
+                AND processor_message IS NOT DISTINCT FROM \(old.processorMessage)::text AND links = \(read.links)::text
+                AND mandate_id IS NOT DISTINCT FROM \(old.mandateId)::text AND transaction_id = \(old.transactionId)::text
+                AND amount = \(old.amount)::bigint AND currency = \(old.currency)::text AND network IS NOT DISTINCT FROM \(old.network)::text
+                AND last_four = \(old.lastFour)::text AND processor = \(old.processor)::text AND reference = \(old.reference)::text
+                AND merchant_token_id IS NOT DISTINCT FROM \(old.merchantTokenIdentifier)::text
+                AND EXISTS (SELECT 1 FROM orders WHERE id = \(change.orderId)::text AND merchant = \(read.context.merchant)::text)
+                AND (SELECT COUNT(*) FROM payment_requests WHERE id = \(change.orderId)::text) = \(Int64(read.context.request == nil ? 0 : 1))::bigint
+                AND (SELECT COUNT(*) FROM payment_requests WHERE id = \(change.orderId)::text AND reference = \(read.context.request?.reference)::text
+                    AND metadata = \(read.context.requestMetadata)::text) = \(Int64(read.context.request == nil ? 0 : 1))::bigint
                 AND EXISTS (SELECT 1 FROM moved_order)
                 RETURNING \(unescaped: Self.paymentColumns)),
             mandate AS (
@@ -119,7 +140,7 @@ extension PostgresStore {
                 \(mandateMetadata)::text, \(mandate?.currency)::text, \(mandate?.network)::text, \(mandate?.lastFour)::text,
                 \(mandate?.description)::text, \(mandate?.state.rawValue)::text, \(mandate?.endedReason)::text,
                 \(mandate?.createdAt)::timestamptz, \(mandate?.updatedAt)::timestamptz, \(mandate?.endedAt)::timestamptz
-                FROM attempt WHERE \(mandate != nil)),
+                FROM attempt WHERE \(mandate != nil)::boolean),
             events AS (
                 INSERT INTO webhook_events (\(unescaped: Self.eventColumns))
                 SELECT id, merchant, type, payload, created_at, state, attempts, next_attempt_at, last_status, last_error, delivered_at
@@ -130,19 +151,19 @@ extension PostgresStore {
                     \(event.map { Int64($0.attempts) })::bigint AS attempts, \(event?.nextAttemptAt)::timestamptz AS next_attempt_at,
                     \(event?.lastStatus.map { Int64($0) })::bigint AS last_status, \(event?.lastError)::text AS last_error,
                     \(event?.deliveredAt)::timestamptz AS delivered_at
-                    WHERE \(event != nil)
+                    WHERE \(event != nil)::boolean
                     UNION ALL
                     SELECT 2, \(mandateEvent?.id)::text, \(mandateEvent?.merchantIdentifier)::text, \(mandateEvent?.type.rawValue)::text,
                     \(mandateEvent?.payload.bytea)::bytea, \(mandateEvent?.createdAt)::timestamptz, \(mandateEvent?.state.rawValue)::text,
                     \(mandateEvent.map { Int64($0.attempts) })::bigint, \(mandateEvent?.nextAttemptAt)::timestamptz,
                     \(mandateEvent?.lastStatus.map { Int64($0) })::bigint, \(mandateEvent?.lastError)::text,
                     \(mandateEvent?.deliveredAt)::timestamptz
-                    WHERE \(mandateEvent != nil)
+                    WHERE \(mandateEvent != nil)::boolean
                 ) AS e
                 WHERE EXISTS (SELECT 1 FROM attempt) ORDER BY position)
             \(unescaped: Self.partialGuard)
             """
-        return try await statement(query).first.map(Self.payment)
+        return try await statement(query, prepared: Statements.Move.self).first.map(Self.payment)
     }
 
     /// `date` as a `timestamptz` column returns it.

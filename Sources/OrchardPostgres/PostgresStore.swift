@@ -29,6 +29,8 @@ public final class PostgresStore: OrchardStore, Service {
     /// an operation's round trips with them.
     let roundTrips = Atomic<Int>(0)
     let transactions = Atomic<Int>(0)
+    /// What each recently claimed order's moves report, by order ID (``MoveContext``).
+    let moveContexts = Mutex<[String: MoveContext]>([:])
 
     private init(client: PostgresClient, logger: Logger) {
         self.client = client
@@ -132,9 +134,20 @@ public final class PostgresStore: OrchardStore, Service {
 
     /// Runs one statement outside a transaction and returns its rows.
     func rows(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
+        try await rows(query) { try await self.send($0) }
+    }
+
+    /// Runs one statement outside a transaction, as the prepared statement `name`, and returns its rows.
+    func rows<Name: PreparedStatementName>(_ query: PostgresQuery, prepared name: Name.Type) async throws -> [PostgresRandomAccessRow] {
+        try await rows(query) { try await self.send($0, prepared: name) }
+    }
+
+    private func rows(_ query: PostgresQuery, _ send: (PostgresQuery) async throws -> [PostgresRandomAccessRow]) async throws
+        -> [PostgresRandomAccessRow]
+    {
         roundTrips.add(1, ordering: .relaxed)
         do {
-            return try await client.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
+            return try await send(query)
         } catch {
             throw Self.storeError(error)
         }
@@ -145,15 +158,46 @@ public final class PostgresStore: OrchardStore, Service {
     /// failure runs it again (each such statement re-checks everything it relies on); any other
     /// failure is thrown as the driver reported it, for the caller to tell a unique violation apart.
     func statement(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
+        try await statement(query) { try await self.send($0) }
+    }
+
+    /// ``statement(_:)`` as the prepared statement `name`.
+    func statement<Name: PreparedStatementName>(_ query: PostgresQuery, prepared name: Name.Type) async throws
+        -> [PostgresRandomAccessRow]
+    {
+        try await statement(query) { try await self.send($0, prepared: name) }
+    }
+
+    private func statement(_ query: PostgresQuery, _ send: (PostgresQuery) async throws -> [PostgresRandomAccessRow]) async throws
+        -> [PostgresRandomAccessRow]
+    {
         var attempt = 1
         while true {
             roundTrips.add(1, ordering: .relaxed)
             do {
-                return try await client.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
+                return try await send(query)
             } catch let error as PSQLError where attempt < 3 && ["40001", "40P01"].contains(error.sqlState) {
                 attempt += 1
             }
         }
+    }
+
+    private func send(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
+        try await client.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
+    }
+
+    /// Sends `query` as the prepared statement `name`: postgres-nio prepares it on the connection
+    /// the first time it runs there (one more round trip, once per connection), then only binds
+    /// and runs it.
+    private func send<Name: PreparedStatementName>(_ query: PostgresQuery, prepared name: Name.Type) async throws
+        -> [PostgresRandomAccessRow]
+    {
+        PreparedTexts.register(query.sql, as: Name.name)
+        var rows: [PostgresRandomAccessRow] = []
+        for try await row in try await client.execute(Prepared<Name>(bindings: query.binds), logger: logger) {
+            rows.append(row)
+        }
+        return rows
     }
 
     /// Thrown inside a transaction to roll it back when a compare-and-set finds another state.

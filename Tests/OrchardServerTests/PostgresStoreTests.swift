@@ -52,7 +52,9 @@ struct PostgresStoreTests {
         }
         #expect(settings.endpoint == .tcp(host: "db.internal", port: 5432) && settings.database == "orchard" && settings.user == "orchard")
         #expect(
-            settings.password?.value == "s3cret" && settings.tls == .verifyFull && settings.poolSize == 10, "a remote host verifies TLS")
+            settings.password?.value == "s3cret" && settings.tls == .verifyFull, "a remote host verifies TLS")
+        #expect(settings.poolSize == ServerConfiguration.defaultPoolSize(cores: ProcessInfo.processInfo.activeProcessorCount))
+        #expect([1, 2, 8, 64].map(ServerConfiguration.defaultPoolSize) == [4, 4, 16, 32], "two per core, 4 to 32")
 
         var local = base
         local["host"] = "127.0.0.1"

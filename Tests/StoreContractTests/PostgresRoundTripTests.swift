@@ -9,8 +9,8 @@ import Testing
 
 /// The authorization path's round trips on PostgreSQL, counted by the store's own helpers (every
 /// statement it sends on its own, and every transaction it begins): a claim reads and writes, a
-/// move reads and writes, neither opens a transaction.
-@Suite("PostgreSQL store: a claim and a move each take two round trips")
+/// move given the payment the engine holds only writes, neither opens a transaction.
+@Suite("PostgreSQL store: a claim takes two round trips, a move one")
 struct PostgresRoundTripTests {
     typealias Shop = ShopStoreContractTests
 
@@ -45,9 +45,10 @@ struct PostgresRoundTripTests {
                 try await store.transition(
                     PaymentTransition(
                         paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.authorized), at: Shop.at(5),
-                        outcome: AuthorizationOutcome(status: .authorized, processorReference: "psp-p1"), mandate: mandate))
+                        outcome: AuthorizationOutcome(status: .authorized, processorReference: "psp-p1"), mandate: mandate,
+                        held: claimed))
             }
-            #expect(moveTrips == 2, "a move reads, then writes")
+            #expect(moveTrips == 1, "a move given the payment only writes")
             let payment = try #require(moved)
             #expect(payment.state == .authorized && payment.processorReference == "psp-p1" && payment.mandateId == "mdt_1")
             #expect(try await store.payment(id: "p1") == payment, "the move returns the payment as stored")
@@ -62,11 +63,17 @@ struct PostgresRoundTripTests {
                 try await Shop.move(store, "p1", of: "o1", .authorized, at: 6)
             }
             #expect(again == nil && againTrips == 1)
+            let (late, lateTrips) = try await Self.counted(store) {
+                try await store.transition(
+                    PaymentTransition(paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.declined), at: Shop.at(7), held: claimed)
+                )
+            }
+            #expect(late == nil && lateTrips == 1, "given the payment as it was: one write, which finds the order moved")
             #expect(try await Shop.events(store).count == 2)
         }
     }
 
-    @Test("a re-send of an unknown attempt: claim and move, two round trips each", .enabled(if: PostgresServer.enabled))
+    @Test("a re-send of an unknown attempt: two round trips for its claim, one for its move", .enabled(if: PostgresServer.enabled))
     func resend() async throws {
         try await Self.withStore { store in
             try await store.insert(try StoreContractTests.order("o1"))
@@ -78,9 +85,53 @@ struct PostgresRoundTripTests {
             let (resent, claimTrips) = try await Self.counted(store) { try await store.claimPayment(claim) }
             #expect(resent.id == "p1" && resent.sends == 2 && resent.state == .pending && resent.reference == "o1-1")
             #expect(claimTrips == 2)
-            let (moved, moveTrips) = try await Self.counted(store) { try await Shop.move(store, "p1", of: "o1", .declined, at: 3) }
-            #expect(moved?.state == .refused && moveTrips == 2)
+            let (moved, moveTrips) = try await Self.counted(store) {
+                try await store.transition(
+                    PaymentTransition(paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.declined), at: Shop.at(3), held: resent))
+            }
+            #expect(moved?.state == .refused && moveTrips == 1)
             #expect(try await store.retryPayload(paymentId: "p1") == nil, "a resolved payment keeps no request to re-send")
+        }
+    }
+
+    @Test(
+        "a move reads first when the engine holds no payment, or one that differs, or the order's context differs",
+        .enabled(if: PostgresServer.enabled))
+    func guesses() async throws {
+        try await Self.withStore { store in
+            let (request, order) = try Shop.request("r1", key: "k1")
+            _ = try await store.createPaymentRequest(request, order: order)
+            let claimed = try await store.claimPayment(Shop.claim("r1", payment: "p1"))
+            var stale = claimed
+            stale.amount = 1
+            let (unknown, staleTrips) = try await Self.counted(store) {
+                try await store.transition(
+                    PaymentTransition(paymentId: "p1", orderId: "r1", move: PaymentLifecycle.move(.noAnswer), at: Shop.at(1), held: stale))
+            }
+            #expect(staleTrips == 3, "the write finds the payment otherwise, changes nothing, then it reads and writes")
+            let stored = try await store.payment(id: "p1")
+            #expect(unknown?.state == .unknown && unknown?.amount == claimed.amount && unknown == stored)
+
+            let (resent, readFirst) = try await Self.counted(store) {
+                try await store.transition(
+                    PaymentTransition(
+                        paymentId: "p1", orderId: "r1", move: PaymentLifecycle.move(.resend), at: Shop.at(2), countsReconcileAttempt: true,
+                        expectedSends: 1))
+            }
+            #expect(resent?.state == .pending && resent?.sends == 2 && readFirst == 2, "no payment given: it reads, then writes")
+
+            // The context kept for the order, made wrong: the compare-and-set finds it so.
+            store.remember(MoveContext(merchant: "someone-else", request: nil), of: "r1")
+            let (resolved, contextTrips) = try await Self.counted(store) {
+                try await store.transition(
+                    PaymentTransition(
+                        paymentId: "p1", orderId: "r1", move: PaymentLifecycle.move(.authorized), at: Shop.at(3), held: resent))
+            }
+            #expect(resolved?.state == .authorized && contextTrips == 3)
+            let event = try #require(try await Shop.events(store).last)
+            #expect(event.merchantIdentifier == request.merchantIdentifier && event.type == .paymentAuthorized)
+            let data = try #require(try Shop.json(event)["data"] as? [String: Any])
+            #expect((data["paymentRequest"] as? [String: Any])?["reference"] as? String == "shop-r1", "the request as stored")
         }
     }
 }

@@ -147,12 +147,18 @@ public struct PaymentTransition: Sendable {
     /// Set on a re-send: the payment must have been sent this often (the move fails otherwise),
     /// and ``at`` becomes its last send.
     public var expectedSends: Int?
+    /// The payment as the engine holds it (what the store last returned), when it does: a store
+    /// may write the move from it without reading the payment first, by a compare-and-set that
+    /// re-checks every column the move keeps or reports. Never the authority: a store that finds
+    /// the payment otherwise reads it and moves it (or not) as it stands.
+    public var held: PaymentRecord?
 
     public init(
         paymentId: String, orderId: String, move: PaymentLifecycle.Move, at: Date, outcome: AuthorizationOutcome? = nil,
         countsReconcileAttempt: Bool = false, nextReconcileAt: Date? = nil, links: [String: String]? = nil,
-        mandate: MandateRecord? = nil, expectedSends: Int? = nil
+        mandate: MandateRecord? = nil, expectedSends: Int? = nil, held: PaymentRecord? = nil
     ) {
+        self.held = held
         self.expectedSends = expectedSends
         self.mandate = mandate
         self.paymentId = paymentId

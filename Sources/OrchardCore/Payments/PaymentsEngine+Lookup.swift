@@ -117,7 +117,7 @@ extension PaymentsEngine {
         }
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(event), at: time.now, outcome: outcome,
-            mandate: mandate)
+            mandate: mandate, held: payment)
         do {
             guard let settled = try await store.transition(change) else { return nil }
             logger.notice(

@@ -29,7 +29,7 @@ extension PaymentsEngine {
             throw PaymentEngineError(.invalidState, "only an unknown payment can be resolved; this one is \(payment.state.rawValue)")
         }
         let change = PaymentTransition(
-            paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(resolution.event), at: time.now)
+            paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(resolution.event), at: time.now, held: payment)
         guard let resolved = try await storage({ try await store.transition(change) }) else {
             throw PaymentEngineError(.invalidState, "the payment changed meanwhile (a re-send may be in progress); reload it")
         }
@@ -100,7 +100,7 @@ extension PaymentsEngine {
             _ = try? await store.releaseOperation(paymentId: id)
             throw PaymentEngineError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
         }
-        let change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links)
+        let change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links, held: payment)
         guard let updated = try await storage({ try await store.transition(change) }) else {
             throw PaymentEngineError(.invalidState, "the payment changed meanwhile; reload it")
         }

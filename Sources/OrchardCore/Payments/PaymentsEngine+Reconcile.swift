@@ -50,7 +50,7 @@ extension PaymentsEngine {
             // Due at once, unless its re-sends are used up.
             let change = PaymentTransition(
                 paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(.stale), at: now,
-                nextReconcileAt: policy.nextReconcile(after: payment.reconcileAttempts, now: now).map { _ in now })
+                nextReconcileAt: policy.nextReconcile(after: payment.reconcileAttempts, now: now).map { _ in now }, held: payment)
             guard (try? await store.transition(change)) != nil else { continue }
             moved += 1
             logger.warning(
@@ -143,7 +143,7 @@ extension PaymentsEngine {
         // Only if nobody sent it since the processor was asked.
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(.resend), at: time.now,
-            countsReconcileAttempt: true, expectedSends: payment.sends)
+            countsReconcileAttempt: true, expectedSends: payment.sends, held: payment)
         guard let claimed = try? await store.transition(change) else { return .taken }
         do {
             switch request {

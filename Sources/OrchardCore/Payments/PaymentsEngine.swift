@@ -294,7 +294,7 @@ public struct PaymentsEngine: Sendable {
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(event), at: time.now,
             outcome: outcome.map { event == .noAnswer ? AuthorizationOutcome(status: $0.status, code: $0.code, message: $0.message) : $0 },
             nextReconcileAt: unknown ? policy.nextReconcile(after: payment.reconcileAttempts, now: time.now) : nil,
-            mandate: event == .authorized ? outcome.flatMap(mandate) : nil)
+            mandate: event == .authorized ? outcome.flatMap(mandate) : nil, held: payment)
         let recorded: PaymentRecord?
         do {
             recorded = try await store.transition(change)

@@ -115,7 +115,7 @@ extension ServerConfiguration {
         where value.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ConfigurationError("\(label).\(key) must not be empty")
         }
-        let poolSize = postgres.poolSize ?? 10
+        let poolSize = postgres.poolSize ?? defaultPoolSize(cores: ProcessInfo.processInfo.activeProcessorCount)
         guard (1...100).contains(poolSize) else { throw ConfigurationError("\(label).poolSize must be 1–100") }
         let (mode, caPEM) = try resolveStoreTLS(postgres.tls, endpoint: endpoint, label: "\(label).tls", values: values)
         let password = try postgres.password.map { reference throws(ConfigurationError) in
@@ -128,6 +128,16 @@ extension ServerConfiguration {
             PostgresSettings(
                 endpoint: endpoint, database: postgres.database, user: postgres.user, password: password, tls: mode, caPEM: caPEM,
                 poolSize: poolSize))
+    }
+
+    /// `store.postgres.poolSize` when the file gives none: two connections per core of this
+    /// instance, 4 to 32. The database's cores are not knowable from here; this instance's are
+    /// what bounds how many of its requests can be at the database at once: with two per core,
+    /// each core can run one request while another's statement is at the database. More only adds
+    /// PostgreSQL backends (each a process) that compete for the database's own cores, and every
+    /// instance's pool counts against the server's `max_connections` (100 by default).
+    public static func defaultPoolSize(cores: Int) -> Int {
+        min(max(cores, 2), 16) * 2
     }
 
     private static func resolveStoreTLS(
