@@ -4,10 +4,15 @@ import Synchronization
 /// Runs `pass`, then waits `interval`, again and again until shutdown. A shutdown cuts only the
 /// wait: a pass in progress (a webhook being sent, a payment re-sent) finishes first, unless the
 /// drain timeout passes and the task is cancelled.
-func repeatUntilShutdown(every interval: Duration, _ pass: () async -> Void) async {
+/// With `wakeUp`, its signal also ends the wait.
+func repeatUntilShutdown(every interval: Duration, wakeUp: WakeUp? = nil, _ pass: () async -> Void) async {
     while !Task.isShuttingDownGracefully && !Task.isCancelled {
         await pass()
-        try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        if let wakeUp {
+            await wakeUp.wait(upTo: interval)
+        } else {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        }
     }
 }
 

@@ -59,7 +59,7 @@ public struct WebhookDispatcher: Service {
         // a poll (10 events a second by default), fewer than a busy shop's payments.
         let more = WakeUp()
         await withDiscardingTaskGroup { group in
-            while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            await repeatUntilShutdown(every: policy.pollInterval, wakeUp: more) {
                 for batch in await leaseDue(busy: busy.merchants) {
                     busy.insert(batch.merchant)
                     group.addTask {
@@ -68,7 +68,6 @@ public struct WebhookDispatcher: Service {
                         if batch.events.count >= policy.batchPerMerchant { more.signal() }
                     }
                 }
-                await more.wait(upTo: policy.pollInterval)
             }
         }
     }
