@@ -25,6 +25,7 @@ public final class InMemoryStore: OrchardStore {
         var settings: [String: [UInt8]] = [:]
         /// Until when a reconciler holds each refund.
         var refundLeases: [String: Date] = [:]
+        var guardRecords: [GuardSubject: GuardRecord] = [:]
     }
 
     let state = Mutex(State())

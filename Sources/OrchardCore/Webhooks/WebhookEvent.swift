@@ -18,6 +18,19 @@ public enum WebhookEventType: String, Sendable, Codable, CaseIterable {
     case mandateUpdated = "mandate.updated"
     /// Ended by the shop, by Apple (the shopper or issuer unlinked the token) or an operator.
     case mandateEnded = "mandate.ended"
+    /// The guard found a domain no longer serving its association file as Apple fetches it.
+    case domainVerificationFailed = "domain.verification_failed"
+    /// The domain serves the file as Apple needs again.
+    case domainVerificationRestored = "domain.verification_restored"
+    /// A certificate (an identity, a processing one, a domain's TLS one) has 30, 15 or 7 days left.
+    case certificateExpiring = "certificate.expiring"
+    case certificateExpired = "certificate.expired"
+    /// An expiring or expired certificate was replaced by one valid for longer.
+    case certificateRenewed = "certificate.renewed"
+    /// Apple's record of a registered merchant lacks domains of Orchard's registry.
+    case registrationDrift = "registration.drift"
+    /// Apple's record holds every domain again (the guard registered them again, or an operator did).
+    case registrationRestored = "registration.restored"
 }
 
 extension PaymentLifecycle.Event {
@@ -109,7 +122,7 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
             data: Body.Data(
                 payment: payment.map { PaymentView(payment: $0, request: request, refunded: refunded) },
                 paymentRequest: request.map { .init(id: $0.id, reference: $0.reference, metadata: $0.metadata) }, refund: refund,
-                mandate: mandate.map(MandateView.init)))
+                mandate: mandate.map(MandateView.init), guard: nil))
         return WebhookEvent(
             id: id, merchantIdentifier: merchantIdentifier, type: type, payload: try PaymentView.encoder.encode(body).asBytes,
             createdAt: date, nextAttemptAt: date)
@@ -121,6 +134,7 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
             var paymentRequest: RequestReference?
             var refund: RefundRecord?
             var mandate: MandateView?
+            var `guard`: GuardView?
         }
 
         struct RequestReference: Encodable {
