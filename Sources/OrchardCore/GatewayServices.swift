@@ -96,12 +96,16 @@ public struct ProbeAnswer: Sendable {
     public var contentType: String?
     public var location: String?
     public var body: [UInt8]
+    /// When the TLS certificate the domain presented stops being valid (its leaf's notAfter);
+    /// nil when the probe could not read it.
+    public var certificateNotValidAfter: Date?
 
-    public init(status: Int, contentType: String?, location: String?, body: [UInt8]) {
+    public init(status: Int, contentType: String?, location: String?, body: [UInt8], certificateNotValidAfter: Date? = nil) {
         self.status = status
         self.contentType = contentType
         self.location = location
         self.body = body
+        self.certificateNotValidAfter = certificateNotValidAfter
     }
 }
 
