@@ -146,44 +146,15 @@ public struct Doctor: Sendable {
         guard let probe else { return [] }
         var checks: [DoctorCheck] = []
         for domain in domains {
-            let check = "domain \(domain)"
-            let url = "https://\(domain)/.well-known/apple-developer-merchantid-domain-association"
-            let answer: ProbeAnswer
+            let verdict: DomainFileVerdict
             do {
-                answer = try await probe.associationFile(of: domain)
+                verdict = DomainFileVerdict(try await probe.associationFile(of: domain), domain: domain, expected: expected)
             } catch {
-                checks.append(
-                    DoctorCheck(subject: subject, check: check, passed: false, detail: "\(url) cannot be fetched: \(error.message)"))
-                continue
+                verdict = DomainFileVerdict(unreachable: error, domain: domain)
             }
-            let passed = answer.status == 200 && expected != nil && answer.body == expected
-            let detail =
-                passed
-                ? "\(url) serves the association file byte for byte (\(answer.contentType ?? "no content type"))"
-                : Self.judge(answer, url: url, expected: expected)
-            checks.append(DoctorCheck(subject: subject, check: check, passed: passed, detail: detail))
+            checks.append(DoctorCheck(subject: subject, check: "domain \(domain)", passed: verdict.passed, detail: verdict.detail))
         }
         return checks
-    }
-
-    /// Why a domain's answer is not the file, in plain words.
-    static func judge(_ answer: ProbeAnswer, url: String, expected: [UInt8]?) -> String {
-        switch answer.status {
-        case 300..<400:
-            return
-                "\(url) redirects (HTTP \(answer.status)) to \(answer.location ?? "nowhere"): Apple does not follow redirects; serve the file there directly"
-        case 404:
-            return "\(url) is not found: serve the file at that path (Orchard does when the domain points at it)"
-        case 200:
-            guard let expected else { return "\(url) serves a file, but no domainAssociationFile is configured to compare it with" }
-            let first =
-                zip(answer.body, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-                ?? min(answer.body.count, expected.count)
-            return
-                "\(url) serves \(answer.body.count) bytes (\(answer.contentType ?? "no content type")) that differ from domainAssociationFile's \(expected.count) from byte \(first): deploy the file unchanged"
-        default:
-            return "\(url) answers HTTP \(answer.status): Apple needs 200 with the file"
-        }
     }
 
     func sessionChecks(_ merchant: MerchantConfiguration) async -> [DoctorCheck] {

@@ -1,0 +1,47 @@
+import Foundation
+
+/// Whether a domain's answer is its association file as Apple fetches it, and if not, why in
+/// plain words: the doctor and the guard say the same.
+public struct DomainFileVerdict: Sendable, Equatable {
+    public var passed: Bool
+    public var detail: String
+
+    /// Apple needs HTTP 200 with the file byte for byte; redirects are not followed.
+    public init(_ answer: ProbeAnswer, domain: String, expected: [UInt8]?) {
+        let url = Self.url(domain)
+        passed = answer.status == 200 && expected != nil && answer.body == expected
+        detail =
+            passed
+            ? "\(url) serves the association file byte for byte (\(answer.contentType ?? "no content type"))"
+            : Self.judge(answer, url: url, expected: expected)
+    }
+
+    /// When the domain gave no HTTP answer at all.
+    public init(unreachable error: GatewayError, domain: String) {
+        passed = false
+        detail = "\(Self.url(domain)) cannot be fetched: \(error.message)"
+    }
+
+    public static func url(_ domain: String) -> String {
+        "https://\(domain)/.well-known/apple-developer-merchantid-domain-association"
+    }
+
+    static func judge(_ answer: ProbeAnswer, url: String, expected: [UInt8]?) -> String {
+        switch answer.status {
+        case 300..<400:
+            return
+                "\(url) redirects (HTTP \(answer.status)) to \(answer.location ?? "nowhere"): Apple does not follow redirects; serve the file there directly"
+        case 404:
+            return "\(url) is not found: serve the file at that path (Orchard does when the domain points at it)"
+        case 200:
+            guard let expected else { return "\(url) serves a file, but no domainAssociationFile is configured to compare it with" }
+            let first =
+                zip(answer.body, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(answer.body.count, expected.count)
+            return
+                "\(url) serves \(answer.body.count) bytes (\(answer.contentType ?? "no content type")) that differ from domainAssociationFile's \(expected.count) from byte \(first): deploy the file unchanged"
+        default:
+            return "\(url) answers HTTP \(answer.status): Apple needs 200 with the file"
+        }
+    }
+}

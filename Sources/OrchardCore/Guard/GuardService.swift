@@ -1,0 +1,222 @@
+import ApplePay
+import Foundation
+import Logging
+import Metrics
+
+/// What the guard watches now, as the configuration and the registry say.
+public struct GuardWatch: Sendable {
+    /// A domain and the association file it must serve.
+    public struct Domain: Sendable {
+        public var merchantIdentifier: String
+        public var domain: String
+        /// Nil when no file is configured: the check fails with the doctor's advice.
+        public var expectedFile: [UInt8]?
+
+        public init(merchantIdentifier: String, domain: String, expectedFile: [UInt8]?) {
+            self.merchantIdentifier = merchantIdentifier
+            self.domain = domain
+            self.expectedFile = expectedFile
+        }
+    }
+
+    /// An identity or processing certificate Orchard holds.
+    public struct Certificate: Sendable {
+        public var merchantIdentifier: String
+        /// ``GuardCheckKind/identityCertificate`` or ``GuardCheckKind/processingCertificate``.
+        public var kind: GuardCheckKind
+        public var target: String
+        public var notValidAfter: Date
+
+        public init(merchantIdentifier: String, kind: GuardCheckKind, target: String, notValidAfter: Date) {
+            self.merchantIdentifier = merchantIdentifier
+            self.kind = kind
+            self.target = target
+            self.notValidAfter = notValidAfter
+        }
+    }
+
+    public var domains: [Domain]
+    public var certificates: [Certificate]
+    /// Registered merchants, whose record at Apple must hold every domain of the registry.
+    public var registrations: [RegisteredMerchant]
+    /// The platform integrator's merchant ID: registered merchants' events go to it too.
+    public var platformIdentifier: String?
+
+    public init(domains: [Domain], certificates: [Certificate], registrations: [RegisteredMerchant], platformIdentifier: String?) {
+        self.domains = domains
+        self.certificates = certificates
+        self.registrations = registrations
+        self.platformIdentifier = platformIdentifier
+    }
+
+    /// Every subject: a domain's file and certificate, each certificate, each registration.
+    public var subjects: Set<GuardSubject> {
+        var subjects = Set<GuardSubject>()
+        for domain in domains {
+            subjects.insert(GuardSubject(merchantIdentifier: domain.merchantIdentifier, kind: .domainFile, target: domain.domain))
+            subjects.insert(GuardSubject(merchantIdentifier: domain.merchantIdentifier, kind: .domainCertificate, target: domain.domain))
+        }
+        for certificate in certificates {
+            subjects.insert(
+                GuardSubject(merchantIdentifier: certificate.merchantIdentifier, kind: certificate.kind, target: certificate.target))
+        }
+        for merchant in registrations {
+            subjects.insert(
+                GuardSubject(merchantIdentifier: merchant.partnerIdentifier, kind: .registration, target: merchant.partnerIdentifier))
+        }
+        return subjects
+    }
+}
+
+/// Checks what Apple Pay on the web needs, continuously: every pass leases the records that are
+/// due (so one instance of many checks each), looks at each (domains over HTTPS as Apple fetches
+/// them, certificates by their expiry, registrations by Apple's record, with at most
+/// `concurrency` at once), lets ``GuardPolicy`` decide, and writes each result with the one
+/// event its change reports. The only thing it repairs is a registration: Orchard registered
+/// those domains, so it registers them again.
+public struct GuardService: Sendable {
+    let records: any GuardRecords
+    /// Nil: domains are not fetched (their records stay pending).
+    let probe: (any DomainProbe)?
+    /// Apple's registration API; nil without a platform integrator.
+    let registration: (any MerchantRegistrationService)?
+    public let policy: GuardPolicy
+    let concurrency: Int
+    /// How long a leased record is this instance's to check.
+    let lease: TimeInterval
+    let batch: Int
+    let time: TimeSource
+    let logger: Logger
+
+    public init(
+        records: any GuardRecords, probe: (any DomainProbe)?, registration: (any MerchantRegistrationService)?, policy: GuardPolicy,
+        concurrency: Int, lease: TimeInterval = 300, batch: Int = 500, time: TimeSource, logger: Logger
+    ) {
+        self.records = records
+        self.probe = probe
+        self.registration = registration
+        self.policy = policy
+        self.concurrency = max(1, concurrency)
+        self.lease = lease
+        self.batch = batch
+        self.time = time
+        self.logger = logger
+    }
+
+    /// One pass: syncs the subjects with `watch`, leases the due records and checks them.
+    /// Returns the records as written (a result another instance overtook is left out).
+    @discardableResult
+    public func pass(_ watch: GuardWatch) async throws -> [GuardRecord] {
+        let now = time.now
+        try await records.syncGuardSubjects(watch.subjects, at: now)
+        let leased = try await records.leaseGuardChecks(at: now, until: now.addingTimeInterval(lease), limit: batch)
+        let jobs = Self.jobs(leased)
+        var written: [GuardRecord] = []
+        await withTaskGroup(of: [GuardRecord].self) { group in
+            var next = jobs.makeIterator()
+            for _ in 0..<concurrency {
+                guard let job = next.next() else { break }
+                group.addTask { await self.run(job, watch: watch) }
+            }
+            while let done = await group.next() {
+                written += done
+                if let job = next.next() { group.addTask { await self.run(job, watch: watch) } }
+            }
+        }
+        return written
+    }
+
+    /// The leased records, one job per domain (its file and certificate come from one fetch)
+    /// and one per other record.
+    static func jobs(_ leased: [GuardRecord]) -> [[GuardRecord]] {
+        var byDomain: [GuardSubject: [GuardRecord]] = [:]
+        var jobs: [[GuardRecord]] = []
+        for record in leased {
+            switch record.subject.kind {
+            case .domainFile, .domainCertificate:
+                var key = record.subject
+                key.kind = .domainFile
+                byDomain[key, default: []].append(record)
+            case .identityCertificate, .processingCertificate, .registration:
+                jobs.append([record])
+            }
+        }
+        return jobs + byDomain.keys.sorted { $0.target < $1.target }.compactMap { byDomain[$0] }
+    }
+
+    private func run(_ job: [GuardRecord], watch: GuardWatch) async -> [GuardRecord] {
+        var written: [GuardRecord] = []
+        for (record, observation) in await observe(job, watch: watch) {
+            if let record = await write(record, observation, watch: watch) { written.append(record) }
+        }
+        return written
+    }
+
+    private func observe(_ job: [GuardRecord], watch: GuardWatch) async -> [(GuardRecord, GuardObservation)] {
+        guard let first = job.first else { return [] }
+        let subject = first.subject
+        switch subject.kind {
+        case .domainFile, .domainCertificate:
+            let expected = watch.domains.first { $0.merchantIdentifier == subject.merchantIdentifier && $0.domain == subject.target }
+            let (file, certificate) = await domain(subject.target, expected: expected?.expectedFile)
+            return job.map { ($0, $0.subject.kind == .domainFile ? file : certificate) }
+        case .identityCertificate, .processingCertificate:
+            guard
+                let held = watch.certificates.first(where: {
+                    GuardSubject(merchantIdentifier: $0.merchantIdentifier, kind: $0.kind, target: $0.target) == subject
+                })
+            else { return [] }
+            return [(first, Self.certificate(held, at: time.now))]
+        case .registration:
+            guard let merchant = watch.registrations.first(where: { $0.partnerIdentifier == subject.target }) else { return [] }
+            return [(first, await registrationObservation(first, merchant: merchant))]
+        }
+    }
+
+    /// The file's and the certificate's observations, from one fetch as Apple makes it.
+    func domain(_ domain: String, expected: [UInt8]?) async -> (file: GuardObservation, certificate: GuardObservation) {
+        guard let probe else {
+            let off = GuardObservation.inconclusive("domains are not fetched by this server")
+            return (off, off)
+        }
+        do {
+            let answer = try await probe.associationFile(of: domain)
+            let verdict = DomainFileVerdict(answer, domain: domain, expected: expected)
+            let file: GuardObservation = verdict.passed ? .ok(verdict.detail) : .failing(verdict.detail)
+            guard let notValidAfter = answer.certificateNotValidAfter else {
+                return (file, .inconclusive("the certificate \(domain) presented could not be read"))
+            }
+            return (file, Self.domainCertificate(domain, notValidAfter: notValidAfter, at: time.now))
+        } catch {
+            let verdict = DomainFileVerdict(unreachable: error, domain: domain)
+            return (.failing(verdict.detail), .inconclusive("no TLS certificate read: \(error.message)"))
+        }
+    }
+
+    static func domainCertificate(_ domain: String, notValidAfter: Date, at now: Date) -> GuardObservation {
+        let days = GuardPolicy.daysLeft(notValidAfter: notValidAfter, at: now)
+        let until = notValidAfter.formatted(.iso8601)
+        guard notValidAfter > now else {
+            return .certificate(
+                notValidAfter: notValidAfter, "\(domain)'s TLS certificate expired \(until): Safari and Apple refuse it; renew it now")
+        }
+        return .certificate(
+            notValidAfter: notValidAfter,
+            "\(domain)'s TLS certificate is valid until \(until) (\(days) days); Apple verifies the domain again when it is renewed: check the association file then"
+        )
+    }
+
+    static func certificate(_ held: GuardWatch.Certificate, at now: Date) -> GuardObservation {
+        let days = GuardPolicy.daysLeft(notValidAfter: held.notValidAfter, at: now)
+        let until = held.notValidAfter.formatted(.iso8601)
+        let what =
+            held.kind == .identityCertificate ? "the Merchant Identity certificate" : "the Payment Processing certificate \(held.target)"
+        guard held.notValidAfter > now else {
+            return .certificate(
+                notValidAfter: held.notValidAfter,
+                "\(what) expired \(until): renew it in the Apple Developer portal now (orchard certs rotate)")
+        }
+        let advice = days < GuardPolicy.warningDays[0] ? ": renew it now (orchard certs rotate)" : ""
+        return .certificate(notValidAfter: held.notValidAfter, "\(what) is valid until \(until) (\(days) days)\(advice)")
+    }
+}
