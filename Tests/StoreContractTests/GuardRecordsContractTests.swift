@@ -1,5 +1,8 @@
 import Foundation
+import Logging
 import OrchardCore
+import OrchardPostgres
+import OrchardTesting
 import Testing
 
 /// The guard records' contract, on SQLite, in memory and on PostgreSQL alike: a sync makes the
@@ -81,29 +84,54 @@ struct GuardRecordsContractTests {
 
     @Test("records are listed by merchant, check and target in byte order, and by merchant when asked", arguments: Kind.enabled)
     func listing(kind: Kind) async throws {
-        try await StoreContractTests.withStore(kind) { store in
-            // Byte order, not a language's: upper case before lower, '-' before '.'.
-            let subjects = [
-                Self.subject("a.example", merchant: "merchant.b"), Self.subject("a-z.example", merchant: "merchant.b"),
-                Self.subject("a.example", .domainCertificate, merchant: "merchant.b"),
-                Self.subject("merchant.b", .registration, merchant: "merchant.b"),
-                Self.subject("ab12", .processingCertificate, merchant: "merchant.b"), Self.subject("z.example", merchant: "Merchant.Z"),
-                Self.subject("ff00", .identityCertificate, merchant: "merchant.a"), Self.subject("B.example", merchant: "merchant.a"),
-                Self.subject("b.example", merchant: "merchant.a"),
-            ]
-            try await store.syncGuardSubjects(Set(subjects), at: Self.at(0))
-            let expected = [
-                ("Merchant.Z", GuardCheckKind.domainFile, "z.example"), ("merchant.a", .domainFile, "B.example"),
-                ("merchant.a", .domainFile, "b.example"), ("merchant.a", .identityCertificate, "ff00"),
-                ("merchant.b", .domainCertificate, "a.example"), ("merchant.b", .domainFile, "a-z.example"),
-                ("merchant.b", .domainFile, "a.example"), ("merchant.b", .processingCertificate, "ab12"),
-                ("merchant.b", .registration, "merchant.b"),
-            ].map { GuardSubject(merchantIdentifier: $0.0, kind: $0.1, target: $0.2) }
-            #expect(try await store.guardRecords(merchantIdentifier: nil).map(\.subject) == expected)
-            #expect(try await store.guardRecords(merchantIdentifier: "merchant.a").map(\.subject) == Array(expected[1...3]))
-            #expect(try await store.guardRecords(merchantIdentifier: "merchant.none").isEmpty)
-            #expect(try await Self.lease(store, at: 0, limit: 100) == expected.map(\.target), "due together: in key order")
+        try await StoreContractTests.withStore(kind) { store in try await Self.expectByteOrder(store) }
+    }
+
+    @Test(
+        "PostgreSQL lists and leases in byte order in a database whose own collation is a language's (ICU en-US)",
+        .enabled(if: PostgresServer.enabled))
+    func languageCollation() async throws {
+        let server = try await PostgresServer.shared()
+        try await server.withDatabase(poolSize: 2) { settings in
+            var icu = settings
+            icu.database = settings.database + "_icu"
+            try await server.query("postgres", "CREATE DATABASE \(icu.database) TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'")
+            #expect(try await server.query(icu.database, "SELECT 'Merchant.Z' < 'merchant.a', 'B.example' < 'b.example'") == "f|f")
+            do {
+                let opened = try await PostgresStore.open(icu, logger: Logger(label: "orchard.test"), eventLoops: PostgresServer.storeLoops)
+                try await opened.withRunning { store in try await Self.expectByteOrder(store) }
+            } catch {
+                await server.dropDatabase(icu.database)
+                throw error
+            }
+            await server.dropDatabase(icu.database)
         }
+    }
+
+    /// Lists and leases records whose byte order is not a language's.
+    static func expectByteOrder(_ store: any OrchardStore) async throws {
+        // Byte order, not a language's: upper case before lower, '-' before '.'.
+        let subjects = [
+            Self.subject("a.example", merchant: "merchant.b"), Self.subject("a-z.example", merchant: "merchant.b"),
+            Self.subject("a.example", .domainCertificate, merchant: "merchant.b"),
+            Self.subject("merchant.b", .registration, merchant: "merchant.b"),
+            Self.subject("ab12", .processingCertificate, merchant: "merchant.b"), Self.subject("z.example", merchant: "Merchant.Z"),
+            Self.subject("ff00", .identityCertificate, merchant: "merchant.a"), Self.subject("B.example", merchant: "merchant.a"),
+            Self.subject("b.example", merchant: "merchant.a"),
+        ]
+        try await store.syncGuardSubjects(Set(subjects), at: Self.at(0))
+        let expected = [
+            ("Merchant.Z", GuardCheckKind.domainFile, "z.example"), ("merchant.a", .domainFile, "B.example"),
+            ("merchant.a", .domainFile, "b.example"), ("merchant.a", .identityCertificate, "ff00"),
+            ("merchant.b", .domainCertificate, "a.example"), ("merchant.b", .domainFile, "a-z.example"),
+            ("merchant.b", .domainFile, "a.example"), ("merchant.b", .processingCertificate, "ab12"),
+            ("merchant.b", .registration, "merchant.b"),
+        ].map { GuardSubject(merchantIdentifier: $0.0, kind: $0.1, target: $0.2) }
+        #expect(try await store.guardRecords(merchantIdentifier: nil).map(\.subject) == expected)
+        #expect(try await store.guardRecords(merchantIdentifier: "merchant.a").map(\.subject) == Array(expected[1...3]))
+        #expect(try await store.guardRecords(merchantIdentifier: "merchant.none").isEmpty)
+        #expect(try await Self.lease(store, at: 0, limit: 3) == expected.prefix(3).map(\.target), "due together: the first by key")
+        #expect(try await Self.lease(store, at: 0, limit: 100) == expected.dropFirst(3).map(\.target))
     }
 
     @Test(
