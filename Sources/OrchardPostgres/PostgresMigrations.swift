@@ -37,6 +37,21 @@ enum PostgresMigrations {
                 "CREATE INDEX webhook_events_pending ON webhook_events (merchant, next_attempt_at, seq) WHERE state = 'pending'",
                 "DROP INDEX webhook_events_due",
             ]),
+        Migration(
+            version: 8, description: "the guard's records: what it watches, where each stands, when each is due", statements: guardRecords),
+    ]
+
+    /// One row per watched (merchant, check, target). The key's columns sort by byte (`C`), as the
+    /// other stores list them, whatever the database's collation; the lease reads by due time.
+    static let guardRecords = [
+        """
+        CREATE TABLE guard_records (
+            merchant text COLLATE "C" NOT NULL, kind text COLLATE "C" NOT NULL, target text COLLATE "C" NOT NULL,
+            state text NOT NULL, stage bigint NOT NULL, detail text NOT NULL, expires_at timestamptz, checked_at timestamptz,
+            first_failure_at timestamptz, changed_at timestamptz, failures bigint NOT NULL, repairs bigint NOT NULL,
+            next_check_at timestamptz NOT NULL, version bigint NOT NULL, PRIMARY KEY (merchant, kind, target))
+        """,
+        "CREATE INDEX guard_records_due ON guard_records (next_check_at)",
     ]
 
     /// Apple's notifications, one row per (merchant, event ID); leased by due time per source,

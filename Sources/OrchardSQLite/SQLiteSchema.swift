@@ -45,6 +45,12 @@ extension SQLiteStore {
             created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS registered_domains (
             domain TEXT PRIMARY KEY, partner_id TEXT NOT NULL REFERENCES registered_merchants(partner_id), position INTEGER NOT NULL);
+        -- The guard's records: one per watched (merchant, check, target), listed in that order.
+        CREATE TABLE IF NOT EXISTS guard_records (
+            merchant TEXT NOT NULL, kind TEXT NOT NULL, target TEXT NOT NULL, state TEXT NOT NULL, stage INTEGER NOT NULL,
+            detail TEXT NOT NULL, expires_at INTEGER, checked_at INTEGER, first_failure_at INTEGER, changed_at INTEGER,
+            failures INTEGER NOT NULL, repairs INTEGER NOT NULL, next_check_at INTEGER NOT NULL, version INTEGER NOT NULL,
+            PRIMARY KEY (merchant, kind, target));
         """
 
     /// Columns added after the first release, by table.
@@ -76,6 +82,7 @@ extension SQLiteStore {
         CREATE INDEX IF NOT EXISTS mandates_by_token ON mandates(merchant_token_id);
         CREATE INDEX IF NOT EXISTS token_events_due ON token_events(state, next_attempt_at);
         CREATE INDEX IF NOT EXISTS token_events_by_source ON token_events(source, state, finished_at);
+        CREATE INDEX IF NOT EXISTS guard_records_due ON guard_records(next_check_at);
         """
 
     /// Creates what is missing; leaves every row in place.

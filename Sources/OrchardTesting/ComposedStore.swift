@@ -5,7 +5,7 @@ import OrchardCore
 /// a server or an engine under test is given instead of the store itself.
 public final class ComposedStore: OrchardStore, ForwardingOrderPayments, ForwardingRefunds, ForwardingMandateRecords,
     ForwardingPaymentRequests, ForwardingAPIKeys, ForwardingWebhookOutbox, ForwardingTokenEventInbox, ForwardingMerchantRegistry,
-    ForwardingRecordPurging, ForwardingOperationalCounting
+    ForwardingGuardRecords, ForwardingRecordPurging, ForwardingOperationalCounting
 {
     public let base: any OrchardStore
     public let orderPaymentsTarget: any OrderPayments
@@ -16,6 +16,7 @@ public final class ComposedStore: OrchardStore, ForwardingOrderPayments, Forward
     public var webhookOutboxTarget: any WebhookOutbox { base }
     public var tokenEventInboxTarget: any TokenEventInbox { base }
     public var merchantRegistryTarget: any MerchantRegistry { base }
+    public var guardRecordsTarget: any GuardRecords { base }
     public var recordPurgingTarget: any RecordPurging { base }
     public var operationalCountingTarget: any OperationalCounting { base }
 

@@ -3,7 +3,7 @@ import OrchardCore
 import Synchronization
 
 /// The guard's records in memory, with the SQL stores' semantics (the contract tests run all three).
-extension InMemoryStore: GuardRecords {
+extension InMemoryStore {
     public func syncGuardSubjects(_ subjects: Set<GuardSubject>, at date: Date) async throws {
         state.withLock { state in
             state.guardRecords = state.guardRecords.filter { subjects.contains($0.key) }

@@ -178,6 +178,26 @@ extension ForwardingMerchantRegistry {
     }
 }
 
+/// Forwards every ``GuardRecords`` call to ``guardRecordsTarget``.
+public protocol ForwardingGuardRecords: GuardRecords {
+    var guardRecordsTarget: any GuardRecords { get }
+}
+
+extension ForwardingGuardRecords {
+    public func syncGuardSubjects(_ subjects: Set<GuardSubject>, at date: Date) async throws {
+        try await guardRecordsTarget.syncGuardSubjects(subjects, at: date)
+    }
+    public func leaseGuardChecks(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [GuardRecord] {
+        try await guardRecordsTarget.leaseGuardChecks(at: date, until: leaseEnd, limit: limit)
+    }
+    public func recordGuardCheck(_ record: GuardRecord, events: [WebhookEvent]) async throws -> Bool {
+        try await guardRecordsTarget.recordGuardCheck(record, events: events)
+    }
+    public func guardRecords(merchantIdentifier: String?) async throws -> [GuardRecord] {
+        try await guardRecordsTarget.guardRecords(merchantIdentifier: merchantIdentifier)
+    }
+}
+
 /// Forwards the ``RecordPurging`` call to ``recordPurgingTarget``.
 public protocol ForwardingRecordPurging: RecordPurging {
     var recordPurgingTarget: any RecordPurging { get }

@@ -206,7 +206,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 /// the ones it uses, and only the composition root (which opens the store and closes it) holds
 /// the whole.
 public protocol OrchardStore: OrderPayments, Refunds, MandateRecords, PaymentRequests, APIKeys, WebhookOutbox, TokenEventInbox,
-    MerchantRegistry, RecordPurging, OperationalCounting
+    MerchantRegistry, GuardRecords, RecordPurging, OperationalCounting
 {}
 
 /// Orders and their payments: the order is the unit of work. Claiming a payment and moving it
