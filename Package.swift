@@ -101,6 +101,8 @@ let package = Package(
                 "OrchardCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -370,6 +372,7 @@ let package = Package(
             name: "AppleGatewayTests",
             dependencies: [
                 "AppleGateway", "ApplePay", "CurlClient", "OrchardCore", "OrchardTesting",
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

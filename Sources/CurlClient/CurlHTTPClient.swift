@@ -20,6 +20,15 @@ public struct CurlRequest: Sendable {
     /// A group this request counts in besides its origin (an Apple merchant identity, say), limited
     /// by ``CurlHTTPClient/Configuration/maxConcurrentPerGroup``; nil: its origin only.
     public var concurrencyGroup: String?
+    /// Connects elsewhere for the URL's host and port (a libcurl CURLOPT_CONNECT_TO entry,
+    /// `host:port:connect-host:connect-port`), while TLS (SNI, the certificate's name check) and
+    /// the Host header keep the URL's host: a server DNS does not point at yet, or a test host.
+    public var connectTo: String?
+    /// Reads the certificates the server presents in its TLS handshake into
+    /// ``CurlResponse/peerCertificates`` (CURLOPT_CERTINFO). Such a request opens a new connection,
+    /// resumes no TLS session and leaves its connection unused afterwards, so what it reads is what
+    /// the server presents now, not what an earlier handshake saw; other requests pay nothing.
+    public var readsPeerCertificates = false
 
     public init(
         method: String = "GET",
@@ -61,6 +70,9 @@ public struct CurlResponse: Sendable {
     public var body: [UInt8]
     /// How many new connections this transfer opened (0 when it reused one).
     public var newConnections: Int
+    /// The certificates the server presented in the TLS handshake, in its order (its own first), each
+    /// as PEM; empty unless the request asked (``CurlRequest/readsPeerCertificates``) or over plain http.
+    public var peerCertificates: [String] = []
 
     /// The first header with this name, compared case-insensitively.
     public func header(_ name: String) -> String? {
@@ -186,10 +198,15 @@ public final class CurlHTTPClient: Sendable {
     {
         let timeouts = request.timeouts ?? configuration.timeouts
         try Self.validate(timeouts)
+        if request.connectTo != nil, configuration.proxy != nil, configuration.destinationCheck != nil {
+            // The check's pin is itself a connect-to entry, made for the URL's host.
+            throw CurlError(kind: .invalidRequest, message: "connectTo cannot be combined with a proxy and a destination check")
+        }
         let ticket = try admission.enter(origin: Admission.origin(of: request.url), group: request.concurrencyGroup)
         defer { admission.leave(ticket) }
         var route = Route(
-            proxy: configuration.proxy, addressGuard: configuration.destinationCheck.map { .check($0) }, resolve: configuration.resolve)
+            proxy: configuration.proxy, addressGuard: configuration.destinationCheck.map { .check($0) }, connectTo: request.connectTo,
+            resolve: configuration.resolve)
         if let check = configuration.destinationCheck, configuration.proxy != nil {
             // The connection goes to the proxy, whose address is the operator's: the check moves to
             // the lookup, and the proxy is told the checked address instead of the name.

@@ -14,6 +14,7 @@ final class Transfer: @unchecked Sendable {
     private var body: [UInt8] = []
     private var headers: [(name: String, value: String)] = []
     private var tooLarge = false
+    private let readsPeerCertificates: Bool
 
     /// The request's URL, for messages.
     let url: String
@@ -36,6 +37,7 @@ final class Transfer: @unchecked Sendable {
         self.url = request.url
         self.route = route
         self.maxResponseBytes = maxResponseBytes
+        self.readsPeerCertificates = request.readsPeerCertificates
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         do {
@@ -73,7 +75,13 @@ final class Transfer: @unchecked Sendable {
         try set(CURLOPT_FOLLOWLOCATION, 0)
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_TCP_KEEPALIVE, 1)
-        if request.freshConnection { try set(CURLOPT_FRESH_CONNECT, 1) }
+        if request.freshConnection || request.readsPeerCertificates { try set(CURLOPT_FRESH_CONNECT, 1) }
+        if request.readsPeerCertificates {
+            // A resumed session or a kept connection would show an earlier handshake's certificates.
+            try set(CURLOPT_CERTINFO, 1)
+            try set(CURLOPT_SSL_SESSIONID_CACHE, 0)
+            try set(CURLOPT_FORBID_REUSE, 1)
+        }
         try set(CURLOPT_CONNECTTIMEOUT_MS, timeouts.connect.milliseconds)
         try set(CURLOPT_TIMEOUT_MS, timeouts.total.milliseconds)
         try set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
@@ -220,7 +228,30 @@ final class Transfer: @unchecked Sendable {
         }
         var status = 0
         _ = orchard_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        return (.success(CurlResponse(status: status, headers: headers, body: body, newConnections: connects)), connects)
+        var response = CurlResponse(status: status, headers: headers, body: body, newConnections: connects)
+        if readsPeerCertificates { response.peerCertificates = peerCertificates() }
+        return (.success(response), connects)
+    }
+
+    /// The PEM of each certificate libcurl recorded from the handshake (CURLINFO_CERTINFO's `Cert:`
+    /// entries, OpenSSL's backend), in the order the server sent them.
+    private func peerCertificates() -> [String] {
+        var raw: UnsafeMutableRawPointer?
+        guard orchard_curl_easy_getinfo_pointer(easy, CURLINFO_CERTINFO, &raw) == CURLE_OK, let raw else { return [] }
+        let info = raw.assumingMemoryBound(to: curl_certinfo.self).pointee
+        guard info.num_of_certs > 0, let lists = info.certinfo else { return [] }
+        var certificates: [String] = []
+        for index in 0..<Int(info.num_of_certs) {
+            var entry = lists[index]
+            while let node = entry {
+                if let data = node.pointee.data {
+                    let text = String(cString: data)
+                    if text.hasPrefix("Cert:") { certificates.append(String(text.dropFirst(5))) }
+                }
+                entry = node.pointee.next
+            }
+        }
+        return certificates
     }
 
     /// Resumes the waiting task exactly once.

@@ -16,9 +16,11 @@ extension PostgresStore {
         let inbox = try await rows(
             "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM token_events WHERE state = 'pending'"
         ).first
+        // The first entry of payments_by_state (state, created_at) for 'unknown': one index seek.
+        let unknown = try await rows("SELECT MIN(created_at) AS oldest FROM payments WHERE state = 'unknown'").first
         return OperationalCounts(
             payments: payments, pendingWebhooks: Int(try outbox?.integer("n") ?? 0),
             oldestPendingWebhook: try outbox?.optionalDate("oldest"), pendingTokenEvents: Int(try inbox?.integer("n") ?? 0),
-            oldestPendingTokenEvent: try inbox?.optionalDate("oldest"))
+            oldestPendingTokenEvent: try inbox?.optionalDate("oldest"), oldestUnknownPayment: try unknown?.optionalDate("oldest"))
     }
 }

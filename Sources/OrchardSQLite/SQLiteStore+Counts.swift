@@ -2,7 +2,7 @@ import Foundation
 import OrchardCore
 
 extension SQLiteStore {
-    /// Three aggregate queries, each answered from an index (`payments_by_state`, `webhook_events_pending`, `token_events_due`).
+    /// Four aggregate queries, each answered from an index (`payments_by_state` twice, `webhook_events_pending`, `token_events_due`).
     /// On a read connection: counting a backlog must not hold up the writer every commit waits for.
     public func operationalCounts() async throws -> OperationalCounts? {
         try await database.read { db in
@@ -14,9 +14,12 @@ extension SQLiteStore {
             let pending = "SELECT COUNT(*) AS count, MIN(created_at) AS oldest FROM"
             let outbox = try db.query("\(unescaped: pending) webhook_events WHERE state = 'pending'").first
             let inbox = try db.query("\(unescaped: pending) token_events WHERE state = 'pending'").first
+            // The first entry of (state, created_at) for 'unknown': one index seek.
+            let unknown = try db.query("SELECT MIN(created_at) AS oldest FROM payments WHERE state = 'unknown'").first
             return OperationalCounts(
                 payments: payments, pendingWebhooks: outbox?.int("count") ?? 0, oldestPendingWebhook: outbox?.optionalDate("oldest"),
-                pendingTokenEvents: inbox?.int("count") ?? 0, oldestPendingTokenEvent: inbox?.optionalDate("oldest"))
+                pendingTokenEvents: inbox?.int("count") ?? 0, oldestPendingTokenEvent: inbox?.optionalDate("oldest"),
+                oldestUnknownPayment: unknown?.optionalDate("oldest"))
         }
     }
 }

@@ -6,8 +6,8 @@ import OrchardCore
 import ServiceLifecycle
 import X509
 
-/// Keeps the metrics gauges that describe state rather than events: payments by state, the
-/// webhook outbox's and the token-event inbox's backlogs (cheap count queries every `interval`), and each configured
+/// Keeps the metrics gauges that describe state rather than events: payments by state and the
+/// oldest unknown one's age, the webhook outbox's and the token-event inbox's backlogs (cheap count queries every `interval`), and each configured
 /// certificate's days left. Runs only when a metrics listener is configured.
 ///
 /// Labels stay bounded: states are a fixed list, and certificates are named by their configured
@@ -73,6 +73,8 @@ public struct OperationalGauges: Service {
         Gauge(label: "orchard_token_event_queue_depth").record(counts.pendingTokenEvents)
         let inboxAge = counts.oldestPendingTokenEvent.map { max(0, time.now.timeIntervalSince($0)) } ?? 0
         Gauge(label: "orchard_token_event_oldest_pending_age_seconds").record(inboxAge)
+        let unknownAge = counts.oldestUnknownPayment.map { max(0, time.now.timeIntervalSince($0)) } ?? 0
+        Gauge(label: "orchard_payments_unknown_oldest_age_seconds").record(unknownAge)
         return true
     }
 }

@@ -74,9 +74,11 @@ public struct TestPKI: Sendable {
         return TestPKI(ca: TestCertificate(certificate: certificate, privateKey: key))
     }
 
-    /// A TLS server certificate (EC P-256) for the given DNS names and IP addresses.
+    /// A TLS server certificate (EC P-256) for the given DNS names and IP addresses, valid from an
+    /// hour before `now` until `notValidAfter` (a year after `now` unless given: a past date makes an
+    /// expired one).
     public func issueServerCertificate(
-        hosts: [String] = ["localhost", "127.0.0.1", "::1"], now: Date = Date()
+        hosts: [String] = ["localhost", "127.0.0.1", "::1"], now: Date = Date(), notValidAfter: Date? = nil
     ) throws -> TestCertificate {
         let key = Certificate.PrivateKey(P256.Signing.PrivateKey())
         let names: [GeneralName] = hosts.map { host in
@@ -88,8 +90,8 @@ public struct TestPKI: Sendable {
         return try issue(
             commonName: hosts.first ?? "localhost",
             key: key,
-            notValidBefore: now.addingTimeInterval(-3600),
-            notValidAfter: now.addingTimeInterval(365 * 86_400),
+            notValidBefore: min(now.addingTimeInterval(-3600), (notValidAfter ?? now).addingTimeInterval(-86_400)),
+            notValidAfter: notValidAfter ?? now.addingTimeInterval(365 * 86_400),
             extraExtensions: [
                 try Certificate.Extension(SubjectAlternativeNames(names), critical: false),
                 try Certificate.Extension(ExtendedKeyUsage([.serverAuth]), critical: false),

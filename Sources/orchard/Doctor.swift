@@ -30,7 +30,10 @@ struct DoctorCommand: AsyncParsableCommand {
     @Flag(help: "Fetch each domain's association file over https, as Apple does, and compare it byte for byte.")
     var domains = false
 
-    @Option(help: "With --domains: fetch DOMAIN from ORIGIN instead (DOMAIN=https://host:port), e.g. a server DNS does not point at yet.")
+    @Option(
+        help:
+            "With --domains: connect to ORIGIN for DOMAIN (DOMAIN=https://host:port), e.g. a server DNS does not point at yet; TLS still checks DOMAIN's name."
+    )
     var connectTo: [String] = []
 
     @Option(help: "With --domains: trust this PEM CA for the domains instead of the system store.")
@@ -80,7 +83,7 @@ struct DoctorCommand: AsyncParsableCommand {
         var origins: [String: String] = [:]
         for entry in connectTo {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, parts[1].hasPrefix("https://") else {
+            guard parts.count == 2, CurlDomainProbe.hostAndPort(parts[1]) != nil else {
                 throw ValidationError("--connect-to \(entry): expected DOMAIN=https://host:port")
             }
             origins[parts[0].lowercased()] = parts[1]

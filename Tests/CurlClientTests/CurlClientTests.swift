@@ -139,6 +139,49 @@ struct CurlClientTests {
         #expect(client.connectionsOpened == opened)
     }
 
+    @Test("the server's certificates only when asked, each read from a handshake of its own")
+    func peerCertificates() async throws {
+        let fixture = try await GatewayFixture.start()
+        defer { Task { await fixture.gateway.stop() } }
+        let client = try CurlHTTPClient()
+        defer { client.shutdown() }
+        let identity = try pemIdentity(fixture.material)
+        let plain = try await client.execute(try sessionRequest(fixture, identity: identity))
+        #expect(plain.status == 200 && plain.peerCertificates.isEmpty)
+        var asked = try sessionRequest(fixture, identity: identity)
+        asked.readsPeerCertificates = true
+        let served = try fixture.material.server.certificatePEM.trimmingCharacters(in: .whitespacesAndNewlines)
+        for _ in 0..<2 {
+            let response = try await client.execute(asked)
+            #expect(response.status == 200 && response.newConnections == 1)
+            #expect(response.peerCertificates.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } == [served])
+        }
+        // The plain request's connection is still there to reuse; the asked ones were not kept.
+        let again = try await client.execute(try sessionRequest(fixture, identity: identity))
+        #expect(again.newConnections == 0 && again.peerCertificates.isEmpty)
+        #expect(fixture.gateway.stats.connections == 3)
+    }
+
+    @Test("connectTo connects elsewhere while TLS checks the URL's host")
+    func connectTo() async throws {
+        let fixture = try await GatewayFixture.start()
+        defer { Task { await fixture.gateway.stop() } }
+        let client = try CurlHTTPClient()
+        defer { client.shutdown() }
+        let identity = try pemIdentity(fixture.material)
+        // The gateway's certificate names localhost: reached through connectTo, the name holds.
+        var named = try sessionRequest(fixture, identity: identity)
+        named.url = "https://localhost/paymentservices/paymentSession"
+        named.connectTo = "localhost:443:127.0.0.1:\(fixture.port)"
+        #expect(try await client.execute(named).status == 200)
+        // A name the certificate does not hold fails the check, though the address is the same.
+        var unnamed = named
+        unnamed.url = "https://gateway.example/paymentservices/paymentSession"
+        unnamed.connectTo = "gateway.example:443:127.0.0.1:\(fixture.port)"
+        await #expect(throws: CurlError.self) { _ = try await client.execute(unnamed) }
+        #expect(fixture.gateway.stats.requests == 1)
+    }
+
     @Test("a slow gateway hits the total timeout")
     func totalTimeout() async throws {
         // The gateway never answers: a call that ends, timed out, ended by its own timeout.

@@ -212,8 +212,10 @@ struct DoctorCommandTests {
         try await Self.withSetup { setup in
             let association = [UInt8](
                 try Data(contentsOf: URL(fileURLWithPath: setup.environment.file("apple-developer-merchantid-domain-association"))))
+            let names = ["shop.example", "redirect.example", "wrong.example", "missing.example"]
+            // TLS checks each domain's own name, as Apple's fetch does, though the connection goes to loopback.
             let host = try MockDomainHost(
-                serverIdentity: setup.environment.material.server,
+                serverIdentity: try setup.environment.material.pki.issueServerCertificate(hosts: names),
                 pages: [
                     "shop.example": .file(association, contentType: "application/octet-stream"),
                     "redirect.example": .redirect("https://www.redirect.example/.well-known/apple-developer-merchantid-domain-association"),
@@ -221,7 +223,6 @@ struct DoctorCommandTests {
                 ])
             let port = try await host.start()
             defer { Task { await host.stop() } }
-            let names = ["shop.example", "redirect.example", "wrong.example", "missing.example"]
             try setup.merchant { $0["domains"] = names }
             let connect = names.flatMap { ["--connect-to", "\($0)=https://127.0.0.1:\(port)"] }
             let result = try await OrchardProcess.run(
@@ -267,7 +268,7 @@ struct DoctorCommandTests {
             let association = [UInt8](
                 try Data(contentsOf: URL(fileURLWithPath: setup.environment.file("apple-developer-merchantid-domain-association"))))
             let host = try MockDomainHost(
-                serverIdentity: setup.environment.material.server,
+                serverIdentity: try setup.environment.material.pki.issueServerCertificate(hosts: ["shop.example"]),
                 pages: ["shop.example": .file(association, contentType: "application/octet-stream")])
             let port = try await host.start()
             defer { Task { await host.stop() } }

@@ -129,6 +129,7 @@ struct MetricsTests {
 
         #expect(metrics.value("orchard_payments", ["state": "authorized"]) == 1)
         #expect(metrics.value("orchard_payments", ["state": "unknown"]) == 0)
+        #expect(metrics.value("orchard_payments_unknown_oldest_age_seconds") == 0, "no payment is unknown")
         #expect(metrics.value("orchard_webhook_queue_depth") == 1)
         #expect(metrics.value("orchard_webhook_deliveries_total", ["outcome": "retry"]) == 1)
         #expect((metrics.value("orchard_webhook_oldest_pending_age_seconds") ?? -1) >= 0)

@@ -148,6 +148,13 @@ struct StoreContractTests {
             let pending = try await store.webhookEvents(merchantIdentifier: nil, state: .pending, limit: 100)
             #expect(counts.pendingWebhooks == pending.count)
             #expect(counts.oldestPendingWebhook == pending.map(\.createdAt).min())
+            let unknown = try #require(try await store.payment(id: "p9"))
+            #expect(counts.oldestUnknownPayment == unknown.createdAt)
+            // Settled from unknown: none is left, and the age is gone with it.
+            let found = PaymentTransition(
+                paymentId: "p9", orderId: "o3", move: PaymentLifecycle.move(.queriedAuthorized), at: Self.now.addingTimeInterval(120))
+            _ = try await store.transition(found)
+            #expect(try await store.operationalCounts()?.oldestUnknownPayment == nil)
         }
     }
 

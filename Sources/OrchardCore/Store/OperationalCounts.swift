@@ -11,22 +11,26 @@ public struct OperationalCounts: Sendable, Equatable {
     /// Apple's token notifications whose event is still to be fetched, and when the oldest came.
     public var pendingTokenEvents: Int
     public var oldestPendingTokenEvent: Date?
+    /// When the oldest payment still `unknown` was created; nil when none is. Past the
+    /// reconciler's reach (its re-sends and their delays) such a payment is an operator's.
+    public var oldestUnknownPayment: Date?
 
     public init(
         payments: [PaymentState: Int], pendingWebhooks: Int, oldestPendingWebhook: Date?, pendingTokenEvents: Int = 0,
-        oldestPendingTokenEvent: Date? = nil
+        oldestPendingTokenEvent: Date? = nil, oldestUnknownPayment: Date? = nil
     ) {
         self.payments = payments
         self.pendingWebhooks = pendingWebhooks
         self.oldestPendingWebhook = oldestPendingWebhook
         self.pendingTokenEvents = pendingTokenEvents
         self.oldestPendingTokenEvent = oldestPendingTokenEvent
+        self.oldestUnknownPayment = oldestUnknownPayment
     }
 }
 
 /// What the metrics gauges read: one cheap count per table, never a scan of every row.
 public protocol OperationalCounting: Sendable {
-    /// Payments by state and the webhook outbox's and token-event inbox's backlogs, for the
+    /// Payments by state, the oldest unknown one, and the webhook outbox's and token-event inbox's backlogs, for the
     /// metrics gauges; nil when the store cannot count cheaply, and the gauges are then left out.
     func operationalCounts() async throws -> OperationalCounts?
 }

@@ -1,0 +1,121 @@
+import Foundation
+import OrchardTesting
+import Testing
+
+/// Config/prometheus's alert rules and Config/grafana's dashboard: promtool checks the rules and runs
+/// their unit tests, and every series they name is one Orchard records (docs/operations.md's table)
+/// or one of the guard's.
+@Suite("Alert rules and dashboard")
+struct AlertRulesTests {
+    static let root = OrchardProcess.repositoryRoot
+    static let rules = root.appendingPathComponent("Config/prometheus/orchard-alerts.yml")
+    static let ruleTests = root.appendingPathComponent("Config/prometheus/orchard-alerts.test.yml")
+    static let dashboard = root.appendingPathComponent("Config/grafana/orchard-dashboard.json")
+
+    /// The guard's series (issue 25), which the alerts and the dashboard use before the code records
+    /// them: docs/operations.md's table can list them only once the code does (DocumentationMetricsTests).
+    static let guardSeries: Set<String> = [
+        "orchard_guard_records", "orchard_guard_failing", "orchard_guard_certificate_days_left",
+        "orchard_guard_last_pass_timestamp_seconds", "orchard_guard_checks_total", "orchard_guard_repairs_total",
+    ]
+
+    /// Debian's `prometheus` package installs it there.
+    static var promtool: String? {
+        ["/usr/bin/promtool", "/usr/local/bin/promtool"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Under CI (`CI=true`) a missing promtool is a failure; on a developer's machine the test is skipped.
+    static var promtoolRequired: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+
+    @Test(
+        "promtool accepts the rules and their unit tests pass",
+        .enabled(if: promtool != nil || promtoolRequired, "promtool is not installed (apt-get install prometheus): skipped outside CI"))
+    func promtoolPasses() async throws {
+        guard let promtool = Self.promtool else {
+            Issue.record("promtool is not installed, and CI=true requires it: add prometheus to the apt-get line of .ci/run")
+            return
+        }
+        let folder = Self.rules.deletingLastPathComponent()
+        for arguments in [["check", "rules", Self.rules.path], ["test", "rules", Self.ruleTests.path]] {
+            let result = try await OrchardProcess.run(arguments, executable: URL(fileURLWithPath: promtool), currentDirectory: folder)
+            let output = String(decoding: result.stdout, as: UTF8.self) + result.stderr
+            #expect(result.status == 0, "promtool \(arguments.joined(separator: " ")):\n\(output)")
+            #expect(output.contains("SUCCESS"), "\(output)")
+        }
+    }
+
+    @Test("each alert has a summary and a description, and a unit test that sees it fire")
+    func everyAlertTested() throws {
+        let rules = try String(contentsOf: Self.rules, encoding: .utf8)
+        let tests = try String(contentsOf: Self.ruleTests, encoding: .utf8)
+        let blocks = rules.components(separatedBy: "- alert: ").dropFirst()
+        #expect(blocks.count >= 10, "the alerts were found (\(blocks.count))")
+        for block in blocks {
+            let name = String(block.prefix { !$0.isNewline })
+            #expect(block.contains("summary: ") && block.contains("description: "), "\(name) needs a summary and a description")
+            #expect(
+                tests.contains("alertname: \(name)\n    exp_alerts:\n    - exp_labels:"),
+                "\(name): no unit test in orchard-alerts.test.yml expects it to fire")
+        }
+    }
+
+    @Test("the dashboard is JSON with panels, each with a query")
+    func dashboardParses() throws {
+        let json = try JSONSerialization.jsonObject(with: try Data(contentsOf: Self.dashboard)) as? [String: Any]
+        let panels = try #require(json?["panels"] as? [[String: Any]])
+        let queried = panels.filter { $0["type"] as? String != "row" }
+        #expect(queried.count >= 10)
+        for panel in queried {
+            let targets = panel["targets"] as? [[String: Any]] ?? []
+            #expect(
+                !targets.isEmpty && targets.allSatisfy { ($0["expr"] as? String)?.contains("orchard_") == true }, "\(panel["title"] ?? "")")
+        }
+    }
+
+    @Test("every series the rules, their tests and the dashboard name is recorded by Orchard (or is the guard's)")
+    func seriesAreKnown() throws {
+        let known = try DocumentationMetricsTests.documentedSeries().union(Self.guardSeries)
+        var named: Set<String> = []
+        for file in [Self.rules, Self.ruleTests, Self.dashboard] {
+            let found = Self.series(in: try String(contentsOf: file, encoding: .utf8))
+            #expect(!found.isEmpty, "\(file.lastPathComponent) names series")
+            for name in found where !Self.recorded(name, known: known) {
+                Issue.record("\(file.lastPathComponent) names \(name), which neither docs/operations.md nor the guard's list has")
+            }
+            named.formUnion(found)
+        }
+        for series in [
+            "orchard_payments_unknown_oldest_age_seconds", "orchard_webhook_oldest_pending_age_seconds", "orchard_guard_failing",
+        ] {
+            #expect(named.contains(series))
+        }
+    }
+
+    @Test("the series finder reads names in expressions and histogram suffixes only on known series")
+    func finder() {
+        #expect(Self.series(in: #"rate(orchard_a_total{x="orchard-b"}[5m]) / OrchardAlert"#) == ["orchard_a_total"])
+        let known: Set<String> = ["orchard_d_seconds"]
+        #expect(Self.recorded("orchard_d_seconds_bucket", known: known) && Self.recorded("orchard_d_seconds_count", known: known))
+        #expect(!Self.recorded("orchard_d_total", known: known) && !Self.recorded("orchard_e_seconds_count", known: known))
+    }
+
+    /// Every `orchard_…` name in `text`.
+    static func series(in text: String) -> Set<String> {
+        var names: Set<String> = []
+        var rest = Substring(text)
+        while let start = rest.range(of: "orchard_") {
+            let name = rest[start.lowerBound...].prefix { $0.isLowercase || $0.isNumber || $0 == "_" }
+            names.insert(String(name))
+            rest = rest[name.endIndex...]
+        }
+        return names
+    }
+
+    /// A recorded series, or a histogram's `_bucket`, `_count` or `_sum` of one.
+    static func recorded(_ name: String, known: Set<String>) -> Bool {
+        if known.contains(name) { return true }
+        return ["_bucket", "_count", "_sum"].contains { suffix in
+            name.hasSuffix(suffix) && known.contains(String(name.dropLast(suffix.count)))
+        }
+    }
+}
