@@ -1,10 +1,11 @@
 import AppleGateway
 import CurlClient
 import Foundation
-import Logging
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import SwiftASN1
+import X509
 
 extension Rotation {
     // MARK: step 3
@@ -64,6 +65,13 @@ extension Rotation {
             throw CommandFailure(
                 "retire needs the new key's proof, and there is none (the rotation is at \(at)): run \(options.command("prove")) first; the old key stays"
             )
+        }
+        let certificate = path("\(state.folder)/\(type).pem")
+        guard let pem = try? String(contentsOfFile: certificate, encoding: .utf8), let current = try? Certificate(pemEncoded: pem),
+            (try? Self.publicKeyHash(current)) == proof.publicKeyHash
+        else {
+            throw CommandFailure(
+                "\(certificate) is not the certificate that was proven: run \(options.command("prove")) again; the old key stays")
         }
         if isProcessing {
             let old = state.oldKeys ?? []

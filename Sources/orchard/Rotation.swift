@@ -117,22 +117,12 @@ struct Rotation {
         }
         let certificatePath = "\(state.folder)/\(type).pem"
         try Certs.Import.write(imported.pem, to: path(certificatePath))
-        state.publicKeyHash = Data(SHA256.hash(data: try imported.certificate.publicKey.serializeAsPEM().derBytes)).base64EncodedString()
+        state.publicKeyHash = try Self.publicKeyHash(imported.certificate)
         say("wrote \(path(certificatePath)): \(type) certificate for \(options.merchant), \(imported.report.daysLeft) days left")
         say("its key's publicKeyHash is \(state.publicKeyHash ?? "")")
         if isProcessing {
-            state.oldKeys = merchant.processingKeys
-            let keyFile = ConfigurationEditor.quoted("\(state.folder)/processing.key")
-            let entry = "{\"privateKey\": \(keyFile), \"certificate\": \(ConfigurationEditor.quoted(certificatePath))}"
-            let backup = try edit("import") { editor, members throws(CommandFailure) in
-                guard let list = members.first(where: { $0.key == "processingKeys" }) else {
-                    throw CommandFailure("\(options.merchant) has no processingKeys list")
-                }
-                try editing { () throws(ConfigurationEditor.Malformed) in try editor.append(entry, toArrayAt: list.value.lowerBound) }
-            }
-            say(
-                "added the new key as processingKeys[\(merchant.processingKeys?.count ?? 0)] beside the old one in \(options.config) (previous file: \(backup))"
-            )
+            state.oldKeys = merchant.processingKeys?.filter { $0.privateKey != "\(state.folder)/processing.key" }
+            try listNewKey(state.folder, certificate: certificatePath)
             say(
                 "next: restart every instance (one at a time) so that each decrypts tokens for both keys, then \(next(after: .imported)); activate the new certificate in the Apple Developer portal only after that"
             )
@@ -142,6 +132,31 @@ struct Rotation {
         }
         state.step = .imported
         try save(state)
+    }
+
+    /// Lists the new processing key after the merchant's others, unless it is listed already (an
+    /// import stopped after writing the configuration and before saving its state).
+    func listNewKey(_ folder: String, certificate: String) throws {
+        let keyFile = "\(folder)/processing.key"
+        guard merchant.processingKeys?.contains(where: { $0.privateKey == keyFile }) != true else {
+            say("\(options.config) already lists the new key")
+            return
+        }
+        let entry = "{\"privateKey\": \(ConfigurationEditor.quoted(keyFile)), \"certificate\": \(ConfigurationEditor.quoted(certificate))}"
+        let backup = try edit("import") { editor, members throws(CommandFailure) in
+            guard let list = members.first(where: { $0.key == "processingKeys" }) else {
+                throw CommandFailure("\(options.merchant) has no processingKeys list")
+            }
+            try editing { () throws(ConfigurationEditor.Malformed) in try editor.append(entry, toArrayAt: list.value.lowerBound) }
+        }
+        say(
+            "added the new key as processingKeys[\(merchant.processingKeys?.count ?? 0)] beside the old one in \(options.config) (previous file: \(backup))"
+        )
+    }
+
+    /// Base64 SHA-256 of a certificate's public key (SubjectPublicKeyInfo): what a token names in `publicKeyHash`.
+    static func publicKeyHash(_ certificate: Certificate) throws -> String {
+        Data(SHA256.hash(data: try certificate.publicKey.serializeAsPEM().derBytes)).base64EncodedString()
     }
 
     /// Edits this merchant's object in the configuration file, checks the result is a

@@ -230,6 +230,19 @@ struct CertsRotateTests {
         #expect(
             proven.stdout.contains("✓ \(Self.merchant) token for processing key 2: a token encrypted to publicKeyHash"), "\(proven.stdout)")
 
+        // A certificate changed after the proof is not the one proven.
+        let provenCertificate = try Data(contentsOf: URL(fileURLWithPath: folder + "/processing.pem"))
+        try Data(
+            try setup.environment.material.pki.issueProcessingCertificate(
+                merchantIdentifier: Self.merchant, publicKey: try Setup.publicKey(setup.keyA)
+            ).serializeAsPEM().pemString.utf8
+        )
+        .write(to: URL(fileURLWithPath: folder + "/processing.pem"))
+        let changed = try await setup.rotate("retire")
+        #expect(changed.status == 1 && changed.stderr.contains("is not the certificate that was proven"), "\(changed.stderr)")
+        #expect(try setup.processingKeys().count == 2)
+        try provenCertificate.write(to: URL(fileURLWithPath: folder + "/processing.pem"))
+
         let keyB = try P256.KeyAgreement.PrivateKey(pemRepresentation: String(contentsOfFile: folder + "/processing.key", encoding: .utf8))
             .publicKey
         // Restarted with both keys: tokens for A (still in flight) and for B (Apple switched) both pay.
