@@ -106,7 +106,7 @@ struct Rotation {
             let kind = CertificateInspector.kind(of: certificate)
             guard kind == expected else {
                 throw CommandFailure(
-                    "\(cer): this is \(kind == .other ? "neither a processing nor an identity" : "a \(kind.rawValue)") certificate (by its key usage), not the \(type) certificate a \(type) rotation needs"
+                    "\(cer): this is \(kind == .other ? "neither a processing nor an identity" : kind == .identity ? "an identity" : "a processing") certificate (by its key usage), not the \(type) certificate this rotation needs"
                 )
             }
             guard MerchantIdentifierExtension.value(in: certificate)?.uppercased() == merchantHash else {

@@ -200,7 +200,7 @@ struct CertsRotateTests {
             try setup.environment.material.pki.issueMerchantIdentity(merchantIdentifier: Self.merchant).certificate, "identity.cer")
         let otherMerchant = try setup.sign(merchantIdentifier: "merchant.dev.orchard.other", to: "other-merchant.cer")
         let refusals = [
-            (foreignKey, "does not match"), (identity, "this is a identity certificate"), (otherMerchant, "merchant-ID extension"),
+            (foreignKey, "does not match"), (identity, "this is an identity certificate"), (otherMerchant, "merchant-ID extension"),
         ]
         for (cer, expected) in refusals {
             let refused = try await setup.rotate("import", ["--cer", cer])
