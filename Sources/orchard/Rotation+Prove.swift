@@ -74,34 +74,7 @@ extension Rotation {
                 "\(certificate) is not the certificate that was proven: run \(options.command("prove")) again; the old key stays")
         }
         if isProcessing {
-            let old = state.oldKeys ?? []
-            var removed = 0
-            let backup = try edit("retire") { editor, members throws(CommandFailure) in
-                guard let list = members.first(where: { $0.key == "processingKeys" }) else {
-                    throw CommandFailure("\(options.merchant) has no processingKeys list")
-                }
-                try editing { () throws(ConfigurationEditor.Malformed) in
-                    // One at a time, reading the list again after each removal.
-                    while true {
-                        let elements = try editor.elements(list.value.lowerBound).elements
-                        guard
-                            let retired = elements.first(where: { range in
-                                let entry = try? JSONDecoder().decode(
-                                    ConfigurationFile.ProcessingKeyFile.self, from: Data(editor.bytes[range]))
-                                return entry.map { entry in old.contains { Self.same($0, entry) } } ?? false
-                            })
-                        else { break }
-                        editor.remove(retired, from: elements)
-                        removed += 1
-                    }
-                }
-            }
-            say(
-                "removed \(removed) old processing key\(removed == 1 ? "" : "s") from \(options.merchant) in \(options.config) (previous file: \(backup))"
-            )
-            say(
-                "next: restart every instance (one at a time); tokens for the old key are refused from then on. Keep the old key file until you are sure, then destroy it"
-            )
+            try retireProcessingKeys(state.oldKeys ?? [])
         } else {
             let certificate = ConfigurationEditor.quoted("\(state.folder)/identity.pem")
             let key = ConfigurationEditor.quoted("\(state.folder)/identity.key")
@@ -119,6 +92,37 @@ extension Rotation {
             throw CommandFailure("cannot remove \(statePath): \(error.localizedDescription)")
         }
         say("the rotation is done; the new key's files stay in \(path(state.folder)), where the configuration points")
+    }
+
+    /// Removes the entries listed before the new key from the merchant's processingKeys.
+    func retireProcessingKeys(_ old: [ConfigurationFile.ProcessingKeyFile]) throws {
+        var removed = 0
+        let backup = try edit("retire") { editor, members throws(CommandFailure) in
+            guard let list = members.first(where: { $0.key == "processingKeys" }) else {
+                throw CommandFailure("\(options.merchant) has no processingKeys list")
+            }
+            try editing { () throws(ConfigurationEditor.Malformed) in
+                // One at a time, reading the list again after each removal.
+                while true {
+                    let elements = try editor.elements(list.value.lowerBound).elements
+                    guard
+                        let retired = elements.first(where: { range in
+                            let entry = try? JSONDecoder().decode(
+                                ConfigurationFile.ProcessingKeyFile.self, from: Data(editor.bytes[range]))
+                            return entry.map { entry in old.contains { Self.same($0, entry) } } ?? false
+                        })
+                    else { break }
+                    editor.remove(retired, from: elements)
+                    removed += 1
+                }
+            }
+        }
+        say(
+            "removed \(removed) old processing key\(removed == 1 ? "" : "s") from \(options.merchant) in \(options.config) (previous file: \(backup))"
+        )
+        say(
+            "next: restart every instance (one at a time); tokens for the old key are refused from then on. Keep the old key file until you are sure, then destroy it"
+        )
     }
 
     static func same(_ a: ConfigurationFile.ProcessingKeyFile, _ b: ConfigurationFile.ProcessingKeyFile) -> Bool {
