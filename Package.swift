@@ -400,7 +400,8 @@ let package = Package(
         .testTarget(
             name: "OrchardCLITests",
             dependencies: [
-                "CurlClient", "OrchardTesting", "orchard", "orchard-sandbox",
+                "ApplePay", "CurlClient", "OrchardTesting", "orchard", "orchard-sandbox",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
             ],

@@ -17,6 +17,8 @@ public struct ProcessingKey: Sendable {
     public let publicKeyHash: [UInt8]
     /// SHA-256 of the merchant identifier: the EC_v1 KDF's partyV.
     public let merchantIdentifierHash: [UInt8]
+    /// The public key's SubjectPublicKeyInfo (DER), for ``publicKey``.
+    let publicKeyInfo: [UInt8]
     /// The Payment Processing certificate, when the key was loaded with one (for expiry checks).
     public private(set) var certificate: Certificate?
 
@@ -49,13 +51,15 @@ public struct ProcessingKey: Sendable {
     init(privateKeyPEM: String, merchantIdentifierHash: [UInt8]) throws(ApplePayError) {
         if let ec = try? P256.KeyAgreement.PrivateKey(pemRepresentation: privateKeyPEM) {
             key = .ec(ec)
-            publicKeyHash = Array(SHA256.hash(data: ec.publicKey.derRepresentation))
+            publicKeyInfo = Array(ec.publicKey.derRepresentation)
+            publicKeyHash = Array(SHA256.hash(data: publicKeyInfo))
         } else if let rsa = try? _RSA.Encryption.PrivateKey(pemRepresentation: privateKeyPEM) {
             guard let openSSL = OpenSSLRSAKey(der: Array(rsa.derRepresentation)) else {
                 throw ApplePayError(.invalidPrivateKey, "OpenSSL cannot read the RSA processing key")
             }
             key = .rsa(openSSL)
-            publicKeyHash = Array(SHA256.hash(data: rsa.publicKey.derRepresentation))
+            publicKeyInfo = Array(rsa.publicKey.derRepresentation)
+            publicKeyHash = Array(SHA256.hash(data: publicKeyInfo))
         } else {
             throw ApplePayError(.invalidPrivateKey, "the processing key is not a PEM EC P-256 or RSA private key (SEC1 or PKCS#8)")
         }

@@ -261,18 +261,18 @@ public enum CertificateRequests {
         }
     }
 
+    /// Apple's `.cer`: DER, or PEM.
+    public static func readCertificate(_ cer: [UInt8]) throws(CertificateToolError) -> Certificate {
+        if let der = try? Certificate(derEncoded: cer) { return der }
+        if let pem = try? Certificate(pemEncoded: String(decoding: cer, as: UTF8.self)) { return pem }
+        throw CertificateToolError("the .cer file is not a DER or PEM certificate")
+    }
+
     /// Apple's `.cer` (DER, or PEM) as PEM, after checking it belongs to `keyPEM`.
     public static func importCertificate(_ cer: [UInt8], keyPEM: String) throws(CertificateToolError) -> (
         pem: String, certificate: Certificate
     ) {
-        let certificate: Certificate
-        if let der = try? Certificate(derEncoded: cer) {
-            certificate = der
-        } else if let pem = try? Certificate(pemEncoded: String(decoding: cer, as: UTF8.self)) {
-            certificate = pem
-        } else {
-            throw CertificateToolError("the .cer file is not a DER or PEM certificate")
-        }
+        let certificate = try readCertificate(cer)
         guard let key = try? Certificate.PrivateKey(pemEncoded: keyPEM) else {
             throw CertificateToolError("the key file is not an unencrypted PEM private key")
         }

@@ -108,9 +108,19 @@ public struct TestPKI: Sendable {
         notValidAfter: Date = Date().addingTimeInterval(365 * 86_400)
     ) throws -> TestCertificate {
         let key = Certificate.PrivateKey(try _RSA.Signing.PrivateKey(keySize: .bits2048))
-        return try issue(
+        let certificate = try issueMerchantIdentity(
+            merchantIdentifier: merchantIdentifier, publicKey: key.publicKey, notValidBefore: notValidBefore, notValidAfter: notValidAfter)
+        return TestCertificate(certificate: certificate, privateKey: key)
+    }
+
+    /// A merchant identity certificate for a key made elsewhere (a CSR's), as Apple's CA signs one.
+    public func issueMerchantIdentity(
+        merchantIdentifier: String, publicKey: Certificate.PublicKey, notValidBefore: Date = Date().addingTimeInterval(-3600),
+        notValidAfter: Date = Date().addingTimeInterval(365 * 86_400)
+    ) throws -> Certificate {
+        try issue(
             commonName: "Merchant ID: \(merchantIdentifier)",
-            key: key,
+            key: publicKey,
             notValidBefore: notValidBefore,
             notValidAfter: notValidAfter,
             extraExtensions: [
@@ -166,6 +176,19 @@ public struct TestPKI: Sendable {
         notValidAfter: Date,
         extraExtensions: [Certificate.Extension]
     ) throws -> TestCertificate {
+        let certificate = try issue(
+            commonName: commonName, key: key.publicKey, notValidBefore: notValidBefore, notValidAfter: notValidAfter,
+            extraExtensions: extraExtensions)
+        return TestCertificate(certificate: certificate, privateKey: key)
+    }
+
+    private func issue(
+        commonName: String,
+        key: Certificate.PublicKey,
+        notValidBefore: Date,
+        notValidAfter: Date,
+        extraExtensions: [Certificate.Extension]
+    ) throws -> Certificate {
         let subject = try DistinguishedName {
             OrganizationName("Orchard test PKI")
             CommonName(commonName)
@@ -175,10 +198,10 @@ public struct TestPKI: Sendable {
             AuthorityKeyIdentifier(keyIdentifier: try ca.certificate.extensions.subjectKeyIdentifier?.keyIdentifier)
         }
         for ext in extraExtensions { try extensions.append(ext) }
-        let certificate = try Certificate(
+        return try Certificate(
             version: .v3,
             serialNumber: Certificate.SerialNumber(),
-            publicKey: key.publicKey,
+            publicKey: key,
             notValidBefore: notValidBefore,
             notValidAfter: notValidAfter,
             issuer: ca.certificate.subject,
@@ -187,7 +210,6 @@ public struct TestPKI: Sendable {
             extensions: extensions,
             issuerPrivateKey: ca.privateKey
         )
-        return TestCertificate(certificate: certificate, privateKey: key)
     }
 
     static func ipAddressBytes(_ host: String) -> [UInt8]? {

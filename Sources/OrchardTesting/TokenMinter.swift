@@ -112,17 +112,12 @@ public struct TokenMinter: Sendable {
         signingTime: Date = Date(), leadingZeroSecret: Bool = false
     ) throws -> PaymentData {
         var ephemeral = P256.KeyAgreement.PrivateKey()
-        var secret = try ephemeral.sharedSecretFromKeyAgreement(with: recipient).withUnsafeBytes { Array($0) }
-        while leadingZeroSecret && secret[0] != 0 {
+        while leadingZeroSecret, try ephemeral.sharedSecretFromKeyAgreement(with: recipient).withUnsafeBytes({ $0[0] }) != 0 {
             ephemeral = P256.KeyAgreement.PrivateKey()
-            secret = try ephemeral.sharedSecretFromKeyAgreement(with: recipient).withUnsafeBytes { Array($0) }
         }
-        let partyV = Array(SHA256.hash(data: Array(merchantIdentifier.utf8)))
-        var kdfInput: [UInt8] = [0, 0, 0, 1] + secret + [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8) + partyV
-        let key = SymmetricKey(data: Array(SHA256.hash(data: kdfInput)))
-        kdfInput.removeAll()
-        let data = try Self.seal(payload, key: key)
-        let keyMaterial = Array(ephemeral.publicKey.derRepresentation)
+        let (keyMaterial, data) = try TokenEncryptor.ecV1(
+            payload, to: recipient, merchantIdentifierHash: Array(SHA256.hash(data: Array(merchantIdentifier.utf8))),
+            ephemeral: ephemeral)
         return try assemble(
             version: "EC_v1", keyMaterial: keyMaterial, isEC: true, data: data,
             publicKeyHash: Array(SHA256.hash(data: recipient.derRepresentation)), transactionId: transactionId,
@@ -134,10 +129,9 @@ public struct TokenMinter: Sendable {
         payload: [UInt8], to recipient: _RSA.Encryption.PublicKey, transactionId: [UInt8] = Self.randomTransactionId(),
         applicationDataHash: [UInt8]? = nil, signingTime: Date = Date()
     ) throws -> PaymentData {
-        let key = SymmetricKey(size: .bits128)
-        let wrapped = try key.withUnsafeBytes { try recipient.encrypt(Array($0), padding: .PKCS1_OAEP_SHA256) }
+        let (wrapped, data) = try TokenEncryptor.rsaV1(payload, to: recipient)
         return try assemble(
-            version: "RSA_v1", keyMaterial: Array(wrapped), isEC: false, data: try Self.seal(payload, key: key),
+            version: "RSA_v1", keyMaterial: wrapped, isEC: false, data: data,
             publicKeyHash: Array(SHA256.hash(data: recipient.derRepresentation)), transactionId: transactionId,
             applicationDataHash: applicationDataHash, signingTime: signingTime)
     }
@@ -174,11 +168,6 @@ public struct TokenMinter: Sendable {
             "cardMetadata":{"cardCountry":"FR","expirationDate":"20301231","fpanSuffix":"\(fpanSuffix)",\
             "shortDescription":"Test Card"}}}
             """.utf8)
-    }
-
-    static func seal(_ payload: [UInt8], key: SymmetricKey) throws -> [UInt8] {
-        let box = try AES.GCM.seal(payload, using: key, nonce: AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 16)))
-        return Array(box.ciphertext) + Array(box.tag)
     }
 
     private func assemble(

@@ -9,7 +9,7 @@ import X509
 struct Certs: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create keys and CSRs for Apple, import Apple's certificates, and inspect certificate files.",
-        subcommands: [CSR.self, Import.self, Inspect.self])
+        subcommands: [CSR.self, Import.self, Inspect.self, Rotate.self])
 
     struct CSR: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -30,6 +30,13 @@ struct Certs: ParsableCommand {
         @Flag(help: "Replace an existing key and CSR.") var force = false
 
         func run() throws {
+            let (keyPath, _) = try Self.write(type, merchantId: merchantId, folder: out, force: force)
+            say("next: run\n  orchard certs import --cer <downloaded>.cer --key \(keyPath) --out \(type.rawValue).pem")
+        }
+
+        /// Writes `<type>.key` (0600) and `<type>.csr` into `folder` and says what to upload
+        /// where: `certs csr` and `certs rotate csr` alike.
+        static func write(_ type: Kind, merchantId: String, folder out: String, force: Bool) throws -> (key: String, csr: String) {
             let kind: MerchantCertificateKind = type == .identity ? .identity : .processing
             let made: (keyPEM: String, csrPEM: String)
             do {
@@ -57,9 +64,9 @@ struct Certs: ParsableCommand {
             say(
                 """
                 wrote \(keyPath) (mode 0600: keep it secret) and \(csrPath)
-                next: in the Apple Developer portal, \(portal), upload \(csrPath), download the .cer and run
-                  orchard certs import --cer <downloaded>.cer --key \(keyPath) --out \(type.rawValue).pem
+                in the Apple Developer portal, \(portal), upload \(csrPath) and download the .cer
                 """)
+            return (keyPath, csrPath)
         }
     }
 
@@ -75,8 +82,6 @@ struct Certs: ParsableCommand {
         @Option(help: "Check validity at this ISO-8601 time instead of now.") var at: String?
 
         func run() throws {
-            guard let cerBytes = FileManager.default.contents(atPath: cer) else { throw CommandFailure("cannot read \(cer)") }
-            guard let keyBytes = FileManager.default.contents(atPath: key) else { throw CommandFailure("cannot read \(key)") }
             if FileManager.default.fileExists(atPath: out) && !force { throw CommandFailure("\(out) exists; pass --force to replace it") }
             var password: String?
             if let passwordEnv {
@@ -84,6 +89,27 @@ struct Certs: ParsableCommand {
                     throw CommandFailure("\(passwordEnv) is not set")
                 }
                 password = value
+            }
+            let imported = try Self.read(cer: cer, key: key, password: password, at: try at.map(parseDate) ?? Date())
+            try Self.write(imported.pem, to: out)
+            let report = imported.report
+            say(
+                "wrote \(out): \(report.kind.rawValue) certificate, \(report.merchantIdentifier ?? "merchant ID unknown"), "
+                    + "\(report.daysLeft) days left")
+        }
+
+        /// Apple's certificate as PEM, after `check` has seen it (what it must be, for `certs
+        /// rotate import`), the key has been found to match it and it is valid at `now`: `certs
+        /// import` and `certs rotate import` alike.
+        static func read(
+            cer: String, key: String, password: String?, at now: Date, check: (Certificate) throws -> Void = { _ in }
+        ) throws -> (pem: String, certificate: Certificate, report: CertificateReport) {
+            guard let cerBytes = FileManager.default.contents(atPath: cer) else { throw CommandFailure("cannot read \(cer)") }
+            guard let keyBytes = FileManager.default.contents(atPath: key) else { throw CommandFailure("cannot read \(key)") }
+            do {
+                try check(try CertificateRequests.readCertificate(Array(cerBytes)))
+            } catch let error as CertificateToolError {
+                throw CommandFailure("\(cer): \(error.message)")
             }
             let keyText: String
             do {
@@ -93,22 +119,21 @@ struct Certs: ParsableCommand {
             }
             let imported: (pem: String, certificate: Certificate)
             do {
-                let result = try CertificateRequests.importCertificate(Array(cerBytes), keyPEM: keyText)
-                imported = (result.pem, result.certificate)
+                imported = try CertificateRequests.importCertificate(Array(cerBytes), keyPEM: keyText)
             } catch {
                 throw CommandFailure(error.message)
             }
-            let now = try at.map(parseDate) ?? Date()
             let report = CertificateInspector.report(imported.certificate, at: now)
             if report.expired { throw CommandFailure("the certificate expired on \(report.notValidAfter.formatted(.iso8601))") }
+            return (imported.pem, imported.certificate, report)
+        }
+
+        static func write(_ pem: String, to out: String) throws {
             do {
-                try Data(imported.pem.utf8).write(to: URL(fileURLWithPath: out))
+                try Data(pem.utf8).write(to: URL(fileURLWithPath: out))
             } catch {
                 throw CommandFailure("cannot write \(out): \(error.localizedDescription)")
             }
-            say(
-                "wrote \(out): \(report.kind.rawValue) certificate, \(report.merchantIdentifier ?? "merchant ID unknown"), "
-                    + "\(report.daysLeft) days left")
         }
     }
 

@@ -55,17 +55,7 @@ struct DoctorCommand: AsyncParsableCommand {
         let http = try CurlHTTPClient(configuration: .init(proxy: file.outbound?.proxy))
         defer { http.shutdown() }
         var sessions: (any MerchantSessionService)?
-        if live {
-            let endpoint: RemoteEndpoint
-            do {
-                endpoint = try file.gatewayEndpoint(relativeTo: folder, environment: environment)
-            } catch {
-                throw CommandFailure(error.message)
-            }
-            var logger = Logger(label: "orchard.doctor")
-            logger.logLevel = .critical
-            sessions = AppleGatewayClient(http: http, endpoint: endpoint, logger: logger)
-        }
+        if live { sessions = try Self.sessionService(file: file, folder: folder, environment: environment, http: http) }
         let probe = domains ? try makeProbe(http: http) : nil
         var report = await Doctor(sessions: sessions, probe: probe).check(file: file, folder: folder, environment: environment)
         report.checks.insert(await storeDoctorCheck(file, folder: folder, environment: environment), at: 0)
@@ -77,6 +67,21 @@ struct DoctorCommand: AsyncParsableCommand {
             say(report.text)
         }
         if !report.passed { throw ExitCode(1) }
+    }
+
+    /// The configured gateway, for live sessions (`doctor --live`, `certs rotate prove`).
+    static func sessionService(file: ConfigurationFile, folder: String, environment: [String: String], http: CurlHTTPClient) throws
+        -> AppleGatewayClient
+    {
+        let endpoint: RemoteEndpoint
+        do {
+            endpoint = try file.gatewayEndpoint(relativeTo: folder, environment: environment)
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        var logger = Logger(label: "orchard.doctor")
+        logger.logLevel = .critical
+        return AppleGatewayClient(http: http, endpoint: endpoint, logger: logger)
     }
 
     func makeProbe(http: CurlHTTPClient) throws -> CurlDomainProbe {

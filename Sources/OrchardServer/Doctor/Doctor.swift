@@ -47,14 +47,17 @@ public struct Doctor: Sendable {
                 checks.append(associationCheck(association, subject: subject))
             }
             checks += await domainChecks(merchant.domains.map { $0.lowercased() }, expected: association, subject: subject)
+            var keys: [(number: Int, key: ProcessingKey)] = []
             for (index, key) in (merchant.processingKeys ?? []).enumerated() {
                 do {
                     let loaded = try ServerConfiguration.loadProcessingKeys([key], merchantIdentifier: subject, source: values, time: time)
                     checks += loaded.map { keyCheck($0, number: index + 1, subject: subject, merchantIdentifier: subject) }
+                    keys += loaded.map { (index + 1, $0) }
                 } catch {
                     checks.append(DoctorCheck(subject: subject, check: "processing key \(index + 1)", passed: false, detail: error.message))
                 }
             }
+            checks += decryptChecks(keys, after: checks, subject: subject)
             if let identity {
                 let configured = MerchantConfiguration(
                     merchantIdentifier: subject, displayName: merchant.displayName, domains: merchant.domains.map { $0.lowercased() },
@@ -76,6 +79,8 @@ public struct Doctor: Sendable {
             for (index, key) in merchant.processingKeys.enumerated() {
                 checks.append(keyCheck(key, number: index + 1, subject: subject, merchantIdentifier: subject))
             }
+            checks += decryptChecks(
+                merchant.processingKeys.enumerated().map { ($0.offset + 1, $0.element) }, after: checks, subject: subject)
             checks += await sessionChecks(merchant)
         }
         return DoctorReport(checks: checks)
