@@ -128,7 +128,8 @@ private func makeServer(
             AppleRegistrationClient(http: clients.http, endpoint: configuration.gateway, platform: $0, logger: logger)
         },
         merchantTokens: AppleMerchantTokenClient(http: clients.http, endpoint: configuration.gateway, logger: logger),
-        domainProbe: CurlDomainProbe(http: clients.http), processorMaker: processorMaker, shopCalls: clients.shopCalls,
+        domainProbe: CurlDomainProbe(http: clients.http), tenantDomainProbe: CurlDomainProbe(http: clients.tenantProcessors),
+        processorMaker: processorMaker, shopCalls: clients.shopCalls,
         activity: activity, logger: logger)
     return buildApplication(dependencies, onServerRunning: onServerRunning)
 }

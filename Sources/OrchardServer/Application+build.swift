@@ -135,6 +135,7 @@ private func addAdminRoutes(
     admin.addRoutes(AdminPaymentsController(store: store, engine: services.engine).routes)
     admin.addRoutes(AdminKeysController(store: store, directory: directory, time: d.time).routes)
     admin.addRoutes(AdminWebhooksController(store: store, time: d.time).routes)
+    admin.addRoutes(AdminGuardController(records: store, time: d.time).routes)
     admin.addRoutes(
         AdminDoctorController(configuration: configuration, sessions: d.sessions, domainProbe: d.domainProbe, time: d.time).routes)
     admin.addRoutes(
@@ -165,6 +166,14 @@ private func backgroundServices(_ d: ApplicationDependencies, services shared: S
         PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger),
         RetentionPurge(store: store, policy: configuration.retention, time: time, logger: logger),
     ]
+    if configuration.guardSettings.enabled {
+        let settings = configuration.guardSettings
+        let service = GuardService(
+            records: store, probe: d.domainProbe, tenantProbe: d.tenantDomainProbe, registration: d.registration, policy: settings.policy,
+            concurrency: settings.concurrency, time: time, logger: logger)
+        services.append(
+            GuardMonitor(service: service, configuration: configuration, directory: directory, records: store, time: time, logger: logger))
+    }
     if configuration.platform != nil {
         // Instances sharing one database learn each other's registrations within this interval.
         services.append(

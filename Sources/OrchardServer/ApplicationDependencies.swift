@@ -33,6 +33,8 @@ public struct ApplicationDependencies: Sendable {
     public var merchantTokens: (any MerchantTokenService)?
     /// Fetches domains' association files for `/admin/doctor?domains=true`.
     public var domainProbe: (any DomainProbe)?
+    /// Fetches registered merchants' domains for the guard, only at public addresses; nil: not fetched.
+    public var tenantDomainProbe: (any DomainProbe)?
     /// Makes registered merchants' processors from their settings; nil: they record only.
     public var processorMaker: (any ProcessorMaker)?
     /// Sends the webhook outbox to merchants' endpoints and asks their quote URLs; nil: events are
@@ -53,7 +55,8 @@ public struct ApplicationDependencies: Sendable {
         processors: PaymentProcessors = .recordOnly, vault: PaymentVault? = nil, time: TimeSource = .system,
         simulator: (any SimulatedApplePay)? = nil, directory: MerchantDirectory? = nil,
         registration: (any MerchantRegistrationService)? = nil, merchantTokens: (any MerchantTokenService)? = nil,
-        domainProbe: (any DomainProbe)? = nil, processorMaker: (any ProcessorMaker)? = nil, shopCalls: (any ShopTransport)? = nil,
+        domainProbe: (any DomainProbe)? = nil, tenantDomainProbe: (any DomainProbe)? = nil, processorMaker: (any ProcessorMaker)? = nil,
+        shopCalls: (any ShopTransport)? = nil,
         expiryCheckInterval: Duration = .seconds(86_400), activity: ServerActivity = ServerActivity(),
         logger: Logger = Logger(label: "orchard")
     ) {
@@ -68,6 +71,7 @@ public struct ApplicationDependencies: Sendable {
         self.registration = registration
         self.merchantTokens = merchantTokens
         self.domainProbe = domainProbe
+        self.tenantDomainProbe = tenantDomainProbe
         self.processorMaker = processorMaker
         self.shopCalls = shopCalls
         self.expiryCheckInterval = expiryCheckInterval

@@ -125,6 +125,17 @@ public final class MockAppleGateway: Sendable {
         state.withLock { $0.partners }
     }
 
+    /// Forgets `domain` of a registered merchant, as when Apple's record drifts from a platform's
+    /// registry; false when the merchant or domain was not registered.
+    @discardableResult
+    public func dropRegisteredDomain(_ domain: String, partner: String) -> Bool {
+        state.withLock { state in
+            guard let index = state.partners[partner]?.domainNames.firstIndex(of: domain) else { return false }
+            state.partners[partner]?.domainNames.remove(at: index)
+            return true
+        }
+    }
+
     /// Every registration API call received, oldest first.
     public var receivedRegistrationCalls: [ReceivedRegistrationCall] {
         state.withLock { $0.registrationCalls }

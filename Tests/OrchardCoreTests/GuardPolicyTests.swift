@@ -34,7 +34,7 @@ struct GuardPolicyTests {
         var record = Self.record(.domainFile)
         #expect(check(&record, .ok("served byte for byte"), at: 0) == nil)
         #expect(record.state == .ok && record.changedAt == Self.at(0) && record.checkedAt == Self.at(0))
-        #expect(record.nextCheckAt == Self.at(3600) && record.detail == "served byte for byte" && record.failures == 0)
+        #expect(record.nextCheckAt == Self.at(3540) && record.detail == "served byte for byte" && record.failures == 0)
         #expect(check(&record, .ok("served byte for byte"), at: 3600) == nil)
         #expect(record.changedAt == Self.at(0), "no change, no new changedAt")
     }
@@ -48,15 +48,16 @@ struct GuardPolicyTests {
             var record = Self.record(kind)
             #expect(check(&record, .ok("fine"), at: 0) == nil)
             #expect(check(&record, .failing("answered 403"), at: 3600) == nil, "\(kind): unconfirmed")
-            #expect(record.state == .ok && record.failures == 1 && record.firstFailureAt == nil && record.changedAt == Self.at(0))
+            #expect(record.state == .ok && record.failures == 1 && record.firstFailureAt == Self.at(3600) && record.changedAt == Self.at(0))
             #expect(record.nextCheckAt == Self.at(3660), "\(kind): rechecked after 60 s, well within the interval")
             #expect(record.detail == "answered 403")
 
             #expect(check(&record, .failing("answered 403"), at: 3660) == event, "\(kind): confirmed")
-            #expect(record.state == .failing && record.failures == 2 && record.firstFailureAt == Self.at(3660))
-            #expect(record.changedAt == Self.at(3660) && record.nextCheckAt == Self.at(7260), "then at the interval")
+            #expect(
+                record.state == .failing && record.failures == 2 && record.firstFailureAt == Self.at(3600), "since the first failed check")
+            #expect(record.changedAt == Self.at(3660) && record.nextCheckAt == Self.at(7200), "then at the interval less the recheck")
             #expect(check(&record, .failing("answered 404"), at: 7260) == nil, "\(kind): still failing, reported once")
-            #expect(record.failures == 3 && record.firstFailureAt == Self.at(3660) && record.changedAt == Self.at(3660))
+            #expect(record.failures == 3 && record.firstFailureAt == Self.at(3600) && record.changedAt == Self.at(3660))
         }
     }
 
@@ -66,7 +67,7 @@ struct GuardPolicyTests {
         #expect(check(&record, .ok("fine"), at: 0) == nil)
         #expect(check(&record, .failing("timed out"), at: 3600) == nil)
         #expect(check(&record, .ok("fine"), at: 3660) == nil)
-        #expect(record.state == .ok && record.failures == 0 && record.nextCheckAt == Self.at(7260))
+        #expect(record.state == .ok && record.failures == 0 && record.nextCheckAt == Self.at(7200))
         #expect(check(&record, .failing("timed out"), at: 7260) == nil, "one failure again: unconfirmed again")
         #expect(record.state == .ok && record.failures == 1)
     }
@@ -110,7 +111,7 @@ struct GuardPolicyTests {
             #expect(certificate(&record, daysLeft: step.days, at: seconds) == step.event, "\(step.days) days")
             #expect(record.state == step.state && record.stage == step.stage, "\(step.days) days")
             #expect(record.changedAt == Self.at(seconds) && record.expiresAt == Self.at(seconds + step.days * Self.day + 3600))
-            #expect(record.nextCheckAt == Self.at(seconds + 3600), "a certificate's state needs no second look")
+            #expect(record.nextCheckAt == Self.at(seconds + 3540), "a certificate's state needs no second look")
             // The same certificate an hour later: the same stage, nothing new to say.
             #expect(certificate(&record, daysLeft: step.days - 1.0 / 24, at: seconds + 3600) == nil, "\(step.days) days, again")
             #expect(record.state == step.state && record.stage == step.stage && record.changedAt == Self.at(seconds))
@@ -144,14 +145,14 @@ struct GuardPolicyTests {
         let before = record
         #expect(check(&record, .inconclusive("the domain did not answer"), at: 3600) == nil)
         #expect(record.state == .expiring && record.stage == 15 && record.expiresAt == before.expiresAt)
-        #expect(record.changedAt == before.changedAt && record.checkedAt == Self.at(3600) && record.nextCheckAt == Self.at(7200))
+        #expect(record.changedAt == before.changedAt && record.checkedAt == Self.at(3600) && record.nextCheckAt == Self.at(7140))
         #expect(record.detail == "the domain did not answer")
 
         var failing = Self.record(.registration)
         _ = check(&failing, .failing("x"), at: 0)
         _ = check(&failing, .failing("x"), at: 60)
         #expect(check(&failing, .inconclusive("Apple did not answer"), at: 3660) == nil)
-        #expect(failing.state == .failing && failing.failures == 2 && failing.firstFailureAt == Self.at(60))
+        #expect(failing.state == .failing && failing.failures == 2 && failing.firstFailureAt == Self.at(0))
         #expect(check(&failing, .ok("every domain at Apple"), at: 7260) == .registrationRestored, "then restored, once")
     }
 
@@ -168,7 +169,7 @@ struct GuardPolicyTests {
         #expect(check(&record, .failing("still missing; registered again", repaired: true), at: 3720) == nil)
         #expect(record.repairs == 3 && !policy.mayRepair(record), "three repairs: left to an operator")
         #expect(check(&record, .failing("still missing"), at: 3780) == nil)
-        #expect(record.repairs == 3 && record.nextCheckAt == Self.at(7380), "no repair: back to the interval")
+        #expect(record.repairs == 3 && record.nextCheckAt == Self.at(7320), "no repair: back to the interval")
         #expect(check(&record, .ok("every domain at Apple"), at: 7380) == .registrationRestored)
         #expect(record.repairs == 0 && policy.mayRepair(record), "a new run of failures may be repaired again")
 
@@ -194,8 +195,8 @@ struct GuardPolicyTests {
         #expect(GuardPolicy.standing(notValidAfter: now.addingTimeInterval(Self.day * 7), at: now) == (.expiring, 15))
     }
 
-    @Test("the recheck is never longer than the interval")
+    @Test("the recheck is at most half the interval, so a failure is confirmed within one interval")
     func recheckBounded() {
-        #expect(GuardPolicy(interval: 300, recheck: 900).recheck == 300)
+        #expect(GuardPolicy(interval: 300, recheck: 900).recheck == 150)
     }
 }

@@ -21,17 +21,18 @@ public struct GuardPolicy: Sendable {
     /// The warnings ahead of a certificate's expiry, in days, largest first.
     public static let warningDays = [30, 15, 7]
 
-    /// Between two checks of the same thing.
+    /// The longest a failure goes unreported: a check every `interval − recheck`, and the
+    /// confirming second look `recheck` later.
     public var interval: TimeInterval
-    /// After an unconfirmed failure or a repair: the second look that confirms it, well within
-    /// ``interval`` so that a failure is reported within one interval.
+    /// After an unconfirmed failure or a repair: the second look that confirms it (at most half
+    /// the interval).
     public var recheck: TimeInterval
     /// Repairs tried per run of failures before the guard leaves it to an operator.
     public var maximumRepairs: Int
 
     public init(interval: TimeInterval, recheck: TimeInterval, maximumRepairs: Int = 3) {
         self.interval = interval
-        self.recheck = min(recheck, interval)
+        self.recheck = min(recheck, interval / 2)
         self.maximumRepairs = maximumRepairs
     }
 
@@ -47,7 +48,7 @@ public struct GuardPolicy: Sendable {
     ) {
         var next = record
         next.checkedAt = now
-        next.nextCheckAt = now.addingTimeInterval(interval)
+        next.nextCheckAt = now.addingTimeInterval(interval - recheck)
         switch observation {
         case .inconclusive(let detail):
             next.detail = detail
@@ -64,6 +65,7 @@ public struct GuardPolicy: Sendable {
         case .failing(let detail, let repaired):
             next.detail = detail
             next.failures = record.failures.addingReportingOverflow(1).overflow ? record.failures : record.failures + 1
+            next.firstFailureAt = record.firstFailureAt ?? now
             if repaired { next.repairs = min(record.repairs, maximumRepairs) + 1 }
             if repaired || (record.state != .failing && next.failures < 2) {
                 // A second look first: one lost packet is not a switched-off domain.
@@ -73,7 +75,6 @@ public struct GuardPolicy: Sendable {
                 next.state = .failing
                 next.stage = 0
                 next.changedAt = now
-                next.firstFailureAt = next.firstFailureAt ?? now
             }
         }
         return (next, Self.event(from: record, to: next))

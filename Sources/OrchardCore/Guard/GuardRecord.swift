@@ -19,7 +19,7 @@ public enum GuardState: String, Sendable, Codable, CaseIterable {
     /// Not checked yet.
     case pending
     case ok
-    /// A certificate with 30 days or fewer left (``GuardRecord/stage`` says which warning).
+    /// A certificate with fewer than 30 whole days left (``GuardRecord/stage`` says which warning).
     case expiring
     /// Wrong now: a domain not served as Apple needs, a certificate expired, a registration
     /// missing domains at Apple.
@@ -54,7 +54,8 @@ public struct GuardRecord: Sendable, Codable, Equatable {
     /// When a certificate (the domain's, an identity, a processing one) stops being valid.
     public var expiresAt: Date?
     public var checkedAt: Date?
-    /// When the current run of failures began (the first failed check); nil while not failing.
+    /// When the current run of failed checks began (its first check, before the second look
+    /// confirmed it); nil once a check passes.
     public var firstFailureAt: Date?
     /// When ``state`` (or ``stage``) last changed.
     public var changedAt: Date?

@@ -11,11 +11,14 @@ public struct GuardWatch: Sendable {
         public var domain: String
         /// Nil when no file is configured: the check fails with the doctor's advice.
         public var expectedFile: [UInt8]?
+        /// A registered merchant's: the domain is a tenant's word, fetched only at public addresses.
+        public var registered: Bool
 
-        public init(merchantIdentifier: String, domain: String, expectedFile: [UInt8]?) {
+        public init(merchantIdentifier: String, domain: String, expectedFile: [UInt8]?, registered: Bool = false) {
             self.merchantIdentifier = merchantIdentifier
             self.domain = domain
             self.expectedFile = expectedFile
+            self.registered = registered
         }
     }
 
@@ -76,8 +79,10 @@ public struct GuardWatch: Sendable {
 /// those domains, so it registers them again.
 public struct GuardService: Sendable {
     let records: any GuardRecords
-    /// Nil: domains are not fetched (their records stay pending).
+    /// Fetches configured merchants' domains; nil: they are not fetched.
     let probe: (any DomainProbe)?
+    /// Fetches registered merchants' domains, only at public addresses (a tenant names them).
+    let tenantProbe: (any DomainProbe)?
     /// Apple's registration API; nil without a platform integrator.
     let registration: (any MerchantRegistrationService)?
     public let policy: GuardPolicy
@@ -89,11 +94,13 @@ public struct GuardService: Sendable {
     let logger: Logger
 
     public init(
-        records: any GuardRecords, probe: (any DomainProbe)?, registration: (any MerchantRegistrationService)?, policy: GuardPolicy,
+        records: any GuardRecords, probe: (any DomainProbe)?, tenantProbe: (any DomainProbe)?,
+        registration: (any MerchantRegistrationService)?, policy: GuardPolicy,
         concurrency: Int, lease: TimeInterval = 300, batch: Int = 500, time: TimeSource, logger: Logger
     ) {
         self.records = records
         self.probe = probe
+        self.tenantProbe = tenantProbe
         self.registration = registration
         self.policy = policy
         self.concurrency = max(1, concurrency)
@@ -158,7 +165,8 @@ public struct GuardService: Sendable {
         switch subject.kind {
         case .domainFile, .domainCertificate:
             let expected = watch.domains.first { $0.merchantIdentifier == subject.merchantIdentifier && $0.domain == subject.target }
-            let (file, certificate) = await domain(subject.target, expected: expected?.expectedFile)
+            let (file, certificate) = await domain(
+                subject.target, expected: expected?.expectedFile, probe: expected?.registered == true ? tenantProbe : probe)
             return job.map { ($0, $0.subject.kind == .domainFile ? file : certificate) }
         case .identityCertificate, .processingCertificate:
             guard
@@ -174,7 +182,9 @@ public struct GuardService: Sendable {
     }
 
     /// The file's and the certificate's observations, from one fetch as Apple makes it.
-    func domain(_ domain: String, expected: [UInt8]?) async -> (file: GuardObservation, certificate: GuardObservation) {
+    func domain(_ domain: String, expected: [UInt8]?, probe: (any DomainProbe)?) async -> (
+        file: GuardObservation, certificate: GuardObservation
+    ) {
         guard let probe else {
             let off = GuardObservation.inconclusive("domains are not fetched by this server")
             return (off, off)
@@ -189,7 +199,15 @@ public struct GuardService: Sendable {
             return (file, Self.domainCertificate(domain, notValidAfter: notValidAfter, at: time.now))
         } catch {
             let verdict = DomainFileVerdict(unreachable: error, domain: domain)
-            return (.failing(verdict.detail), .inconclusive("no TLS certificate read: \(error.message)"))
+            // libcurl stops an expired certificate's handshake before it hands the certificate
+            // over: OpenSSL's verify result, in its message, is all there is to know it by.
+            guard error.message.contains("certificate has expired") else {
+                return (.failing(verdict.detail), .inconclusive("no TLS certificate read: \(error.message)"))
+            }
+            return (
+                .failing(verdict.detail),
+                .failing("\(domain)'s TLS certificate has expired (the TLS handshake refused it): Safari and Apple refuse it; renew it now")
+            )
         }
     }
 

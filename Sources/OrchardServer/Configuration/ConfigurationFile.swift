@@ -187,6 +187,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var retention: Retention?
     /// How Apple's token notifications are fetched (TokenEventsConfiguration.swift).
     public var tokenEvents: TokenEvents?
+    /// The guard of domains, certificates and registrations (GuardConfiguration.swift).
+    public var `guard`: Guard?
     /// Where the SQLite database lives; relative to the config file. Default `state`.
     public var stateDirectory: String?
     /// PostgreSQL instead of SQLite (StoreConfiguration.swift).

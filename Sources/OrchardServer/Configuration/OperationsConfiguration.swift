@@ -88,6 +88,7 @@ extension ServerConfiguration {
         outbound = try Self.resolveOutbound(file.outbound, values: values)
         retention = try Self.resolveRetention(file.retention)
         tokenEvents = try Self.resolveTokenEvents(file.tokenEvents)
+        guardSettings = try Self.resolveGuard(file.guard)
         let open = file.orders?.openForSeconds ?? 3600
         guard (60...604_800).contains(open) else { throw ConfigurationError("orders.openForSeconds must be 60–604800") }
         ordersOpenFor = .seconds(open)

@@ -48,6 +48,8 @@ public struct ServerConfiguration: Sendable {
     public var retention = RetentionPolicy()
     /// The token-event inbox's budgets, caps and timing (`tokenEvents`).
     public var tokenEvents = TokenEventPolicy()
+    /// The guard of domains, certificates and registrations (`guard`).
+    public var guardSettings = GuardSettings()
     public var ordersOpenFor: Duration = .seconds(3600)
     public var idleTimeout: Duration = .seconds(60)
     public var trustedProxies: [IPNetwork] = []

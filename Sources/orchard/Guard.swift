@@ -1,0 +1,41 @@
+import ArgumentParser
+import Foundation
+import OrchardCore
+import OrchardRuntime
+
+/// `orchard guard status`: what the guard found, read from the configured store (what a
+/// running Orchard's guard wrote).
+struct GuardCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "guard", abstract: "Show what the guard found: domains, certificates and registrations.",
+        subcommands: [Status.self], defaultSubcommand: Status.self)
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Each merchant's domains, certificates and registration, with state, last check, first failure and advice.")
+
+        @OptionGroup var store: Keys.StoreOptions
+        @Option(help: "Only this merchant's.") var merchant: String?
+        @Flag(help: "Only what is not ok (failing, expiring, not checked yet).") var problems = false
+
+        func run() async throws {
+            let records = try await store.withStore { _, store in try await store.guardRecords(merchantIdentifier: merchant) }
+            let now = Date()
+            let shown = records.filter { !problems || $0.state != .ok }
+            if shown.isEmpty { say(records.isEmpty ? "the guard has checked nothing yet (is orchard serve running?)" : "all ok") }
+            for line in shown.map({ Self.line(GuardView($0, at: now)) }) { say(line) }
+            let failing = records.count { $0.state == .failing }
+            if failing > 0 { throw CommandFailure("\(failing) failing") }
+        }
+
+        static func line(_ view: GuardView) -> String {
+            let formatter = ISO8601DateFormatter()
+            var line = "\(view.state.rawValue.uppercased())  \(view.merchantIdentifier)  \(view.check.rawValue)  \(view.target)"
+            if let days = view.warningDays { line += "  (\(days)-day warning)" }
+            line += "\n    \(view.detail)"
+            line += "\n    last check " + (view.checkedAt.map(formatter.string(from:)) ?? "never")
+            if let first = view.firstFailureAt { line += ", failing since \(formatter.string(from: first))" }
+            return line
+        }
+    }
+}
