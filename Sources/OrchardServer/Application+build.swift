@@ -160,8 +160,6 @@ private func addStaticFiles(to router: Router<OrchardRequestContext>, folder: St
 private func backgroundServices(_ d: ApplicationDependencies, services shared: SharedServices) -> [any Service] {
     let (configuration, store, time, directory, logger) = (d.configuration, d.store, d.time, d.directory, d.logger)
     var services: [any Service] = [
-        CertificateExpiryMonitor(
-            certificates: configuration.certificates, time: time, interval: d.expiryCheckInterval, logger: logger),
         PaymentReconciler(engine: shared.engine, interval: configuration.reconciliation.reconcileInterval, logger: logger),
         PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger),
         RetentionPurge(store: store, policy: configuration.retention, time: time, logger: logger),

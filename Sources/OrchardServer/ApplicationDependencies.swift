@@ -40,8 +40,6 @@ public struct ApplicationDependencies: Sendable {
     /// Sends the webhook outbox to merchants' endpoints and asks their quote URLs; nil: events are
     /// kept, not sent, and Orchard prices every change itself.
     public var shopCalls: (any ShopTransport)?
-    /// How often certificate expiry is checked and logged.
-    public var expiryCheckInterval: Duration
     /// What `/health` answers (ready once the server listens) and the requests in flight; whoever
     /// begins a graceful shutdown calls `beginDraining()` on it first.
     public var activity: ServerActivity
@@ -57,7 +55,7 @@ public struct ApplicationDependencies: Sendable {
         registration: (any MerchantRegistrationService)? = nil, merchantTokens: (any MerchantTokenService)? = nil,
         domainProbe: (any DomainProbe)? = nil, tenantDomainProbe: (any DomainProbe)? = nil, processorMaker: (any ProcessorMaker)? = nil,
         shopCalls: (any ShopTransport)? = nil,
-        expiryCheckInterval: Duration = .seconds(86_400), activity: ServerActivity = ServerActivity(),
+        activity: ServerActivity = ServerActivity(),
         logger: Logger = Logger(label: "orchard")
     ) {
         self.configuration = configuration
@@ -74,7 +72,6 @@ public struct ApplicationDependencies: Sendable {
         self.tenantDomainProbe = tenantDomainProbe
         self.processorMaker = processorMaker
         self.shopCalls = shopCalls
-        self.expiryCheckInterval = expiryCheckInterval
         self.activity = activity
         self.logger = logger
     }

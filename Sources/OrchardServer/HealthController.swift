@@ -51,7 +51,7 @@ struct HealthController {
                 "notValidAfter": entry.certificate.notValidAfter.formatted(.iso8601), "daysLeft": entry.daysLeft(at: now),
             ]
         }
-        let expiring = configuration.certificates.contains { $0.daysLeft(at: now) < CertificateExpiryMonitor.warningDays }
+        let expiring = configuration.certificates.contains { $0.daysLeft(at: now) < GuardPolicy.warningDays[0] }
         return [
             "status": expiring ? "certificates_expiring" : "ok", "readiness": activity.state.name, "merchants": merchants,
             "certificates": certificates, "registeredMerchants": directory.registrations.count,

@@ -43,39 +43,44 @@ final class CapturingLogHandler: LogHandler, Sendable {
     }
 }
 
-@Suite("Certificate expiry: /health, daily warnings on an injected clock, refusal at startup")
+@Suite("Certificate expiry: /health, the guard warnings on an injected clock, refusal at startup")
 struct ExpiryTests {
     static let platformProcessingExpiry = Date().addingTimeInterval(20 * 86_400)
 
-    @Test("the monitor warns at start and at every interval for certificates under 30 days, and only those")
-    func monitorWarnsRepeatedly() async throws {
+    @Test("the guard warns once per stage for certificates under 30 days, and only those, on an injected clock")
+    func guardWarnsOncePerStage() async throws {
         let pki = TestMaterial.shared.pki
         let now = Date()
         let soon = try pki.issueMerchantIdentity(
             merchantIdentifier: "merchant.soon", notValidAfter: now.addingTimeInterval(10 * 86_400 + 60))
         let later = try pki.issueMerchantIdentity(merchantIdentifier: "merchant.later", notValidAfter: now.addingTimeInterval(90 * 86_400))
         let handler = CapturingLogHandler()
-        let monitor = CertificateExpiryMonitor(
-            certificates: [
-                ConfiguredCertificate(owner: "merchant.soon", kind: "identity", source: nil, certificate: soon.certificate),
-                ConfiguredCertificate(owner: "merchant.later", kind: "identity", source: nil, certificate: later.certificate),
-            ], time: .fixed(now), interval: .milliseconds(50), logger: Logger(label: "test") { _ in handler })
-        let task = Task { try await monitor.run() }
-        // Wait for three rounds (start + two intervals). The deadline only bounds a broken monitor: with
-        // the whole suite queued on two cores, the monitor's task has been seen to start after 20 s.
-        _ = try await Eventually.until(timeout: .seconds(90)) { handler.warnings(containing: "expires soon").count >= 3 }
-        task.cancel()
-        _ = try? await task.value
-        let warnings = handler.warnings(containing: "expires soon")
-        #expect(warnings.count >= 3, "one at start, then one per interval")
-        #expect(warnings.allSatisfy { $0.metadata["owner"] == "merchant.soon" && $0.metadata["daysLeft"] == "10" })
+        let clock = ManualClock()
+        let store = InMemoryStore()
+        let service = GuardService(
+            records: store, probe: nil, tenantProbe: nil, registration: nil, policy: GuardPolicy(interval: 3600, recheck: 60),
+            concurrency: 2, time: clock.source, logger: Logger(label: "test") { _ in handler })
+        let watch = GuardWatch(
+            domains: [],
+            certificates: [("merchant.soon", soon), ("merchant.later", later)].map { owner, identity in
+                GuardWatch.Certificate(
+                    merchantIdentifier: owner, kind: .identityCertificate, target: identity.certificate.serialNumber.description,
+                    notValidAfter: identity.certificate.notValidAfter)
+            }, registrations: [], platformIdentifier: nil)
+        try await service.pass(watch)
+        clock.advance(3600)
+        try await service.pass(watch)
+        let warnings = handler.warnings(containing: "certificate expiring")
+        #expect(warnings.count == 1, "once for the stage, not once per check")
+        #expect(warnings.first?.metadata["merchant"] == "merchant.soon")
+        #expect(warnings.first?.metadata["detail"]?.contains("days): renew it now") == true)
+        #expect(try await store.guardRecords(merchantIdentifier: "merchant.later").map(\.state) == [.ok])
 
-        // The clock decides: 85 days on, the other certificate warns instead.
-        let later85 = CertificateExpiryMonitor(
-            certificates: [ConfiguredCertificate(owner: "merchant.later", kind: "identity", source: nil, certificate: later.certificate)],
-            time: .fixed(now.addingTimeInterval(85 * 86_400)), interval: .seconds(3600), logger: Logger(label: "test") { _ in handler })
-        #expect(later85.check().map { $0.owner } == ["merchant.later"])
-        #expect(monitor.check().map { $0.owner } == ["merchant.soon"])
+        // The clock decides: 85 days on, the first has expired and the other warns.
+        clock.advance(85 * 86_400)
+        try await service.pass(watch)
+        #expect(handler.warnings(containing: "certificate expiring").count == 2)
+        #expect(handler.records.withLock { $0.filter { $0.level == .error && $0.metadata["event"] == "certificate.expired" }.count } == 1)
     }
 
     @Test("/admin/health lists every identity and processing certificate with its days left, on the server's clock")

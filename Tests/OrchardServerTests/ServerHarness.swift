@@ -92,7 +92,7 @@ struct ServerHarness {
     static func with(
         faults: MockGatewayFaults = .none, timeoutMilliseconds: Int = 10_000, simulator: (any SimulatedApplePay)? = nil,
         checkout: ConfigurationFile.Checkout? = nil, otherMockMerchants: [MockMerchant] = [],
-        environment: [String: String] = [:], expiryCheckInterval: Duration = .seconds(86_400), time: TimeSource = .system,
+        environment: [String: String] = [:], time: TimeSource = .system,
         logHandler: (any LogHandler)? = nil,
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 },
         callsShops: Bool = false, resolve: [String] = [],
@@ -132,7 +132,7 @@ struct ServerHarness {
                 AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
             },
             merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
-            processorMaker: processorMaker, shopCalls: callsShops ? clients.shopCalls : nil, expiryCheckInterval: expiryCheckInterval,
+            processorMaker: processorMaker, shopCalls: callsShops ? clients.shopCalls : nil,
             activity: activity, logger: logger)
         let app = buildApplication(dependencies) { port in
             portContinuation.yield(port)

@@ -92,7 +92,9 @@ public struct Doctor: Sendable {
         var checks = [
             DoctorCheck(
                 subject: subject, check: "identity", passed: true,
-                detail: "certificate and key match; valid until \(until) (\(days) days\(days < 30 ? ": renew it now" : ""))")
+                detail:
+                    "certificate and key match; valid until \(until) (\(days) days\(days < GuardPolicy.warningDays[0] ? ": renew it now" : ""))"
+            )
         ]
         let expected = MerchantIdentifierExtension.hash(of: merchantIdentifier)
         switch identity.merchantIdentifierHash?.uppercased() {
