@@ -140,7 +140,7 @@ public struct WebhookDispatcher: Service {
             "event": "\(event.id)", "type": "\(event.type.rawValue)", "merchant": "\(event.merchantIdentifier)",
             "attempt": "\(event.attempts + 1)",
         ]
-        guard let endpoint = directory.merchant(identifier: event.merchantIdentifier)?.webhook else {
+        guard let endpoint = directory.webhook(for: event.merchantIdentifier) else {
             await record(event, .skipped, status: nil, error: "the merchant has no webhook endpoint", next: nil)
             return
         }

@@ -57,7 +57,11 @@ struct GuardTests {
         }
     }
 
-    static func with(registration: Bool = false, _ body: (Rig) async throws -> Void) async throws {
+    static let platformSecret = String(repeating: "p", count: 40)
+
+    static func with(
+        registration: Bool = false, platformWebhook: MockWebhookReceiver? = nil, _ body: (Rig) async throws -> Void
+    ) async throws {
         let host = try MockDomainHost(
             serverIdentity: try identity(days: 90),
             pages: [
@@ -67,16 +71,23 @@ struct GuardTests {
             ])
         let port = try await host.start()
         let http = try CurlHTTPClient()
+        // The server's clock too: its webhook dispatcher sends the guard's events when they are due on it.
+        let clock = ManualClock()
         try await ServerHarness.with(
-            otherMockMerchants: MoreMerchants.mockMerchants, environment: MoreMerchants.environment,
+            otherMockMerchants: MoreMerchants.mockMerchants,
+            environment: MoreMerchants.environment.merging(["PLATFORM_WEBHOOK_SECRET": platformSecret]) { $1 }, time: clock.source,
+            callsShops: platformWebhook != nil,
             configure: { file, directory in
                 MoreMerchants.addAdmin(&file)
                 if registration { try MoreMerchants.addPlatform(&file, directory) }
+                if let platformWebhook {
+                    file.platformIntegrator?.webhook = .init(url: platformWebhook.url, secret: "env:PLATFORM_WEBHOOK_SECRET")
+                    file.webhooks = .init(pollIntervalMilliseconds: 100)
+                }
                 // This test runs the passes itself, on its own clock.
                 file.guard = .init(enabled: false)
             }
         ) { server in
-            let clock = ManualClock()
             let probe = CurlDomainProbe(
                 http: http, trust: .caPEM(TestMaterial.shared.caPEM),
                 connectTo: Dictionary(uniqueKeysWithValues: domains.map { ($0, "https://127.0.0.1:\(port)") }))
@@ -91,6 +102,30 @@ struct GuardTests {
         }
         http.shutdown()
         await host.stop()
+    }
+
+    @Test("on by default, the server's own guard checks what it holds and /admin/guard shows it")
+    func runsWithTheServer() async throws {
+        try await ServerHarness.with(
+            environment: MoreMerchants.environment,
+            configure: { file, _ in
+                MoreMerchants.addAdmin(&file)
+                file.guard = nil
+            }
+        ) { server in
+            #expect(server.configuration.guardSettings.enabled)
+            let identity = TestMaterial.shared.identity.certificate.serialNumber.description
+            let found = try await Eventually.value(timeout: .seconds(60)) { () async throws -> [[String: Any]]? in
+                let answer = try await server.send("GET", "/admin/guard", extraHeaders: MoreMerchants.authorization)
+                let records = answer.json?["records"] as? [[String: Any]] ?? []
+                return records.contains { $0["target"] as? String == identity && $0["state"] as? String == "ok" } ? records : nil
+            }
+            let records = try #require(found)
+            // This harness gives the server no domain probe: its domains stay unchecked, never failing.
+            #expect(records.contains { $0["check"] as? String == "domain_file" && $0["state"] as? String == "pending" })
+            #expect(try await server.send("GET", "/admin/guard?state=broken", extraHeaders: MoreMerchants.authorization).status == 400)
+            #expect(try await server.send("GET", "/admin/guard").status == 401)
+        }
     }
 
     @Test("a redirect, a WAF's 403 and other bytes: each found within one interval, one failed event, one restored event")
@@ -176,7 +211,10 @@ struct GuardTests {
 
     @Test("a domain removed from Apple's record is registered again by the guard, reported to merchant and platform once each")
     func registrationDrift() async throws {
-        try await Self.with(registration: true) { rig in
+        let receiver = MockWebhookReceiver(secret: Self.platformSecret)
+        try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        try await Self.with(registration: true, platformWebhook: receiver) { rig in
             let partner = "tea-house"
             let registered = try await rig.server.send(
                 "POST", "/admin/merchants",
@@ -204,6 +242,17 @@ struct GuardTests {
             await rig.pass(after: Self.interval)
             #expect(try await rig.events(.registrationRestored).count == 2)
             #expect(try await rig.events(.registrationDrift).count == 2)
+            // The platform's copies reach its own endpoint, signed with its secret (the partner has none: skipped).
+            let delivered = try await receiver.wait { $0.filter { $0.type.hasPrefix("registration.") }.count >= 2 }
+            #expect(delivered.filter { $0.type.hasPrefix("registration.") }.map(\.type) == ["registration.drift", "registration.restored"])
+            // Signed on the server's clock, which this test moved on: checked against it.
+            #expect(
+                delivered.allSatisfy {
+                    WebhookSignature.verify(
+                        header: $0.signature, body: $0.body, secret: Secret(Self.platformSecret), now: rig.clock.now, tolerance: 3600)
+                })
+            let guarded = delivered.first?.json?["data"] as? [String: Any]
+            #expect((guarded?["guard"] as? [String: Any])?["target"] as? String == partner)
         }
     }
 }

@@ -146,6 +146,8 @@ public struct ConfigurationFile: Codable, Sendable {
         public var domainAssociationFile: String?
         /// Decrypt the tokens of registered merchants (they encrypt to the platform).
         public var processingKeys: [ProcessingKeyFile]?
+        /// Where the platform's own events go: the guard's reports about registered merchants.
+        public var webhook: MerchantWebhook?
         /// The key (64 hex digits, `env:NAME` or a file) sealing registered merchants' processor and
         /// webhook settings at rest; the admin API sets none without it.
         public var settingsKey: String?

@@ -240,10 +240,12 @@ extension ServerConfiguration {
         }
         let keys = try loadProcessingKeys(
             integrator.processingKeys ?? [], merchantIdentifier: integrator.merchantIdentifier, source: source, time: time)
-        return MerchantConfiguration(
+        var platform = MerchantConfiguration(
             merchantIdentifier: integrator.merchantIdentifier, displayName: integrator.merchantIdentifier, domains: [],
             identity: identity, identitySource: identityFiles.source(source), domainAssociation: association,
             catalogue: nil, processingKeys: keys)
+        platform.webhook = try resolveWebhook(integrator.webhook, label: "platformIntegrator.webhook", values: source)
+        return platform
     }
 
     /// Apple's SDK, the one the docs name.

@@ -86,6 +86,15 @@ public final class MerchantDirectory: MerchantLookup, RegistryDirectory {
         }
     }
 
+    /// Where events addressed to `identifier` go: a merchant's endpoint, or for the platform
+    /// integrator's own merchant ID (the guard's reports about registered merchants) its
+    /// `platformIntegrator.webhook`. The platform is no merchant otherwise: ``merchant(identifier:)``
+    /// does not know it.
+    public func webhook(for identifier: String) -> WebhookEndpoint? {
+        if let platform = configuration.platform, platform.merchantIdentifier == identifier { return platform.webhook }
+        return merchant(identifier: identifier)?.webhook
+    }
+
     /// Registered merchants, by partner identifier.
     public var registrations: [RegisteredMerchant] {
         registered.withLock { $0.merchants }
