@@ -125,6 +125,9 @@ struct GuardTests {
             #expect(records.contains { $0["check"] as? String == "domain_file" && $0["state"] as? String == "pending" })
             #expect(try await server.send("GET", "/admin/guard?state=broken", extraHeaders: MoreMerchants.authorization).status == 400)
             #expect(try await server.send("GET", "/admin/guard").status == 401)
+            // Orchard's own answer carries the digest the guard tells it by.
+            let association = try await server.send("GET", "/.well-known/apple-developer-merchantid-domain-association")
+            #expect(association.header("Repr-Digest") == DomainFileVerdict.reprDigest(of: ServerHarness.associationFile))
         }
     }
 

@@ -192,6 +192,11 @@ public struct GuardService: Sendable {
         do {
             let answer = try await probe.associationFile(of: domain)
             let verdict = DomainFileVerdict(answer, domain: domain, expected: expected)
+            if verdict.servedWronglyByOrchard {
+                logger.error(
+                    "defect: Orchard itself served a domain something other than its association file; please report it",
+                    metadata: ["domain": "\(domain)", "detail": "\(verdict.detail)"])
+            }
             let file: GuardObservation = verdict.passed ? .ok(verdict.detail) : .failing(verdict.detail)
             guard let notValidAfter = answer.certificateNotValidAfter else {
                 return (file, .inconclusive("the certificate \(domain) presented could not be read"))
