@@ -96,7 +96,7 @@ public struct GuardService: Sendable {
     public init(
         records: any GuardRecords, probe: (any DomainProbe)?, tenantProbe: (any DomainProbe)?,
         registration: (any MerchantRegistrationService)?, policy: GuardPolicy,
-        concurrency: Int, lease: TimeInterval = 300, batch: Int = 500, time: TimeSource, logger: Logger
+        concurrency: Int, lease: TimeInterval = 300, batch: Int? = nil, time: TimeSource, logger: Logger
     ) {
         self.records = records
         self.probe = probe
@@ -105,7 +105,9 @@ public struct GuardService: Sendable {
         self.policy = policy
         self.concurrency = max(1, concurrency)
         self.lease = lease
-        self.batch = batch
+        // At most 25 checks per slot: with a probe's 10-second limit a pass ends within its
+        // 300-second lease, so no other instance takes the same records over meanwhile.
+        self.batch = batch ?? self.concurrency * 25
         self.time = time
         self.logger = logger
     }
