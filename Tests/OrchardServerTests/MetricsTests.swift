@@ -144,4 +144,31 @@ struct MetricsTests {
         #expect(!text.contains(orderId) && !text.contains("/no/such/page"))
         await fixture.gateway.stop()
     }
+
+    @Test("the guard's series: counts by check and state, per-record series for configured merchants, the last pass")
+    func guardSeries() async throws {
+        // The merchant's domain is this machine's own name: the guard fetches it on loopback
+        // (nothing serves https there, so the check fails: unconfirmed on the first look).
+        let server = try ServerProcess(processorURL: nil) { file in
+            file.metrics = .init(host: "127.0.0.1", port: 0, refreshIntervalSeconds: 1)
+            file.merchants[0].domains = ["localhost"]
+            file.guard = .init(enabled: true, intervalSeconds: 600, recheckSeconds: 300)
+        }
+        try await server.start()
+        defer { Task { await server.stop() } }
+        let metricsPort = try #require(try await Eventually.value { server.listeners.subtracting([server.port]).first })
+        let identity = ["merchant": TestMaterial.merchantIdentifier, "check": "identity_certificate"]
+        let metrics = try #require(
+            try await Eventually.value { () async throws -> Exposition? in
+                let metrics = try await Self.scrape(server, port: metricsPort).metrics
+                return (metrics.value("orchard_guard_last_pass_timestamp_seconds") ?? 0) > 0 ? metrics : nil
+            })
+        #expect(metrics.value("orchard_guard_records", ["check": "identity_certificate", "state": "ok"]) == 1)
+        #expect(metrics.value("orchard_guard_records", ["check": "domain_file", "state": "pending"]) == 1)
+        #expect(metrics.value("orchard_guard_records", ["check": "registration", "state": "failing"]) == 0)
+        #expect(metrics.matching("orchard_guard_failing", identity).map(\.value) == [0])
+        #expect((metrics.matching("orchard_guard_certificate_days_left", identity).first?.value ?? 0) > 30)
+        #expect(metrics.value("orchard_guard_checks_total", ["check": "domain_file", "outcome": "failing"]) == 1)
+        #expect(metrics.value("orchard_guard_checks_total", ["check": "identity_certificate", "outcome": "ok"]) == 1)
+    }
 }
