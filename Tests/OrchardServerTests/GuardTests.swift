@@ -201,6 +201,19 @@ struct GuardTests {
                     == 3)
             #expect(try await rig.admin("?state=expiring").contains { $0["warningDays"] as? Int == 7 })
 
+            // Expired: the handshake fails, the file cannot be fetched, and the certificate is reported expired once.
+            try rig.host.setServerIdentity(try Self.identity(days: -1))
+            await rig.pass(after: Self.interval)
+            await rig.pass(after: Self.recheck)
+            await rig.pass(after: Self.interval)
+            let expired = try #require(try await rig.record(.domainCertificate, ServerHarness.domain))
+            #expect(expired.state == .failing && expired.detail.contains("has expired"))
+            #expect(try await rig.record(.domainFile, ServerHarness.domain)?.state == .failing)
+            #expect(
+                try await rig.events(.certificateExpired).count(where: {
+                    String(decoding: $0.payload, as: UTF8.self).contains("\"target\":\"\(ServerHarness.domain)\"")
+                }) == 1)
+
             try rig.host.setServerIdentity(try Self.identity(days: 365))
             await rig.pass(after: Self.interval)
             await rig.pass(after: Self.interval)
