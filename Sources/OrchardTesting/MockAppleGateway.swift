@@ -49,13 +49,13 @@ public final class MockAppleGateway: Sendable {
     private let configuration: Configuration
     private let sslContext: NIOSSLContext
     private let sessionSigningKey = SymmetricKey(size: .bits256)
-    private let state: Mutex<State>
+    let state: Mutex<State>
     /// The Merchant Token Management API's tokens, events and calls (MockAppleGateway+MerchantTokens.swift).
     let merchantTokens = MockMerchantTokens()
     /// The test CA, which a loopback https notification URL's certificate must chain to.
     let notificationTrust: NIOSSLCertificate
 
-    private struct State {
+    struct State {
         var faults: MockGatewayFaults
         var merchants: [MockMerchant]
         var partners: [String: MockPartnerMerchant] = [:]
@@ -118,27 +118,6 @@ public final class MockAppleGateway: Sendable {
     public var merchants: [MockMerchant] {
         get { state.withLock { $0.merchants } }
         set { state.withLock { $0.merchants = newValue } }
-    }
-
-    /// Merchants registered through the Web Merchant Registration API, by partner identifier.
-    public var partnerMerchants: [String: MockPartnerMerchant] {
-        state.withLock { $0.partners }
-    }
-
-    /// Forgets `domain` of a registered merchant, as when Apple's record drifts from a platform's
-    /// registry; false when the merchant or domain was not registered.
-    @discardableResult
-    public func dropRegisteredDomain(_ domain: String, partner: String) -> Bool {
-        state.withLock { state in
-            guard let index = state.partners[partner]?.domainNames.firstIndex(of: domain) else { return false }
-            state.partners[partner]?.domainNames.remove(at: index)
-            return true
-        }
-    }
-
-    /// Every registration API call received, oldest first.
-    public var receivedRegistrationCalls: [ReceivedRegistrationCall] {
-        state.withLock { $0.registrationCalls }
     }
 
     /// Every session request received, oldest first.

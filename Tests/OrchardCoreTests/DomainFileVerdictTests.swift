@@ -30,4 +30,12 @@ struct DomainFileVerdictTests {
         #expect(!changed.passed && !changed.servedWronglyByOrchard)
         #expect(DomainFileVerdict.reprDigest(of: []) == "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:")
     }
+
+    @Test("a domain's Location and Content-Type reach the advice at most 200 characters long")
+    func boundedHeaders() {
+        let long = "https://shop.example/" + String(repeating: "a", count: 5000)
+        let answer = ProbeAnswer(status: 302, contentType: nil, location: long, body: [])
+        let verdict = DomainFileVerdict(answer, domain: "shop.example", expected: Self.file)
+        #expect(!verdict.passed && verdict.detail.count < 400 && verdict.detail.contains("…"))
+    }
 }

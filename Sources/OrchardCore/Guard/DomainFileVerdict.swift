@@ -18,7 +18,7 @@ public struct DomainFileVerdict: Sendable, Equatable {
         servedWronglyByOrchard = !passed && answer.status == 200 && answer.reprDigest == Self.reprDigest(of: answer.body)
         detail =
             passed
-            ? "\(url) serves the association file byte for byte (\(answer.contentType ?? "no content type"))"
+            ? "\(url) serves the association file byte for byte (\(answer.contentType.map { Self.bounded($0) } ?? "no content type"))"
             : Self.judge(answer, url: url, expected: expected)
                 + (servedWronglyByOrchard ? " (Orchard itself served these bytes: a defect to report, not the shop's doing)" : "")
     }
@@ -40,6 +40,11 @@ public struct DomainFileVerdict: Sendable, Equatable {
     }
 
     static func judge(_ answer: ProbeAnswer, url: String, expected: [UInt8]?) -> String {
+        var answer = answer
+        // The domain's headers are another party's words: bounded before they reach a record,
+        // a log line or a webhook.
+        answer.location = answer.location.map { Self.bounded($0) }
+        answer.contentType = answer.contentType.map { Self.bounded($0) }
         switch answer.status {
         case 300..<400:
             return
@@ -56,5 +61,10 @@ public struct DomainFileVerdict: Sendable, Equatable {
         default:
             return "\(url) answers HTTP \(answer.status): Apple needs 200 with the file"
         }
+    }
+
+    /// At most 200 characters of a header value, marked when cut.
+    static func bounded(_ text: String) -> String {
+        text.count <= 200 ? text : String(text.prefix(200)) + "…"
     }
 }

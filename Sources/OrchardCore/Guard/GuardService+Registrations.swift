@@ -16,7 +16,6 @@ extension GuardService {
         } catch  where error.kind == .rejected && error.appleStatus == 404 {
             atApple = []
         } catch {
-            Counter(label: "orchard_guard_checks_total", dimensions: [("check", "registration"), ("outcome", "inconclusive")]).increment()
             return .inconclusive("Apple's record could not be read: \(error.hint)")
         }
         let missing = merchant.domains.filter { !atApple.contains($0) }

@@ -241,7 +241,8 @@ public struct GuardService: Sendable {
                 notValidAfter: held.notValidAfter,
                 "\(what) expired \(until): renew it in the Apple Developer portal now (orchard certs rotate)")
         }
-        let advice = days < GuardPolicy.warningDays[0] ? ": renew it now (orchard certs rotate)" : ""
+        let advice =
+            GuardPolicy.standing(notValidAfter: held.notValidAfter, at: now).0 == .ok ? "" : ": renew it now (orchard certs rotate)"
         return .certificate(notValidAfter: held.notValidAfter, "\(what) is valid until \(until) (\(days) days)\(advice)")
     }
 }
