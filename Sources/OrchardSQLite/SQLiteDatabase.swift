@@ -38,6 +38,8 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// runs the same few dozen over and over, and parsing each anew was much of the writer's time.
     /// Touched only by the thread that holds this connection (the writer thread, or one `read` at a time).
     private var statements: [String: (statement: OpaquePointer, columns: SQLiteColumns)] = [:]
+    /// The writer's WAL checkpoints, off its thread (set once, in `init`; nil on read connections).
+    private(set) var checkpointer: SQLiteCheckpointer?
     static let maximumCachedStatements = 128
     /// Statements prepared (cache misses), for tests: the same SQL with other values must not prepare again.
     let preparations = Atomic<Int>(0)
@@ -68,7 +70,13 @@ final class SQLiteDatabase: @unchecked Sendable {
         try execute("PRAGMA synchronous = FULL")  // a payment is on disk before the shopper is told
         try execute("PRAGMA foreign_keys = ON")
         // A read connection that tried to write would bypass the group commit: make it fail instead.
-        if readOnly { try execute("PRAGMA query_only = ON") }
+        if readOnly {
+            try execute("PRAGMA query_only = ON")
+        } else {
+            let checkpointer = try SQLiteCheckpointer(path: path)
+            checkpointer.attach(to: db)
+            self.checkpointer = checkpointer
+        }
     }
 
     deinit {
@@ -114,6 +122,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// Runs batches until no transaction waits.
     private func drain() {
         while true {
+            checkpointer?.finish(on: handle)
             let batch = queue.withLock { queue -> [GroupCommitMember] in
                 let batch = Array(queue.pending.prefix(Self.maximumBatch))
                 queue.pending.removeFirst(batch.count)
