@@ -74,6 +74,7 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
     // Who the client is and which merchant its Host names matter to the routes below only: a
     // static file, a 404 (no route matched) or the association file is answered without either.
     let routes = router.group()
+        .add(middleware: EventLoopExecutorMiddleware())
         .add(middleware: ClientAddressMiddleware(trustedProxies: configuration.trustedProxies, header: configuration.clientAddressHeader))
         .add(middleware: MerchantMiddleware(directory: directory, maxBodyBytes: configuration.maxBodyBytes))
     let limiter = RateLimiter(settings: configuration.limits, time: time)

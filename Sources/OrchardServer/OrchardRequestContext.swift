@@ -6,7 +6,7 @@ import OrchardCore
 
 /// Orchard's request context: the merchant serving the request's Host, resolved once by
 /// ``MerchantMiddleware``, and the body limit its JSON decoder keeps.
-public struct OrchardRequestContext: RequestContext {
+public struct OrchardRequestContext: RequestContext, EventLoopBound {
     public var coreContext: CoreRequestContextStorage
     /// The merchant whose domain the Host names (port ignored), and that domain; nil for an unknown host.
     public var merchant: MerchantConfiguration?
@@ -19,11 +19,14 @@ public struct OrchardRequestContext: RequestContext {
     public let peerAddress: IPAddress?
     /// The client as ``ClientAddressMiddleware`` resolved it (the peer unless that is a trusted proxy).
     public var clientAddress: IPAddress?
+    /// The connection's event loop (``EventLoopExecutorMiddleware``).
+    public let eventLoop: any EventLoop
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         peerAddress = source.channel.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
         clientAddress = peerAddress
+        eventLoop = source.channel.eventLoop
     }
 
     public var requestDecoder: OrchardRequestDecoder { OrchardRequestDecoder() }

@@ -1,7 +1,5 @@
 import ArgumentParser
 import Foundation
-import NIOCore
-import NIOPosix
 import OrchardRuntime
 
 @main
@@ -9,15 +7,15 @@ struct Orchard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Orchard: a self-hosted Apple Pay on the Web backend.",
         subcommands: [
-            Serve.self, DoctorCommand.self, Token.self, Domains.self, Certs.self, Payments.self, Mandates.self, Keys.self, Webhooks.self, GuardCommand.self,
+            Serve.self, DoctorCommand.self, Token.self, Domains.self, Certs.self, Payments.self, Mandates.self, Keys.self, Webhooks.self,
+            GuardCommand.self,
         ]
     )
 
-    /// Swift concurrency's jobs run on NIO's event loops, where the sockets are: a request, its
-    /// database queries and its answer no longer wake a thread of another pool at each `await`
-    /// (on a small VM each such wake-up cost more than the query). Before anything else runs.
+    /// Swift concurrency runs on its default executor. The API's requests run on their
+    /// connection's event loop (`EventLoopExecutorMiddleware`): installing NIO's loops as the
+    /// global executor did that for every request, and cost static files a tenth of their rate.
     static func main() async {
-        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         switch await runCommandLine() {
         case .succeeded:
             return
