@@ -1,14 +1,23 @@
 import Hummingbird
 import NIOCore
+import NIOPosix
 
 /// Runs each request of the routes behind it on its connection's event loop, as a task executor
 /// preference: the database's answers (postgres-nio and the SQLite writer answer on event loops
 /// or threads of their own) then resume the handler on a loop, not by waking a thread of Swift's
 /// cooperative pool at every `await`. Static files and the association file are not behind it:
 /// they have nothing to wait for, and run on the pool with the connection.
+///
+/// Only the loops of NIO's shared group, which the server's connections run on, are used: a
+/// test channel's loop (Hummingbird's router tests) runs a job enqueued from its own thread
+/// only when something else wakes it, so a request there keeps the default executor.
 struct EventLoopExecutorMiddleware<Context: RequestContext & EventLoopBound>: RouterMiddleware {
+    private static var serverLoops: [any EventLoop] { Array(MultiThreadedEventLoopGroup.singleton.makeIterator()) }
+    private let loops = Self.serverLoops
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        try await withTaskExecutorPreference(EventLoopTaskExecutor(context.eventLoop)) {
+        guard loops.contains(where: { $0 === context.eventLoop }) else { return try await next(request, context) }
+        return try await withTaskExecutorPreference(EventLoopTaskExecutor(context.eventLoop)) {
             try await next(request, context)
         }
     }

@@ -24,6 +24,11 @@ struct EventLoopExecutorTests {
                 }
                 return before && context.eventLoop.inEventLoop ? "loop" : "pool"
             }
+        // Router tests' channels have a testing loop, which the middleware leaves alone.
+        try await Application(router: router).test(.router) { client in
+            let inside = try await client.execute(uri: "/inside", method: .get)
+            #expect(String(buffer: inside.body) == "pool")
+        }
         try await Application(router: router).test(.live) { client in
             for _ in 0..<20 {
                 let inside = try await client.execute(uri: "/inside", method: .get)
