@@ -39,13 +39,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     let finishes = Atomic<Int>(0)
 
     init(path: String) throws(SQLiteDatabase.Failure) {
-        var db: OpaquePointer?
-        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let db else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
-            sqlite3_close(db)
-            throw SQLiteDatabase.Failure(code: SQLITE_CANTOPEN, message: "\(path): \(message)")
-        }
-        sqlite3_busy_timeout(db, 5000)
+        let db = try SQLiteDatabase.open(path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX)
         // A connection learns the journal mode when it first reads the file; until then a
         // checkpoint does nothing, as on a database not in WAL mode.
         guard sqlite3_exec(db, "PRAGMA journal_mode = WAL", nil, nil, nil) == SQLITE_OK else {

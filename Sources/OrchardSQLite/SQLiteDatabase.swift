@@ -52,20 +52,11 @@ final class SQLiteDatabase: @unchecked Sendable {
     var pendingWrites: Int { queue.withLock { $0.pending.count } }
 
     init(path: String, readOnly: Bool = false) throws {
-        var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK, let db else {
-            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
-            sqlite3_close(db)
-            throw Failure(code: SQLITE_CANTOPEN, message: "\(path): \(message)")
-        }
+        let db = try Self.open(path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX)
         handle = db
         self.path = path
         writerThread = readOnly ? nil : NIOThreadPool(numberOfThreads: 1)
         writerThread?.start()
-        // Before anything touches the file: another connection closing (its WAL checkpoint) or
-        // writing holds a lock for a moment, and without a timeout even the PRAGMAs fail with BUSY.
-        sqlite3_busy_timeout(db, 5000)
         try execute("PRAGMA journal_mode = WAL")
         try execute("PRAGMA synchronous = FULL")  // a payment is on disk before the shopper is told
         try execute("PRAGMA foreign_keys = ON")
@@ -77,6 +68,20 @@ final class SQLiteDatabase: @unchecked Sendable {
             checkpointer.attach(to: db)
             self.checkpointer = checkpointer
         }
+    }
+
+    /// A connection to `path`, with the busy timeout every connection here needs: before anything
+    /// touches the file, another connection closing (its WAL checkpoint) or writing holds a lock
+    /// for a moment, and without a timeout even the PRAGMAs fail with BUSY.
+    static func open(_ path: String, flags: Int32) throws(Failure) -> OpaquePointer {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(path, &db, flags, nil) == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close(db)
+            throw Failure(code: SQLITE_CANTOPEN, message: "\(path): \(message)")
+        }
+        sqlite3_busy_timeout(db, 5000)
+        return db
     }
 
     deinit {

@@ -12,12 +12,12 @@ import NIOPosix
 /// test channel's loop (Hummingbird's router tests) runs a job enqueued from its own thread
 /// only when something else wakes it, so a request there keeps the default executor.
 struct EventLoopExecutorMiddleware<Context: RequestContext & EventLoopBound>: RouterMiddleware {
-    private static var serverLoops: [any EventLoop] { Array(MultiThreadedEventLoopGroup.singleton.makeIterator()) }
-    private let loops = Self.serverLoops
+    /// One executor per loop of the shared group, made once.
+    private let executors = MultiThreadedEventLoopGroup.singleton.makeIterator().map(EventLoopTaskExecutor.init)
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard loops.contains(where: { $0 === context.eventLoop }) else { return try await next(request, context) }
-        return try await withTaskExecutorPreference(EventLoopTaskExecutor(context.eventLoop)) {
+        guard let executor = executors.first(where: { $0.eventLoop === context.eventLoop }) else { return try await next(request, context) }
+        return try await withTaskExecutorPreference(executor) {
             try await next(request, context)
         }
     }
