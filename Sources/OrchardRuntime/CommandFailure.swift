@@ -28,6 +28,10 @@ extension AsyncParsableCommand {
         } catch {
             return .argumentParser(error)
         }
+        // `--help`, `-h` and `help <subcommand>` parse to ArgumentParser's own help command, whose
+        // run() throws its help screen as an error: whatever a command outside this tool's own
+        // tree throws is ArgumentParser's to print.
+        let ownCommand = commandTree.contains { ObjectIdentifier($0) == ObjectIdentifier(type(of: command)) }
         do {
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -35,10 +39,17 @@ extension AsyncParsableCommand {
                 try command.run()
             }
             return .succeeded
-        } catch let error where error is ExitCode || error is CleanExit || error is ValidationError {
+        } catch let error where !ownCommand || error is ExitCode || error is CleanExit || error is ValidationError {
             return .argumentParser(error)
         } catch {
             return .failed(line: "orchard: \(error)\n")
         }
+    }
+}
+
+extension ParsableCommand {
+    /// This command and every command below it, as their configurations list them.
+    static var commandTree: [any ParsableCommand.Type] {
+        [self] + configuration.subcommands.flatMap { $0.commandTree }
     }
 }

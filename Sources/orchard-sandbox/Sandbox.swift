@@ -7,6 +7,7 @@ struct Sandbox: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "orchard-sandbox",
         abstract: "Orchard's development tools: the demo, the mock Apple gateway and test tokens. Never for production.",
+        version: Release.version,
         subcommands: [Demo.self, MockGateway.self, Token.self]
     )
 

@@ -6,6 +6,7 @@ import OrchardRuntime
 struct Orchard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Orchard: a self-hosted Apple Pay on the Web backend.",
+        version: Release.version,
         subcommands: [
             Serve.self, DoctorCommand.self, Token.self, Domains.self, Certs.self, Payments.self, Mandates.self, Keys.self, Webhooks.self,
             GuardCommand.self,

@@ -14,22 +14,9 @@ struct DocumentationCommandsTests {
 
     /// The commands an executable runs (those without subcommands of their own), from its own help.
     static func commands(of executable: URL) async throws -> [Command] {
-        let result = try await OrchardProcess.run(["--experimental-dump-help"], executable: executable)
-        let dump = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout)) as? [String: Any])
-        return leaves(try #require(dump["command"] as? [String: Any]), path: [])
-    }
-
-    static func leaves(_ command: [String: Any], path: [String]) -> [Command] {
-        let path = path + [command["commandName"] as? String ?? "?"]
-        let subcommands = (command["subcommands"] as? [[String: Any]] ?? []).filter { $0["commandName"] as? String != "help" }
-        guard subcommands.isEmpty else { return subcommands.flatMap { leaves($0, path: path) } }
-        let arguments = command["arguments"] as? [[String: Any]] ?? []
-        let options = arguments.flatMap { argument in
-            (argument["names"] as? [[String: Any]] ?? []).compactMap { name in
-                name["kind"] as? String == "long" ? name["name"] as? String : nil
-            }
+        try await CommandTree.commands(of: executable).filter { !$0.hasSubcommands }.map {
+            Command(path: $0.path, options: $0.options)
         }
-        return [Command(path: path.joined(separator: " "), options: options.filter { $0 != "help" && $0 != "version" })]
     }
 
     /// What `page` leaves out of `commands`: a command not at the start of a table row, an option not named.
