@@ -16,12 +16,14 @@ import ShopCallbacks
 /// Options shared by the commands that log.
 public struct LoggingOptions: ParsableArguments {
     @Option(
-        help:
-            "Log level: trace, debug, info, notice, warning, error, critical (default: LOG_LEVEL, else the configuration's log.level, else info)."
-    )
+        help: ArgumentHelp(
+            "trace, debug, info, notice, warning, error or critical (default: LOG_LEVEL, else the configuration's log.level, else info).",
+            valueName: "level"))
     public var logLevel: String?
 
-    @Option(help: "Log line format: text, or json for one JSON object per line (default: the configuration's log.format, else text).")
+    @Option(
+        help: ArgumentHelp(
+            "text, or json for one JSON object per line (default: the configuration's log.format, else text).", valueName: "format"))
     public var logFormat: String?
 
     public init() {}

@@ -8,14 +8,16 @@ import OrchardTesting
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run Orchard against a local mock Apple gateway: no Apple account needed.",
+        abstract: "Try Orchard on this machine: the server, a mock Apple gateway and a checkout page any browser can pay on.",
         discussion: """
-            Creates a test PKI in --state-dir, starts the mock gateway (mutual TLS) and the server \
-            on loopback wired to it, and serves the checkout page with a simulated Apple Pay sheet \
-            (a clearly labelled ApplePaySession test double) so any browser can pay end to end.
+            No Apple account needed, and nothing leaves this machine. Creates a test PKI in \
+            --state-dir, starts the mock gateway (mutual TLS) and the server on loopback wired to \
+            it, and serves the checkout page (http://localhost:8080/ by default) with a simulated Apple Pay \
+            sheet (a clearly labelled ApplePaySession test double) so any browser can pay end to \
+            end. It prints the page's address and curl commands to try; Ctrl-C stops it.
             """)
 
-    @Option(help: "Folder for the test PKI and the generated configuration.")
+    @Option(help: ArgumentHelp("Folder for the test PKI and the generated configuration.", valueName: "folder"))
     var stateDir: String = ".orchard/demo"
 
     @Option(help: "Port for the Orchard server (0: any free port).")
@@ -24,15 +26,21 @@ struct Demo: AsyncParsableCommand {
     @Flag(help: "Do not serve the simulated Apple Pay sheet (the page then shows only what the browser itself offers).")
     var noSimulatedSheet = false
 
-    @Option(help: "Load Apple's JS SDK from this URL (https, or http on loopback); by default the demo loads none.")
+    @Option(
+        help: ArgumentHelp(
+            "Load Apple's JS SDK from this URL (https, or http on loopback); by default the demo loads none.", valueName: "url"))
     var applePaySdk: String?
 
-    @Option(help: "Where payments go: record (stored only), or worldpay / worldline (mock processors started beside the gateway).")
+    @Option(
+        help: ArgumentHelp(
+            "Where payments go: record (stored only), or worldpay or worldline (mock processors started beside the gateway).",
+            valueName: "record|worldpay|worldline"))
     var processor: String = "record"
 
     @Option(
-        help: "Send the merchant's webhooks here (https, or http on loopback); the signing secret is written to <state-dir>/webhook-secret."
-    )
+        help: ArgumentHelp(
+            "Send the merchant's webhooks here (https, or http on loopback); the signing secret is written to <state-dir>/webhook-secret.",
+            valueName: "url"))
     var webhookUrl: String?
 
     @OptionGroup var faults: FaultOptions

@@ -6,16 +6,21 @@ import OrchardTesting
 
 /// Fault-injection flags shared by `mock-gateway` and `demo`.
 struct FaultOptions: ParsableArguments {
-    @Option(help: "Delay every session answer by this many milliseconds.")
+    @Option(help: ArgumentHelp("The mock gateway delays every session answer by this many milliseconds.", valueName: "ms"))
     var latencyMs: Int = 0
 
-    @Option(help: "Answer every session request with this HTTP status (e.g. 400, 500) and an Apple-shaped error.")
+    @Option(
+        help: ArgumentHelp(
+            "The mock gateway answers every session request with this HTTP status (400-599) and an Apple-shaped error.",
+            valueName: "status"))
     var failStatus: Int?
 
-    @Flag(help: "Reset the connection instead of answering.")
+    @Flag(help: "The mock gateway resets the connection instead of answering a session request.")
     var reset = false
 
-    @Option(help: "Send half the body, then the rest after this many milliseconds.")
+    @Option(
+        help: ArgumentHelp(
+            "The mock gateway sends half of each session answer, then the rest this many milliseconds later.", valueName: "ms"))
     var slowBodyMs: Int?
 
     func validate() throws {

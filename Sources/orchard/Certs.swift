@@ -8,7 +8,7 @@ import X509
 /// `orchard certs …`: the keys and certificates Apple asks for.
 struct Certs: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create keys and CSRs for Apple, import Apple's certificates, and inspect certificate files.",
+        abstract: "Apple Pay's two certificates: create a key and CSR for Apple, import the .cer Apple issues, inspect a file, rotate.",
         subcommands: [CSR.self, Import.self, Inspect.self, Rotate.self])
 
     struct CSR: ParsableCommand {
@@ -24,9 +24,9 @@ struct Certs: ParsableCommand {
             case identity, processing
         }
 
-        @Option(help: "identity or processing.") var type: Kind
-        @Option(help: "The merchant ID (merchant.com.example.shop).") var merchantId: String
-        @Option(help: "The folder to write <type>.key and <type>.csr into.") var out: String
+        @Option(help: "Which certificate: identity (merchant sessions) or processing (tokens are encrypted to it).") var type: Kind
+        @Option(help: ArgumentHelp("The merchant ID (merchant.com.example.shop).", valueName: "id")) var merchantId: String
+        @Option(help: ArgumentHelp("The folder to write <type>.key and <type>.csr into.", valueName: "folder")) var out: String
         @Flag(help: "Replace an existing key and CSR.") var force = false
 
         func run() throws {

@@ -24,7 +24,7 @@ extension Certs {
         struct Options: ParsableArguments {
             @Option(help: "identity or processing.") var type: Certs.CSR.Kind
             @Option(help: "The merchant ID, as merchants[].merchantIdentifier names it.") var merchant: String
-            @Option(help: "The configuration file (JSON).") var config: String = "Config/orchard.json"
+            @Option(help: ArgumentHelp("The configuration file (JSON).", valueName: "file")) var config: String = "Config/orchard.json"
 
             /// The same step's command line, for "next:" lines.
             func command(_ step: String, _ extra: String = "") -> String {

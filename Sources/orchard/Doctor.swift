@@ -10,7 +10,8 @@ import OrchardServer
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
-        abstract: "Check the store, every merchant's certificates, keys, association file and (--live) Apple's answer.",
+        abstract:
+            "Check a configuration before serving it: the store, each merchant's certificates, keys, association file and, with --live, Apple's answer.",
         discussion: """
             One line per check, ✓ or ✗ with what to do. The store first: PostgreSQL must answer with \
             a schema this Orchard can use (nothing is created or migrated), SQLite's folder must be \
@@ -21,7 +22,7 @@ struct DoctorCommand: AsyncParsableCommand {
             when every check holds.
             """)
 
-    @Option(help: "The configuration file (JSON).")
+    @Option(help: ArgumentHelp("The configuration file (JSON).", valueName: "file"))
     var config: String = "Config/orchard.json"
 
     @Flag(help: "Request a merchant session for each domain from the configured gateway.")
@@ -31,15 +32,15 @@ struct DoctorCommand: AsyncParsableCommand {
     var domains = false
 
     @Option(
-        help:
-            "With --domains: connect to ORIGIN for DOMAIN (DOMAIN=https://host:port), e.g. a server DNS does not point at yet; TLS still checks DOMAIN's name."
-    )
+        help: ArgumentHelp(
+            "With --domains: fetch the domain from this server instead (one DNS does not point at yet); TLS still checks the domain's name.",
+            valueName: "domain=https://host:port"))
     var connectTo: [String] = []
 
-    @Option(help: "With --domains: trust this PEM CA for the domains instead of the system store.")
+    @Option(help: ArgumentHelp("With --domains: trust this PEM CA for the domains instead of the system store.", valueName: "file"))
     var caFile: String?
 
-    @Flag(help: "JSON output.")
+    @Flag(help: "Print the checks as JSON.")
     var json = false
 
     func run() async throws {

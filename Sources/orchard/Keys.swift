@@ -17,7 +17,7 @@ struct Keys: AsyncParsableCommand {
         subcommands: [Create.self, List.self, Revoke.self])
 
     struct StoreOptions: ParsableArguments {
-        @Option(help: "The configuration file (JSON).")
+        @Option(help: ArgumentHelp("The configuration file (JSON).", valueName: "file"))
         var config: String = "Config/orchard.json"
 
         /// Runs `body` with the configuration and its store, which stops (a PostgreSQL store's

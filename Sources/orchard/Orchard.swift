@@ -6,6 +6,13 @@ import OrchardRuntime
 struct Orchard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Orchard: a self-hosted Apple Pay on the Web backend.",
+        discussion: """
+            Orchard validates merchants with Apple, serves the checkout page and each domain's \
+            association file, and authorizes Apple Pay tokens through the merchant's processor. \
+            A first setup: `orchard certs csr` for Apple's two certificates, a configuration file \
+            (docs/configuration.md), `orchard doctor` until every check passes, then `orchard serve`. \
+            To try it first with no Apple account: `orchard-sandbox demo`.
+            """,
         version: Release.version,
         subcommands: [
             Serve.self, DoctorCommand.self, Token.self, Domains.self, Certs.self, Payments.self, Mandates.self, Keys.self, Webhooks.self,

@@ -8,7 +8,7 @@ import X509
 
 struct Token: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Decrypt and inspect Apple Pay payment tokens; mint test tokens.",
+        abstract: "Look inside an Apple Pay payment token: verify its signature and decrypt it (test tokens: orchard-sandbox token mint).",
         subcommands: [Decrypt.self])
 }
 
