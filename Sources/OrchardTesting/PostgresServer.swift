@@ -177,8 +177,8 @@ public final class PostgresServer: Sendable {
         }
         throw Failure(
             description: """
-                PostgreSQL is not installed (no \(root)/<version>/bin/postgres): `apt-get install postgresql` to run the \
-                PostgreSQL store's cases, or set ORCHARD_SKIP_POSTGRES=1 to leave them out
+                PostgreSQL is not installed (no \(root)/<version>/bin/postgres): scripts/test installs it (or \
+                `apt-get install postgresql`), or set ORCHARD_SKIP_POSTGRES=1 to leave the PostgreSQL cases out
                 """)
     }
 

@@ -9,7 +9,7 @@ import Testing
 /// shipped cluster configuration (TLS, HTTP/2, round robin): a token sent 50 times at once is
 /// charged once, the webhook and the re-send of an unknown payment happen once, and a domain
 /// registered through one instance is served by the other.
-@Suite("Two instances behind nginx on one PostgreSQL", .serialized)
+@Suite("Two instances behind nginx on one PostgreSQL", .serialized, .enabled(if: PostgresServer.enabled))
 struct ClusterTests {
     static let secret = String(repeating: "c", count: 40)
     static let newDomain = "cluster-shop.example"

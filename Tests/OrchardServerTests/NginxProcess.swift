@@ -22,7 +22,7 @@ final class NginxProcess: Sendable {
     /// may be taken by another process before it binds them: then it starts again on others.
     init(upstreamPorts: [Int], domain: String, certificate: TestCertificate) async throws {
         guard let nginx = Self.binary else {
-            Issue.record("nginx is not installed: apt-get install nginx")
+            Issue.record("nginx is not installed: scripts/test installs it (or apt-get install nginx)")
             throw CancellationError()
         }
         for attempt in 1...3 {
