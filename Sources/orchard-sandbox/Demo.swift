@@ -76,6 +76,7 @@ struct Demo: AsyncParsableCommand {
         let simulator = noSimulatedSheet ? nil : try SimulatedSheet(environment: environment)
         let tokenFile = try environment.adminTokenFile()
         let (stateDir, processor) = (self.stateDir, self.processor)
+        let (orchard, sandbox) = (Self.typed("orchard"), Self.typed("orchard-sandbox"))
         try await runServer(configuration, simulator: simulator, logger: logger) { port in
             say(
                 """
@@ -94,15 +95,23 @@ struct Demo: AsyncParsableCommand {
                   curl -sS -X POST http://localhost:\(port)/api/apple-pay/session -H 'Content-Type: application/json' -d '{"validationURL":"https://apple-pay-gateway-cert.apple.com/paymentservices/startSession"}'
                 an order (priced by the server):
                   curl -sS -X POST http://localhost:\(port)/api/orders -H 'Content-Type: application/json' -d '{"items":[{"productId":"apple-box","quantity":2}]}'
-                and a test token for it: orchard-sandbox token mint --state-dir \(stateDir) --amount <total in cents> --application-data orchard-order:<orderId>
+                and a test token for it: \(sandbox) token mint --state-dir \(URL(fileURLWithPath: stateDir).standardizedFileURL.path) --amount <total in cents> --application-data orchard-order:<orderId>
 
                 Payments go to: \(processor == "record" ? "the database only (record)" : "a mock \(processor) at \(processors?.baseURL ?? "")")
-                Back office: orchard payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)
+                Back office: \(orchard) payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)
 
                 Press Ctrl-C to stop.
                 """)
         }
         await gateway.stop()
         await processors?.stop()
+    }
+
+    /// How to type the executable `name`, beside this one, so that the commands the demo prints
+    /// run as pasted: by name when this one was started through the PATH, else by its whole path
+    /// (scripts/demo starts `.build/debug/orchard-sandbox` after a `cd`).
+    static func typed(_ name: String) -> String {
+        guard let invoked = CommandLine.arguments.first, invoked.contains("/") else { return name }
+        return URL(fileURLWithPath: invoked).deletingLastPathComponent().appendingPathComponent(name).standardizedFileURL.path
     }
 }
