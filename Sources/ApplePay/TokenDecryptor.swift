@@ -103,12 +103,26 @@ public struct TokenDecryptor: Sendable {
         self.keys = keys
     }
 
+    /// The refusal of a token encrypted to a key the merchant does not list, naming the hash the
+    /// token carries and the ones configured (base64, as tokens write them): the commonest real
+    /// decryption failure is a processing certificate activated at Apple that Orchard was not given.
+    public static func unknownKey(_ tokenHash: [UInt8], configured: [[UInt8]]) -> ApplePayError {
+        let listed =
+            configured.isEmpty
+            ? "this merchant has no processing keys"
+            : "this merchant's processing keys have \(configured.map { Data($0).base64EncodedString() }.joined(separator: ", "))"
+        return ApplePayError(
+            .unknownProcessingKey,
+            """
+            the token is encrypted to the processing key with publicKeyHash \(Data(tokenHash).base64EncodedString()), and \
+            \(listed): configure the key of the processing certificate active at Apple
+            """)
+    }
+
     /// The plaintext JSON Apple encrypted, byte for byte, and its parsed form.
     public func decrypt(_ token: PaymentData.Decoded) throws(ApplePayError) -> DecryptedPayment {
         guard let key = keys.first(where: { $0.publicKeyHash == token.publicKeyHash }) else {
-            throw ApplePayError(
-                .unknownProcessingKey,
-                "no processing key matches the token's publicKeyHash \(Data(token.publicKeyHash).base64EncodedString())")
+            throw Self.unknownKey(token.publicKeyHash, configured: keys.map(\.publicKeyHash))
         }
         let symmetricKey: SymmetricKey
         switch (token.scheme, key.key) {

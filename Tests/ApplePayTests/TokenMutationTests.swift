@@ -138,6 +138,15 @@ struct TokenMutationTests {
         let decoded = try verify(try Vector.gala.token.paymentData).decoded
         let stranger = ProcessingKeyFixture.ec()
         #expect(code { _ = try TokenDecryptor(keys: [stranger]).decrypt(decoded) } == .unknownProcessingKey)
+        do {
+            _ = try TokenDecryptor(keys: [stranger]).decrypt(decoded)
+        } catch {
+            let named = Data(decoded.publicKeyHash).base64EncodedString()
+            #expect(
+                error.message.contains("publicKeyHash \(named)")
+                    && error.message.contains(Data(stranger.publicKeyHash).base64EncodedString()))
+        }
+        #expect(TokenDecryptor.unknownKey(decoded.publicKeyHash, configured: []).message.contains("has no processing keys"))
         let wrongMerchant = try ProcessingKey(privateKeyPEM: try Vector.gala.text("private_key.pem"), merchantIdentifier: "merchant.wrong")
         #expect(code { _ = try TokenDecryptor(keys: [wrongMerchant]).decrypt(decoded) } == .decryptionFailed)
 

@@ -1,4 +1,5 @@
 import ApplePay
+import Crypto
 import Foundation
 import Logging
 import OrchardCore
@@ -112,6 +113,31 @@ struct PaymentsEngineTests {
             #expect(try await state(bench, order) == (.paid, [.authorized], ["\(order.id)-1"]))
             #expect(bench.processor.charges == ["\(order.id)-1"])
             #expect(try await bench.store.retryPayload(paymentId: try await bench.store.payments(orderId: order.id)[0].id) == nil)
+        }
+    }
+
+    @Test("a token for a key the merchant does not list: refused, nothing sent or recorded, the log names both hashes")
+    func unknownProcessingKey() async throws {
+        try await Self.withBench { bench in
+            let order = try await bench.order()
+            let logs = CapturingLogHandler()
+            try bench.restart(logHandler: logs)
+            // Encrypted to a processing certificate activated at Apple that Orchard was not given.
+            let other = P256.KeyAgreement.PrivateKey()
+            let token = PaymentToken(
+                paymentData: try bench.minter.mintEC(
+                    payload: TokenMinter.samplePayload(amount: 990), to: other.publicKey, merchantIdentifier: EngineBench.merchant,
+                    applicationDataHash: Array(SHA256.hash(data: order.applicationData)), signingTime: bench.clock.now))
+            await #expect(throws: PaymentEngineError(.invalidToken, "the payment could not be verified (unknownProcessingKey)")) {
+                try await bench.engine.authorize(.init(merchantIdentifier: EngineBench.merchant, orderId: order.id, token: token))
+            }
+            #expect(bench.processor.requests == 0)
+            #expect(try await state(bench, order) == (.open, [], []))
+            let hash = { (key: P256.KeyAgreement.PublicKey) in Data(SHA256.hash(data: key.derRepresentation)).base64EncodedString() }
+            let refusal = logs.records.withLock { $0.first { $0.message.contains("payment token refused") } }
+            let detail = try #require(refusal?.metadata["detail"].map { "\($0)" })
+            #expect(detail.contains("publicKeyHash \(hash(other.publicKey))"), "\(detail)")
+            #expect(detail.contains("processing keys have \(hash(ServerHarness.processingKey.publicKey))"), "\(detail)")
         }
     }
 

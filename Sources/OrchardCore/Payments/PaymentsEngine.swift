@@ -180,12 +180,12 @@ public struct PaymentsEngine: Sendable {
         let verified: TokenVerifier.Verified
         let payment: DecryptedPayment
         do throws(ApplePayError) {
-            guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
-                throw ApplePayError(.unknownProcessingKey, "the merchant has no processing keys")
-            }
             let now = time.now
             verified = try EngineMetrics.tokenStep("verify") { () throws(ApplePayError) in
                 try verifier.verify(attempt.token.paymentData, at: now)
+            }
+            guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
+                throw TokenDecryptor.unknownKey(verified.decoded.publicKeyHash, configured: [])
             }
             payment = try EngineMetrics.tokenStep("decrypt") { () throws(ApplePayError) in try decryptor.decrypt(verified.decoded) }
         } catch {
