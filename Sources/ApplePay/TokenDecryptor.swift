@@ -36,11 +36,17 @@ public struct ProcessingKey: Sendable {
                 "the processing certificate has no merchant-ID extension (1.2.840.113635.100.6.32); pass the merchant ID instead")
         }
         try self.init(privateKeyPEM: privateKeyPEM, merchantIdentifierHash: hash)
-        let certificateKeyHash = Array(SHA256.hash(data: (try? certificate.publicKey.serializeAsPEM().derBytes) ?? []))
-        guard certificateKeyHash == publicKeyHash else {
+        guard Self.publicKeyHash(of: certificate) == publicKeyHash else {
             throw ApplePayError(.keyMismatch, "the processing private key does not match the processing certificate")
         }
         self.certificate = certificate
+    }
+
+    /// What a token encrypted to `certificate`'s key names in `header.publicKeyHash`: the SHA-256
+    /// of the key's SubjectPublicKeyInfo (DER). Nil for a key that cannot be serialized.
+    public static func publicKeyHash(of certificate: Certificate) -> [UInt8]? {
+        guard let der = try? certificate.publicKey.serializeAsPEM().derBytes else { return nil }
+        return Array(SHA256.hash(data: der))
     }
 
     /// A key for a merchant ID given as a string (`merchant.com.example`).

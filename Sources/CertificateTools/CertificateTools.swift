@@ -35,6 +35,9 @@ public struct CertificateReport: Sendable, Codable, Equatable {
     public var merchantIdentifierHash: String?
     /// Whether the extension's hash is the hash of `merchantIdentifier` (nil when either is missing).
     public var merchantIdentifierMatches: Bool?
+    /// For a processing certificate, the base64 hash that tokens encrypted to its key carry in
+    /// `header.publicKeyHash`: what to compare with a token that will not decrypt.
+    public var publicKeyHash: String?
     public var keyType: String
     public var keyBits: Int?
     public var notValidBefore: Date
@@ -169,11 +172,14 @@ public enum CertificateInspector {
         var serializer = DER.Serializer()
         let der = (try? serializer.serialize(certificate)).map { serializer.serializedBytes } ?? []
         let (keyType, bits) = describe(certificate.publicKey)
+        let kind = kind(of: certificate)
+        let keyHash = kind == .processing ? ProcessingKey.publicKeyHash(of: certificate).map { Data($0).base64EncodedString() } : nil
         return CertificateReport(
             subject: certificate.subject.description, issuer: certificate.issuer.description,
             serialNumber: certificate.serialNumber.description, sha256Fingerprint: Hex.encode(Array(SHA256.hash(data: der))).uppercased(),
-            kind: kind(of: certificate), merchantIdentifier: uid, merchantIdentifierHash: hash,
-            merchantIdentifierMatches: uid.flatMap { id in hash.map { $0 == MerchantIdentifierExtension.hash(of: id) } }, keyType: keyType,
+            kind: kind, merchantIdentifier: uid, merchantIdentifierHash: hash,
+            merchantIdentifierMatches: uid.flatMap { id in hash.map { $0 == MerchantIdentifierExtension.hash(of: id) } },
+            publicKeyHash: keyHash, keyType: keyType,
             keyBits: bits, notValidBefore: certificate.notValidBefore, notValidAfter: certificate.notValidAfter,
             daysLeft: Int((certificate.notValidAfter.timeIntervalSince(now) / 86_400).rounded(.down)),
             expired: certificate.notValidAfter < now)

@@ -179,7 +179,7 @@ struct Certs: ParsableCommand {
                       issuer       \(certificate.issuer)
                       kind         \(certificate.kind.rawValue)
                       merchant ID  \(certificate.merchantIdentifier ?? "-")\(certificate.merchantIdentifierMatches == false ? "  (does NOT match the extension)" : "")
-                      6.32 hash    \(certificate.merchantIdentifierHash ?? "-")
+                      6.32 hash    \(certificate.merchantIdentifierHash ?? "-")\(certificate.publicKeyHash.map { "\n  key hash     \($0)  (tokens encrypted to it name this publicKeyHash)" } ?? "")
                       key          \(certificate.keyType)\(certificate.keyBits.map { " (\($0) bits)" } ?? "")
                       valid        \(certificate.notValidBefore.formatted(.iso8601)) → \(certificate.notValidAfter.formatted(.iso8601))
                       days left    \(certificate.daysLeft)\(certificate.expired ? " (EXPIRED)" : "")

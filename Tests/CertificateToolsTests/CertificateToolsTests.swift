@@ -76,6 +76,8 @@ struct CertificateToolsTests {
         #expect(certificate.merchantIdentifierHash == MerchantIdentifierExtension.hash(of: "merchant.basistheory.sales"))
         #expect(certificate.merchantIdentifierMatches == true)
         #expect(certificate.keyType == "RSA" && certificate.keyBits == 2048)
+        // Apple's real RSA_v1 token to this certificate names exactly this hash.
+        #expect(certificate.publicKeyHash == "eJnBcJm15tPVs9R6nI3lUdWnG0VJGAPpivDcn84I+XA=")
         #expect(certificate.issuer.contains("Apple Worldwide Developer Relations CA - G2"))
         #expect(!certificate.expired && certificate.daysLeft > 300)
         let today = try CertificateInspector.inspect(bytes, password: nil, at: Date(timeIntervalSince1970: 1_800_000_000))
@@ -96,6 +98,8 @@ struct CertificateToolsTests {
         #expect(name == (subject == .merchantID ? "Merchant ID: \(merchant)" : "Apple Pay Payment Processing:\(merchant)"))
         let report = CertificateInspector.report(processing, at: Date())
         #expect(report.kind == .processing && report.merchantIdentifier == merchant && report.merchantIdentifierMatches == true)
+        #expect(report.publicKeyHash == Data(SHA256.hash(data: key.publicKey.derRepresentation)).base64EncodedString())
+        #expect(CertificateInspector.report(TestMaterial.shared.identity.certificate, at: Date()).publicKeyHash == nil)
         // The identity certificate carries the same `Merchant ID:` name; client authentication tells it apart.
         let identity = TestMaterial.shared.identity.certificate
         #expect(CertificateInspector.commonName(of: identity)?.hasPrefix("Merchant ID: ") == true)

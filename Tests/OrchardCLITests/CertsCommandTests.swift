@@ -46,4 +46,14 @@ struct CertsCommandTests {
         #expect(junk.status == 1)
         #expect(junk.stderr.split(separator: "\n").count == 1)
     }
+
+    @Test("inspect shows the publicKeyHash that Apple's real EC_v1 token to that processing certificate carries")
+    func inspectNamesTheTokensHash() async throws {
+        let certificate = OrchardProcess.repositoryRoot.appendingPathComponent("Tests/ApplePayTests/Fixtures/gala-2021/certificate.pem")
+        let inspected = try await OrchardProcess.run(["certs", "inspect", certificate.path])
+        let text = String(decoding: inspected.stdout, as: UTF8.self)
+        #expect(inspected.status == 0, "\(inspected.stderr)")
+        #expect(text.contains("kind         processing"), "\(text)")
+        #expect(text.contains("key hash     +9VwJrqieiPF2ZRB0xHFYhgQ6RYza5hfrVLpdB1KtKI="), "\(text)")
+    }
 }
