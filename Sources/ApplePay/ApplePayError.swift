@@ -33,6 +33,8 @@ public struct ApplePayError: Error, Sendable, Equatable, CustomStringConvertible
         case signingTimeInFuture
         /// No configured processing key matches the token's publicKeyHash.
         case unknownProcessingKey
+        /// The token's processing key is held by the processor: Orchard cannot decrypt it.
+        case keyHeldByProcessor
         /// The processing key does not fit the token (wrong kind, bad ephemeral key or wrapped key).
         case keyAgreementFailed
         /// AES-GCM authentication failed: wrong key, wrong merchant ID or tampered data.

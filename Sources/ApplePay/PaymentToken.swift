@@ -17,6 +17,15 @@ public struct PaymentToken: Sendable, Codable, Equatable {
             self.network = network
             self.type = type
         }
+
+        /// The last four digits of `displayName` ("Visa 0492"), what a shop shows of a token it
+        /// does not decrypt; "" when the name ends otherwise.
+        public var lastFour: String {
+            guard let last = displayName?.split(separator: " ").last, last.utf8.count == 4,
+                last.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+            else { return "" }
+            return String(last)
+        }
     }
 
     /// Parses a whole token or a bare `paymentData` object.

@@ -5,11 +5,15 @@ import SwiftASN1
 import X509
 import _CryptoExtras
 
-/// A payment processing private key, with what decryption needs to know about it.
+/// A payment processing key, with what decryption needs to know about it: a private key
+/// Orchard holds, or only the certificate of one the processor holds (made at Apple on the
+/// processor's CSR), which Orchard can name and check tokens against but never decrypt with.
 public struct ProcessingKey: Sendable {
     enum Key: Sendable {
         case ec(P256.KeyAgreement.PrivateKey)
         case rsa(OpenSSLRSAKey)
+        /// The processor holds the private key of this scheme's certificate.
+        case heldByProcessor(PaymentData.Scheme)
     }
 
     let key: Key
@@ -40,6 +44,57 @@ public struct ProcessingKey: Sendable {
             throw ApplePayError(.keyMismatch, "the processing private key does not match the processing certificate")
         }
         self.certificate = certificate
+    }
+
+    /// Only the processing certificate: the processor holds its private key and decrypts. Its
+    /// merchant ID comes from the certificate's 1.2.840.113635.100.6.32 extension.
+    public init(processorHeldCertificatePEM certificatePEM: String) throws(ApplePayError) {
+        let certificate: Certificate
+        do {
+            certificate = try Certificate(pemEncoded: certificatePEM)
+        } catch {
+            throw ApplePayError(.invalidCertificate, "the processing certificate is not a readable PEM certificate")
+        }
+        guard let hex = MerchantIdentifierExtension.value(in: certificate), let hash = Hex.decode(hex), hash.count == 32 else {
+            throw ApplePayError(
+                .invalidCertificate, "the processing certificate has no merchant-ID extension (1.2.840.113635.100.6.32)")
+        }
+        let scheme: PaymentData.Scheme
+        if P256.Signing.PublicKey(certificate.publicKey) != nil {
+            scheme = .ecV1
+        } else if _RSA.Signing.PublicKey(certificate.publicKey) != nil {
+            scheme = .rsaV1
+        } else {
+            throw ApplePayError(.invalidCertificate, "the processing certificate's key is neither EC P-256 nor RSA")
+        }
+        guard let keyHash = Self.publicKeyHash(of: certificate) else {
+            throw ApplePayError(.invalidCertificate, "the processing certificate's key cannot be read")
+        }
+        key = .heldByProcessor(scheme)
+        publicKeyHash = keyHash
+        merchantIdentifierHash = hash
+        publicKeyInfo = []
+        self.certificate = certificate
+    }
+
+    /// The scheme of the tokens this key's holder decrypts, when the processor holds it; nil when Orchard does.
+    public var processorHeldScheme: PaymentData.Scheme? {
+        if case .heldByProcessor(let scheme) = key { return scheme }
+        return nil
+    }
+
+    /// Whether the key is `merchantIdentifier`'s: the hash EC_v1 decryption uses is that ID's.
+    public func isFor(merchantIdentifier: String) -> Bool {
+        merchantIdentifierHash == Array(SHA256.hash(data: Array(merchantIdentifier.utf8)))
+    }
+
+    /// The token scheme this key decrypts: EC_v1 for an EC P-256 key, RSA_v1 for an RSA key.
+    public var scheme: PaymentData.Scheme {
+        switch key {
+        case .ec: .ecV1
+        case .rsa: .rsaV1
+        case .heldByProcessor(let scheme): scheme
+        }
     }
 
     /// What a token encrypted to `certificate`'s key names in `header.publicKeyHash`: the SHA-256
@@ -126,12 +181,20 @@ public struct TokenDecryptor: Sendable {
     }
 
     /// The plaintext JSON Apple encrypted, byte for byte, and its parsed form.
-    public func decrypt(_ token: PaymentData.Decoded) throws(ApplePayError) -> DecryptedPayment {
+    /// The configured key the token names by its `publicKeyHash`, or the refusal naming both.
+    public func key(for token: PaymentData.Decoded) throws(ApplePayError) -> ProcessingKey {
         guard let key = keys.first(where: { $0.publicKeyHash == token.publicKeyHash }) else {
             throw Self.unknownKey(token.publicKeyHash, configured: keys.map(\.publicKeyHash))
         }
+        return key
+    }
+
+    public func decrypt(_ token: PaymentData.Decoded) throws(ApplePayError) -> DecryptedPayment {
+        let key = try key(for: token)
         let symmetricKey: SymmetricKey
         switch (token.scheme, key.key) {
+        case (_, .heldByProcessor):
+            throw ApplePayError(.keyHeldByProcessor, "the processor holds this processing key: only it can decrypt the token")
         case (.ecV1, .ec(let privateKey)):
             let ephemeral: P256.KeyAgreement.PublicKey
             let secret: SharedSecret

@@ -82,6 +82,9 @@ extension MockProcessors {
         let references = (body["order"] as? [String: Any])?["references"] as? [String: Any]
         let reference = references?["merchantReference"] as? String ?? key
         let status = Self.worldlineStatus(behaviour: behaviour, mode: mode)
+        let declined = Self.worldlineToken(input).flatMap {
+            heldKeyRefusal($0, amount: amount, currency: money["currencyCode"] as? String ?? "")
+        }
         var creation: [String: Any] = ["isNewToken": token != nil]
         if tokenization.usage != nil { creation["tokenizationSucceeded"] = token != nil }
         creation["token"] = token
@@ -95,7 +98,7 @@ extension MockProcessors {
             authorized: created.1, authorizedStatus: created.0,
             refused: { code, description in (402, Self.worldlineRejection(id: id, code: code, description: description)) },
             errorBody: Self.worldlineFault, inProgress: InProgressAnswer(status: 409, body: Self.worldlineInProgress),
-            replayHeaders: Self.worldlineReplayHeaders,
+            replayHeaders: Self.worldlineReplayHeaders, declined: declined,
             taken: { state, taken in
                 state.worldlineStatuses[id] = taken.state == status.chargeState ? status : .rejected
                 guard taken.state == .authorized, let token, let usage = tokenization.usage else { return }

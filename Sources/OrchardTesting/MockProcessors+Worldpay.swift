@@ -82,16 +82,18 @@ extension MockProcessors {
 
     func worldpayAuthorize(_ request: MockProcessorRequest) -> Reply {
         var usage: String?
+        var wallet: PaymentData?
         let checking = worldpayPaymentRequest(request) { instruction in
             var problems: [String] = []
             let instrument = instruction["paymentInstrument"] as? [String: Any] ?? [:]
             if instrument["type"] as? String != "card/wallet+applepay" { problems.append("paymentInstrument.type: card/wallet+applepay") }
-            let wallet = (instrument["walletToken"] as? String).flatMap {
+            let walletJSON = (instrument["walletToken"] as? String).flatMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
             }
-            if wallet == nil || ["version", "data", "signature", "header"].contains(where: { wallet?[$0] == nil }) {
+            if walletJSON == nil || ["version", "data", "signature", "header"].contains(where: { walletJSON?[$0] == nil }) {
                 problems.append("paymentInstrument.walletToken: the Apple Pay paymentData as a JSON string")
             }
+            wallet = (instrument["walletToken"] as? String).flatMap { try? JSONDecoder().decode(PaymentData.self, from: Data($0.utf8)) }
             let agreement = worldpayFirstAgreement(instruction)
             usage = agreement.usage
             return problems + agreement.problems
@@ -110,7 +112,8 @@ extension MockProcessors {
         let scheme = "0607\(Int.random(in: 10_000_000_000...99_999_999_999))"
         var extra: [String: Any] = ["scheme": ["reference": scheme]]
         if let token { extra["tokenPaymentInstrument"] = ["type": "card/tokenized", "href": token] }
-        return worldpayPayment(checked, mode: "walletToken", extra: extra) { state, taken in
+        let declined = wallet.flatMap { heldKeyRefusal($0, amount: checked.amount, currency: checked.currency) }
+        return worldpayPayment(checked, mode: "walletToken", extra: extra, declined: declined) { state, taken in
             guard taken.state == .authorized, let token, let usage else { return }
             state.tokens.append(
                 MockStoredToken(

@@ -116,6 +116,10 @@ public final class MockProcessors: Sendable {
         var mandateCharges: [MockMandateCharge] = []
         var deletedTokens: [String] = []
         var withholdsTokens = false
+        /// Processing keys the mock holds as their processor (see ``MockProcessors/heldKeys``).
+        var heldKeys: [ProcessingKey] = []
+        /// What the mock decrypted with them, oldest first.
+        var decrypted: [DecryptedPayment] = []
         /// The mock's "now" for what the payment queries show (tests move it instead of sleeping).
         var clock: TimeSource = .system
         /// How long after a payment or refund Worldpay's Payment Queries and payment events show it.

@@ -169,6 +169,13 @@ public struct TestPKI: Sendable {
             issuerPrivateKey: ca.privateKey)
     }
 
+    /// ``issueProcessingCertificate(merchantIdentifier:publicKey:subject:notValidBefore:notValidAfter:)``
+    /// as PEM, for an EC key as tokens are encrypted to it (a processor's CSR carries one).
+    public func processingCertificatePEM(merchantIdentifier: String, for key: P256.KeyAgreement.PublicKey) throws -> String {
+        let publicKey = Certificate.PublicKey(try P256.Signing.PublicKey(rawRepresentation: key.rawRepresentation))
+        return try issueProcessingCertificate(merchantIdentifier: merchantIdentifier, publicKey: publicKey).serializeAsPEM().pemString
+    }
+
     private func issue(
         commonName: String,
         key: Certificate.PrivateKey,

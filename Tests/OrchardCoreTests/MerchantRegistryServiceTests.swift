@@ -243,6 +243,7 @@ struct TestSealer: MerchantSettingsSealer {
     struct Named: ProcessorSettings {
         var type: String
         var endpoint: RemoteEndpoint? { nil }
+        func cannotDecrypt(_ scheme: PaymentData.Scheme) -> String? { "a test double decrypts nothing" }
     }
 
     func check(_ file: String, partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettings {

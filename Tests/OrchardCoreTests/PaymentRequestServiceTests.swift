@@ -1,4 +1,5 @@
 import ApplePay
+import Crypto
 import Foundation
 import OrchardCore
 import OrchardTesting
@@ -54,6 +55,24 @@ struct PaymentRequestServiceTests {
         let second = try await service.create(
             Self.draft(), idempotencyKey: "key-2", merchant: try ServiceFixtures.merchant(TestMaterial.secondMerchantIdentifier))
         #expect(second.created && second.view.id != first.view.id)
+    }
+
+    @Test("an agreement is refused up front where the processor holds a processing key: Apple's notifications would go unmatched")
+    func agreementNeedsOrchardHeldKey() async throws {
+        var merchant = try ServiceFixtures.merchant()
+        let certificate = try TestMaterial.shared.pki.processingCertificatePEM(
+            merchantIdentifier: merchant.merchantIdentifier, for: P256.KeyAgreement.PrivateKey().publicKey)
+        merchant.processingKeys = [try ProcessingKey(processorHeldCertificatePEM: certificate)]
+        var draft = Self.draft()
+        draft.agreement = PaymentAgreement(
+            type: .recurring, paymentDescription: "Coffee club", managementURL: "https://shop.example/account",
+            regularBilling: .init(label: "Monthly", amount: 990))
+        let refused = await refusal { _ = try await service.create(draft, idempotencyKey: "key-mandate", merchant: merchant) }
+        #expect(refused?.code == .invalidAgreement)
+        #expect(refused?.message.contains("processingKeys[0] is a certificate alone") == true, "\(refused?.message ?? "")")
+        // Nothing was stored under the key: without the agreement, the same key makes a new request.
+        draft.agreement = nil
+        #expect(try await service.create(draft, idempotencyKey: "key-mandate", merchant: merchant).created)
     }
 
     @Test("bad inputs are refused with what to fix, before anything is stored")

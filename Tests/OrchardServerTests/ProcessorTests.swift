@@ -61,6 +61,7 @@ struct ProcessorFixture {
     static func with(
         _ kind: Kind, password: String = "env:WP_PASSWORD", timeout: Int? = nil, admin: Bool = false, logHandler: (any LogHandler)? = nil,
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 }, reconcileEverySecond: Bool = false,
+        configure: (inout ConfigurationFile, TemporaryDirectory) async throws -> Void = { _, _ in },
         _ body: (ProcessorFixture) async throws -> Void
     ) async throws {
         let mock = try MockProcessors(serverIdentity: TestMaterial.shared.server, worldpay: worldpay, worldline: worldline)
@@ -71,8 +72,9 @@ struct ProcessorFixture {
         let environment = environment.merging(admin ? MoreMerchants.environment : [:]) { $1 }
         try await ServerHarness.with(
             environment: environment, time: clock.source, logHandler: logHandler, wrapStore: wrapStore,
-            configure: { file, _ in
+            configure: { file, directory in
                 file.merchants[0].processor = processor(kind, baseURL: mock.baseURL, password: password, timeout: timeout)
+                try await configure(&file, directory)
                 if admin { MoreMerchants.addAdmin(&file) }
                 if reconcileEverySecond {
                     file.payments?.reconcileIntervalSeconds = 1
@@ -98,16 +100,19 @@ struct ProcessorFixture {
         return (try await server.send("POST", "/api/apple-pay/authorize", body: body), token)
     }
 
-    /// The page's authorize body for an order's payment request, with a fresh token for its 9.90 EUR.
-    static func authorizeBody(_ id: String, _ request: [String: Any], minter: TokenMinter, at signingTime: Date = Date()) throws -> (
-        [UInt8], PaymentData
-    ) {
+    /// The page's authorize body for an order's payment request, with a fresh token for `amount`
+    /// (its 9.90 EUR unless told) encrypted to `recipient` (the merchant's processing key unless told).
+    static func authorizeBody(
+        _ id: String, _ request: [String: Any], minter: TokenMinter, at signingTime: Date = Date(), amount: Int = 990,
+        to recipient: P256.KeyAgreement.PublicKey = ServerHarness.processingKey.publicKey, method: PaymentToken.PaymentMethod? = nil
+    ) throws -> ([UInt8], PaymentData) {
         let appData = try #require(Data(base64Encoded: request["applicationData"] as? String ?? ""))
         let token = try minter.mintEC(
-            payload: TokenMinter.samplePayload(amount: 990), to: ServerHarness.processingKey.publicKey,
+            payload: TokenMinter.samplePayload(amount: amount), to: recipient,
             merchantIdentifier: TestMaterial.merchantIdentifier, applicationDataHash: Array(SHA256.hash(data: appData)),
             signingTime: signingTime)
-        let tokenJSON = String(decoding: try JSONEncoder().encode(PaymentToken(paymentData: token)), as: UTF8.self)
+        let tokenJSON = String(
+            decoding: try JSONEncoder().encode(PaymentToken(paymentData: token, paymentMethod: method)), as: UTF8.self)
         let body =
             #"{"orderId": "\#(id)", "payment": {"token": \#(tokenJSON), "billingContact": {"givenName": "Camille", "familyName": "Martin"}}}"#
         return (Array(body.utf8), token)

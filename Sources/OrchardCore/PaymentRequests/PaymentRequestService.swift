@@ -25,7 +25,7 @@ public struct PaymentRequestService: Sendable {
         view: PaymentRequestView, created: Bool
     ) {
         let cart = try self.cart(draft, merchant: merchant)
-        try checkAgreement(draft)
+        try checkAgreement(draft, merchant: merchant)
         let (reference, metadata) = try ShopInput.checkedReference(
             draft.reference, metadata: draft.metadata, naming: "the shop's own order reference")
         let expiry = draft.expiresInSeconds ?? Self.defaultExpiry
@@ -76,8 +76,9 @@ public struct PaymentRequestService: Sendable {
         }
     }
 
-    /// The agreement's own rules at this instant, and no split payment.
-    func checkAgreement(_ draft: PaymentRequestDraft) throws(ServiceError) {
+    /// The agreement's own rules at this instant, no split payment, and a mandate only where
+    /// Orchard will see the merchant token ID that Apple's notifications about it name.
+    func checkAgreement(_ draft: PaymentRequestDraft, merchant: MerchantConfiguration) throws(ServiceError) {
         if draft.multiTokenContexts != nil {
             throw ServiceError(
                 .invalidRequest,
@@ -85,6 +86,15 @@ public struct PaymentRequestService: Sendable {
             )
         }
         guard let agreement = draft.agreement else { return }
+        if let held = merchant.processingKeys.firstIndex(where: { $0.processorHeldScheme != nil }) {
+            throw ServiceError(
+                .invalidAgreement,
+                """
+                this merchant's processingKeys[\(held)] is a certificate alone: the processor decrypts its tokens, so Orchard never \
+                sees the merchant token ID that Apple's notifications about a mandate name, and would miss them; take \
+                recurring, deferred and automatic-reload payments with a processing key whose private key Orchard holds
+                """)
+        }
         do throws(ApplePayError) {
             try agreement.check(now: time.now)
         } catch {

@@ -211,7 +211,9 @@ extension PaymentsEngine {
             guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
                 throw PaymentEngineError(.invalidToken, "the merchant has no processing keys")
             }
-            let decrypted = try decryptor.decrypt(try token.paymentData.decoded())
+            // The same encrypted token again; decrypted only where Orchard holds its key, as at the first send.
+            let decoded = try token.paymentData.decoded()
+            let decrypted = try decryptor.key(for: decoded).processorHeldScheme == nil ? try decryptor.decrypt(decoded) : nil
             return .payment(
                 AuthorizationRequest(
                     order: order, token: token, payment: decrypted, reference: payment.reference,

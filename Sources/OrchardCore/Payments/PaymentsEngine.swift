@@ -146,9 +146,10 @@ public struct PaymentsEngine: Sendable {
         let draft = PaymentRecord(
             id: RecordIdentifier.random(), orderId: order.id, transactionId: transactionId, state: .pending,
             amount: order.priced.total,
-            currency: order.priced.currency, network: attempt.token.paymentMethod?.network, lastFour: payment.lastFour,
-            processor: processor.name, reference: "", merchantTokenIdentifier: payment.fields.merchantTokenIdentifier,
-            merchantTokenMetadata: payment.fields.merchantTokenMetadata, createdAt: now, lastSentAt: now)
+            currency: order.priced.currency, network: attempt.token.paymentMethod?.network,
+            lastFour: payment?.lastFour ?? attempt.token.paymentMethod?.lastFour ?? "",
+            processor: processor.name, reference: "", merchantTokenIdentifier: payment?.fields.merchantTokenIdentifier,
+            merchantTokenMetadata: payment?.fields.merchantTokenMetadata, createdAt: now, lastSentAt: now)
         let sealed: [UInt8]
         do {
             sealed = try vault.seal(RetryRequest(token: attempt.token, cardholderName: attempt.cardholderName), for: resending ?? draft.id)
@@ -173,12 +174,14 @@ public struct PaymentsEngine: Sendable {
         return order
     }
 
-    /// Verifies and decrypts the token and checks it pays exactly this order.
+    /// Verifies the token, decrypts it where Orchard holds its key, and checks it pays exactly
+    /// this order. A token for a key the processor holds stays encrypted (nil): its signature,
+    /// key and binding are checked here, and the processor checks the amount it decrypts.
     private func check(_ attempt: Attempt, against order: OrderRecord) throws(PaymentEngineError) -> (
-        TokenVerifier.Verified, DecryptedPayment
+        TokenVerifier.Verified, DecryptedPayment?
     ) {
         let verified: TokenVerifier.Verified
-        let payment: DecryptedPayment
+        let payment: DecryptedPayment?
         do throws(ApplePayError) {
             let now = time.now
             verified = try EngineMetrics.tokenStep("verify") { () throws(ApplePayError) in
@@ -187,13 +190,26 @@ public struct PaymentsEngine: Sendable {
             guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
                 throw TokenDecryptor.unknownKey(verified.decoded.publicKeyHash, configured: [])
             }
-            payment = try EngineMetrics.tokenStep("decrypt") { () throws(ApplePayError) in try decryptor.decrypt(verified.decoded) }
+            let key = try decryptor.key(for: verified.decoded)
+            if key.processorHeldScheme != nil {
+                guard order.priced.agreement == nil else {
+                    throw ApplePayError(
+                        .keyHeldByProcessor, "a payment that sets up a mandate needs a processing key Orchard holds (see processingKeys)")
+                }
+                payment = nil
+            } else {
+                payment = try EngineMetrics.tokenStep("decrypt") { () throws(ApplePayError) in try decryptor.decrypt(verified.decoded) }
+            }
         } catch {
             logger.warning(
                 "payment token refused",
                 metadata: ["order": "\(order.id)", "reason": "\(error.code.rawValue)", "detail": "\(error.message)"])
             throw PaymentEngineError(.invalidToken, "the payment could not be verified (\(error.code.rawValue))")
         }
+        guard verified.decoded.applicationData == Array(SHA256.hash(data: order.applicationData)) else {
+            throw PaymentEngineError(.paymentMismatch, "the payment was not made for this order (applicationData differs)")
+        }
+        guard let payment else { return (verified, nil) }
         let currency = Currency(code: order.priced.currency)
         guard payment.fields.transactionAmount == order.priced.total, payment.fields.currencyCode == currency?.numericCode else {
             logger.warning(
@@ -203,9 +219,6 @@ public struct PaymentsEngine: Sendable {
                     "got": "\(payment.fields.transactionAmount) \(payment.fields.currencyCode)",
                 ])
             throw PaymentEngineError(.paymentMismatch, "the payment amount or currency does not match the order")
-        }
-        guard verified.decoded.applicationData == Array(SHA256.hash(data: order.applicationData)) else {
-            throw PaymentEngineError(.paymentMismatch, "the payment was not made for this order (applicationData differs)")
         }
         return (verified, payment)
     }

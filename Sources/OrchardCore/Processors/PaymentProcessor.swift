@@ -6,7 +6,9 @@ import Synchronization
 public struct AuthorizationRequest: Sendable {
     public var order: OrderRecord
     public var token: PaymentToken
-    public var payment: DecryptedPayment
+    /// What Orchard decrypted; nil when the processor holds the processing key and decrypts the
+    /// token itself (Orchard never sees the card data).
+    public var payment: DecryptedPayment?
     /// The idempotency reference of this attempt: the same after an unknown outcome, so a retry
     /// can never charge twice.
     public var reference: String
@@ -18,7 +20,7 @@ public struct AuthorizationRequest: Sendable {
     public var storeCredential: CredentialUsage?
 
     public init(
-        order: OrderRecord, token: PaymentToken, payment: DecryptedPayment, reference: String, cardholderName: String? = nil,
+        order: OrderRecord, token: PaymentToken, payment: DecryptedPayment?, reference: String, cardholderName: String? = nil,
         storeCredential: CredentialUsage? = nil
     ) {
         self.order = order

@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 
 /// A credential read from the environment or a file: never printed.
@@ -13,6 +14,9 @@ public protocol ProcessorSettings: Sendable {
     var type: String { get }
     /// Where the processor is called; nil for one that calls nothing.
     var endpoint: RemoteEndpoint? { get }
+    /// Why this processor, so set, cannot decrypt a `scheme` token itself with a processing key
+    /// only it holds (Orchard forwarding the token encrypted); nil when it can.
+    func cannotDecrypt(_ scheme: PaymentData.Scheme) -> String?
 }
 
 /// `record`: payments are recorded for a back office, nothing is called. The default.
@@ -20,6 +24,9 @@ public struct RecordOnlySettings: ProcessorSettings {
     public init() {}
     public var type: String { "record" }
     public var endpoint: RemoteEndpoint? { nil }
+    public func cannotDecrypt(_ scheme: PaymentData.Scheme) -> String? {
+        "the processor is record, which calls no processor, so nothing would ever decrypt the tokens"
+    }
 }
 
 /// Checks one processor type's configuration section (`merchants[].processor`) and returns its

@@ -95,9 +95,18 @@ extension ServerConfiguration {
             }
             let loaded: ProcessingKey
             do {
-                loaded =
-                    try certificate.map { try ProcessingKey(privateKeyPEM: key.pem, certificatePEM: KeyReader.pem([$0])) }
-                    ?? ProcessingKey(privateKeyPEM: key.pem, merchantIdentifier: merchantIdentifier)
+                if let key {
+                    loaded =
+                        try certificate.map { try ProcessingKey(privateKeyPEM: key.pem, certificatePEM: KeyReader.pem([$0])) }
+                        ?? ProcessingKey(privateKeyPEM: key.pem, merchantIdentifier: merchantIdentifier)
+                } else if let certificate {
+                    loaded = try processorHeld(certificate, merchantIdentifier: merchantIdentifier, name: certificateName)
+                } else {
+                    throw ConfigurationError(
+                        "\(label): privateKey (or pkcs12) is required, or certificate alone when the processor holds the key")
+                }
+            } catch let error as ConfigurationError {
+                throw error
             } catch let error as ApplePayError {
                 throw ConfigurationError("\(name): \(error.message)")
             } catch {
@@ -113,8 +122,22 @@ extension ServerConfiguration {
         return keys
     }
 
+    /// A processing certificate alone: the processor holds its private key. It must be for this
+    /// merchant, since Orchard never decrypts a token that could show otherwise.
+    static func processorHeld(_ certificate: Certificate, merchantIdentifier: String, name: String) throws -> ProcessingKey {
+        let key = try ProcessingKey(processorHeldCertificatePEM: KeyReader.pem([certificate]))
+        guard key.isFor(merchantIdentifier: merchantIdentifier) else {
+            throw ConfigurationError(
+                "\(name)\(Self.named(certificate)): this processing certificate is for another merchant ID than \(merchantIdentifier) (its 1.2.840.113635.100.6.32 extension)"
+            )
+        }
+        return key
+    }
+
+    /// The private key (nil for a certificate alone, which the processor's key belongs to) and
+    /// the processing certificate of one `processingKeys` entry.
     static func readProcessingKey(_ file: ConfigurationFile.ProcessingKeyFile, label: String, values: ConfigurationValues)
-        throws(ConfigurationError) -> (PrivateKeyMaterial, Certificate?, name: String, certificateName: String)
+        throws(ConfigurationError) -> (PrivateKeyMaterial?, Certificate?, name: String, certificateName: String)
     {
         let password = try file.password.map { reference throws(ConfigurationError) in
             try readPassword(reference, what: "\(label).password", values: values)
@@ -129,7 +152,17 @@ extension ServerConfiguration {
             guard let key = contents.key else { throw ConfigurationError("\(name): the PKCS#12 file holds no private key") }
             return (key, contents.certificates.first, name, name)
         }
-        guard let privateKey = file.privateKey else { throw ConfigurationError("\(label): privateKey (or pkcs12) is required") }
+        guard let privateKey = file.privateKey else {
+            guard let certificateFile = file.certificate else {
+                throw ConfigurationError(
+                    "\(label): privateKey (or pkcs12) is required, or certificate alone when the processor holds the key")
+            }
+            guard file.password == nil else { throw ConfigurationError("\(label): password goes with a privateKey or pkcs12") }
+            let certificateName = values.describe(certificateFile)
+            let bytes = try values.read(certificateFile, what: "\(label).certificate")
+            let certificates = try reading(certificateName) { () throws(CertificateToolError) in try KeyReader.certificates(bytes) }
+            return (nil, certificates.first, certificateName, certificateName)
+        }
         let name = values.describe(privateKey)
         let keyBytes = try values.read(privateKey, what: "\(label).privateKey")
         let key = try reading(name, passwordKey: "\(label).password") { () throws(CertificateToolError) in

@@ -154,6 +154,11 @@ extension ServerConfiguration {
         let keys = try loadProcessingKeys(
             merchant.processingKeys ?? [], merchantIdentifier: merchant.merchantIdentifier, source: values, time: time)
         let processor = try resolveProcessor(merchant.processor, label: label, values: values, drivers: processors)
+        for (index, key) in keys.enumerated() {
+            if let refusal = ProcessingKeyRules.refusal(key, label: "\(label).processingKeys[\(index)]", processor: processor) {
+                throw ConfigurationError(refusal)
+            }
+        }
         if catalogue != nil && keys.isEmpty {
             throw ConfigurationError("\(label): a merchant with a catalogue needs processingKeys to decrypt payments")
         }
@@ -240,6 +245,12 @@ extension ServerConfiguration {
         }
         let keys = try loadProcessingKeys(
             integrator.processingKeys ?? [], merchantIdentifier: integrator.merchantIdentifier, source: source, time: time)
+        // Registered merchants' processors are set at run time, so nothing here could check that one decrypts.
+        if let held = keys.firstIndex(where: { $0.processorHeldScheme != nil }) {
+            throw ConfigurationError(
+                "platformIntegrator.processingKeys[\(held)] is a certificate alone: the platform's keys need their private key (pkcs12, or privateKey and certificate)"
+            )
+        }
         var platform = MerchantConfiguration(
             merchantIdentifier: integrator.merchantIdentifier, displayName: integrator.merchantIdentifier, domains: [],
             identity: identity, identitySource: identityFiles.source(source), domainAssociation: association,

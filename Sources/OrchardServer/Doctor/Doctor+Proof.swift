@@ -17,7 +17,10 @@ extension Doctor {
         let decryptor = TokenDecryptor(keys: keys.map(\.key))
         let merchantHash = Hex.decode(MerchantIdentifierExtension.hash(of: subject)) ?? []
         return keys.compactMap { number, key in
-            guard checks.contains(where: { $0.subject == subject && $0.check == "processing key \(number)" && $0.passed }) else {
+            // A processor-held key decrypts at the processor only: there is nothing for Orchard to prove here.
+            guard key.processorHeldScheme == nil,
+                checks.contains(where: { $0.subject == subject && $0.check == "processing key \(number)" && $0.passed })
+            else {
                 return nil
             }
             let name = Self.decryptCheckName(number: number)

@@ -142,9 +142,13 @@ public struct Doctor: Sendable {
             )
         }
         let until = key.certificate.map { " certificate valid until \($0.notValidAfter.formatted(.iso8601));" } ?? ""
+        let mode =
+            key.processorHeldScheme == nil
+            ? "Orchard holds the private key and decrypts"
+            : "a certificate alone: the processor holds the private key and decrypts, Orchard never sees card data"
         return DoctorCheck(
             subject: subject, check: "processing key \(number)", passed: true,
-            detail: "publicKeyHash \(hash) (tokens name it in header.publicKeyHash);\(until) ready")
+            detail: "publicKeyHash \(hash) (tokens name it in header.publicKeyHash); \(mode);\(until) ready")
     }
 
     /// Each domain serves the association file byte for byte at the well-known path, over

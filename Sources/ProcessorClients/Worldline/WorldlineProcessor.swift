@@ -90,11 +90,15 @@ public struct WorldlineProcessor: PaymentProcessor {
             }
             input["encryptedPaymentData"] = paymentData.data
         case .orchard:
-            var decrypted: [String: Any] = ["dpan": request.payment.fields.applicationPrimaryAccountNumber]
-            decrypted["cryptogram"] = request.payment.fields.paymentData?.onlinePaymentCryptogram
-            decrypted["expiryDate"] = request.payment.expiryMMYY
-            decrypted["eci"] = request.payment.fields.paymentData?.eciIndicator
-            decrypted["cardholderName"] = request.cardholderName ?? request.payment.fields.cardholderName
+            // Configuration refuses a processor-held key with decryption orchard; never send less than Worldline needs.
+            guard let payment = request.payment else {
+                throw UnsupportedToken("decryption is orchard, but the processor holds this token's key: Orchard cannot decrypt it")
+            }
+            var decrypted: [String: Any] = ["dpan": payment.fields.applicationPrimaryAccountNumber]
+            decrypted["cryptogram"] = payment.fields.paymentData?.onlinePaymentCryptogram
+            decrypted["expiryDate"] = payment.expiryMMYY
+            decrypted["eci"] = payment.fields.paymentData?.eciIndicator
+            decrypted["cardholderName"] = request.cardholderName ?? payment.fields.cardholderName
             input["decryptedPaymentData"] = decrypted
         }
         if let usage = request.storeCredential { input["paymentProduct302SpecificInput"] = Self.tokenization(usage) }

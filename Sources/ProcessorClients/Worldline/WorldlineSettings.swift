@@ -1,3 +1,4 @@
+import ApplePay
 import CurlClient
 import Foundation
 import OrchardCore
@@ -18,6 +19,13 @@ public struct WorldlineSettings: ProcessorSettings, CurlProcessorSettings {
 
     public var type: String { "worldline" }
     public var endpoint: RemoteEndpoint? { connection }
+
+    /// Worldline decrypts `encryptedPaymentData` with `decryption: processor`, for EC_v1 tokens only.
+    public func cannotDecrypt(_ scheme: PaymentData.Scheme) -> String? {
+        if decryption == .orchard { return "processor.decryption is orchard, which sends Worldline what Orchard decrypted" }
+        if scheme != .ecV1 { return "Worldline decrypts EC_v1 tokens only, and this certificate's RSA key gets RSA_v1 tokens" }
+        return nil
+    }
 
     func makeProcessor(http: CurlHTTPClient) -> any PaymentProcessor {
         WorldlineProcessor(settings: self, http: http)

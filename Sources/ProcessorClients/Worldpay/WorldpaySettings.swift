@@ -1,3 +1,4 @@
+import ApplePay
 import CurlClient
 import Foundation
 import OrchardCore
@@ -14,6 +15,11 @@ public struct WorldpaySettings: ProcessorSettings, CurlProcessorSettings {
 
     public var type: String { "worldpay" }
     public var endpoint: RemoteEndpoint? { connection }
+
+    /// Worldpay decrypts the `walletToken` with the key of the EC CSR it issued: EC_v1 tokens.
+    public func cannotDecrypt(_ scheme: PaymentData.Scheme) -> String? {
+        scheme == .ecV1 ? nil : "Worldpay decrypts EC_v1 tokens only, and this certificate's RSA key gets RSA_v1 tokens"
+    }
 
     func makeProcessor(http: CurlHTTPClient) -> any PaymentProcessor {
         WorldpayProcessor(settings: self, http: http)
