@@ -26,12 +26,14 @@ struct ProcessorHeldKeyTests {
     static let heldByMock = try! ProcessingKey(privateKeyPEM: agreementKey.pemRepresentation, certificatePEM: certificatePEM)
 
     /// Gives the test merchant only the processor's certificate, and the mock its key.
-    static func with(_ kind: ProcessorFixture.Kind, _ body: (ProcessorFixture) async throws -> Void) async throws {
+    static func with(
+        _ kind: ProcessorFixture.Kind, reconcileEverySecond: Bool = false, _ body: (ProcessorFixture) async throws -> Void
+    ) async throws {
         let configure: (inout ConfigurationFile, TemporaryDirectory) async throws -> Void = { file, directory in
             try directory.write("processor-held.pem", Array(certificatePEM.utf8))
             file.merchants[0].processingKeys = [.init(privateKey: nil, certificate: "processor-held.pem")]
         }
-        try await ProcessorFixture.with(kind, configure: configure) { fixture in
+        try await ProcessorFixture.with(kind, reconcileEverySecond: reconcileEverySecond, configure: configure) { fixture in
             fixture.mock.heldKeys = [heldByMock]
             try await body(fixture)
         }
@@ -115,6 +117,29 @@ struct ProcessorHeldKeyTests {
 }
 
 extension ProcessorHeldKeyTests {
+    @Test("an unknown outcome is re-sent by the reconciler from the sealed token, still encrypted, under the same reference")
+    func reconcilerResendsEncrypted() async throws {
+        try await Self.with(.worldlineEncrypted, reconcileEverySecond: true) { fixture in
+            fixture.mock.behaviour = .status(503)
+            let order = try await fixture.order()
+            #expect(try await pay(fixture, order).status == 504)
+            fixture.mock.behaviour = .authorize
+            let settled = try await Eventually.until {
+                try await fixture.server.store.payments(orderId: order.id).first?.state == .authorized
+            }
+            #expect(settled, "the reconciler re-sent the payment")
+            let payment = try #require(try await fixture.server.store.payments(orderId: order.id).first)
+            #expect(payment.sends == 2 && payment.reference == "\(order.id)-1")
+            let creates = fixture.mock.received.filter { $0.method == "POST" && $0.path.hasSuffix("/payments") }
+            #expect(creates.count == 2 && creates.allSatisfy { $0.header("X-GCS-Idempotence-Key") == "\(order.id)-1" })
+            let resent = try #require(creates.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any] })
+            let input = try #require(resent["mobilePaymentMethodSpecificInput"] as? [String: Any])
+            #expect(input["encryptedPaymentData"] is String && input["decryptedPaymentData"] == nil)
+            #expect(fixture.mock.decrypted.count == 2 && fixture.mock.decrypted.allSatisfy { $0.fields.transactionAmount == 990 })
+            #expect(fixture.mock.charges.map(\.state) == [.authorized])
+        }
+    }
+
     /// Why `configure`'s configuration is refused at startup, or nil when it loads.
     func refusal(_ configure: (inout ConfigurationFile, TemporaryDirectory) throws -> Void) throws -> String? {
         let directory = try TemporaryDirectory()
@@ -166,5 +191,22 @@ extension ProcessorHeldKeyTests {
 
         let neither = try refusal { file, _ in file.merchants[0].processingKeys = [.init(privateKey: nil)] }
         #expect(neither?.contains("or certificate alone when the processor holds the key") == true, "\(neither ?? "loaded")")
+    }
+}
+
+extension ProcessorHeldKeyTests {
+    @Test("the doctor says the processor holds the key and names the hash its tokens carry; it has nothing to decrypt")
+    func doctor() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        try directory.write("processor-held.pem", Array(Self.certificatePEM.utf8))
+        file.merchants[0].processingKeys = [.init(privateKey: nil, certificate: "processor-held.pem")]
+        let report = await Doctor(sessions: nil).check(file: file, folder: directory.url.path, environment: [:])
+        let key = try #require(report.checks.first { $0.check == "processing key 1" })
+        let hash = Data(Self.heldByMock.publicKeyHash).base64EncodedString()
+        #expect(key.passed && key.detail.contains("publicKeyHash \(hash)"), "\(key.detail)")
+        #expect(key.detail.contains("the processor holds the private key"), "\(key.detail)")
+        #expect(!report.checks.contains { $0.check == Doctor.decryptCheckName(number: 1) })
     }
 }
