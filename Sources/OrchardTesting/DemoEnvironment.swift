@@ -141,11 +141,12 @@ public struct DemoEnvironment: Sendable {
     }
 
     /// Writes `orchard.json` for `orchard serve`, pointed at a mock gateway on `gatewayPort` and,
-    /// when `processor` is `worldpay` or `worldline`, at mock processors on `processorPort`.
+    /// when `processor` is `worldpay` or `worldline`, at mock processors on `processorPort`; with
+    /// `processorHoldsKey`, the merchant's processing key is the mock processor's certificate alone.
     @discardableResult
     public func writeServerConfiguration(
         gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
-        processor: String = "record", processorPort: Int = 0, webhookURL: String? = nil
+        processor: String = "record", processorPort: Int = 0, webhookURL: String? = nil, processorHoldsKey: Bool = false
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -176,6 +177,10 @@ public struct DemoEnvironment: Sendable {
             _ = try processingKeys()
             merchant["catalogue"] = catalogue
             merchant["processingKeys"] = [["privateKey": "test-processing-ec.key"], ["privateKey": "test-processing-rsa.key"]]
+            if processorHoldsKey {
+                _ = try processorHeldKey()
+                merchant["processingKeys"] = [["certificate": "test-processor-held.pem"]]
+            }
             configuration["payments"] = ["testTokenRootCertificate": "test-apple-root.pem"]
             configuration["admin"] = ["token": try adminTokenFile()]
             let base = "https://127.0.0.1:\(processorPort)"

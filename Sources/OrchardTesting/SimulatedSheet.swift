@@ -26,9 +26,11 @@ public struct SimulatedSheet: SimulatedApplePay {
         self.processingKey = processingKey
     }
 
-    /// The demo's sheet: its token chain and EC processing key.
-    public init(environment: DemoEnvironment) throws {
-        try self.init(chain: try environment.tokenChain(), processingKey: try environment.processingKeys().ec.publicKey)
+    /// The demo's sheet: its token chain, and its EC processing key or, when the mock processor
+    /// holds the key, the processor's.
+    public init(environment: DemoEnvironment, processorHoldsKey: Bool = false) throws {
+        let key = processorHoldsKey ? try environment.processorHeldKey().key : try environment.processingKeys().ec
+        try self.init(chain: try environment.tokenChain(), processingKey: key.publicKey)
     }
 
     public func mintToken(

@@ -37,6 +37,13 @@ struct Demo: AsyncParsableCommand {
             valueName: "record|worldpay|worldline"))
     var processor: String = "record"
 
+    @Flag(
+        help: """
+            With --processor worldpay or worldline: the mock processor holds the processing key, as those processors \
+            set merchants up; Orchard gets the certificate alone and never decrypts.
+            """)
+    var processorHoldsKey = false
+
     @Option(
         help: ArgumentHelp(
             "Send the merchant's webhooks here (https, or http on loopback); the signing secret is written to <state-dir>/webhook-secret.",
@@ -54,7 +61,12 @@ struct Demo: AsyncParsableCommand {
         guard ["record", "worldpay", "worldline"].contains(processor) else {
             throw CommandFailure("--processor must be record, worldpay or worldline")
         }
+        if processorHoldsKey && processor == "record" {
+            throw CommandFailure("--processor-holds-key needs --processor worldpay or worldline: record calls no processor to decrypt")
+        }
         let processors = processor == "record" ? nil : try environment.makeProcessors()
+        let heldKey = processorHoldsKey ? try environment.processorHeldKey() : nil
+        if let heldKey { processors?.heldKeys = [heldKey.held] }
         let processorPort = try await processors?.start() ?? 0
         // In a checkout of the repository the page and catalogue are served from their files, so
         // edits show without a rebuild; anywhere else, the page and catalogue built into the binary.
@@ -66,14 +78,15 @@ struct Demo: AsyncParsableCommand {
             ? URL(fileURLWithPath: "Config/catalogue.json").standardizedFileURL.path : try environment.builtInCatalogue()
         let path = try environment.writeServerConfiguration(
             gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue,
-            applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort, webhookURL: webhookUrl)
+            applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort, webhookURL: webhookUrl,
+            processorHoldsKey: processorHoldsKey)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)
         } catch {
             throw CommandFailure(error.message)
         }
-        let simulator = noSimulatedSheet ? nil : try SimulatedSheet(environment: environment)
+        let simulator = noSimulatedSheet ? nil : try SimulatedSheet(environment: environment, processorHoldsKey: processorHoldsKey)
         let tokenFile = try environment.adminTokenFile()
         let (stateDir, processor) = (self.stateDir, self.processor)
         let (orchard, sandbox) = (Self.typed("orchard"), Self.typed("orchard-sandbox"))
@@ -97,7 +110,7 @@ struct Demo: AsyncParsableCommand {
                   curl -sS -X POST http://localhost:\(port)/api/orders -H 'Content-Type: application/json' -d '{"items":[{"productId":"apple-box","quantity":2}]}'
                 and a test token for it: \(sandbox) token mint --state-dir \(URL(fileURLWithPath: stateDir).standardizedFileURL.path) --amount <total in cents> --application-data orchard-order:<orderId>
 
-                Payments go to: \(processor == "record" ? "the database only (record)" : "a mock \(processor) at \(processors?.baseURL ?? "")")
+                Payments go to: \(processor == "record" ? "the database only (record)" : "a mock \(processor) at \(processors?.baseURL ?? "")")\(heldKey == nil ? "" : ", which holds the processing key: Orchard forwards each token encrypted")
                 Back office: \(orchard) payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)
 
                 Press Ctrl-C to stop.

@@ -209,6 +209,37 @@ class ProcessorTests(CheckoutTestCase):
         self.assertClean(browser)
 
 
+class ProcessorHoldsKeyTests(CheckoutTestCase):
+    """The merchant as Worldline sets it up by default: Worldline holds the processing key."""
+
+    demo_flags = ("--processor", "worldline", "--processor-holds-key")
+
+    def test_the_processor_decrypts_what_orchard_forwards(self):
+        config = json.loads((self.demo.state_dir / "orchard.json").read_text())
+        self.assertEqual(config["merchants"][0]["processingKeys"], [{"certificate": "test-processor-held.pem"}],
+                         "Orchard is given the certificate alone")
+        browser = self.browser(DESKTOP)
+        self.pay_flow_to_sheet(browser)
+        browser.find('[data-testid="sheet-pay"]').click()
+        browser.wait_status("success")
+        payment = self.demo.payments(self.last_order_id(browser))[0]
+        self.assertEqual(payment["processor"], "worldline")
+        self.assertEqual(payment["state"], "authorized")
+        self.assertClean(browser)
+
+    def test_a_token_for_another_amount_is_declined_by_the_processor(self):
+        browser = self.browser(DESKTOP)
+        self.pay_flow_to_sheet(browser)
+        browser.find('[data-testid="sheet-tamper"]').click()
+        browser.find('[data-testid="sheet-pay"]').click()
+        result = browser.wait_status("failure")
+        self.assertIn("declined", result.text)
+        with self.demo.database() as db:
+            self.assertEqual([row[0] for row in db.execute("SELECT state FROM payments")], ["refused"])
+            self.assertEqual(db.execute("SELECT count(*) FROM orders WHERE state != 'open'").fetchone()[0], 0)
+        self.assertClean(browser, allowed=[HTTP_FAILURE.format(402)])
+
+
 class GatewayFailureTests(CheckoutTestCase):
     demo_flags = ("--fail-status", "500")
 
