@@ -35,6 +35,8 @@ public struct ApplePayError: Error, Sendable, Equatable, CustomStringConvertible
         case unknownProcessingKey
         /// The token's processing key is held by the processor: Orchard cannot decrypt it.
         case keyHeldByProcessor
+        /// A token from the iOS Simulator: no Apple signature, no payment behind it.
+        case simulatorToken
         /// The processing key does not fit the token (wrong kind, bad ephemeral key or wrapped key).
         case keyAgreementFailed
         /// AES-GCM authentication failed: wrong key, wrong merchant ID or tampered data.

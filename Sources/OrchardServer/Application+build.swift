@@ -93,7 +93,9 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
         simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter)
     v1.addRoutes(paymentRequests.apiRoutes)
     routes.addRoutes(paymentRequests.pageRoutes)
-    v1.addRoutes(PaymentsAPIController(store: store, engine: engine).routes)
+    let paymentsAPI = PaymentsAPIController(store: store, engine: engine)
+    v1.addRoutes(paymentsAPI.routes)
+    v1.addRoutes(InAppAuthorizeController(payments: paymentsAPI, limiter: limiter).routes)
     v1.addRoutes(
         MandatesController(service: MandateChargeService(store: store, engine: engine, time: time), lifecycle: mandates).routes)
     routes.addRoutes(

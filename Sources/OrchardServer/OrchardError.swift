@@ -23,6 +23,8 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case orderNotOpen = "order_not_open"
         case orderChanged = "order_changed"
         case invalidToken = "invalid_token"
+        /// A token from the iOS Simulator, which has no real payment behind it.
+        case simulatorToken = "simulator_token"
         case paymentMismatch = "payment_mismatch"
         case replayedPayment = "replayed_payment"
         case paymentFailed = "payment_failed"
@@ -74,7 +76,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .unknownHost: .misdirectedRequest
         case .notFound: .notFound
         case .ordersUnavailable: .notFound
-        case .invalidCart, .invalidAgreement, .invalidToken: .badRequest
+        case .invalidCart, .invalidAgreement, .invalidToken, .simulatorToken: .badRequest
         case .orderNotOpen, .orderChanged, .replayedPayment: .conflict
         case .paymentMismatch, .refundTooLarge, .idempotencyMismatch, .tooManyKeys: .unprocessableContent
         case .paymentFailed: HTTPResponse.Status(code: 402, reasonPhrase: "Payment Required")

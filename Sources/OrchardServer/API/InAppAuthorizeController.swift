@@ -1,0 +1,39 @@
+import ApplePay
+import Foundation
+import Hummingbird
+import OrchardCore
+
+/// `POST /v1/payment-requests/{id}/authorize`: the shop's backend pays one of its payment
+/// requests with the token its iOS app got from PassKit. The merchant is the API key's (an app's
+/// call carries no shop `Host`); the binding, replay and state rules are the page's, through the
+/// same engine and with the same webhooks; the answer is the payment, as `GET /v1/payments/{id}`.
+struct InAppAuthorizeController {
+    let payments: PaymentsAPIController
+    let limiter: RateLimiter
+
+    /// The routes the router adds to the `/v1` group.
+    var routes: RouteCollection<OrchardRequestContext> {
+        let v1 = RouteCollection(context: OrchardRequestContext.self)
+        v1.postJSON("payment-requests/{id}/authorize") { request, context in
+            let merchant = try context.requireAPIMerchant()
+            // Before the body is read: each attempt verifies a token and may call the processor.
+            try limiter.check(.authorizations, context: context, merchant: merchant.merchantIdentifier)
+            let id = try context.parameters.require("id")
+            // Only this merchant's payment requests: another's, or an order of the checkout page, is not found.
+            guard id.utf8.count <= 64, let record = try await payments.store.paymentRequest(id: id),
+                record.merchantIdentifier == merchant.merchantIdentifier
+            else { throw OrchardError(.notFound, "there is no payment request \(id.prefix(64))") }
+            let bytes = try await readBody(request, limit: AuthorizeController.maximumBodyBytes)
+            let token: PaymentToken
+            do throws(ApplePayError) {
+                token = try InAppPayment.token(from: bytes)
+            } catch {
+                throw OrchardError(error.code == .simulatorToken ? .simulatorToken : .invalidJSON, error.message)
+            }
+            let payment = try await payments.engine.authorize(
+                .init(merchantIdentifier: merchant.merchantIdentifier, orderId: record.id, token: token))
+            return try await payments.detail(payment)
+        }
+        return v1
+    }
+}
