@@ -40,7 +40,7 @@ extension Certs {
                 let rotation = try Rotation(options)
                 guard let state = try rotation.state() else {
                     say("no \(options.type.rawValue) rotation under way for \(options.merchant)")
-                    say("next: \(options.command("csr"))")
+                    say("next: \(rotation.start)")
                     return
                 }
                 say(

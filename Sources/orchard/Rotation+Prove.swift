@@ -17,7 +17,11 @@ extension Rotation {
         let checks: [DoctorCheck]
         if isProcessing {
             let keys = merchant.processingKeys ?? []
-            guard let number = keys.firstIndex(where: { $0.privateKey == "\(state.folder)/processing.key" }).map({ $0 + 1 }) else {
+            let held = processorHeldEntry(state.folder)
+            let isNew = { (entry: ConfigurationFile.ProcessingKeyFile) in
+                entry.privateKey == "\(state.folder)/processing.key" || Self.same(entry, held)
+            }
+            guard let number = keys.firstIndex(where: isNew).map({ $0 + 1 }) else {
                 throw CommandFailure(
                     "\(options.config) does not list the new key (\(state.folder)/processing.key) under \(options.merchant)'s processingKeys: import put it there; add it back"
                 )
@@ -25,9 +29,11 @@ extension Rotation {
             let report = await Doctor(sessions: nil).check(file: file, folder: folder, environment: environment)
             let mine = report.checks.filter { $0.subject == options.merchant && $0.check.contains("processing key") }
             for check in mine { say(line(check)) }
-            let wanted = ["processing key \(number)", Doctor.decryptCheckName(number: number)]
+            // A processor-held key decrypts at the processor only: its proof is the certificate's checks and hash.
+            let processorHeld = keys[number - 1].privateKey == nil
+            let wanted = ["processing key \(number)"] + (processorHeld ? [] : [Doctor.decryptCheckName(number: number)])
             checks = wanted.compactMap { name in mine.first { $0.check == name } }
-            guard checks.count == 2, checks.allSatisfy(\.passed), checks[0].detail.contains(hash) else {
+            guard checks.count == wanted.count, checks.allSatisfy(\.passed), checks[0].detail.contains(hash) else {
                 throw CommandFailure("the new key (processing key \(number)) is not proven: fix what the ✗ lines say and run prove again")
             }
         } else {
@@ -46,6 +52,12 @@ extension Rotation {
         state.proof = RotationState.Proof(publicKeyHash: hash, at: Date(), checks: checks.map(line))
         state.step = .proven
         try save(state)
+        if isProcessing && processorHoldsKeys {
+            say(
+                "proven: Orchard takes tokens naming publicKeyHash \(hash) for the processor to decrypt. next: once the processor has switched to the new key and every instance runs with both, \(next(after: .proven))"
+            )
+            return
+        }
         say(
             isProcessing
                 ? "proven: a token for the new key decrypts. next: activate the new certificate in the Apple Developer portal; once every instance runs with both keys and tokens name the new key, \(next(after: .proven))"

@@ -61,12 +61,17 @@ struct Rotation {
     /// The state, which must be at one of `steps`; otherwise a refusal naming the step to run.
     func require(_ steps: Set<RotationState.Step>, for step: String) throws -> RotationState {
         guard let state = try state() else {
-            throw CommandFailure("no \(type) rotation under way for \(options.merchant): start with \(options.command("csr"))")
+            throw CommandFailure("no \(type) rotation under way for \(options.merchant): start with \(start)")
         }
         guard steps.contains(state.step) else {
             throw CommandFailure("\(step) cannot run now (the rotation is at \(state.step.rawValue)): next is \(next(after: state.step))")
         }
         return state
+    }
+
+    /// What starts a rotation: the CSR, or Apple's new certificate where the processor holds the key (and made the CSR).
+    var start: String {
+        processorHoldsKeys ? options.command("import", " --cer <downloaded>.cer") : options.command("csr")
     }
 
     /// What to run after `step`.
@@ -86,6 +91,11 @@ struct Rotation {
                 "a \(type) rotation of \(options.merchant) is under way (at \(state.step.rawValue), files in \(path(state.folder))): next is \(next(after: state.step)); to start over, remove \(statePath) (and, once imported, the new key's entry)"
             )
         }
+        if processorHoldsKeys {
+            throw CommandFailure(
+                "the processor holds \(options.merchant)'s processing key (processingKeys lists certificates alone): get the new CSR from the processor, make the certificate with it in the Apple Developer portal, then run \(options.command("import", " --cer <downloaded>.cer"))"
+            )
+        }
         if isProcessing && (merchant.processingKeys ?? []).isEmpty {
             throw CommandFailure("\(options.merchant) has no processingKeys to rotate: list its first key with `orchard certs csr`")
         }
@@ -99,6 +109,7 @@ struct Rotation {
     // MARK: step 2
 
     func importCertificate(_ cer: String, at now: Date) throws {
+        if processorHoldsKeys, try state() == nil { return try importProcessorHeld(cer, at: now) }
         var state = try require([.csr], for: "import")
         let expected: MerchantCertificateKind = isProcessing ? .processing : .identity
         let merchantHash = MerchantIdentifierExtension.hash(of: options.merchant)
