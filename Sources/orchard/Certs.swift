@@ -190,6 +190,11 @@ struct Certs: ParsableCommand {
                 let match = key.matchesCertificate.map { $0 ? ", matches certificate 1" : ", does NOT match certificate 1" } ?? ""
                 say("private key    \(key.type)\(match)")
             }
+            if report.privateKey == nil, report.certificates.first?.kind == .processing {
+                say(
+                    "note: no private key in this file. Listed alone under processingKeys, it is a key the processor holds: the processor decrypts, Orchard never does"
+                )
+            }
             for note in report.notes { say("note: \(note)") }
         }
     }

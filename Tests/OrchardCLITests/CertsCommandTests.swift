@@ -55,5 +55,6 @@ struct CertsCommandTests {
         #expect(inspected.status == 0, "\(inspected.stderr)")
         #expect(text.contains("kind         processing"), "\(text)")
         #expect(text.contains("key hash     +9VwJrqieiPF2ZRB0xHFYhgQ6RYza5hfrVLpdB1KtKI="), "\(text)")
+        #expect(text.contains("no private key in this file"), "\(text)")
     }
 }

@@ -256,9 +256,8 @@ struct EngineBench: Sendable {
     static func engine(
         store: any OrderPayments & Refunds & MandateRecords, processor: SimulatedProcessor, vault: PaymentVault, clock: ManualClock,
         policy: PaymentsEngine.Policy,
-        logHandler: (any LogHandler)? = nil
+        logHandler: (any LogHandler)? = nil, key: ProcessingKey = orchardHeldKey
     ) -> PaymentsEngine {
-        let key = try! ProcessingKey(privateKeyPEM: ServerHarness.processingKey.pemRepresentation, merchantIdentifier: merchant)
         var logger = logHandler.map { handler in Logger(label: "engine-test") { _ in handler } } ?? Logger(label: "engine-test")
         logger.logLevel = logHandler == nil ? .critical : .info
         return PaymentsEngine(
@@ -267,11 +266,16 @@ struct EngineBench: Sendable {
             vault: vault, time: clock.source, policy: policy, logger: logger)
     }
 
+    /// The bench's processing key, which Orchard holds.
+    static let orchardHeldKey = try! ProcessingKey(
+        privateKeyPEM: ServerHarness.processingKey.pemRepresentation, merchantIdentifier: merchant)
+
     /// As after kill -9: a new engine (and, for SQLite, a new store connection on the same file);
-    /// nothing the engine held in memory survives.
-    mutating func restart(logHandler: (any LogHandler)? = nil) throws {
+    /// nothing the engine held in memory survives. `key` replaces the bench's processing key.
+    mutating func restart(logHandler: (any LogHandler)? = nil, key: ProcessingKey = orchardHeldKey) throws {
         (store, payments) = try Self.open(storage, memory: memory)
-        engine = Self.engine(store: store, processor: processor, vault: vault, clock: clock, policy: policy, logHandler: logHandler)
+        engine = Self.engine(
+            store: store, processor: processor, vault: vault, clock: clock, policy: policy, logHandler: logHandler, key: key)
     }
 
     /// An open order of 9.90 EUR.

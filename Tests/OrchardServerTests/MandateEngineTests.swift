@@ -1,4 +1,5 @@
 import ApplePay
+import Crypto
 import Foundation
 import Logging
 import OrchardCore
@@ -40,6 +41,22 @@ struct MandateEngineTests {
         let paid = try await bench.tap(order).get()
         let id = try #require(paid.mandateId)
         return try #require(try await bench.store.mandate(id: id))
+    }
+
+    @Test("a token for a key the processor holds cannot set up a mandate: refused before the processor, nothing recorded")
+    func processorHeldKeyRefusesMandate() async throws {
+        try await PaymentsEngineTests.withBench { bench in
+            // The same public key, now as the processor's: Apple's certificate alone.
+            let certificate = try TestMaterial.shared.pki.processingCertificatePEM(
+                merchantIdentifier: EngineBench.merchant, for: ServerHarness.processingKey.publicKey)
+            try bench.restart(key: try ProcessingKey(processorHeldCertificatePEM: certificate))
+            let order = try await Self.agreementOrder(bench)
+            #expect(try await bench.tap(order).failureCode == .invalidToken)
+            #expect(bench.processor.requests == 0)
+            #expect(try await bench.store.payments(orderId: order.id).isEmpty)
+            // A plain order of the same merchant goes through: the processor gets the token encrypted.
+            #expect(try await bench.tap(try await bench.order()).get().state == .authorized)
+        }
     }
 
     @Test("the first payment of an agreement stores the credential and sets up the mandate; a plain payment does not")

@@ -227,3 +227,22 @@ extension ProcessorHeldKeyTests {
         }
     }
 }
+
+extension ProcessorHeldKeyTests {
+    @Test("a token the processor cannot decrypt (its key is not the certificate's) is declined there: nothing charged, the order open")
+    func processorCannotDecrypt() async throws {
+        try await Self.with(.worldpay) { fixture in
+            let otherKey = P256.KeyAgreement.PrivateKey()
+            let certificate = try TestMaterial.shared.pki.processingCertificatePEM(
+                merchantIdentifier: TestMaterial.merchantIdentifier, for: otherKey.publicKey)
+            fixture.mock.heldKeys = [try ProcessingKey(privateKeyPEM: otherKey.pemRepresentation, certificatePEM: certificate)]
+            let order = try await fixture.order()
+            let declined = try await pay(fixture, order)
+            #expect(declined.status == 402, "\(String(describing: declined.json))")
+            let payment = try #require(try await fixture.server.store.payments(orderId: order.id).first)
+            #expect(payment.state == .refused && payment.processorCode == "decryption_failed")
+            #expect(fixture.mock.charges.map(\.state) == [.refused] && fixture.mock.decrypted.isEmpty)
+            #expect(try await fixture.server.store.order(id: order.id)?.state == .open)
+        }
+    }
+}
