@@ -28,17 +28,7 @@ public struct ProcessingKey: Sendable {
 
     /// A key whose merchant ID comes from its processing certificate's 1.2.840.113635.100.6.32 extension.
     public init(privateKeyPEM: String, certificatePEM: String) throws(ApplePayError) {
-        let certificate: Certificate
-        do {
-            certificate = try Certificate(pemEncoded: certificatePEM)
-        } catch {
-            throw ApplePayError(.invalidCertificate, "the processing certificate is not a readable PEM certificate")
-        }
-        guard let hex = MerchantIdentifierExtension.value(in: certificate), let hash = Hex.decode(hex), hash.count == 32 else {
-            throw ApplePayError(
-                .invalidCertificate,
-                "the processing certificate has no merchant-ID extension (1.2.840.113635.100.6.32); pass the merchant ID instead")
-        }
+        let (certificate, hash) = try Self.readCertificate(certificatePEM, withoutExtension: "; pass the merchant ID instead")
         try self.init(privateKeyPEM: privateKeyPEM, merchantIdentifierHash: hash)
         guard Self.publicKeyHash(of: certificate) == publicKeyHash else {
             throw ApplePayError(.keyMismatch, "the processing private key does not match the processing certificate")
@@ -49,16 +39,7 @@ public struct ProcessingKey: Sendable {
     /// Only the processing certificate: the processor holds its private key and decrypts. Its
     /// merchant ID comes from the certificate's 1.2.840.113635.100.6.32 extension.
     public init(processorHeldCertificatePEM certificatePEM: String) throws(ApplePayError) {
-        let certificate: Certificate
-        do {
-            certificate = try Certificate(pemEncoded: certificatePEM)
-        } catch {
-            throw ApplePayError(.invalidCertificate, "the processing certificate is not a readable PEM certificate")
-        }
-        guard let hex = MerchantIdentifierExtension.value(in: certificate), let hash = Hex.decode(hex), hash.count == 32 else {
-            throw ApplePayError(
-                .invalidCertificate, "the processing certificate has no merchant-ID extension (1.2.840.113635.100.6.32)")
-        }
+        let (certificate, hash) = try Self.readCertificate(certificatePEM, withoutExtension: "")
         let scheme: PaymentData.Scheme
         if P256.Signing.PublicKey(certificate.publicKey) != nil {
             scheme = .ecV1
@@ -75,6 +56,22 @@ public struct ProcessingKey: Sendable {
         merchantIdentifierHash = hash
         publicKeyInfo = []
         self.certificate = certificate
+    }
+
+    /// A processing certificate and the merchant-ID hash in its 1.2.840.113635.100.6.32 extension;
+    /// `withoutExtension` ends the refusal of one that has none.
+    static func readCertificate(_ pem: String, withoutExtension: String) throws(ApplePayError) -> (Certificate, [UInt8]) {
+        let certificate: Certificate
+        do {
+            certificate = try Certificate(pemEncoded: pem)
+        } catch {
+            throw ApplePayError(.invalidCertificate, "the processing certificate is not a readable PEM certificate")
+        }
+        guard let hex = MerchantIdentifierExtension.value(in: certificate), let hash = Hex.decode(hex), hash.count == 32 else {
+            throw ApplePayError(
+                .invalidCertificate, "the processing certificate has no merchant-ID extension (1.2.840.113635.100.6.32)\(withoutExtension)")
+        }
+        return (certificate, hash)
     }
 
     /// The scheme of the tokens this key's holder decrypts, when the processor holds it; nil when Orchard does.

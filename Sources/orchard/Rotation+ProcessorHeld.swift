@@ -55,16 +55,7 @@ extension Rotation {
         say("its key's publicKeyHash is \(hash)")
         try save(
             RotationState(step: .imported, folder: folder, publicKeyHash: hash, oldKeys: merchant.processingKeys, proof: nil))
-        let entry = "{\"certificate\": \(ConfigurationEditor.quoted("\(folder)/processing.pem"))}"
-        let backup = try edit("import") { editor, members throws(CommandFailure) in
-            guard let list = members.first(where: { $0.key == "processingKeys" }) else {
-                throw CommandFailure("\(options.merchant) has no processingKeys list")
-            }
-            try editing { () throws(ConfigurationEditor.Malformed) in try editor.append(entry, toArrayAt: list.value.lowerBound) }
-        }
-        say(
-            "added it as processingKeys[\(merchant.processingKeys?.count ?? 0)] beside the old one in \(options.config) (previous file: \(backup))"
-        )
+        try appendProcessingKey("{\"certificate\": \(ConfigurationEditor.quoted("\(folder)/processing.pem"))}")
         say(
             "next: restart every instance (one at a time) so that each accepts tokens for both keys, then \(next(after: .imported)); the processor activates the new key as it documents"
         )

@@ -154,6 +154,11 @@ struct Rotation {
             return
         }
         let entry = "{\"privateKey\": \(ConfigurationEditor.quoted(keyFile)), \"certificate\": \(ConfigurationEditor.quoted(certificate))}"
+        try appendProcessingKey(entry)
+    }
+
+    /// Appends `entry` (JSON) to the merchant's processingKeys, leaving the rest of the file as written.
+    func appendProcessingKey(_ entry: String) throws {
         let backup = try edit("import") { editor, members throws(CommandFailure) in
             guard let list = members.first(where: { $0.key == "processingKeys" }) else {
                 throw CommandFailure("\(options.merchant) has no processingKeys list")
@@ -167,7 +172,8 @@ struct Rotation {
 
     /// Base64 SHA-256 of a certificate's public key (SubjectPublicKeyInfo): what a token names in `publicKeyHash`.
     static func publicKeyHash(_ certificate: Certificate) throws -> String {
-        Data(SHA256.hash(data: try certificate.publicKey.serializeAsPEM().derBytes)).base64EncodedString()
+        guard let hash = ProcessingKey.publicKeyHash(of: certificate) else { throw CommandFailure("the certificate's key cannot be read") }
+        return Data(hash).base64EncodedString()
     }
 
     /// Edits this merchant's object in the configuration file, checks the result is a
