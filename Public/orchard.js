@@ -72,6 +72,7 @@ export const defaultStrings = {
   failureTitle: 'Payment not completed',
   cancelledDetail: 'Nothing was charged.',
   unavailableDetail: 'Apple Pay is not available on this device.',
+  sdkFailed: 'Apple Pay is not available: Apple\'s script {reason}.',
   validationFailed: 'Apple Pay could not be started: {reason}.',
   updateFailed: 'The total could not be updated: {reason}.',
   authorizeFailed: '{reason}',
@@ -106,6 +107,32 @@ export function hasAgreement(serverRequest) {
   return AGREEMENTS.some((key) => serverRequest?.[key] != null);
 }
 const CAPABILITIES_TIMEOUT_MS = 3_000;
+
+/**
+ * How long a browser without its own Apple Pay (Chrome, Edge, Firefox) waits for Apple's SDK to
+ * define ApplePaySession and <apple-pay-button> before the page says Apple Pay is unavailable;
+ * `mount(…, {applePaySDKTimeoutMs})` changes it.
+ */
+export const SDK_TIMEOUT_MS = 5_000;
+
+/**
+ * Adds Apple's SDK to the page and resolves `{ok: true}` once it has defined both ApplePaySession
+ * and <apple-pay-button>, or `{ok: false, reason}` when the script fails or `timeoutMs` passes.
+ */
+export function loadSDK(url, timeoutMs = SDK_TIMEOUT_MS) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve({ ok: false, reason: `did not start within ${Math.ceil(timeoutMs / 1000)} s` }), timeoutMs);
+    const finish = (result) => {
+      clearTimeout(timer);
+      resolve(result);
+    };
+    const script = element('script', { src: url, crossorigin: 'anonymous', async: '' });
+    script.addEventListener('error', () => finish({ ok: false, reason: 'could not be loaded' }));
+    customElements.whenDefined('apple-pay-button').then(() => finish(
+      typeof window.ApplePaySession === 'function' ? { ok: true } : { ok: false, reason: 'defined no ApplePaySession' }));
+    document.head.append(script);
+  });
+}
 
 /** The highest Apple Pay JS version the browser supports, or null. */
 export function pickVersion(session) {
@@ -379,7 +406,9 @@ class Checkout {
     this.paying = false;
     this.done = status === 'success' || status === 'unavailable';
     this.refresh();
-    const reported = { status, detail, orderId: answer?.orderId ?? null, paymentId: answer?.paymentId ?? null };
+    const reported = {
+      status, detail, orderId: answer?.orderId ?? null, paymentId: answer?.paymentId ?? null, reason: answer?.reason ?? null,
+    };
     this.emit('outcome', reported, this.options.onOutcome);
   }
 
@@ -456,7 +485,7 @@ class Checkout {
     return false;
   }
 
-  /** Loads Apple's SDK without ever waiting for it: the module's own button is already there. */
+  /** Safari: loads Apple's SDK without ever waiting for it, the module's own button already there. */
   loadAppleSDK(url) {
     customElements.whenDefined('apple-pay-button').then(() => {
       if (!this.done && !this.paying) this.show(sdkButton(this.t, this.onPay));
@@ -470,12 +499,24 @@ class Checkout {
     this.merchantIdentifier = this.options.merchantIdentifier;
     this.simulatedSheet = this.options.simulatedSheet;
     if (this.options.clientSecret && !(await this.open())) return;
+    // Safari has its own ApplePaySession. Elsewhere it exists only once Apple's SDK has run, so
+    // the SDK comes first and availability is asked after it.
+    const native = 'ApplePaySession' in window;
+    let sdkFailure = null;
+    if (this.options.applePaySDK && !native) {
+      const loaded = await loadSDK(this.options.applePaySDK, this.options.applePaySDKTimeoutMs ?? SDK_TIMEOUT_MS);
+      if (!loaded.ok) sdkFailure = loaded.reason;
+    }
     if (this.simulatedSheet && !('ApplePaySession' in window)) {
       try {
         await import(new URL(this.simulatedSheet.replace(/^\//, ''), BASE).href);
       } catch (error) {
         console.warn('The demo sheet did not load', error);
       }
+    }
+    if (sdkFailure && !('ApplePaySession' in window)) {
+      this.outcome('unavailable', format(this.t.sdkFailed, { reason: sdkFailure }), { reason: sdkFailure });
+      return;
     }
     const availability = await checkAvailability(this.merchantIdentifier);
     this.available = availability.available;
@@ -488,8 +529,8 @@ class Checkout {
       this.outcome('unavailable', this.t.unavailableDetail);
       return;
     }
-    this.show(cssButton(this.t, this.options.buttonClass, this.onPay));
-    if (this.options.applePaySDK) this.loadAppleSDK(this.options.applePaySDK);
+    this.showButton();
+    if (this.options.applePaySDK && native) this.loadAppleSDK(this.options.applePaySDK);
   }
 }
 
@@ -498,10 +539,12 @@ class Checkout {
  *
  * Options: `clientSecret` (a payment request from the shop's backend) or `order` (a function
  * returning the page's current `{orderId, paymentRequest}`, or null while there is none);
- * `merchantIdentifier` (with `order`), `applePaySDK` (a URL: use Apple's <apple-pay-button>),
+ * `merchantIdentifier` (with `order`), `applePaySDK` (a URL: use Apple's <apple-pay-button>, and
+ * outside Safari wait for it up to `applePaySDKTimeoutMs`, 5000 by default),
  * `buttonClass`, `strings`, and the callbacks `onReady(paymentRequest)`, `onStart({orderId})`,
  * `onTotals(update)`, `onAttemptFailed({message})` and `onOutcome({status, detail, orderId,
- * paymentId})` with status success | failure | cancelled | unavailable. Each is also dispatched
+ * paymentId, reason})` with status success | failure | cancelled | unavailable (`reason`: why
+ * Apple's SDK could not be used, when that is why). Each is also dispatched
  * on `container` as `orchard:ready`, `orchard:start`, `orchard:totals`, `orchard:attemptfailed`
  * and `orchard:outcome`.
  *

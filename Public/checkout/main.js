@@ -138,7 +138,7 @@ async function createOrder() {
 
 // ---- the button: Orchard's module, the same one shops embed ----
 
-function finishPayment({ status, detail, orderId }) {
+function finishPayment({ status, detail, orderId, reason }) {
   state.paying = false;
   if (status === 'success') {
     state.paid = true;
@@ -147,7 +147,8 @@ function finishPayment({ status, detail, orderId }) {
   } else if (status === 'cancelled') {
     showResult('cancelled', t.cancelledTitle, detail);
   } else if (status === 'unavailable') {
-    showResult('unavailable', t.unavailableTitle, t.unavailableDetail);
+    // Apple's SDK failing is worth saying: the shopper may have blocked it, or be offline.
+    showResult('unavailable', t.unavailableTitle, reason ? `${detail} ${t.unavailableDetail}` : t.unavailableDetail);
     return;
   } else {
     showResult('failure', t.failureTitle, detail);

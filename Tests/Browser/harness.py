@@ -222,16 +222,31 @@ class Browser:
 
 
 class FakeAppleSDK:
-    """Serves a stand-in for Apple's SDK on loopback after `delay` seconds: it defines
-    <apple-pay-button>, which is all the page takes from the real one."""
+    """Serves a stand-in for Apple's SDK on loopback, answering after `delay` seconds. It defines
+    <apple-pay-button>; with `session`, first an ApplePaySession as Apple's SDK gives browsers
+    without Apple Pay of their own (Chrome, Edge, Firefox: the shopper scans a code with an
+    iPhone), which is the demo's simulated sheet with what such a browser cannot know: its
+    applePayCapabilities are `paymentCredentialStatusUnknown`, and it has no
+    canMakePaymentsWithActiveCard. Our own code: Apple's SDK cannot run offline and is not copied."""
 
-    SOURCE = b"""
+    BUTTON = b"""
 customElements.define('apple-pay-button', class extends HTMLElement {
   connectedCallback() { this.textContent = 'Apple Pay (stand-in SDK)'; }
 });
 """
 
-    def __init__(self, delay=0.0):
+    SESSION = b"""
+(async () => {
+  if (!('ApplePaySession' in window)) {
+    await import(new URL('/demo/simulated-sheet.js', location.origin).href);
+    const session = window.ApplePaySession;
+    session.applePayCapabilities = async () => ({ paymentCredentialStatus: 'paymentCredentialStatusUnknown' });
+    delete session.canMakePaymentsWithActiveCard;
+    window.__standInSession = true;
+  }
+"""
+
+    def __init__(self, delay=0.0, session=False):
         sdk = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -241,14 +256,15 @@ customElements.define('apple-pay-button', class extends HTMLElement {
                 self.send_response(200)
                 self.send_header("Content-Type", "text/javascript")
                 self.send_header("Access-Control-Allow-Origin", "*")
-                self.send_header("Content-Length", str(len(FakeAppleSDK.SOURCE)))
+                self.send_header("Content-Length", str(len(sdk.source)))
                 self.end_headers()
-                self.wfile.write(FakeAppleSDK.SOURCE)
+                self.wfile.write(sdk.source)
 
             def log_message(self, *args):
                 pass
 
         self.delay = delay
+        self.source = FakeAppleSDK.SESSION + FakeAppleSDK.BUTTON + b"})();\n" if session else FakeAppleSDK.BUTTON
         self.requests = 0
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/jsapi/apple-pay-sdk.js"
