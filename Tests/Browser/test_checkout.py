@@ -69,6 +69,18 @@ def reviewer_double(can_make_payments=True, max_version=10):
 """
 
 
+# Times a click on the button to the server's merchant session, for the tests that print it.
+VALIDATION_TIMER = """
+const button = document.querySelector('[data-testid="apple-pay-button"]');
+button.addEventListener('click', () => { window.__clicked = performance.now(); }, { capture: true });
+const fetchBefore = window.fetch;
+window.fetch = (...args) => fetchBefore(...args).then((response) => {
+  if (String(args[0]).includes('apple-pay/session')) window.__validated = performance.now();
+  return response;
+});
+"""
+
+
 class CheckoutTestCase(unittest.TestCase):
     demo_flags = ()
 
@@ -384,8 +396,11 @@ class AppleSDKTests(unittest.TestCase):
         self.assertEqual(button.tag_name, "apple-pay-button", "the SDK's button, never a dead one of the page's")
         self.assertTrue(browser.driver.execute_script("return window.__standInSession === true"),
                         "the session is the SDK's, not the page's own import of the sheet")
+        browser.driver.execute_script(VALIDATION_TIMER)
         button.click()
         browser.wait_sheet("ready")
+        elapsed = browser.driver.execute_script("return window.__validated - window.__clicked")
+        print(f"\n  scan-a-code path: click to merchant session {elapsed:.0f} ms (real server, mock gateway over mTLS)")
         browser.screenshot("sdk-scan-a-code-sheet")
         browser.find('[data-testid="sheet-pay"]').click()
         browser.wait_status("success")

@@ -142,7 +142,11 @@ struct RouterTests {
     func builtInCheckoutPage() async throws {
         let folder = OrchardProcess.repositoryRoot.appendingPathComponent("Public")
         try await Self.withApp { client, _ in
-            for (uri, file) in [("/", "index.html"), ("/checkout/main.js", "checkout/main.js"), ("/favicon.svg", "favicon.svg")] {
+            let files = [
+                ("/", "index.html"), ("/checkout/main.js", "checkout/main.js"), ("/favicon.svg", "favicon.svg"),
+                ("/apple-touch-icon.png", "apple-touch-icon.png"),
+            ]
+            for (uri, file) in files {
                 let response = try await client.execute(uri: uri, method: .get)
                 #expect(response.status == .ok, "\(uri)")
                 #expect(
@@ -150,6 +154,10 @@ struct RouterTests {
                 #expect(response.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
             }
             #expect(try await client.execute(uri: "/checkout/main.js", method: .get).headers[.contentType] == "text/javascript")
+            // Apple's code window (Apple Pay on other browsers) shows the page's apple-touch-icon.
+            #expect(try await client.execute(uri: "/apple-touch-icon.png", method: .get).headers[.contentType] == "image/png")
+            let page = String(buffer: try await client.execute(uri: "/", method: .get).body)
+            #expect(page.contains(#"<link rel="apple-touch-icon" href="/apple-touch-icon.png">"#))
             #expect(try await client.execute(uri: "/checkout", method: .get).status == .movedPermanently)
             #expect(try await client.execute(uri: "/missing.js", method: .get).status == .notFound)
             #expect(try await client.execute(uri: "/checkout/../index.html", method: .get).status != .internalServerError)
