@@ -40,8 +40,10 @@ struct CheckoutController {
                 products: catalogue.products.map {
                     Product(id: $0.id, label: $0.label, price: Money(minorUnits: $0.price, currency: currency).decimalString)
                 },
-                applePaySDK: configuration.applePaySDK?.absoluteString,
-                simulatedSheet: simulator == nil ? nil : SimulatedSheetController.scriptPath)
+                applePaySDK: simulator?.standInSDK == nil
+                    ? configuration.applePaySDK?.absoluteString : SimulatedSheetController.standInSDKPath,
+                // With the stand-in SDK, the session comes from it, as outside Safari.
+                simulatedSheet: simulator == nil || simulator?.standInSDK != nil ? nil : SimulatedSheetController.scriptPath)
             return settings
         }
         return router

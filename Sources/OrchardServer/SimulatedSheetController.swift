@@ -13,6 +13,9 @@ public protocol SimulatedApplePay: Sendable {
     var script: [UInt8] { get }
     /// The sheet's stylesheet.
     var stylesheet: [UInt8] { get }
+    /// A stand-in for Apple's JS SDK, which installs the sheet as the SDK installs its session in
+    /// browsers without Apple Pay of their own; nil: the page installs the sheet itself.
+    var standInSDK: [UInt8]? { get }
     /// A token for `amount` (minor units) encrypted to `merchant`'s processing key and
     /// carrying SHA-256 of `applicationData`, as Safari would produce for that sheet; with
     /// `merchantToken`, a merchant token (an MPAN with a new token identifier), as Safari gives
@@ -27,6 +30,7 @@ public protocol SimulatedApplePay: Sendable {
 struct SimulatedSheetController {
     static let scriptPath = "/demo/simulated-sheet.js"
     static let stylesheetPath = "/demo/simulated-sheet.css"
+    static let standInSDKPath = "/demo/apple-pay-sdk.js"
 
     let configuration: ServerConfiguration
     let simulator: any SimulatedApplePay
@@ -49,6 +53,9 @@ struct SimulatedSheetController {
         }
         router.get(RouterPath(Self.stylesheetPath)) { _, _ in
             Self.file(simulator.stylesheet, type: "text/css; charset=utf-8")
+        }
+        if let standIn = simulator.standInSDK {
+            router.get(RouterPath(Self.standInSDKPath)) { _, _ in Self.file(standIn, type: "text/javascript; charset=utf-8") }
         }
         router.postJSON("/demo/token") { request, context in
             let (merchant, _) = try context.requireMerchant()

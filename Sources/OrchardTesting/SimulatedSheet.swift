@@ -12,25 +12,28 @@ import OrchardServer
 public struct SimulatedSheet: SimulatedApplePay {
     public let script: [UInt8]
     public let stylesheet: [UInt8]
+    public let standInSDK: [UInt8]?
     let minter: TokenMinter
     let processingKey: P256.KeyAgreement.PublicKey
 
-    /// A sheet whose tokens are signed by `chain` and encrypted to `processingKey` (EC_v1).
-    public init(chain: TestAppleChain, processingKey: P256.KeyAgreement.PublicKey) throws {
+    /// A sheet whose tokens are signed by `chain` and encrypted to `processingKey` (EC_v1); with
+    /// `standInSDK`, installed by a stand-in for Apple's SDK as in browsers other than Safari.
+    public init(chain: TestAppleChain, processingKey: P256.KeyAgreement.PublicKey, standInSDK: Bool = false) throws {
         guard let folder = Bundle.module.url(forResource: "SimulatedSheet", withExtension: nil) else {
             throw SimulatedSheetError("the simulated sheet's files are missing from the orchard_OrchardTesting resource bundle")
         }
         script = Array(try Data(contentsOf: folder.appendingPathComponent("simulated-sheet.js")))
         stylesheet = Array(try Data(contentsOf: folder.appendingPathComponent("simulated-sheet.css")))
+        self.standInSDK = standInSDK ? Array(try Data(contentsOf: folder.appendingPathComponent("stand-in-sdk.js"))) : nil
         minter = TokenMinter(chain: chain)
         self.processingKey = processingKey
     }
 
     /// The demo's sheet: its token chain, and its EC processing key or, when the mock processor
     /// holds the key, the processor's.
-    public init(environment: DemoEnvironment, processorHoldsKey: Bool = false) throws {
+    public init(environment: DemoEnvironment, processorHoldsKey: Bool = false, standInSDK: Bool = false) throws {
         let key = processorHoldsKey ? try environment.processorHeldKey().key : try environment.processingKeys().ec
-        try self.init(chain: try environment.tokenChain(), processingKey: key.publicKey)
+        try self.init(chain: try environment.tokenChain(), processingKey: key.publicKey, standInSDK: standInSDK)
     }
 
     public func mintToken(

@@ -26,6 +26,13 @@ struct Demo: AsyncParsableCommand {
     @Flag(help: "Do not serve the simulated Apple Pay sheet (the page then shows only what the browser itself offers).")
     var noSimulatedSheet = false
 
+    @Flag(
+        help: """
+            Serve a stand-in for Apple's JS SDK that installs the simulated sheet as Apple's SDK installs Apple Pay in \
+            Chrome, Edge and Firefox: the page loads it first, then shows its <apple-pay-button>.
+            """)
+    var standInSdk = false
+
     @Option(
         help: ArgumentHelp(
             "Load Apple's JS SDK from this URL (https, or http on loopback); by default the demo loads none.", valueName: "url"))
@@ -86,7 +93,12 @@ struct Demo: AsyncParsableCommand {
         } catch {
             throw CommandFailure(error.message)
         }
-        let simulator = noSimulatedSheet ? nil : try SimulatedSheet(environment: environment, processorHoldsKey: processorHoldsKey)
+        if standInSdk && (noSimulatedSheet || applePaySdk != nil) {
+            throw CommandFailure("--stand-in-sdk serves the SDK and the sheet itself: leave out --no-simulated-sheet and --apple-pay-sdk")
+        }
+        let simulator =
+            noSimulatedSheet
+            ? nil : try SimulatedSheet(environment: environment, processorHoldsKey: processorHoldsKey, standInSDK: standInSdk)
         let tokenFile = try environment.adminTokenFile()
         let (stateDir, processor) = (self.stateDir, self.processor)
         let (orchard, sandbox) = (Self.typed("orchard"), Self.typed("orchard-sandbox"))

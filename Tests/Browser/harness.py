@@ -223,28 +223,16 @@ class Browser:
 
 class FakeAppleSDK:
     """Serves a stand-in for Apple's SDK on loopback, answering after `delay` seconds. It defines
-    <apple-pay-button>; with `session`, first an ApplePaySession as Apple's SDK gives browsers
-    without Apple Pay of their own (Chrome, Edge, Firefox: the shopper scans a code with an
-    iPhone), which is the demo's simulated sheet with what such a browser cannot know: its
-    applePayCapabilities are `paymentCredentialStatusUnknown`, and it has no
-    canMakePaymentsWithActiveCard. Our own code: Apple's SDK cannot run offline and is not copied."""
+    <apple-pay-button>; with `session`, it is the demo's stand-in (`STAND_IN`, our own code:
+    Apple's SDK cannot run offline and is not copied), which first defines ApplePaySession as
+    Apple's SDK does in browsers without Apple Pay of their own."""
 
     BUTTON = b"""
 customElements.define('apple-pay-button', class extends HTMLElement {
   connectedCallback() { this.textContent = 'Apple Pay (stand-in SDK)'; }
 });
 """
-
-    SESSION = b"""
-(async () => {
-  if (!('ApplePaySession' in window)) {
-    await import(new URL('/demo/simulated-sheet.js', location.origin).href);
-    const session = window.ApplePaySession;
-    session.applePayCapabilities = async () => ({ paymentCredentialStatus: 'paymentCredentialStatusUnknown' });
-    delete session.canMakePaymentsWithActiveCard;
-    window.__standInSession = true;
-  }
-"""
+    STAND_IN = ROOT / "Sources" / "OrchardTesting" / "SimulatedSheet" / "stand-in-sdk.js"
 
     def __init__(self, delay=0.0, session=False):
         sdk = self
@@ -264,7 +252,7 @@ customElements.define('apple-pay-button', class extends HTMLElement {
                 pass
 
         self.delay = delay
-        self.source = FakeAppleSDK.SESSION + FakeAppleSDK.BUTTON + b"})();\n" if session else FakeAppleSDK.BUTTON
+        self.source = FakeAppleSDK.STAND_IN.read_bytes() if session else FakeAppleSDK.BUTTON
         self.requests = 0
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/jsapi/apple-pay-sdk.js"

@@ -408,6 +408,18 @@ class AppleSDKTests(unittest.TestCase):
         self.assertEqual(payment["state"], "authorized")
         self.assertEqual(browser.problems(), [])
 
+    def test_the_demos_stand_in_sdk_pays_as_outside_safari(self):
+        demo, browser = self.page("--stand-in-sdk")
+        button = browser.wait_button_enabled(timeout=10)
+        self.assertEqual(button.tag_name, "apple-pay-button")
+        self.assertTrue(browser.driver.execute_script("return window.__standInSession === true"))
+        browser.screenshot("sdk-stand-in-button")
+        button.click()
+        browser.wait_sheet("ready")
+        browser.find('[data-testid="sheet-pay"]').click()
+        browser.wait_status("success")
+        self.assertEqual(browser.problems(), [])
+
     def test_a_script_that_fails_to_load_ends_unavailable_with_its_reason(self):
         blocked = f"http://127.0.0.1:{closed_loopback_port()}/jsapi/apple-pay-sdk.js"
         _, browser = self.page("--apple-pay-sdk", blocked, "--no-simulated-sheet")
