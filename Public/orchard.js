@@ -115,18 +115,25 @@ const CAPABILITIES_TIMEOUT_MS = 3_000;
  */
 export const SDK_TIMEOUT_MS = 5_000;
 
+/** Apple's SDK's script element; with `integrity`, the browser runs only the bytes that hash says. */
+function sdkScript(url, integrity) {
+  const attributes = { src: url, crossorigin: 'anonymous', async: '' };
+  if (integrity) attributes.integrity = integrity;
+  return element('script', attributes);
+}
+
 /**
  * Adds Apple's SDK to the page and resolves `{ok: true}` once it has defined both ApplePaySession
  * and <apple-pay-button>, or `{ok: false, reason}` when the script fails or `timeoutMs` passes.
  */
-export function loadSDK(url, timeoutMs = SDK_TIMEOUT_MS) {
+export function loadSDK(url, timeoutMs = SDK_TIMEOUT_MS, integrity = null) {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve({ ok: false, reason: `did not start within ${Math.ceil(timeoutMs / 1000)} s` }), timeoutMs);
     const finish = (result) => {
       clearTimeout(timer);
       resolve(result);
     };
-    const script = element('script', { src: url, crossorigin: 'anonymous', async: '' });
+    const script = sdkScript(url, integrity);
     script.addEventListener('error', () => finish({ ok: false, reason: 'could not be loaded' }));
     customElements.whenDefined('apple-pay-button').then(() => finish(
       typeof window.ApplePaySession === 'function' ? { ok: true } : { ok: false, reason: 'defined no ApplePaySession' }));
@@ -490,7 +497,7 @@ class Checkout {
     customElements.whenDefined('apple-pay-button').then(() => {
       if (!this.done && !this.paying) this.show(sdkButton(this.t, this.onPay));
     });
-    const script = element('script', { src: url, crossorigin: 'anonymous', async: '' });
+    const script = sdkScript(url, this.options.applePaySDKIntegrity);
     script.addEventListener('error', () => console.info('Apple Pay JS SDK did not load; the page keeps its own button.'));
     document.head.append(script);
   }
@@ -504,7 +511,8 @@ class Checkout {
     const native = 'ApplePaySession' in window;
     let sdkFailure = null;
     if (this.options.applePaySDK && !native) {
-      const loaded = await loadSDK(this.options.applePaySDK, this.options.applePaySDKTimeoutMs ?? SDK_TIMEOUT_MS);
+      const loaded = await loadSDK(
+        this.options.applePaySDK, this.options.applePaySDKTimeoutMs ?? SDK_TIMEOUT_MS, this.options.applePaySDKIntegrity);
       if (!loaded.ok) sdkFailure = loaded.reason;
     }
     if (this.simulatedSheet && !('ApplePaySession' in window)) {
@@ -540,7 +548,8 @@ class Checkout {
  * Options: `clientSecret` (a payment request from the shop's backend) or `order` (a function
  * returning the page's current `{orderId, paymentRequest}`, or null while there is none);
  * `merchantIdentifier` (with `order`), `applePaySDK` (a URL: use Apple's <apple-pay-button>, and
- * outside Safari wait for it up to `applePaySDKTimeoutMs`, 5000 by default),
+ * outside Safari wait for it up to `applePaySDKTimeoutMs`, 5000 by default; `applePaySDKIntegrity`:
+ * its SRI hash, for a pinned version),
  * `buttonClass`, `strings`, and the callbacks `onReady(paymentRequest)`, `onStart({orderId})`,
  * `onTotals(update)`, `onAttemptFailed({message})` and `onOutcome({status, detail, orderId,
  * paymentId, reason})` with status success | failure | cancelled | unavailable (`reason`: why

@@ -188,6 +188,8 @@ async function main() {
     merchantIdentifier: settings.merchantIdentifier,
     simulatedSheet: settings.simulatedSheet,
     applePaySDK: settings.applePaySDK,
+    applePaySDKIntegrity: settings.applePaySDKIntegrity,
+    applePaySDKTimeoutMs: settings.applePaySDKTimeoutMs,
     buttonClass: 'apple-pay-button',
     strings: t,
     onStart: () => {

@@ -23,6 +23,8 @@ struct CheckoutController {
         var currencyCode: String
         var products: [Product]
         var applePaySDK: String?
+        var applePaySDKIntegrity: String?
+        var applePaySDKTimeoutMs: Int
         /// The demo's `ApplePaySession` test double (an ES module), absent outside the demo.
         var simulatedSheet: String?
     }
@@ -42,6 +44,8 @@ struct CheckoutController {
                 },
                 applePaySDK: simulator?.standInSDK == nil
                     ? configuration.applePaySDK?.absoluteString : SimulatedSheetController.standInSDKPath,
+                applePaySDKIntegrity: simulator?.standInSDK == nil ? configuration.applePaySDKLoading.integrity : nil,
+                applePaySDKTimeoutMs: configuration.applePaySDKLoading.timeoutMilliseconds,
                 // With the stand-in SDK, the session comes from it, as outside Safari.
                 simulatedSheet: simulator == nil || simulator?.standInSDK != nil ? nil : SimulatedSheetController.scriptPath)
             return settings

@@ -31,6 +31,7 @@ struct CheckoutTests {
             #expect(json["currencyCode"] as? String == "EUR")
             #expect((json["products"] as? [[String: Any]])?.first?["price"] as? String == "2.50")
             #expect(json["applePaySDK"] as? String == "https://applepay.cdn-apple.com/jsapi/1.latest/apple-pay-sdk.js")
+            #expect(json["applePaySDKTimeoutMs"] as? Int == 5000 && json["applePaySDKIntegrity"] == nil)
             #expect(json["simulatedSheet"] == nil)
 
             let policy = try #require(Self.header("Content-Security-Policy", in: response))
@@ -68,6 +69,33 @@ struct CheckoutTests {
             file.checkout = .init(applePaySDK: bad)
             #expect(throws: ConfigurationError.self) { try ServerConfiguration.resolve(file, relativeTo: directory.url.path) }
         }
+    }
+
+    @Test("checkout.applePaySDKIntegrity only for a pinned version, as an SRI hash; the timeout within 1–30 s")
+    func sdkLoadingSettings() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var file = try ServerHarness.configurationFile(gatewayPort: 1, directory: directory)
+        let pinned = "https://applepay.cdn-apple.com/jsapi/v1.3.8/apple-pay-sdk.js"
+        let hash = "sha384-" + Data(repeating: 7, count: 48).base64EncodedString()
+        func message(_ sdk: String?, _ integrity: String?, _ timeout: Int? = nil) -> String? {
+            file.checkout = .init(applePaySDK: sdk)
+            file.checkout?.applePaySDKIntegrity = integrity
+            file.checkout?.applePaySDKTimeoutMilliseconds = timeout
+            do {
+                let loading = try ServerConfiguration.resolve(file, relativeTo: directory.url.path).applePaySDKLoading
+                return loading == ApplePaySDKLoading(integrity: integrity, timeoutMilliseconds: timeout ?? 5000) ? nil : "loaded otherwise"
+            } catch {
+                return error.message
+            }
+        }
+        #expect(message(pinned, hash, 8000) == nil)
+        #expect(message(nil, hash)?.contains("pin a version") == true, "1.latest changes under a hash")
+        #expect(message("none", hash)?.contains("needs checkout.applePaySDK") == true)
+        #expect(message(pinned, "sha384-short")?.contains("sha256-, sha384- or sha512-") == true)
+        #expect(message(pinned, "md5-" + Data(count: 16).base64EncodedString()) != nil)
+        #expect(message(pinned, nil, 500)?.contains("1000–30000") == true)
+        #expect(message(pinned, nil, 60_000) != nil)
     }
 
     @Test("the simulated sheet is served when given, and its tokens authorize only the amount it shows")

@@ -127,6 +127,10 @@ public struct ConfigurationFile: Codable, Sendable {
         /// Apple's Apple Pay JS SDK, which adds `<apple-pay-button>`. Absent: Apple's CDN;
         /// `"none"`: not loaded (the page draws its own button). Its origin joins the CSP.
         public var applePaySDK: String?
+        /// The SDK's Subresource Integrity hash (`sha384-…`), for a pinned version only.
+        public var applePaySDKIntegrity: String?
+        /// How long a browser without Apple Pay of its own waits for the SDK before the page says unavailable.
+        public var applePaySDKTimeoutMilliseconds: Int?
 
         public init(applePaySDK: String? = nil) {
             self.applePaySDK = applePaySDK

@@ -49,6 +49,7 @@ extension ServerConfiguration {
             trustsTestTokenRoot: payments?.testTokenRootCertificate != nil,
             stateDirectory: values.path(file.stateDirectory ?? "state"),
             applePaySDK: try Self.applePaySDK(file.checkout?.applePaySDK),
+            applePaySDKLoading: try ApplePaySDKLoading(file.checkout, sdk: try Self.applePaySDK(file.checkout?.applePaySDK)),
             platform: try file.platformIntegrator.map { integrator throws(ConfigurationError) in
                 try loadPlatform(integrator, source: values, time: time)
             },

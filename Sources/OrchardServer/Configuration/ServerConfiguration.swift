@@ -26,6 +26,8 @@ public struct ServerConfiguration: Sendable {
     public var stateDirectory: String
     /// Where the page loads Apple's JS SDK from; nil: not loaded.
     public var applePaySDK: URL?
+    /// How the page loads it: its SRI hash and how long it waits for it.
+    public var applePaySDKLoading = ApplePaySDKLoading()
     /// The platform integrator, as a merchant without domains: the template for registered merchants.
     public var platform: MerchantConfiguration?
     /// The admin API's bearer token; nil turns the admin API off.
