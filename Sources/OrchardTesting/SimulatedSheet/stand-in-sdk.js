@@ -16,8 +16,15 @@
       delete session.canMakePaymentsWithActiveCard;
       window.__standInSession = true;
     }
+    // Drawn as Apple's black button, through the CSSOM (a strict CSP allows no inline style).
     customElements.define('apple-pay-button', class extends HTMLElement {
-      connectedCallback() { this.textContent = 'Apple Pay (stand-in SDK)'; }
+      connectedCallback() {
+        this.textContent = ' Pay (stand-in SDK)';
+        Object.assign(this.style, {
+          display: 'flex', alignItems: 'center', justifyContent: 'center', height: '48px', borderRadius: '8px',
+          background: '#000', color: '#fff', font: '600 17px system-ui, sans-serif', cursor: 'pointer',
+        });
+      }
     });
   }, delay);
 })();
