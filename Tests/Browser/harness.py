@@ -28,6 +28,7 @@ SANDBOX = Path(os.environ.get("ORCHARD_SANDBOX_BINARY", ROOT / ".build" / "debug
 SCREENSHOTS = Path(os.environ.get("ORCHARD_SCREENSHOTS", ROOT / ".ci" / "artifacts" / "screenshots"))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
+WEBKIT_DRIVER = os.environ.get("WEBKIT_DRIVER", "/usr/bin/WebKitWebDriver")
 
 DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
 PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
@@ -219,6 +220,23 @@ class Browser:
         errors += [entry["message"] for entry in self.console if "Content Security Policy" in entry["message"]]
         errors += [f"CSP violation: {v}" for v in (self.driver.execute_script("return window.__cspViolations || []") or [])]
         return [e for e in errors if not any(re.search(pattern, e) for pattern in allowed)]
+
+
+class WebKitBrowser(Browser):
+    """WebKitGTK, Safari's engine (Debian's webkit2gtk-driver), under Xvfb: scripts/browser-test
+    runs its suite through xvfb-run. WebKitWebDriver has no way to run a script before the page's
+    own, so this browser collects no CSP violations or console errors; Chromium's suites do."""
+
+    def __init__(self, viewport=DESKTOP):
+        from selenium.webdriver.webkitgtk.options import Options as WebKitOptions
+        from selenium.webdriver.webkitgtk.service import Service as WebKitService
+        self.driver = webdriver.WebKitGTK(options=WebKitOptions(), service=WebKitService(executable_path=WEBKIT_DRIVER))
+        self.driver.set_window_size(viewport["width"], viewport["height"])
+        self.viewport = viewport
+        self.console = []
+
+    def problems(self, allowed=()):
+        return []
 
 
 class FakeAppleSDK:
