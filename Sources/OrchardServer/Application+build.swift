@@ -88,14 +88,15 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
     routes.addRoutes(OrdersController(service: orders, limiter: limiter).routes)
     routes.addRoutes(AuthorizeController(engine: engine, limiter: limiter).routes)
     let v1 = routes.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
+    let requestService = PaymentRequestService(store: store, vault: d.vault, time: time)
     let paymentRequests = PaymentRequestsController(
-        service: PaymentRequestService(store: store, vault: d.vault, time: time),
+        service: requestService,
         simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter)
     v1.addRoutes(paymentRequests.apiRoutes)
     routes.addRoutes(paymentRequests.pageRoutes)
     let paymentsAPI = PaymentsAPIController(store: store, engine: engine)
     v1.addRoutes(paymentsAPI.routes)
-    v1.addRoutes(InAppAuthorizeController(payments: paymentsAPI, limiter: limiter).routes)
+    v1.addRoutes(InAppAuthorizeController(requests: requestService, payments: paymentsAPI, limiter: limiter).routes)
     v1.addRoutes(
         MandatesController(service: MandateChargeService(store: store, engine: engine, time: time), lifecycle: mandates).routes)
     routes.addRoutes(

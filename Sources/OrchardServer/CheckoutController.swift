@@ -37,17 +37,17 @@ struct CheckoutController {
             guard let catalogue = merchant.catalogue, let currency = Currency(code: catalogue.currency) else {
                 throw OrchardError(.ordersUnavailable, "this shop takes no orders (no catalogue configured)")
             }
+            // With the demo's stand-in SDK, the page loads it and the session comes from it, as outside Safari.
+            let standIn = simulator?.standInSDK != nil
             let settings = Settings(
                 merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, currencyCode: catalogue.currency,
                 products: catalogue.products.map {
                     Product(id: $0.id, label: $0.label, price: Money(minorUnits: $0.price, currency: currency).decimalString)
                 },
-                applePaySDK: simulator?.standInSDK == nil
-                    ? configuration.applePaySDK?.absoluteString : SimulatedSheetController.standInSDKPath,
-                applePaySDKIntegrity: simulator?.standInSDK == nil ? configuration.applePaySDKLoading.integrity : nil,
+                applePaySDK: standIn ? SimulatedSheetController.standInSDKPath : configuration.applePaySDK?.absoluteString,
+                applePaySDKIntegrity: standIn ? nil : configuration.applePaySDKLoading.integrity,
                 applePaySDKTimeoutMs: configuration.applePaySDKLoading.timeoutMilliseconds,
-                // With the stand-in SDK, the session comes from it, as outside Safari.
-                simulatedSheet: simulator == nil || simulator?.standInSDK != nil ? nil : SimulatedSheetController.scriptPath)
+                simulatedSheet: simulator == nil || standIn ? nil : SimulatedSheetController.scriptPath)
             return settings
         }
         return router

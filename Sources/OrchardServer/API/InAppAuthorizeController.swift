@@ -8,6 +8,7 @@ import OrchardCore
 /// call carries no shop `Host`); the binding, replay and state rules are the page's, through the
 /// same engine and with the same webhooks; the answer is the payment, as `GET /v1/payments/{id}`.
 struct InAppAuthorizeController {
+    let requests: PaymentRequestService
     let payments: PaymentsAPIController
     let limiter: RateLimiter
 
@@ -18,11 +19,8 @@ struct InAppAuthorizeController {
             let merchant = try context.requireAPIMerchant()
             // Before the body is read: each attempt verifies a token and may call the processor.
             try limiter.check(.authorizations, context: context, merchant: merchant.merchantIdentifier)
-            let id = try context.parameters.require("id")
             // Only this merchant's payment requests: another's, or an order of the checkout page, is not found.
-            guard id.utf8.count <= 64, let record = try await payments.store.paymentRequest(id: id),
-                record.merchantIdentifier == merchant.merchantIdentifier
-            else { throw OrchardError(.notFound, "there is no payment request \(id.prefix(64))") }
+            let record = try await requests.request(id: try context.parameters.require("id"), merchant: merchant)
             let bytes = try await readBody(request, limit: AuthorizeController.maximumBodyBytes)
             let token: PaymentToken
             do throws(ApplePayError) {

@@ -33,6 +33,7 @@ extension ServerConfiguration {
         let merchants = try resolveMerchants(file.merchants, values: values, time: time, processors: processors)
         let (maxBody, port) = try resolveServer(file.server)
         let payments = file.payments
+        let sdk = try Self.applePaySDK(file.checkout?.applePaySDK)
         var resolved = ServerConfiguration(
             host: file.server?.host ?? "127.0.0.1",
             port: port,
@@ -48,8 +49,8 @@ extension ServerConfiguration {
             },
             trustsTestTokenRoot: payments?.testTokenRootCertificate != nil,
             stateDirectory: values.path(file.stateDirectory ?? "state"),
-            applePaySDK: try Self.applePaySDK(file.checkout?.applePaySDK),
-            applePaySDKLoading: try ApplePaySDKLoading(file.checkout, sdk: try Self.applePaySDK(file.checkout?.applePaySDK)),
+            applePaySDK: sdk,
+            applePaySDKLoading: try ApplePaySDKLoading(file.checkout, sdk: sdk),
             platform: try file.platformIntegrator.map { integrator throws(ConfigurationError) in
                 try loadPlatform(integrator, source: values, time: time)
             },
