@@ -18,6 +18,16 @@ public struct PaymentToken: Sendable, Codable, Equatable {
             self.type = type
         }
 
+        /// `network` as Apple names networks ("Visa", "MasterCard", "CartesBancaires"): 1–32 ASCII
+        /// letters and digits, else nil. The field comes from the shopper's browser or the shop's
+        /// app, unsigned, and goes into the payment's record and its webhooks.
+        public var checkedNetwork: String? {
+            guard let network, (1...32).contains(network.utf8.count),
+                network.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })
+            else { return nil }
+            return network
+        }
+
         /// The last four digits of `displayName` ("Visa 0492"), what a shop shows of a token it
         /// does not decrypt; "" when the name ends otherwise.
         public var lastFour: String {

@@ -141,6 +141,23 @@ struct PaymentsEngineTests {
         }
     }
 
+    @Test("the token's network, sent unsigned by the browser or app, is kept only as Apple names networks")
+    func networkIsBounded() async throws {
+        try await Self.withBench { bench in
+            for (network, kept) in [
+                ("Visa", "Visa"), ("CartesBancaires", "CartesBancaires"), (String(repeating: "V", count: 40_000), nil),
+                ("Visa\u{1B}[31m", nil), ("", nil),
+            ] as [(String, String?)] {
+                let order = try await bench.order()
+                var token = try bench.token(for: order)
+                token.paymentMethod = .init(displayName: "Visa 0492", network: network, type: "debit")
+                let paid = try await bench.engine.authorize(
+                    .init(merchantIdentifier: EngineBench.merchant, orderId: order.id, token: token))
+                #expect(paid.network == kept, "\(network.prefix(20))")
+            }
+        }
+    }
+
     @Test("an operator's resolve loses to a retry that already took the payment back to pending")
     func resolveRacesRetry() async throws {
         try await Self.withBench { bench in

@@ -146,7 +146,7 @@ public struct PaymentsEngine: Sendable {
         let draft = PaymentRecord(
             id: RecordIdentifier.random(), orderId: order.id, transactionId: transactionId, state: .pending,
             amount: order.priced.total,
-            currency: order.priced.currency, network: attempt.token.paymentMethod?.network,
+            currency: order.priced.currency, network: attempt.token.paymentMethod?.checkedNetwork,
             lastFour: payment?.lastFour ?? attempt.token.paymentMethod?.lastFour ?? "",
             processor: processor.name, reference: "", merchantTokenIdentifier: payment?.fields.merchantTokenIdentifier,
             merchantTokenMetadata: payment?.fields.merchantTokenMetadata, createdAt: now, lastSentAt: now)
