@@ -1,4 +1,4 @@
-// Orchard's Apple Pay button for any checkout page: one ES module, no dependencies.
+// Orchard's Apple Pay button for any checkout page: an ES module (with its siblings), no dependencies.
 //
 //   <div id="apple-pay"></div>
 //   <script type="module">
@@ -13,99 +13,18 @@
 // it was loaded from (merchant validation, shipping updates, authorization), and reports each
 // step by callback and as `orchard:*` DOM events on the container. Every URL is relative to this
 // module, so Orchard can sit under any path of the shop's own domain behind its reverse proxy.
-// Only what Apple documents for ApplePaySession is used; every number comes from the server.
+// The sheet runs on ApplePaySession (orchard-session.js) or, with `mode: 'paymentrequest'`, on the
+// Payment Request API (orchard-payment-request.js); every number comes from the server.
+
+import { defaultStrings, format, postJSON } from './orchard-api.js';
+import { AGREEMENT_VERSION, hasAgreement, pickVersion, startPayment } from './orchard-session.js';
+import { canUsePaymentRequest, startPaymentRequest } from './orchard-payment-request.js';
+
+export * from './orchard-api.js';
+export * from './orchard-session.js';
+export * from './orchard-payment-request.js';
 
 const BASE = new URL('./', import.meta.url);
-
-/** Each call the sheet waits on gives up well inside Safari's 30 s. */
-export const STEP_TIMEOUT_MS = 25_000;
-
-/** A failed call: `status` 0 for network failures and timeouts; `body` is the server's JSON, if any. */
-export class ApiError extends Error {
-  constructor(message, { status = 0, body = null, timedOut = false } = {}) {
-    super(message);
-    this.name = 'ApiError';
-    this.status = status;
-    this.body = body;
-    this.timedOut = timedOut;
-  }
-}
-
-/** JSON to and from Orchard; `path` is relative to this module (a leading slash is ignored). */
-export async function request(method, path, body, timeoutMs = STEP_TIMEOUT_MS) {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), timeoutMs);
-  let response;
-  try {
-    response = await fetch(new URL(path.replace(/^\//, ''), BASE), {
-      method,
-      headers: body === undefined ? { Accept: 'application/json' } : { 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: controller.signal,
-      credentials: 'same-origin',
-      cache: 'no-store',
-    });
-  } catch (error) {
-    throw new ApiError(error.name === 'AbortError' ? 'timeout' : 'network', { timedOut: error.name === 'AbortError' });
-  } finally {
-    clearTimeout(timer);
-  }
-  let json = null;
-  try {
-    json = await response.json();
-  } catch {
-    // Not JSON: the status alone has to do.
-  }
-  if (!response.ok) {
-    throw new ApiError(json?.error?.message ?? `HTTP ${response.status}`, { status: response.status, body: json });
-  }
-  return json;
-}
-
-export const getJSON = (path, timeoutMs) => request('GET', path, undefined, timeoutMs);
-export const postJSON = (path, body, timeoutMs) => request('POST', path, body, timeoutMs);
-
-/** The messages the shopper may see; `mount(…, {strings})` overrides any of them. */
-export const defaultStrings = {
-  locale: 'en',
-  payButton: 'Buy with Apple Pay',
-  failureTitle: 'Payment not completed',
-  cancelledDetail: 'Nothing was charged.',
-  unavailableDetail: 'Apple Pay is not available on this device.',
-  sdkFailed: 'Apple Pay is not available: Apple\'s script {reason}.',
-  validationFailed: 'Apple Pay could not be started: {reason}.',
-  updateFailed: 'The total could not be updated: {reason}.',
-  authorizeFailed: '{reason}',
-  authorizeTimedOut: 'The shop did not answer in time. Your payment may still go through: check your order before paying again.',
-  sessionFailed: 'Apple Pay could not open: {reason}.',
-  timedOut: 'the shop did not answer in time',
-  networkError: 'the network connection failed',
-  alreadyPaid: 'This order is already paid.',
-  closed: 'This payment request is {status}; ask the shop for a new one.',
-};
-
-/** `format('Add one {product}', {product: 'cider'})` → 'Add one cider'. */
-export function format(template, values = {}) {
-  return template.replace(/\{(\w+)\}/g, (match, key) => (key in values ? String(values[key]) : match));
-}
-
-/**
- * Versions this module can use: 3 added STATUS_FAILURE with ApplePayError; 12 added coupons;
- * 14 added recurring, deferred and automatic-reload payment requests.
- */
-const MIN_VERSION = 3;
-const MAX_VERSION = 14;
-const COUPON_VERSION = 12;
-export const AGREEMENT_VERSION = 14;
-
-/** The request fields that carry an agreement, and the date members Apple Pay JS wants as Date objects. */
-const AGREEMENTS = ['recurringPaymentRequest', 'deferredPaymentRequest', 'automaticReloadPaymentRequest'];
-const LINE_DATES = ['recurringPaymentStartDate', 'recurringPaymentEndDate', 'deferredPaymentDate'];
-
-/** Whether the request sets up a recurring, deferred or automatic-reload agreement. */
-export function hasAgreement(serverRequest) {
-  return AGREEMENTS.some((key) => serverRequest?.[key] != null);
-}
 const CAPABILITIES_TIMEOUT_MS = 3_000;
 
 /**
@@ -141,19 +60,6 @@ export function loadSDK(url, timeoutMs = SDK_TIMEOUT_MS, integrity = null) {
   });
 }
 
-/** The highest Apple Pay JS version the browser supports, or null. */
-export function pickVersion(session) {
-  if (typeof session?.supportsVersion !== 'function') return null;
-  for (let version = MAX_VERSION; version >= MIN_VERSION; version -= 1) {
-    try {
-      if (session.supportsVersion(version)) return version;
-    } catch {
-      // A browser that throws for unknown versions: try the next one down.
-    }
-  }
-  return null;
-}
-
 /**
  * `{available, version}`. Available only if ApplePaySession exists, supports a usable version,
  * `canMakePayments()` is true and, where the browser has it, `applePayCapabilities` does not say
@@ -180,164 +86,6 @@ export async function checkAvailability(merchantIdentifier) {
     return { available: false, reason: String(error?.message ?? error) };
   }
   return { available: true, version };
-}
-
-/**
- * The payment request for `version`: fields a version lacks are left out, as Safari would reject
- * them. An agreement's dates become Date objects (Apple Pay JS refuses strings there), and its
- * `tokenNotificationURL` is made absolute against the Orchard this module came from. Throws when
- * the version cannot show the agreement: paying without it would set up nothing.
- */
-export function paymentRequestFor(serverRequest, version, tokenNotificationPath = null) {
-  const request = structuredClone(serverRequest);
-  if (version < COUPON_VERSION) {
-    delete request.supportsCouponCode;
-    delete request.couponCode;
-  }
-  if (request.couponCode == null) delete request.couponCode;
-  if (hasAgreement(request) && version < AGREEMENT_VERSION) {
-    throw new Error(`this browser's Apple Pay (version ${version}) cannot show a payment agreement`);
-  }
-  for (const key of AGREEMENTS) {
-    const agreement = request[key];
-    if (agreement == null) continue;
-    for (const line of [agreement.regularBilling, agreement.trialBilling, agreement.deferredBilling, agreement.automaticReloadBilling]) {
-      for (const field of LINE_DATES) if (line?.[field] != null) line[field] = new Date(line[field]);
-    }
-    if (agreement.freeCancellationDate != null) agreement.freeCancellationDate = new Date(agreement.freeCancellationDate);
-    if (tokenNotificationPath) agreement.tokenNotificationURL = new URL(tokenNotificationPath, BASE).href;
-    for (const field of Object.keys(agreement)) if (agreement[field] == null) delete agreement[field];
-  }
-  return request;
-}
-
-/** What Apple Pay reveals of the address before payment: enough for a shop to price delivery. */
-function redactedAddress(contact) {
-  return {
-    countryCode: contact?.countryCode ?? null,
-    postalCode: contact?.postalCode ?? null,
-    locality: contact?.locality ?? null,
-    administrativeArea: contact?.administrativeArea ?? null,
-  };
-}
-
-function applePayError({ code = 'unknown', contactField, message = '' }) {
-  return typeof window.ApplePayError === 'function'
-    ? new window.ApplePayError(code, contactField, message)
-    : { code, contactField, message };
-}
-
-function sheetUpdate(update) {
-  const result = { newTotal: update.newTotal, newLineItems: update.newLineItems, errors: (update.errors ?? []).map(applePayError) };
-  if (update.newShippingMethods) result.newShippingMethods = update.newShippingMethods;
-  return result;
-}
-
-/**
- * Opens the sheet for `order` ({orderId, paymentRequest}) and runs it to an outcome. Must be
- * called synchronously from the button's click handler: Safari only creates sessions inside a
- * user gesture.
- *
- * `on.totals(update)` runs when the server reprices, `on.attemptFailed(message)` when an
- * authorization is refused (the sheet stays open for another try), and `on.outcome(status,
- * detail, answer)` once, with status success | failure | cancelled.
- */
-export function startPayment({ order, version, on, t = defaultStrings }) {
-  const ApplePaySession = window.ApplePaySession;
-  const session = new ApplePaySession(version, paymentRequestFor(order.paymentRequest, version, order.tokenNotificationPath));
-  const base = `api/orders/${encodeURIComponent(order.orderId)}`;
-  let finished = false;
-  let lastFailure = null;
-
-  const reason = (error) => {
-    if (error instanceof ApiError) {
-      if (error.timedOut) return t.timedOut;
-      if (error.status === 0) return t.networkError;
-    }
-    return error?.message ?? String(error);
-  };
-
-  const finish = (status, detail, answer) => {
-    if (finished) return;
-    finished = true;
-    on.outcome(status, detail, answer);
-  };
-
-  // Something the shopper cannot fix on the sheet: close it and say why.
-  const abort = (message) => {
-    finish('failure', message);
-    try {
-      session.abort();
-    } catch {
-      // Already closed.
-    }
-  };
-
-  session.onvalidatemerchant = async (event) => {
-    try {
-      const merchantSession = await postJSON('api/apple-pay/session', { validationURL: event.validationURL });
-      if (!finished) session.completeMerchantValidation(merchantSession);
-    } catch (error) {
-      abort(format(t.validationFailed, { reason: reason(error) }));
-    }
-  };
-
-  const repriced = (path, body, complete) => async () => {
-    try {
-      const update = await postJSON(`${base}/${path}`, body);
-      if (finished) return;
-      on.totals(update);
-      complete(sheetUpdate(update));
-    } catch (error) {
-      abort(format(t.updateFailed, { reason: reason(error) }));
-    }
-  };
-
-  session.onpaymentmethodselected = (event) =>
-    repriced('payment-method', { type: event.paymentMethod?.type ?? null }, (u) =>
-      session.completePaymentMethodSelection({ newTotal: u.newTotal, newLineItems: u.newLineItems }))();
-
-  session.onshippingcontactselected = (event) =>
-    repriced('shipping-contact', redactedAddress(event.shippingContact), (u) =>
-      session.completeShippingContactSelection(u))();
-
-  session.onshippingmethodselected = (event) =>
-    repriced('shipping-method', { identifier: event.shippingMethod?.identifier ?? '' }, (u) =>
-      session.completeShippingMethodSelection(u))();
-
-  session.oncouponcodechanged = (event) =>
-    repriced('coupon', { couponCode: event.couponCode ?? '' }, (u) => session.completeCouponCodeChange(u))();
-
-  session.onpaymentauthorized = async (event) => {
-    let answer;
-    try {
-      answer = await postJSON('api/apple-pay/authorize', { orderId: order.orderId, payment: event.payment });
-    } catch (error) {
-      const body = error instanceof ApiError ? error.body : null;
-      answer = body?.status
-        ? body
-        : { status: 'failure', errors: [{ code: 'unknown', message: error?.timedOut ? t.authorizeTimedOut : reason(error) }] };
-    }
-    if (answer.status === 'success') {
-      session.completePayment({ status: ApplePaySession.STATUS_SUCCESS ?? 0, errors: [] });
-      finish('success', null, answer);
-      return;
-    }
-    const errors = Array.isArray(answer.errors) && answer.errors.length ? answer.errors : [{ code: 'unknown', message: '' }];
-    session.completePayment({ status: ApplePaySession.STATUS_FAILURE ?? 1, errors: errors.map(applePayError) });
-    // The sheet stays open for another try; the page shows why this one failed.
-    const messages = errors.map((e) => e.message).filter(Boolean).join(' ');
-    lastFailure = format(t.authorizeFailed, { reason: messages ? messages[0].toUpperCase() + messages.slice(1) : t.failureTitle });
-    on.attemptFailed(lastFailure);
-  };
-
-  session.oncancel = () => {
-    if (lastFailure) finish('failure', lastFailure);
-    else finish('cancelled', t.cancelledDetail);
-  };
-
-  session.begin();
-  return session;
 }
 
 /** A DOM element with attributes (`text` sets its text) and children; pages may use it too. */
@@ -438,10 +186,15 @@ class Checkout {
   pay() {
     if (!this.usable()) return;
     const { t, options } = this;
+    const order = this.currentOrder();
+    // Payment Request where the page asked for it and the browser has it; ApplePaySession otherwise (Firefox).
+    const api = options.mode === 'paymentrequest' && canUsePaymentRequest(order.paymentRequest) ? 'paymentrequest' : 'session';
+    const start = api === 'paymentrequest' ? startPaymentRequest : startPayment;
     try {
-      startPayment({
-        order: this.currentOrder(),
+      start({
+        order,
         version: this.version,
+        merchantIdentifier: this.merchantIdentifier,
         t,
         on: {
           totals: (update) => this.emit('totals', update, options.onTotals),
@@ -456,7 +209,7 @@ class Checkout {
     }
     this.paying = true;
     this.refresh();
-    this.emit('start', { orderId: this.currentOrder().orderId }, options.onStart);
+    this.emit('start', { orderId: order.orderId, api }, options.onStart);
   }
 
   show(button) {
@@ -550,7 +303,10 @@ class Checkout {
  * `merchantIdentifier` (with `order`), `applePaySDK` (a URL: use Apple's <apple-pay-button>, and
  * outside Safari wait for it up to `applePaySDKTimeoutMs`, 5000 by default; `applePaySDKIntegrity`:
  * its SRI hash, for a pinned version),
- * `buttonClass`, `strings`, and the callbacks `onReady(paymentRequest)`, `onStart({orderId})`,
+ * `mode` ('session', the default: Apple Pay JS's ApplePaySession; or 'paymentrequest': the W3C
+ * Payment Request API with Apple Pay's method, where the browser has it, and ApplePaySession
+ * where it does not, as in Firefox, or for an agreement), `buttonClass`, `strings`, and the
+ * callbacks `onReady(paymentRequest)`, `onStart({orderId, api})` (api: the one used),
  * `onTotals(update)`, `onAttemptFailed({message})` and `onOutcome({status, detail, orderId,
  * paymentId, reason})` with status success | failure | cancelled | unavailable (`reason`: why
  * Apple's SDK could not be used, when that is why). Each is also dispatched
@@ -561,6 +317,9 @@ class Checkout {
  * `reset()` (show the button again for a new order after a payment).
  */
 export async function mount(container, options = {}) {
+  if (![undefined, 'session', 'paymentrequest'].includes(options.mode)) {
+    throw new TypeError(`mount: mode must be 'session' or 'paymentrequest', not ${JSON.stringify(options.mode)}`);
+  }
   const checkout = new Checkout(container, options);
   await checkout.start();
   return {

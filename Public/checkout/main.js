@@ -190,6 +190,7 @@ async function main() {
     applePaySDK: settings.applePaySDK,
     applePaySDKIntegrity: settings.applePaySDKIntegrity,
     applePaySDKTimeoutMs: settings.applePaySDKTimeoutMs,
+    mode: settings.applePayMode,
     buttonClass: 'apple-pay-button',
     strings: t,
     onStart: () => {

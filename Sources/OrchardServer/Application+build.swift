@@ -283,11 +283,15 @@ struct SecurityHeadersMiddleware<Context: RequestContext>: RouterMiddleware {
 extension ServerConfiguration {
     /// The policy every response carries: nothing inline, nothing from elsewhere but Apple's
     /// SDK when one is configured. The page and the demo's simulated sheet are built for it.
+    ///
+    /// The SDK's origin (one exact host) joins the fetch directives its code window may use:
+    /// its scripts, styles, fonts and images, its requests and its frames, as PSPs that ship it
+    /// allow (`default-src` with that origin). Objects, media, workers and manifests stay closed.
     public var contentSecurityPolicy: String {
         let sdk = applePaySDK.flatMap(Self.origin).map { " \($0)" } ?? ""
         return [
-            "default-src 'none'", "script-src 'self'\(sdk)", "style-src 'self'", "img-src 'self' data:\(sdk)",
-            "connect-src 'self'\(sdk)", "frame-src \(sdk.isEmpty ? "'none'" : String(sdk.dropFirst()))", "font-src 'self'",
+            "default-src 'none'", "script-src 'self'\(sdk)", "style-src 'self'\(sdk)", "img-src 'self' data:\(sdk)",
+            "connect-src 'self'\(sdk)", "frame-src \(sdk.isEmpty ? "'none'" : String(sdk.dropFirst()))", "font-src 'self'\(sdk)",
             "manifest-src 'self'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
         ].joined(separator: "; ")
     }

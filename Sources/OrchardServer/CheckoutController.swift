@@ -25,6 +25,8 @@ struct CheckoutController {
         var applePaySDK: String?
         var applePaySDKIntegrity: String?
         var applePaySDKTimeoutMs: Int
+        /// `session` or `paymentrequest`: the browser API the page pays through.
+        var applePayMode: String
         /// The demo's `ApplePaySession` test double (an ES module), absent outside the demo.
         var simulatedSheet: String?
     }
@@ -38,15 +40,16 @@ struct CheckoutController {
                 throw OrchardError(.ordersUnavailable, "this shop takes no orders (no catalogue configured)")
             }
             // With the demo's stand-in SDK, the page loads it and the session comes from it, as outside Safari.
-            let standIn = simulator?.standInSDK != nil
+            let standIn = simulator?.files[SimulatedSheetController.standInSDKName] != nil
             let settings = Settings(
                 merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName, currencyCode: catalogue.currency,
                 products: catalogue.products.map {
                     Product(id: $0.id, label: $0.label, price: Money(minorUnits: $0.price, currency: currency).decimalString)
                 },
                 applePaySDK: standIn ? SimulatedSheetController.standInSDKPath : configuration.applePaySDK?.absoluteString,
-                applePaySDKIntegrity: standIn ? nil : configuration.applePaySDKLoading.integrity,
-                applePaySDKTimeoutMs: configuration.applePaySDKLoading.timeoutMilliseconds,
+                applePaySDKIntegrity: standIn ? nil : configuration.checkoutPage.integrity,
+                applePaySDKTimeoutMs: configuration.checkoutPage.timeoutMilliseconds,
+                applePayMode: configuration.checkoutPage.mode.rawValue,
                 simulatedSheet: simulator == nil || standIn ? nil : SimulatedSheetController.scriptPath)
             return settings
         }

@@ -9,13 +9,11 @@ import OrchardCore
 /// `buildApplication` serves it only when given one, and only the demo passes one; no
 /// configuration file can turn it on.
 public protocol SimulatedApplePay: Sendable {
-    /// The ES module that installs the `ApplePaySession` test double.
-    var script: [UInt8] { get }
-    /// The sheet's stylesheet.
-    var stylesheet: [UInt8] { get }
-    /// A stand-in for Apple's JS SDK, which installs the sheet as the SDK installs its session in
-    /// browsers without Apple Pay of their own; nil: the page installs the sheet itself.
-    var standInSDK: [UInt8]? { get }
+    /// The sheet's files, by name under `/demo/`: `simulated-sheet.js` (the ES module that installs
+    /// the `ApplePaySession` test double), the modules it imports and its stylesheet, and with a
+    /// stand-in for Apple's JS SDK, `apple-pay-sdk.js`, which installs the sheet as the SDK installs
+    /// its session in browsers without Apple Pay of their own (without it, the page installs the sheet).
+    var files: [String: [UInt8]] { get }
     /// A token for `amount` (minor units) encrypted to `merchant`'s processing key and
     /// carrying SHA-256 of `applicationData`, as Safari would produce for that sheet; with
     /// `merchantToken`, a merchant token (an MPAN with a new token identifier), as Safari gives
@@ -28,9 +26,10 @@ public protocol SimulatedApplePay: Sendable {
 
 /// Routes of the simulated sheet under `/demo/`.
 struct SimulatedSheetController {
-    static let scriptPath = "/demo/simulated-sheet.js"
-    static let stylesheetPath = "/demo/simulated-sheet.css"
-    static let standInSDKPath = "/demo/apple-pay-sdk.js"
+    static let folder = "/demo/"
+    static let scriptPath = folder + "simulated-sheet.js"
+    static let standInSDKName = "apple-pay-sdk.js"
+    static let standInSDKPath = folder + standInSDKName
 
     let configuration: ServerConfiguration
     let simulator: any SimulatedApplePay
@@ -48,14 +47,9 @@ struct SimulatedSheetController {
     /// The routes the router adds.
     var routes: RouteCollection<OrchardRequestContext> {
         let router = RouteCollection(context: OrchardRequestContext.self)
-        router.get(RouterPath(Self.scriptPath)) { _, _ in
-            Self.file(simulator.script, type: "text/javascript; charset=utf-8")
-        }
-        router.get(RouterPath(Self.stylesheetPath)) { _, _ in
-            Self.file(simulator.stylesheet, type: "text/css; charset=utf-8")
-        }
-        if let standIn = simulator.standInSDK {
-            router.get(RouterPath(Self.standInSDKPath)) { _, _ in Self.file(standIn, type: "text/javascript; charset=utf-8") }
+        for (name, bytes) in simulator.files {
+            let type = name.hasSuffix(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8"
+            router.get(RouterPath(Self.folder + name)) { _, _ in Self.file(bytes, type: type) }
         }
         router.postJSON("/demo/token") { request, context in
             let (merchant, _) = try context.requireMerchant()

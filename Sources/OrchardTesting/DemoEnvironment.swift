@@ -146,7 +146,8 @@ public struct DemoEnvironment: Sendable {
     @discardableResult
     public func writeServerConfiguration(
         gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
-        processor: String = "record", processorPort: Int = 0, webhookURL: String? = nil, processorHoldsKey: Bool = false
+        processor: String = "record", processorPort: Int = 0, webhookURL: String? = nil, processorHoldsKey: Bool = false,
+        applePayMode: String? = nil
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -170,7 +171,10 @@ public struct DemoEnvironment: Sendable {
             // guard would report them failing on every start.
             "guard": ["enabled": false],
         ]
-        if let applePaySDK { configuration["checkout"] = ["applePaySDK": applePaySDK] }
+        var checkout: [String: Any] = [:]
+        if let applePaySDK { checkout["applePaySDK"] = applePaySDK }
+        if let applePayMode { checkout["applePayMode"] = applePayMode }
+        if !checkout.isEmpty { configuration["checkout"] = checkout }
         if let catalogue {
             // Orders and payments: the test token chain and processing keys, never Apple's.
             _ = try tokenChain()

@@ -10,9 +10,7 @@ import OrchardServer
 /// Only `orchard-sandbox demo` and tests hand it to `buildApplication`; tokens it mints verify only
 /// against the test root that a demo configuration trusts.
 public struct SimulatedSheet: SimulatedApplePay {
-    public let script: [UInt8]
-    public let stylesheet: [UInt8]
-    public let standInSDK: [UInt8]?
+    public let files: [String: [UInt8]]
     let minter: TokenMinter
     let processingKey: P256.KeyAgreement.PublicKey
 
@@ -22,9 +20,12 @@ public struct SimulatedSheet: SimulatedApplePay {
         guard let folder = Bundle.module.url(forResource: "SimulatedSheet", withExtension: nil) else {
             throw SimulatedSheetError("the simulated sheet's files are missing from the orchard_OrchardTesting resource bundle")
         }
-        script = Array(try Data(contentsOf: folder.appendingPathComponent("simulated-sheet.js")))
-        stylesheet = Array(try Data(contentsOf: folder.appendingPathComponent("simulated-sheet.css")))
-        self.standInSDK = standInSDK ? Array(try Data(contentsOf: folder.appendingPathComponent("stand-in-sdk.js"))) : nil
+        var names = [
+            "simulated-sheet.js": "simulated-sheet.js", "simulated-payment-request.js": "simulated-payment-request.js",
+            "simulated-sheet.css": "simulated-sheet.css",
+        ]
+        if standInSDK { names["apple-pay-sdk.js"] = "stand-in-sdk.js" }
+        files = try names.mapValues { Array(try Data(contentsOf: folder.appendingPathComponent($0))) }
         minter = TokenMinter(chain: chain)
         self.processingKey = processingKey
     }

@@ -33,6 +33,13 @@ struct Demo: AsyncParsableCommand {
             """)
     var standInSdk = false
 
+    @Flag(
+        help: """
+            Pay through the Payment Request API (checkout.applePayMode "paymentrequest") where the browser has it; \
+            the simulated sheet and the stand-in SDK provide Apple Pay's payment method, as Safari and Apple's SDK do.
+            """)
+    var paymentRequest = false
+
     @Option(
         help: ArgumentHelp(
             "Load Apple's JS SDK from this URL (https, or http on loopback); by default the demo loads none.", valueName: "url"))
@@ -86,7 +93,7 @@ struct Demo: AsyncParsableCommand {
         let path = try environment.writeServerConfiguration(
             gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue,
             applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort, webhookURL: webhookUrl,
-            processorHoldsKey: processorHoldsKey)
+            processorHoldsKey: processorHoldsKey, applePayMode: paymentRequest ? "paymentrequest" : nil)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)

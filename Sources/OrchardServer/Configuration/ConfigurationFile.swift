@@ -124,6 +124,8 @@ public struct ConfigurationFile: Codable, Sendable {
 
     /// The checkout page's settings.
     public struct Checkout: Codable, Sendable {
+        /// `"session"` (ApplePaySession, the default) or `"paymentrequest"` (the Payment Request API).
+        public var applePayMode: String?
         /// Apple's Apple Pay JS SDK, which adds `<apple-pay-button>`. Absent: Apple's CDN;
         /// `"none"`: not loaded (the page draws its own button). Its origin joins the CSP.
         public var applePaySDK: String?

@@ -50,7 +50,7 @@ extension ServerConfiguration {
             trustsTestTokenRoot: payments?.testTokenRootCertificate != nil,
             stateDirectory: values.path(file.stateDirectory ?? "state"),
             applePaySDK: sdk,
-            applePaySDKLoading: try ApplePaySDKLoading(file.checkout, sdk: sdk),
+            checkoutPage: try CheckoutPageSettings(file.checkout, sdk: sdk),
             platform: try file.platformIntegrator.map { integrator throws(ConfigurationError) in
                 try loadPlatform(integrator, source: values, time: time)
             },

@@ -27,7 +27,7 @@ public struct ServerConfiguration: Sendable {
     /// Where the page loads Apple's JS SDK from; nil: not loaded.
     public var applePaySDK: URL?
     /// How the page loads it: its SRI hash and how long it waits for it.
-    public var applePaySDKLoading = ApplePaySDKLoading()
+    public var checkoutPage = CheckoutPageSettings()
     /// The platform integrator, as a merchant without domains: the template for registered merchants.
     public var platform: MerchantConfiguration?
     /// The admin API's bearer token; nil turns the admin API off.

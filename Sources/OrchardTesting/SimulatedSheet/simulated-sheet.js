@@ -8,6 +8,10 @@
 // signed by a TEST chain that only a demo configuration trusts.
 //
 // Installed only where no ApplePaySession exists, so a real Safari or another test double wins.
+// With it comes the Payment Request API's Apple Pay method (simulated-payment-request.js), as
+// Safari has both.
+
+import { installPaymentRequest } from './simulated-payment-request.js';
 
 const MAX_VERSION = 14;
 const DEADLINE_MS = 30_000;
@@ -553,5 +557,6 @@ if (!('ApplePaySession' in window)) {
   document.head.append(link);
   window.ApplePaySession = SimulatedApplePaySession;
   window.ApplePayError = SimulatedApplePayError;
+  installPaymentRequest(SimulatedApplePaySession);
   document.documentElement.dataset.simulatedApplePay = 'true';
 }

@@ -5,7 +5,9 @@
 // Firefox, where the shopper pays by scanning a code with an iPhone), after the delay a script
 // from a CDN takes: it defines ApplePaySession, then <apple-pay-button>. The session is the
 // demo's simulated sheet, with what such a browser cannot know: applePayCapabilities answers
-// paymentCredentialStatusUnknown, and there is no canMakePaymentsWithActiveCard.
+// paymentCredentialStatusUnknown, and there is no canMakePaymentsWithActiveCard. Where the
+// browser has PaymentRequest (Chrome, Edge), a request whose only method is Apple Pay runs on
+// that session, as Apple's SDK maps it (the sheet's simulated-payment-request.js).
 (() => {
   const delay = Number(new URL(document.currentScript?.src ?? location.href).searchParams.get('delay') ?? 500);
   setTimeout(async () => {

@@ -1,9 +1,18 @@
 import Foundation
 import OrchardCore
 
-/// How the checkout page loads Apple's JS SDK (`checkout.applePaySDKIntegrity` and
-/// `checkout.applePaySDKTimeoutMilliseconds`).
-public struct ApplePaySDKLoading: Sendable, Equatable {
+/// How the checkout page takes Apple Pay (`checkout.applePayMode`) and loads Apple's JS SDK
+/// (`checkout.applePaySDKIntegrity` and `checkout.applePaySDKTimeoutMilliseconds`).
+public struct CheckoutPageSettings: Sendable, Equatable {
+    /// The browser API the page pays through.
+    public enum Mode: String, Sendable, Equatable, CaseIterable {
+        /// Apple Pay JS's `ApplePaySession`.
+        case session
+        /// The W3C Payment Request API with Apple Pay's payment method, where the browser has it.
+        case paymentRequest = "paymentrequest"
+    }
+
+    public var mode = Mode.session
     /// The Subresource Integrity hash the browser checks the script against; nil: none.
     public var integrity: String?
     /// How long a browser without Apple Pay of its own (Chrome, Edge, Firefox) waits for the
@@ -12,7 +21,8 @@ public struct ApplePaySDKLoading: Sendable, Equatable {
 
     public static let timeoutRange = 1_000...30_000
 
-    public init(integrity: String? = nil, timeoutMilliseconds: Int = 5_000) {
+    public init(mode: Mode = .session, integrity: String? = nil, timeoutMilliseconds: Int = 5_000) {
+        self.mode = mode
         self.integrity = integrity
         self.timeoutMilliseconds = timeoutMilliseconds
     }
@@ -20,6 +30,14 @@ public struct ApplePaySDKLoading: Sendable, Equatable {
     /// The checked settings. An integrity hash needs a pinned version: `1.latest` changes under
     /// it, and the browser would then refuse the script on every page.
     init(_ checkout: ConfigurationFile.Checkout?, sdk: URL?) throws(ConfigurationError) {
+        if let mode = checkout?.applePayMode {
+            guard let known = Mode(rawValue: mode) else {
+                throw ConfigurationError(
+                    "checkout.applePayMode must be \"session\" (ApplePaySession) or \"paymentrequest\" (the Payment Request API), not \"\(mode)\""
+                )
+            }
+            self.mode = known
+        }
         if let timeout = checkout?.applePaySDKTimeoutMilliseconds {
             guard Self.timeoutRange.contains(timeout) else {
                 throw ConfigurationError(

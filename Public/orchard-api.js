@@ -1,0 +1,126 @@
+// The calls Orchard's checkout module makes to the Orchard it was loaded from, the shopper-facing
+// strings, and the steps both ways of paying share (ApplePaySession in orchard-session.js, the
+// Payment Request API in orchard-payment-request.js). Every URL is relative to this module.
+
+const BASE = new URL('./', import.meta.url);
+
+/** Each call the sheet waits on gives up well inside Safari's 30 s. */
+export const STEP_TIMEOUT_MS = 25_000;
+
+/** A failed call: `status` 0 for network failures and timeouts; `body` is the server's JSON, if any. */
+export class ApiError extends Error {
+  constructor(message, { status = 0, body = null, timedOut = false } = {}) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.body = body;
+    this.timedOut = timedOut;
+  }
+}
+
+/** JSON to and from Orchard; `path` is relative to this module (a leading slash is ignored). */
+export async function request(method, path, body, timeoutMs = STEP_TIMEOUT_MS) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), timeoutMs);
+  let response;
+  try {
+    response = await fetch(new URL(path.replace(/^\//, ''), BASE), {
+      method,
+      headers: body === undefined ? { Accept: 'application/json' } : { 'Content-Type': 'application/json', Accept: 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: controller.signal,
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
+  } catch (error) {
+    throw new ApiError(error.name === 'AbortError' ? 'timeout' : 'network', { timedOut: error.name === 'AbortError' });
+  } finally {
+    clearTimeout(timer);
+  }
+  let json = null;
+  try {
+    json = await response.json();
+  } catch {
+    // Not JSON: the status alone has to do.
+  }
+  if (!response.ok) {
+    throw new ApiError(json?.error?.message ?? `HTTP ${response.status}`, { status: response.status, body: json });
+  }
+  return json;
+}
+
+export const getJSON = (path, timeoutMs) => request('GET', path, undefined, timeoutMs);
+export const postJSON = (path, body, timeoutMs) => request('POST', path, body, timeoutMs);
+
+/** The messages the shopper may see; `mount(…, {strings})` overrides any of them. */
+export const defaultStrings = {
+  locale: 'en',
+  payButton: 'Buy with Apple Pay',
+  failureTitle: 'Payment not completed',
+  cancelledDetail: 'Nothing was charged.',
+  unavailableDetail: 'Apple Pay is not available on this device.',
+  sdkFailed: 'Apple Pay is not available: Apple\'s script {reason}.',
+  validationFailed: 'Apple Pay could not be started: {reason}.',
+  updateFailed: 'The total could not be updated: {reason}.',
+  authorizeFailed: '{reason}',
+  authorizeTimedOut: 'The shop did not answer in time. Your payment may still go through: check your order before paying again.',
+  sessionFailed: 'Apple Pay could not open: {reason}.',
+  timedOut: 'the shop did not answer in time',
+  networkError: 'the network connection failed',
+  alreadyPaid: 'This order is already paid.',
+  closed: 'This payment request is {status}; ask the shop for a new one.',
+};
+
+/** `format('Add one {product}', {product: 'cider'})` → 'Add one cider'. */
+export function format(template, values = {}) {
+  return template.replace(/\{(\w+)\}/g, (match, key) => (key in values ? String(values[key]) : match));
+}
+
+/** Why a call failed, in words for the shopper. */
+export function reasonOf(error, t = defaultStrings) {
+  if (error instanceof ApiError) {
+    if (error.timedOut) return t.timedOut;
+    if (error.status === 0) return t.networkError;
+  }
+  return error?.message ?? String(error);
+}
+
+/**
+ * The server calls one payment makes, whichever browser API runs the sheet: the merchant session,
+ * the repricing on each change the shopper makes, and the authorization. `authorize` never
+ * throws: a call that failed becomes `{status: 'failure', errors}`, as the server would answer.
+ */
+export function orderCalls(order, t = defaultStrings) {
+  const base = `api/orders/${encodeURIComponent(order.orderId)}`;
+  return {
+    merchantSession: (validationURL) => postJSON('api/apple-pay/session', { validationURL }),
+    paymentMethod: (type) => postJSON(`${base}/payment-method`, { type: type ?? null }),
+    shippingContact: (address) => postJSON(`${base}/shipping-contact`, address),
+    shippingMethod: (identifier) => postJSON(`${base}/shipping-method`, { identifier: identifier ?? '' }),
+    coupon: (couponCode) => postJSON(`${base}/coupon`, { couponCode: couponCode ?? '' }),
+    async authorize(payment) {
+      try {
+        return await postJSON('api/apple-pay/authorize', { orderId: order.orderId, payment });
+      } catch (error) {
+        const body = error instanceof ApiError ? error.body : null;
+        if (body?.status) return body;
+        return { status: 'failure', errors: [{ code: 'unknown', message: error?.timedOut ? t.authorizeTimedOut : reasonOf(error, t) }] };
+      }
+    },
+  };
+}
+
+/** A refused authorization's errors (at least one) and the sentence the page shows for them. */
+export function refusal(answer, t = defaultStrings) {
+  const errors = Array.isArray(answer.errors) && answer.errors.length ? answer.errors : [{ code: 'unknown', message: '' }];
+  const messages = errors.map((e) => e.message).filter(Boolean).join(' ');
+  const message = format(t.authorizeFailed, { reason: messages ? messages[0].toUpperCase() + messages.slice(1) : t.failureTitle });
+  return { errors, message };
+}
+
+/** Apple Pay JS's ApplePayError where the browser has it, else a plain object of the same shape. */
+export function applePayError({ code = 'unknown', contactField, message = '' }) {
+  return typeof window.ApplePayError === 'function'
+    ? new window.ApplePayError(code, contactField, message)
+    : { code, contactField, message };
+}
