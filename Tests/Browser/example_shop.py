@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
@@ -37,12 +38,15 @@ PAGE = b"""<!doctype html>
 SCRIPT = b"""import { mount } from '/orchard/orchard.js';
 
 const result = document.querySelector('[data-testid="payment-result"]');
-// `?plan=recurring`: the shop's subscription page (the backend adds an agreement).
-const answer = await fetch('/checkout' + window.location.search, { method: 'POST' });
+// `?plan=recurring`: the shop's subscription page (the backend adds an agreement);
+// `?mode=paymentrequest`: the button pays through the Payment Request API.
+const query = new URLSearchParams(window.location.search);
+const answer = await fetch(query.get('plan') === 'recurring' ? '/checkout?plan=recurring' : '/checkout', { method: 'POST' });
 const { clientSecret, reference } = await answer.json();
 document.querySelector('[data-testid="shop-reference"]').textContent = reference;
 mount(document.getElementById('apple-pay'), {
   clientSecret,
+  mode: query.get('mode') ?? undefined,
   onOutcome: ({ status, detail, paymentId }) => {
     result.dataset.status = status;
     result.dataset.paymentId = paymentId ?? '';
@@ -80,7 +84,7 @@ class ShopBackend:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
-                if self.path in ("/", "/?plan=recurring"):
+                if urllib.parse.urlsplit(self.path).path == "/":
                     self.reply(200, PAGE, "text/html; charset=utf-8")
                 elif self.path == "/shop.js":
                     self.reply(200, SCRIPT, "text/javascript")

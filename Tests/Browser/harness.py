@@ -45,6 +45,12 @@ document.addEventListener('securitypolicyviolation', (event) => {
 });
 """
 
+# Records which browser API each payment used, from the page's own `orchard:start` events.
+START_RECORDER = """
+window.__starts = [];
+document.addEventListener('orchard:start', (event) => window.__starts.push(event.detail.api));
+"""
+
 
 class Demo:
     """One `orchard-sandbox demo` on a free loopback port with its own state folder."""

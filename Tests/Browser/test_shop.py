@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from example_shop import Nginx, ShopBackend, verify_webhook  # noqa: E402
-from harness import BUTTON, DESKTOP, RESULT, ROOT, Browser, Demo  # noqa: E402
+from harness import BUTTON, DESKTOP, RESULT, ROOT, START_RECORDER, Browser, Demo  # noqa: E402
 
 ORCHARD = Path(__file__).resolve().parents[2] / ".build" / "debug" / "orchard"
 
@@ -36,7 +36,7 @@ class ShopTests(unittest.TestCase):
         self.addCleanup(self.nginx.stop)
 
     def browser(self):
-        browser = Browser(DESKTOP)
+        browser = Browser(DESKTOP, START_RECORDER)
         self.addCleanup(browser.quit)
         return browser
 
@@ -97,6 +97,20 @@ class ShopTests(unittest.TestCase):
             headers={"Authorization": f"Bearer {self.shop.api_key}"})
         with urllib.request.urlopen(status, timeout=5) as response:
             self.assertEqual(json.load(response)["status"], "paid")
+
+    def test_the_embedded_button_pays_through_the_payment_request_api(self):
+        browser = self.browser()
+        browser.open(self.nginx.url + "/?mode=paymentrequest")
+        browser.wait_button_enabled().click()
+        browser.wait_sheet("ready")
+        self.assertEqual(browser.sheet_total(), "17.24")
+        browser.find('[data-testid="sheet-pay"]').click()
+        browser.wait(lambda: browser.find(RESULT).get_attribute("data-status") == "success", 20, "success on the shop's page")
+        self.assertEqual(browser.driver.execute_script("return window.__starts"), ["paymentrequest"])
+        _, _, verified, body, _ = self.wait_webhook("payment.authorized")
+        self.assertTrue(verified)
+        self.assertEqual(json.loads(body)["data"]["payment"]["id"], browser.find(RESULT).get_attribute("data-payment-id"))
+        self.assertEqual(browser.problems(allowed=[r"/favicon\.ico"]), [])
 
     def test_the_payments_api_is_not_reachable_through_the_shop_and_the_association_file_is(self):
         for path in ["/orchard/v1/payment-requests", "/orchard/admin/merchants"]:

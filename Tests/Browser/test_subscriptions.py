@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from example_shop import Nginx, ShopBackend  # noqa: E402
-from harness import DESKTOP, RESULT, Browser, Demo  # noqa: E402
+from harness import DESKTOP, RESULT, START_RECORDER, Browser, Demo  # noqa: E402
 
 ORCHARD = Path(__file__).resolve().parents[2] / ".build" / "debug" / "orchard"
 MERCHANT = "merchant.dev.orchard.demo"
@@ -36,7 +36,7 @@ class SubscriptionTests(unittest.TestCase):
         self.shop.webhook_secret = (self.demo.state_dir / "webhook-secret").read_text().strip()
         self.nginx = Nginx(shop_port=self.shop.port, orchard_port=self.demo.port)
         self.addCleanup(self.nginx.stop)
-        self.browser = Browser(DESKTOP)
+        self.browser = Browser(DESKTOP, START_RECORDER)
         self.addCleanup(self.browser.quit)
 
     def api(self, method, path, body=None, key=None):
@@ -56,10 +56,10 @@ class SubscriptionTests(unittest.TestCase):
             time.sleep(0.05)
         return [(kind, verified, json.loads(body)) for _, kind, verified, body, _ in self.shop.webhooks]
 
-    def subscribe_charge_and_unlink(self, processor):
+    def subscribe_charge_and_unlink(self, processor, mode="session"):
         self.start(processor)
         browser = self.browser
-        browser.open(self.nginx.url + "/?plan=recurring")
+        browser.open(self.nginx.url + f"/?plan=recurring&mode={mode}")
         browser.wait_button_enabled().click()
         browser.wait_sheet("ready")
         terms = browser.find('[data-testid="sheet-agreement"]')
@@ -70,6 +70,8 @@ class SubscriptionTests(unittest.TestCase):
         browser.screenshot(f"20-subscription-sheet-{processor}")
         browser.find('[data-testid="sheet-pay"]').click()
         browser.wait(lambda: browser.find(RESULT).get_attribute("data-status") == "success", 20, "the first payment")
+        # An agreement always takes ApplePaySession: Payment Request's JSON method data cannot carry its Dates.
+        self.assertEqual(browser.driver.execute_script("return window.__starts"), ["session"])
         self.assertEqual(browser.problems(allowed=[r"/favicon\.ico"]), [])
 
         events = self.webhooks(2)
@@ -120,7 +122,8 @@ class SubscriptionTests(unittest.TestCase):
         self.subscribe_charge_and_unlink("worldpay")
 
     def test_worldline_subscription_from_sheet_to_renewal_to_apple_unlink(self):
-        self.subscribe_charge_and_unlink("worldline")
+        # With the button in Payment Request mode: the agreement still takes ApplePaySession.
+        self.subscribe_charge_and_unlink("worldline", mode="paymentrequest")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ struct CheckoutTests {
             #expect((json["products"] as? [[String: Any]])?.first?["price"] as? String == "2.50")
             #expect(json["applePaySDK"] as? String == "https://applepay.cdn-apple.com/jsapi/1.latest/apple-pay-sdk.js")
             #expect(json["applePaySDKTimeoutMs"] as? Int == 5000 && json["applePaySDKIntegrity"] == nil)
+            #expect(json["applePayMode"] as? String == "session")
             #expect(json["simulatedSheet"] == nil)
 
             let policy = try #require(Self.header("Content-Security-Policy", in: response))
@@ -64,6 +65,11 @@ struct CheckoutTests {
             #expect(configuration.applePaySDK?.absoluteString == (origin == nil ? nil : value))
             #expect(configuration.contentSecurityPolicy.contains("script-src 'self'\(origin.map { " \($0)" } ?? "");"))
             #expect(configuration.contentSecurityPolicy.contains("frame-src \(origin ?? "'none'");"))
+            for directive in ["style-src 'self'", "font-src 'self'", "connect-src 'self'", "img-src 'self' data:"] {
+                #expect(configuration.contentSecurityPolicy.contains("\(directive)\(origin.map { " \($0)" } ?? "");"))
+            }
+            #expect(
+                !configuration.contentSecurityPolicy.contains("object-src") && !configuration.contentSecurityPolicy.contains("worker-src"))
         }
         for bad in ["http://sdk.example/sdk.js", "javascript:alert(1)", "https://user@sdk.example/x.js", ""] {
             file.checkout = .init(applePaySDK: bad)
@@ -83,8 +89,9 @@ struct CheckoutTests {
             file.checkout?.applePaySDKIntegrity = integrity
             file.checkout?.applePaySDKTimeoutMilliseconds = timeout
             do {
-                let loading = try ServerConfiguration.resolve(file, relativeTo: directory.url.path).applePaySDKLoading
-                return loading == ApplePaySDKLoading(integrity: integrity, timeoutMilliseconds: timeout ?? 5000) ? nil : "loaded otherwise"
+                let loading = try ServerConfiguration.resolve(file, relativeTo: directory.url.path).checkoutPage
+                return loading == CheckoutPageSettings(integrity: integrity, timeoutMilliseconds: timeout ?? 5000)
+                    ? nil : "loaded otherwise"
             } catch {
                 return error.message
             }
@@ -96,6 +103,31 @@ struct CheckoutTests {
         #expect(message(pinned, "md5-" + Data(count: 16).base64EncodedString()) != nil)
         #expect(message(pinned, nil, 500)?.contains("1000–30000") == true)
         #expect(message(pinned, nil, 60_000) != nil)
+    }
+
+    @Test("checkout.applePayMode: session by default, paymentrequest when asked, anything else refused by name")
+    func applePayMode() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var file = try ServerHarness.configurationFile(gatewayPort: 1, directory: directory)
+        func mode(_ value: String?) throws -> CheckoutPageSettings.Mode {
+            file.checkout = .init()
+            file.checkout?.applePayMode = value
+            return try ServerConfiguration.resolve(file, relativeTo: directory.url.path).checkoutPage.mode
+        }
+        #expect(try mode(nil) == .session)
+        #expect(try mode("session") == .session)
+        #expect(try mode("paymentrequest") == .paymentRequest)
+        for bad in ["PaymentRequest", "payment-request", ""] {
+            #expect {
+                try mode(bad)
+            } throws: { ($0 as? ConfigurationError)?.message.contains("checkout.applePayMode must be") == true }
+        }
+        file.checkout?.applePayMode = "paymentrequest"
+        try await ServerHarness.with(checkout: file.checkout) { server in
+            let settings = try #require(try await server.send("GET", "/api/checkout").json)
+            #expect(settings["applePayMode"] as? String == "paymentrequest")
+        }
     }
 
     @Test("the simulated sheet is served when given, and its tokens authorize only the amount it shows")
@@ -110,6 +142,9 @@ struct CheckoutTests {
             #expect(Self.header("Content-Type", in: script)?.hasPrefix("text/javascript") == true)
             #expect(String(decoding: script.body, as: UTF8.self).contains("class SimulatedApplePaySession"))
             #expect(try await server.send("GET", "/demo/simulated-sheet.css").status == 200)
+            let paymentRequest = try await server.send("GET", "/demo/simulated-payment-request.js")
+            #expect(paymentRequest.status == 200 && Self.header("Content-Type", in: paymentRequest)?.hasPrefix("text/javascript") == true)
+            #expect(try await server.send("GET", "/demo/apple-pay-sdk.js").status == 404, "the stand-in SDK only when asked for")
 
             func mint(_ amount: String, _ applicationData: Any) async throws -> CurlResponse {
                 try await server.send(
