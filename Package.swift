@@ -364,7 +364,7 @@ let package = Package(
         // What only the PostgreSQL adapter has: migrations, connection failures, TLS.
         .testTarget(
             name: "OrchardPostgresTests",
-            dependencies: ["OrchardCore", "OrchardPostgres", "OrchardTesting", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ApplePay", "OrchardCore", "OrchardPostgres", "OrchardTesting", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         // The Apple gateway adapter against the mock gateway over mutual TLS.

@@ -64,7 +64,7 @@ extension PostgresStore {
                 unixSocketPath: path, username: settings.user, password: settings.password?.value, database: settings.database)
         }
         configuration.options.maximumConnections = settings.poolSize
-        configuration.options.connectTimeout = .seconds(10)
+        configuration.options.connectTimeout = settings.connectTimeout
         return configuration
     }
 

@@ -4,6 +4,11 @@ import PostgresNIO
 
 /// What the metrics gauges show, counted from the indexes.
 extension PostgresStore {
+    /// A round trip on a pooled connection, within the store's acquire timeout.
+    public func checkAvailable() async throws {
+        _ = try await rows("SELECT 1")
+    }
+
     public func operationalCounts() async throws -> OperationalCounts? {
         var payments: [PaymentState: Int] = [:]
         for row in try await rows("SELECT state, COUNT(*) AS n FROM payments GROUP BY state") {

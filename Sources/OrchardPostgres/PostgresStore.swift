@@ -32,9 +32,13 @@ public final class PostgresStore: OrchardStore, Service {
     /// What each recently claimed order's moves report, by order ID (``MoveContext``).
     let moveContexts = Mutex<[String: MoveContext]>([:])
 
-    private init(client: PostgresClient, logger: Logger) {
+    /// How long a statement or transaction waits for a pooled connection (``leased(_:)``).
+    let acquireTimeout: Duration
+
+    private init(client: PostgresClient, logger: Logger, acquireTimeout: Duration) {
         self.client = client
         self.logger = logger
+        self.acquireTimeout = acquireTimeout
     }
 
     /// Runs the connection pool until the task is cancelled or the service group shuts it down
@@ -99,7 +103,7 @@ public final class PostgresStore: OrchardStore, Service {
         }
         let client = PostgresClient(
             configuration: try clientConfiguration(settings), eventLoopGroup: eventLoops, backgroundLogger: background)
-        return PostgresStore(client: client, logger: quiet)
+        return PostgresStore(client: client, logger: quiet, acquireTimeout: settings.acquireTimeout)
     }
 
     // MARK: Transactions and errors
@@ -113,7 +117,9 @@ public final class PostgresStore: OrchardStore, Service {
         while true {
             transactions.add(1, ordering: .relaxed)
             do {
-                return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+                return try await leased { connection in
+                    try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
+                }
             } catch {
                 let cause = Self.cause(error)
                 if attempt < 3, let failure = cause as? PSQLError, ["40001", "40P01"].contains(failure.sqlState) {
@@ -178,12 +184,16 @@ public final class PostgresStore: OrchardStore, Service {
                 return try await send(query)
             } catch let error as PSQLError where attempt < 3 && ["40001", "40P01"].contains(error.sqlState) {
                 attempt += 1
+            } catch let error where Self.isUnreachable(error) {
+                throw Self.storeError(error)
             }
         }
     }
 
     private func send(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
-        try await client.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
+        try await leased { connection in
+            try await connection.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
+        }
     }
 
     /// Sends `query` as the prepared statement `name`: postgres-nio prepares it on the connection
@@ -193,11 +203,13 @@ public final class PostgresStore: OrchardStore, Service {
         -> [PostgresRandomAccessRow]
     {
         PreparedTexts.register(query.sql, as: Name.name)
-        var rows: [PostgresRandomAccessRow] = []
-        for try await row in try await client.execute(Prepared<Name>(bindings: query.binds), logger: logger) {
-            rows.append(row)
+        return try await leased { connection in
+            var rows: [PostgresRandomAccessRow] = []
+            for try await row in try await connection.execute(Prepared<Name>(bindings: query.binds), logger: logger) {
+                rows.append(row)
+            }
+            return rows
         }
-        return rows
     }
 
     /// Thrown inside a transaction to roll it back when a compare-and-set finds another state.
@@ -205,6 +217,9 @@ public final class PostgresStore: OrchardStore, Service {
 
     static func storeError(_ error: any Error) -> any Error {
         if error is StoreError || error is BusinessRefusal || error is Conflict || error is CancellationError { return error }
+        if isUnreachable(error) {
+            return StoreError(code: .unavailable, message: "the PostgreSQL database cannot be reached: \(describe(error))")
+        }
         return StoreError(code: .storage, message: "the PostgreSQL store failed: \(describe(error))")
     }
 

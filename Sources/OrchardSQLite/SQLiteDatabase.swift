@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 import NIOPosix
+import OrchardCore
 import Synchronization
 
 /// One SQLite connection. The store's own connection is the writer: every `run` is a member of
@@ -19,6 +20,19 @@ final class SQLiteDatabase: @unchecked Sendable {
         var description: String { "SQLite error \(code): \(message)" }
         /// A UNIQUE or PRIMARY KEY constraint failed.
         var isConstraint: Bool { code & 0xFF == SQLITE_CONSTRAINT }
+        /// The file cannot be written or read now (a full disk, a read-only or vanished file, an
+        /// I/O error, a lock held past the busy timeout): the same transaction may succeed later.
+        var isUnavailable: Bool {
+            [SQLITE_FULL, SQLITE_READONLY, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_BUSY, SQLITE_NOMEM].contains(code & 0xFF)
+        }
+    }
+
+    /// `error`, or the ``StoreError`` a caller acts on when it says the file is unavailable. On a
+    /// read connection, which is query-only by design, SQLITE_READONLY is a bug, not the file.
+    static func classified(_ error: any Error, reading: Bool = false) -> any Error {
+        guard let failure = error as? Failure, failure.isUnavailable else { return error }
+        if reading && failure.code & 0xFF == SQLITE_READONLY { return error }
+        return StoreError(code: .unavailable, message: "the SQLite database cannot be written: \(failure.message)")
     }
 
     /// The most transactions one COMMIT covers: bounds how long a batch holds the write lock.
@@ -27,7 +41,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     static let maximumIdleReaders = 4
 
     private let handle: OpaquePointer
-    private let path: String
+    let path: String
     /// The writer's own thread: a batch waits on its fsync there, never on Swift's cooperative
     /// pool or on the pool that serves reads. Nil on read connections.
     private let writerThread: NIOThreadPool?
@@ -50,6 +64,10 @@ final class SQLiteDatabase: @unchecked Sendable {
     let committedBatches = Atomic<Int>(0)
     /// Transactions waiting for the writer, for tests.
     var pendingWrites: Int { queue.withLock { $0.pending.count } }
+    /// True from a batch that failed because the file could not be written until the readiness
+    /// check's own write, which needs new pages, goes through: a small write that still fits in
+    /// the file's free pages says nothing about a full disk.
+    let writesFailing = Atomic<Bool>(false)
 
     init(path: String, readOnly: Bool = false) throws {
         let db = try Self.open(path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX)
@@ -97,7 +115,17 @@ final class SQLiteDatabase: @unchecked Sendable {
     @discardableResult
     func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteDatabase) throws -> T) async throws -> T {
         guard let writerThread else { preconditionFailure("a read connection never runs transactions") }
-        return try await withCheckedThrowingContinuation { continuation in
+        do {
+            return try await enqueue(body, on: writerThread)
+        } catch {
+            throw Self.classified(error)
+        }
+    }
+
+    private func enqueue<T: Sendable>(_ body: @escaping @Sendable (SQLiteDatabase) throws -> T, on writerThread: NIOThreadPool)
+        async throws -> T
+    {
+        try await withCheckedThrowingContinuation { continuation in
             let member = GroupCommitMember(body: body, continuation: continuation)
             let startsWriter = queue.withLock { queue in
                 queue.pending.append(member)
@@ -111,6 +139,14 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// Runs read-only `body` on a read connection, inside one read transaction (one consistent
     /// snapshot of the last commit), off Swift's cooperative pool.
     func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteDatabase) throws -> T) async throws -> T {
+        do {
+            return try await readConnection(body)
+        } catch {
+            throw Self.classified(error, reading: true)
+        }
+    }
+
+    private func readConnection<T: Sendable>(_ body: @escaping @Sendable (SQLiteDatabase) throws -> T) async throws -> T {
         try await NIOThreadPool.singleton.runIfActive {
             let reader = try self.readers.withLock { $0.popLast() } ?? SQLiteDatabase(path: self.path, readOnly: true)
             defer {
@@ -144,6 +180,7 @@ final class SQLiteDatabase: @unchecked Sendable {
         do {
             try execute("BEGIN IMMEDIATE")
         } catch {
+            if (error as? Failure)?.isUnavailable == true { writesFailing.store(true, ordering: .releasing) }
             for member in batch { member.finish(committed: .failure(error)) }
             return
         }
@@ -166,6 +203,9 @@ final class SQLiteDatabase: @unchecked Sendable {
             }
         }
         if case .failure = outcome, sqlite3_get_autocommit(handle) == 0 { _ = try? execute("ROLLBACK") }
+        if case .failure(let error) = outcome, (error as? Failure)?.isUnavailable == true {
+            writesFailing.store(true, ordering: .releasing)
+        }
         for member in batch { member.finish(committed: outcome) }
     }
 
@@ -269,8 +309,9 @@ final class SQLiteDatabase: @unchecked Sendable {
 private final class GroupCommitMember: @unchecked Sendable {
     private let body: (SQLiteDatabase) throws -> any Sendable
     private let answer: (Result<any Sendable, any Error>) -> Void
-    /// Set on the writer thread by ``perform(in:)``, read there by ``finish(committed:)``.
-    private var result: Result<any Sendable, any Error> = .failure(CancellationError())
+    /// Set on the writer thread by ``perform(in:)``, read there by ``finish(committed:)``; nil
+    /// when the batch failed before this member ran (its BEGIN was refused).
+    private var result: Result<any Sendable, any Error>?
 
     init<T: Sendable>(body: @escaping @Sendable (SQLiteDatabase) throws -> T, continuation: CheckedContinuation<T, any Error>) {
         self.body = body
@@ -285,9 +326,10 @@ private final class GroupCommitMember: @unchecked Sendable {
     /// Answers the caller: its own error, else the batch's COMMIT failure, else its value.
     func finish(committed: Result<Void, any Error>) {
         switch (result, committed) {
-        case (.failure, _): answer(result)
-        case (.success, .failure(let error)): answer(.failure(error))
-        case (.success, .success): answer(result)
+        case (.failure(let error), _): answer(.failure(error))
+        case (_, .failure(let error)): answer(.failure(error))
+        case (.success(let value), .success): answer(.success(value))
+        case (nil, .success): answer(.failure(CancellationError()))
         }
     }
 }

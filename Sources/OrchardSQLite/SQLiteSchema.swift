@@ -51,6 +51,8 @@ extension SQLiteStore {
             detail TEXT NOT NULL, expires_at INTEGER, checked_at INTEGER, first_failure_at INTEGER, changed_at INTEGER,
             failures INTEGER NOT NULL, repairs INTEGER NOT NULL, next_check_at INTEGER NOT NULL, version INTEGER NOT NULL,
             PRIMARY KEY (merchant, kind, target));
+        -- Empty but while the readiness check writes one page-sized row and deletes it again.
+        CREATE TABLE IF NOT EXISTS store_probe (id INTEGER PRIMARY KEY, filler BLOB NOT NULL);
         """
 
     /// Columns added after the first release, by table.

@@ -167,6 +167,7 @@ private func backgroundServices(_ d: ApplicationDependencies, services shared: S
         PaymentReconciler(engine: shared.engine, interval: configuration.reconciliation.reconcileInterval, logger: logger),
         PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger),
         RetentionPurge(store: store, policy: configuration.retention, time: time, logger: logger),
+        StoreReadiness(store: store, activity: d.activity, logger: logger),
     ]
     if configuration.guardSettings.enabled {
         let settings = configuration.guardSettings

@@ -17,11 +17,18 @@ struct HealthController {
     var routes: RouteCollection<OrchardRequestContext> {
         let router = RouteCollection(context: OrchardRequestContext.self)
         router.get("/health") { _, _ in
-            let state = activity.state
             // Nothing about certificates or merchants here: this route is public.
-            return try Self.json(["status": state.name], status: state == .ready ? .ok : .serviceUnavailable)
+            let status = Self.readiness(activity)
+            return try Self.json(["status": status], status: status == "ok" ? .ok : .serviceUnavailable)
         }
         return router
+    }
+
+    /// `ok` when this instance takes traffic; else why not: `starting`, `draining`, or
+    /// `store_unavailable` while its store cannot be reached.
+    static func readiness(_ activity: ServerActivity) -> String {
+        let state = activity.state
+        return state == .ready && !activity.storeAvailable ? "store_unavailable" : state.name
     }
 
     /// `health` in the `/admin` group, which checks the admin token.
@@ -53,7 +60,7 @@ struct HealthController {
         }
         let expiring = configuration.certificates.contains { $0.daysLeft(at: now) < GuardPolicy.warningDays[0] }
         return [
-            "status": expiring ? "certificates_expiring" : "ok", "readiness": activity.state.name, "merchants": merchants,
+            "status": expiring ? "certificates_expiring" : "ok", "readiness": Self.readiness(activity), "merchants": merchants,
             "certificates": certificates, "registeredMerchants": directory.registrations.count,
         ]
     }

@@ -43,6 +43,8 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case quoteFailed = "quote_failed"
         case rateLimited = "rate_limited"
         case upstreamBusy = "upstream_busy"
+        /// The database could not be reached: nothing was changed; try again after `Retry-After`.
+        case storeUnavailable = "store_unavailable"
     }
 
     public var code: Code
@@ -64,6 +66,20 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
 
     /// Seconds a caller refused for a busy upstream is told to wait: the calls in flight take about that long.
     public static let busyRetryAfter = 2
+    /// Seconds a caller is told to wait while the database cannot be reached: a failover takes 10–30 s.
+    public static let storeRetryAfter = 5
+
+    /// The store's failure as a route answers it: 503 `store_unavailable` while the database
+    /// cannot be reached, else a bare internal error (the cause is in the operator's log only).
+    public init(_ error: StoreError) {
+        switch error.code {
+        case .unavailable:
+            self.init(
+                .storeUnavailable, "the service cannot reach its database right now; nothing was changed, try again shortly",
+                retryAfter: Self.storeRetryAfter)
+        case .storage: self.init(.internalError, "internal error")
+        }
+    }
 
     /// The one mapping from error codes to HTTP statuses.
     public var status: HTTPResponse.Status {
@@ -89,7 +105,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case .gatewayTimeout: .gatewayTimeout
         case .internalError: .internalServerError
         case .rateLimited: .tooManyRequests
-        case .upstreamBusy: .serviceUnavailable
+        case .upstreamBusy, .storeUnavailable: .serviceUnavailable
         }
     }
 
@@ -110,8 +126,9 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
             case .refundTooLarge: .refundTooLarge
             case .idempotencyMismatch: .idempotencyMismatch
             case .storage: .internalError
+            case .storeUnavailable: .storeUnavailable
             }
-        self.init(code, error.message)
+        self.init(code, error.message, retryAfter: code == .storeUnavailable ? Self.storeRetryAfter : nil)
     }
 
     /// The application services' refusals, mapped once.
@@ -213,6 +230,7 @@ extension OrchardError {
         case let error as ServiceError: self = OrchardError(error)
         case let error as BusinessRefusal: self = OrchardError(error)
         case let error as RegistrationCallError: self = OrchardError(registration: error.gateway)
+        case let error as StoreError where error.code == .unavailable: self = OrchardError(error)
         default: return nil
         }
     }
@@ -229,6 +247,14 @@ extension ServiceError: HTTPResponseError {
 }
 
 extension PaymentEngineError: HTTPResponseError {
+    public var status: HTTPResponse.Status { OrchardError(self).status }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        try OrchardError(self).response(from: request, context: context)
+    }
+}
+
+extension StoreError: HTTPResponseError {
     public var status: HTTPResponse.Status { OrchardError(self).status }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {

@@ -19,6 +19,7 @@ public final class ServerActivity: Sendable {
 
     private let value = Atomic<Int>(State.starting.rawValue)
     private let inFlightCount = Atomic<Int>(0)
+    private let storeUnavailable = Atomic<Bool>(false)
 
     public init() {}
 
@@ -28,6 +29,14 @@ public final class ServerActivity: Sendable {
     public var isDraining: Bool { state == .draining }
     /// Requests being answered right now.
     public var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
+    /// False while the last check found the store unreachable (``StoreReadiness``).
+    public var storeAvailable: Bool { !storeUnavailable.load(ordering: .acquiring) }
+
+    /// Records a store check; true when it changed the answer.
+    @discardableResult
+    func storeChecked(available: Bool) -> Bool {
+        storeUnavailable.exchange(!available, ordering: .acquiringAndReleasing) == available
+    }
 
     /// Ready, unless draining already began.
     public func markReady() {

@@ -21,12 +21,15 @@ public final class PostgresServer: Sendable {
     public let password: String
     public static let user = "orchard"
     let binaries: String
+    /// The server's command-line options (`pg_ctl -o`), to start it again the same way.
+    let options: String
 
-    private init(port: Int, folder: String, password: String, binaries: String) {
+    private init(port: Int, folder: String, password: String, binaries: String, options: String) {
         self.port = port
         self.folder = folder
         self.password = password
         self.binaries = binaries
+        self.options = options
     }
 
     public struct Failure: Error, CustomStringConvertible {
@@ -120,6 +123,23 @@ public final class PostgresServer: Sendable {
         try await offPool { try PostgresServer.start(settings: settings, files: files) }
     }
 
+    /// Stops a dedicated cluster's server as an operator or a failover does (`pg_ctl stop -m
+    /// fast`: open connections are closed, new ones refused), keeping its data for ``resume()``.
+    public func halt() async throws {
+        try await offPool {
+            try Self.run(self.binaries + "/pg_ctl", ["-D", self.folder + "/data", "-m", "fast", "-w", "-t", "30", "stop"])
+        }
+    }
+
+    /// Starts a halted server again, on the same port with the same settings.
+    public func resume() async throws {
+        try await offPool {
+            try Self.run(
+                self.binaries + "/pg_ctl",
+                ["-D", self.folder + "/data", "-l", self.folder + "/log", "-w", "-t", "60", "-o", self.options, "start"])
+        }
+    }
+
     /// Stops a dedicated cluster and removes its folder.
     public func stop() {
         Self.stop(folder: folder, binaries: binaries)
@@ -147,15 +167,12 @@ public final class PostgresServer: Sendable {
             var lastError: (any Error)?
             for _ in 0..<5 {
                 let port = try freePort()
+                let options = "-p \(port) -k \(folder) -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=300" + extra
                 do {
                     try run(
-                        binaries + "/pg_ctl",
-                        [
-                            "-D", folder + "/data", "-l", folder + "/log", "-w", "-t", "60", "-o",
-                            "-p \(port) -k \(folder) -c listen_addresses=127.0.0.1 -c fsync=on -c max_connections=300" + extra, "start",
-                        ])
+                        binaries + "/pg_ctl", ["-D", folder + "/data", "-l", folder + "/log", "-w", "-t", "60", "-o", options, "start"])
                     stopAtExit(folder: folder, binaries: binaries)
-                    return PostgresServer(port: port, folder: folder, password: password, binaries: binaries)
+                    return PostgresServer(port: port, folder: folder, password: password, binaries: binaries, options: options)
                 } catch {
                     lastError = error  // most likely the port was taken meanwhile
                 }

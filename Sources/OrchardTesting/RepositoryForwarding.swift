@@ -216,4 +216,5 @@ public protocol ForwardingOperationalCounting: OperationalCounting {
 
 extension ForwardingOperationalCounting {
     public func operationalCounts() async throws -> OperationalCounts? { try await operationalCountingTarget.operationalCounts() }
+    public func checkAvailable() async throws { try await operationalCountingTarget.checkAvailable() }
 }

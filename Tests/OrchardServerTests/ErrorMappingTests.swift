@@ -21,7 +21,7 @@ struct ErrorMappingTests {
             .invalidToken: (.invalidToken, 400), .paymentMismatch: (.paymentMismatch, 422), .replayedPayment: (.replayedPayment, 409),
             .declined: (.paymentFailed, 402), .processorRejected: (.processorRejected, 502), .paymentUnknown: (.paymentUnknown, 504),
             .invalidState: (.invalidState, 409), .refundTooLarge: (.refundTooLarge, 422), .idempotencyMismatch: (.idempotencyMismatch, 422),
-            .storage: (.internalError, 500),
+            .storage: (.internalError, 500), .storeUnavailable: (.storeUnavailable, 503),
         ]
         for code in PaymentEngineError.Code.allCases {
             let error = PaymentEngineError(code, "engine says \(code)")
@@ -56,6 +56,12 @@ struct ErrorMappingTests {
         let mapped = OrchardError(mapping: apple)
         #expect(mapped?.code == .registrationRejected && mapped?.upstreamStatus == 400 && apple.status == .badGateway)
         #expect(OrchardError(mapping: CancellationError()) == nil, "not a refusal: Hummingbird's bare 500")
+        let away = OrchardError(mapping: StoreError(code: .unavailable, message: "no PostgreSQL connection within 3000 ms"))
+        #expect(away?.code == .storeUnavailable && away?.status == .serviceUnavailable && away?.retryAfter == 5)
+        #expect(away?.message.contains("PostgreSQL") == false, "the database's detail stays in the log")
+        let broken = StoreError(code: .storage, message: "the PostgreSQL store failed: relation \"payments\" does not exist")
+        #expect(OrchardError(mapping: broken) == nil && broken.status == .internalServerError)
+        #expect(OrchardError(broken).message == "internal error", "a store's failure says nothing of its cause to callers")
     }
 
     @Test("an engine refusal on the authorize route keeps its status and code and is shaped for completePayment")

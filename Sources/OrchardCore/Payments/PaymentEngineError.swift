@@ -32,6 +32,9 @@ public struct PaymentEngineError: Error, Sendable, Equatable, CustomStringConver
         case idempotencyMismatch
         /// The store failed before anything was sent: nothing was charged.
         case storage
+        /// The store could not be reached before anything was sent: nothing was charged, and the
+        /// same call may succeed in a moment.
+        case storeUnavailable
     }
 
     public var code: Code
@@ -46,6 +49,13 @@ public struct PaymentEngineError: Error, Sendable, Equatable, CustomStringConver
 
     static let unknownOutcome = PaymentEngineError(
         .paymentUnknown, "We could not confirm your payment with the bank. Please try again: you will not be charged twice.")
+    static let storeUnavailable = PaymentEngineError(
+        .storeUnavailable, "The payment service is briefly unavailable; nothing was charged. Please try again in a moment.")
+    /// The store's failure before anything was sent, as the engine answers it: unavailable when
+    /// the store could not be reached, else `fallback`.
+    static func beforeSending(_ error: any Error, else fallback: PaymentEngineError) -> PaymentEngineError {
+        (error as? StoreError)?.code == .unavailable ? storeUnavailable : fallback
+    }
     static let inProgress = PaymentEngineError(
         .paymentUnknown, "Your payment is still being confirmed with the bank. Please wait a moment before trying again.")
 }

@@ -238,7 +238,8 @@ public struct PaymentsEngine: Sendable {
             }
         } catch {
             logger.error("the payment could not be recorded before sending", metadata: ["error": "\(error)"])
-            throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
+            throw PaymentEngineError.beforeSending(
+                error, else: PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged"))
         }
     }
 
@@ -358,7 +359,8 @@ public struct PaymentsEngine: Sendable {
             return try await body()
         } catch {
             logger.error("store failure", metadata: ["error": "\(error)"])
-            throw PaymentEngineError(.storage, "the payment service is unavailable; nothing was charged")
+            throw PaymentEngineError.beforeSending(
+                error, else: PaymentEngineError(.storage, "the payment service is unavailable; nothing was charged"))
         }
     }
 }

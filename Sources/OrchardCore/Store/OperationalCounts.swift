@@ -33,4 +33,7 @@ public protocol OperationalCounting: Sendable {
     /// Payments by state, the oldest unknown one, and the webhook outbox's and token-event inbox's backlogs, for the
     /// metrics gauges; nil when the store cannot count cheaply, and the gauges are then left out.
     func operationalCounts() async throws -> OperationalCounts?
+    /// Throws ``StoreError/Code/unavailable`` while the store cannot serve (its database cannot
+    /// be reached, its disk is full, its file cannot be written); `/health` then answers not ready.
+    func checkAvailable() async throws
 }

@@ -178,6 +178,10 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: Sendable, Equatable {
         /// The storage itself failed.
         case storage
+        /// The storage could not be reached (no database connection within its bound, the
+        /// connection lost, a full disk, an unwritable file): nothing was written, and the same
+        /// call may succeed once it is back.
+        case unavailable
     }
 
     public var code: Code

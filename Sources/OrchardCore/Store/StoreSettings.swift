@@ -38,10 +38,19 @@ public struct PostgresSettings: Sendable {
     public var caPEM: [UInt8]?
     /// Connections each instance opens at most.
     public var poolSize: Int
+    /// How long opening one connection may take before it counts as failed.
+    public var connectTimeout: Duration
+    /// How long a request waits for a pooled connection before the store answers
+    /// ``StoreError/Code/unavailable``: while the database is down, requests fail in this time
+    /// instead of waiting for it to come back.
+    public var acquireTimeout: Duration
+
+    public static let defaultConnectTimeout = Duration.seconds(3)
+    public static let defaultAcquireTimeout = Duration.seconds(3)
 
     public init(
         endpoint: Endpoint, database: String, user: String, password: Secret?, tls: TLSMode = .disable, caPEM: [UInt8]? = nil,
-        poolSize: Int = 10
+        poolSize: Int = 10, connectTimeout: Duration = defaultConnectTimeout, acquireTimeout: Duration = defaultAcquireTimeout
     ) {
         self.endpoint = endpoint
         self.database = database
@@ -50,6 +59,8 @@ public struct PostgresSettings: Sendable {
         self.tls = tls
         self.caPEM = caPEM
         self.poolSize = poolSize
+        self.connectTimeout = connectTimeout
+        self.acquireTimeout = acquireTimeout
     }
 
     /// `host:port` or the socket's path, for messages.

@@ -35,13 +35,21 @@ extension ConfigurationFile {
         public var tls: TLS?
         /// Connections each instance opens at most (default 10).
         public var poolSize: Int?
+        /// How long opening a connection may take (default 3000).
+        public var connectTimeoutMilliseconds: Int?
+        /// How long a request waits for a pooled connection before it is answered 503 (default 3000).
+        public var acquireTimeoutMilliseconds: Int?
 
-        enum CodingKeys: String, CodingKey, CaseIterable { case host, port, socket, database, user, password, tls, poolSize }
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case host, port, socket, database, user, password, tls, poolSize, connectTimeoutMilliseconds, acquireTimeoutMilliseconds
+        }
 
         public init(
             host: String? = nil, port: Int? = nil, socket: String? = nil, database: String, user: String, password: String? = nil,
-            tls: TLS? = nil, poolSize: Int? = nil
+            tls: TLS? = nil, poolSize: Int? = nil, connectTimeoutMilliseconds: Int? = nil, acquireTimeoutMilliseconds: Int? = nil
         ) {
+            self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
+            self.acquireTimeoutMilliseconds = acquireTimeoutMilliseconds
             self.host = host
             self.port = port
             self.socket = socket
@@ -63,6 +71,8 @@ extension ConfigurationFile {
             password = try container.decodeIfPresent(String.self, forKey: .password)
             tls = try container.decodeIfPresent(TLS.self, forKey: .tls)
             poolSize = try container.decodeIfPresent(Int.self, forKey: .poolSize)
+            connectTimeoutMilliseconds = try container.decodeIfPresent(Int.self, forKey: .connectTimeoutMilliseconds)
+            acquireTimeoutMilliseconds = try container.decodeIfPresent(Int.self, forKey: .acquireTimeoutMilliseconds)
         }
     }
 
@@ -117,6 +127,15 @@ extension ServerConfiguration {
         }
         let poolSize = postgres.poolSize ?? defaultPoolSize(cores: ProcessInfo.processInfo.activeProcessorCount)
         guard (1...100).contains(poolSize) else { throw ConfigurationError("\(label).poolSize must be 1–100") }
+        func timeout(_ key: String, _ value: Int?, default fallback: Duration) throws(ConfigurationError) -> Duration {
+            guard let value else { return fallback }
+            guard (100...60_000).contains(value) else { throw ConfigurationError("\(label).\(key) must be 100–60000") }
+            return .milliseconds(value)
+        }
+        let connectTimeout = try timeout(
+            "connectTimeoutMilliseconds", postgres.connectTimeoutMilliseconds, default: PostgresSettings.defaultConnectTimeout)
+        let acquireTimeout = try timeout(
+            "acquireTimeoutMilliseconds", postgres.acquireTimeoutMilliseconds, default: PostgresSettings.defaultAcquireTimeout)
         let (mode, caPEM) = try resolveStoreTLS(postgres.tls, endpoint: endpoint, label: "\(label).tls", values: values)
         let password = try postgres.password.map { reference throws(ConfigurationError) in
             let text = String(decoding: try values.read(reference, what: "\(label).password (env:NAME or a file)"), as: UTF8.self)
@@ -127,7 +146,7 @@ extension ServerConfiguration {
         return .postgres(
             PostgresSettings(
                 endpoint: endpoint, database: postgres.database, user: postgres.user, password: password, tls: mode, caPEM: caPEM,
-                poolSize: poolSize))
+                poolSize: poolSize, connectTimeout: connectTimeout, acquireTimeout: acquireTimeout))
     }
 
     /// `store.postgres.poolSize` when the file gives none: two connections per core of this
