@@ -67,6 +67,7 @@ export const defaultStrings = {
   sessionFailed: 'Apple Pay could not open: {reason}.',
   timedOut: 'the shop did not answer in time',
   networkError: 'the network connection failed',
+  retryShortly: 'the shop is briefly unavailable, please try again in a moment',
   alreadyPaid: 'This order is already paid.',
   closed: 'This payment request is {status}; ask the shop for a new one.',
 };
@@ -76,11 +77,12 @@ export function format(template, values = {}) {
   return template.replace(/\{(\w+)\}/g, (match, key) => (key in values ? String(values[key]) : match));
 }
 
-/** Why a call failed, in words for the shopper. */
+/** Why a call failed, in words for the shopper: a 503 (the shop's database or Apple busy or away) asks them to retry. */
 export function reasonOf(error, t = defaultStrings) {
   if (error instanceof ApiError) {
     if (error.timedOut) return t.timedOut;
     if (error.status === 0) return t.networkError;
+    if (error.status === 503) return t.retryShortly;
   }
   return error?.message ?? String(error);
 }

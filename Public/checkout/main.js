@@ -2,13 +2,16 @@
 // pay, and the outcome. Automation hooks: [data-testid="apple-pay-button"] and
 // [data-testid="payment-result"] with data-status = success | failure | cancelled | unavailable.
 
-import { element, getJSON, mount, postJSON } from '../orchard.js';
+import { defaultStrings, element, getJSON, mount, postJSON, reasonOf } from '../orchard.js';
 import { format, t } from './strings.js';
 
 const MAX_QUANTITY = 9;
 const REPRICE_DELAY_MS = 250;
 
 const part = (name) => document.querySelector(`[data-role="${name}"]`);
+/** What the page says when a call failed: a 503 (the shop briefly away) asks to try again. */
+const failed = (error) =>
+  error?.status === 503 ? t.briefOutage : format(t.loadFailed, { reason: reasonOf(error, { ...defaultStrings, ...t }) });
 const result = document.querySelector('[data-testid="payment-result"]');
 
 const state = {
@@ -129,7 +132,7 @@ async function createOrder() {
     renderTotals(order.paymentRequest.lineItems, order.paymentRequest.total);
   } catch (error) {
     if (state.ordering !== attempt) return;
-    showResult('failure', t.failureTitle, format(t.loadFailed, { reason: error.message }));
+    showResult('failure', t.failureTitle, failed(error));
   } finally {
     if (state.ordering === attempt) state.ordering = null;
     updateButton();
@@ -174,7 +177,7 @@ async function main() {
   try {
     state.settings = await getJSON('/api/checkout');
   } catch (error) {
-    showResult('failure', t.failureTitle, format(t.loadFailed, { reason: error.message }));
+    showResult('failure', t.failureTitle, failed(error));
     return;
   }
   const { settings } = state;

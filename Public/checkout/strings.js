@@ -17,6 +17,7 @@ const en = {
   emptyBasket: 'Your basket is empty. Add something to pay.',
   loading: 'Loading your basket…',
   loadFailed: 'The shop could not be reached: {reason}. Reload the page to try again.',
+  briefOutage: 'The shop is briefly unavailable; nothing was charged. Please try again in a moment.',
   payButton: 'Buy with Apple Pay',
   unavailableTitle: 'Apple Pay is not available on this device',
   unavailableDetail: 'Use Safari on an iPhone, iPad or Mac with a card in Wallet, or choose another way to pay.',
