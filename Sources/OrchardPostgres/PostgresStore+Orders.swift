@@ -96,6 +96,7 @@ extension PostgresStore {
     }
 
     public func deleteRegistration(partnerIdentifier: String, at date: Date) async throws {
+        let retired = RetiredTenant.recordKey(for: partnerIdentifier)
         try await transaction { connection in
             try await connection.query("DELETE FROM registered_domains WHERE partner_id = \(partnerIdentifier)", logger: logger)
             try await connection.query("DELETE FROM registered_merchants WHERE partner_id = \(partnerIdentifier)", logger: logger)
@@ -107,6 +108,10 @@ extension PostgresStore {
                 UPDATE webhook_events SET state = 'skipped', next_attempt_at = NULL, last_error = \(RetiredTenant.skippedEventError)
                 WHERE merchant = \(partnerIdentifier) AND state = 'pending'
                 """, logger: logger)
+            for table in RetiredTenant.ownedTables {
+                try await connection.query(
+                    "UPDATE \(unescaped: table) SET merchant = \(retired) WHERE merchant = \(partnerIdentifier)", logger: logger)
+            }
         }
     }
 

@@ -98,6 +98,7 @@ public final class SQLiteStore: OrchardStore {
     }
 
     public func deleteRegistration(partnerIdentifier id: String, at date: Date) async throws {
+        let retired = RetiredTenant.recordKey(for: id)
         try await database.run { db in
             try db.execute("DELETE FROM registered_domains WHERE partner_id = \(id)")
             try db.execute("DELETE FROM registered_merchants WHERE partner_id = \(id)")
@@ -108,6 +109,9 @@ public final class SQLiteStore: OrchardStore {
                 UPDATE webhook_events SET state = 'skipped', next_attempt_at = NULL, last_error = \(RetiredTenant.skippedEventError)
                 WHERE merchant = \(id) AND state = 'pending'
                 """)
+            for table in RetiredTenant.ownedTables {
+                try db.execute("UPDATE \(unescaped: table) SET merchant = \(retired) WHERE merchant = \(id)")
+            }
         }
     }
 

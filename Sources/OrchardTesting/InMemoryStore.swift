@@ -180,6 +180,25 @@ public final class InMemoryStore: OrchardStore {
                 state.events[index].nextAttemptAt = nil
                 state.events[index].lastError = RetiredTenant.skippedEventError
             }
+            let retired = RetiredTenant.recordKey(for: partnerIdentifier)
+            for (id, order) in state.orders where order.merchantIdentifier == partnerIdentifier {
+                state.orders[id]?.merchantIdentifier = retired
+            }
+            for (id, request) in state.requests where request.merchantIdentifier == partnerIdentifier {
+                state.requests[id]?.merchantIdentifier = retired
+            }
+            for index in state.mandates.indices where state.mandates[index].merchantIdentifier == partnerIdentifier {
+                state.mandates[index].merchantIdentifier = retired
+            }
+            for index in state.apiKeys.indices where state.apiKeys[index].merchantIdentifier == partnerIdentifier {
+                state.apiKeys[index].merchantIdentifier = retired
+            }
+            for index in state.events.indices where state.events[index].merchantIdentifier == partnerIdentifier {
+                state.events[index].merchantIdentifier = retired
+            }
+            for index in state.tokenEvents.indices where state.tokenEvents[index].merchantIdentifier == partnerIdentifier {
+                state.tokenEvents[index].merchantIdentifier = retired
+            }
         }
     }
 }

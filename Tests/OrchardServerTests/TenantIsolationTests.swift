@@ -111,7 +111,11 @@ struct TenantIsolationTests {
             // Apple deleted the merchant with its last domain before the mandates ended: no token
             // call is made for a merchant Apple no longer has.
             #expect(server.gateway.unlinkedTokens.isEmpty)
-            let events = try await server.store.webhookEvents(merchantIdentifier: Self.partner, state: nil, limit: 50)
+            // What it owned now belongs to its retirement, which no identifier can be.
+            #expect(mandate.merchantIdentifier.hasPrefix("retired/\(Self.partner)/"))
+            let retired = mandate.merchantIdentifier
+            #expect(try await server.store.webhookEvents(merchantIdentifier: Self.partner, state: nil, limit: 50).isEmpty)
+            let events = try await server.store.webhookEvents(merchantIdentifier: retired, state: nil, limit: 50)
             #expect(events.contains { $0.type == .mandateEnded && $0.state == .delivered })
             #expect(events.allSatisfy { $0.state != .pending }, "nothing of this tenant is left to send")
             // The shop heard it before its endpoint went with its settings.
@@ -131,8 +135,46 @@ struct TenantIsolationTests {
             #expect(fresh.json?["processor"] as? String == "record")
             #expect(fresh.json?["webhookURL"] == nil)
             #expect(try await server.api("GET", "/v1/mandates", key: key).status == 401, "the old tenant's key stays revoked")
-            let keys = try await server.store.apiKeys(merchantIdentifier: Self.partner)
+            #expect(try await server.store.apiKeys(merchantIdentifier: Self.partner).isEmpty)
+            let keys = try await server.store.apiKeys(merchantIdentifier: retired)
             #expect(!keys.isEmpty && keys.allSatisfy { $0.revokedAt != nil })
+
+            // The new tenant's own key reaches none of the old tenant's objects.
+            let newKey = try #require(
+                try await admin(server, "POST", "/admin/merchants/\(Self.partner)/api-keys").json?["secret"] as? String)
+            let old = try #require(try await server.store.mandate(id: mandateId))
+            for path in [
+                "/v1/payment-requests/\(old.orderId)", "/v1/payments/\(old.paymentId)", "/v1/payments/\(old.paymentId)/refunds",
+                "/v1/mandates/\(mandateId)",
+            ] {
+                let answer = try await server.api("GET", path, key: newKey)
+                #expect(answer.status == 404, "\(path): \(answer.status)")
+            }
+            for path in ["/v1/payments/\(old.paymentId)/capture", "/v1/payments/\(old.paymentId)/cancel"] {
+                #expect(try await server.api("POST", path, key: newKey).status == 404, "\(path)")
+            }
+            let refund = try await server.api(
+                "POST", "/v1/payments/\(old.paymentId)/refunds", key: newKey, json: #"{"amount": 100}"#, idempotencyKey: "r-1")
+            #expect(refund.status == 404)
+            let listed = try await server.api("GET", "/v1/mandates", key: newKey)
+            #expect(listed.status == 200 && (listed.json?["mandates"] as? [Any])?.isEmpty == true)
+        }
+    }
+
+    @Test("a partner ID differing from a registered one only in letter case is refused before Apple is called")
+    func caseVariants() async throws {
+        let receiver = MockWebhookReceiver(secret: Self.webhookSecret)
+        try await Self.with(receiver: receiver) { server in
+            #expect(try await register(server, Self.partner).status == 201)
+            let calls = server.gateway.receivedRegistrationCalls.count
+            let refused = try await admin(
+                server, "POST", "/admin/merchants",
+                #"{"partnerInternalMerchantIdentifier": "\#(Self.partner.uppercased())", "partnerMerchantName": "Other", "domainNames": ["other7.example"]}"#
+            )
+            #expect(refused.status == 409 && refused.errorCode == "identifier_taken", "\(refused.status)")
+            #expect(refused.errorMessage?.contains("letter case") == true)
+            #expect(server.gateway.receivedRegistrationCalls.count == calls, "Apple was never asked")
+            #expect(try await server.store.registeredMerchants().map(\.partnerIdentifier) == [Self.partner])
         }
     }
 }

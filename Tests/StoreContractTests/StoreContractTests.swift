@@ -201,7 +201,7 @@ struct StoreContractTests {
     }
 
     @Test(
-        "retiring a registered merchant revokes its keys, drops its settings and skips its undelivered events, no one else's",
+        "retiring a registered merchant revokes its keys, drops its settings, skips its undelivered events and moves what it owned out of a new tenant's reach",
         arguments: Kind.enabled)
     func retirement(kind: Kind) async throws {
         try await Self.withStore(kind) { store in
@@ -224,13 +224,34 @@ struct StoreContractTests {
             try await store.deleteRegistration(partnerIdentifier: "merchant.test", at: later)
             #expect(try await store.registeredMerchants().map(\.partnerIdentifier) == ["merchant.other"])
             #expect(try await store.sealedMerchantSettings().keys.sorted() == ["merchant.other"])
+
+            // What it owned moved, in the same transaction, to one owner no identifier can be.
+            let retired = try #require(try await store.order(id: "o1")?.merchantIdentifier)
+            #expect(retired.hasPrefix("retired/merchant.test/") && retired != "merchant.test")
             let keys = try await store.apiKeys(merchantIdentifier: nil)
-            #expect(keys.filter { $0.merchantIdentifier == "merchant.test" }.allSatisfy { $0.revokedAt == later })
+            #expect(!keys.contains { $0.merchantIdentifier == "merchant.test" })
+            #expect(keys.filter { $0.merchantIdentifier == retired }.map(\.revokedAt) == [later])
             #expect(keys.filter { $0.merchantIdentifier == "merchant.other" }.allSatisfy { $0.revokedAt == nil })
-            let events = try await store.webhookEvents(merchantIdentifier: "merchant.test", state: nil, limit: 10)
+            #expect(try await store.webhookEvents(merchantIdentifier: "merchant.test", state: nil, limit: 10).isEmpty)
+            let events = try await store.webhookEvents(merchantIdentifier: retired, state: nil, limit: 10)
             #expect(events.map(\.state) == [.skipped])
             #expect(events.first?.lastError == RetiredTenant.skippedEventError)
             #expect(try await store.leaseWebhookEvents(at: later, until: later.addingTimeInterval(60), limit: 10).isEmpty)
+
+            // A new tenant under the same identifier starts with nothing of the old one's.
+            try await store.saveRegistration(
+                RegisteredMerchant(
+                    partnerIdentifier: "merchant.test", name: "someone else", encryptTo: "platform", merchantUrl: nil,
+                    domains: ["new.example"], createdAt: later, updatedAt: later))
+            #expect(try await store.order(id: "o1")?.merchantIdentifier == retired)
+            #expect(try await store.apiKeys(merchantIdentifier: "merchant.test").isEmpty)
+            #expect(try await store.mandates(merchantIdentifier: "merchant.test", state: nil, limit: 10).isEmpty)
+
+            // Each retirement has its own owner.
+            try await store.insert(try Self.order("o2"))
+            try await store.deleteRegistration(partnerIdentifier: "merchant.test", at: later)
+            let second = try #require(try await store.order(id: "o2")?.merchantIdentifier)
+            #expect(second.hasPrefix("retired/merchant.test/") && second != retired)
         }
     }
 }

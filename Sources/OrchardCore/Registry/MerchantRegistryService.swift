@@ -91,7 +91,9 @@ public struct MerchantRegistryService: Sendable {
         } catch {
             throw ServiceError(.invalidRegistration, error.message)
         }
-        try checkAvailable(registration)
+        try checkAvailable(registration, registered: directory.registrations)
+        // The store too: another instance may have registered a case variant a moment ago.
+        try checkAvailable(registration, registered: try await store.registeredMerchants())
         try await call { () async throws(GatewayError) in try await apple.register(registration) }
         let id = registration.partnerInternalMerchantIdentifier
         // The store, not this instance's copy, says whether the merchant is new: another instance
@@ -115,8 +117,10 @@ public struct MerchantRegistryService: Sendable {
     }
 
     /// What stops a registration before Apple is asked: tokens encrypted to anyone but the
-    /// platform, an identifier this server reserves, a domain another merchant holds.
-    func checkAvailable(_ registration: MerchantRegistration) throws(ServiceError) {
+    /// platform, an identifier this server reserves, another merchant's identifier in other
+    /// letter case (`ACME` beside `acme`: one tenant to an operator, two to a string compare),
+    /// a domain another merchant holds.
+    func checkAvailable(_ registration: MerchantRegistration, registered: [RegisteredMerchant]) throws(ServiceError) {
         // A registered merchant's tokens are decrypted with the platform's processing keys, so Apple
         // must encrypt them to the platform: any other encryptTo would make every payment undecryptable.
         if let platform = directory.platformIdentifier, registration.encryptTo != platform {
@@ -129,6 +133,12 @@ public struct MerchantRegistryService: Sendable {
         if let reservation = directory.reservation(of: id) {
             throw ServiceError(
                 .identifierTaken, "\(id) is \(reservation): a registered merchant needs a partnerInternalMerchantIdentifier of its own")
+        }
+        if let variant = registered.first(where: { $0.partnerIdentifier != id && $0.partnerIdentifier.lowercased() == id.lowercased() }) {
+            throw ServiceError(
+                .identifierTaken,
+                "\(id) differs from the registered merchant \(variant.partnerIdentifier) only in letter case: choose another identifier, or use \(variant.partnerIdentifier)"
+            )
         }
         for domain in registration.domainNames {
             if let owner = directory.owner(of: domain), owner != id {
