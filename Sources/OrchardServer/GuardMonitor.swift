@@ -72,7 +72,8 @@ public struct GuardMonitor: Service {
                         target: Data(key.publicKeyHash).base64EncodedString(), notValidAfter: certificate.notValidAfter))
             }
         }
-        let registrations = configuration.platform == nil ? [] : directory.registrations
+        // A registration without domains is leaving (TenantRetirement.stopServing): never repaired.
+        let registrations = configuration.platform == nil ? [] : directory.registrations.filter { !$0.domains.isEmpty }
         for merchant in registrations {
             for domain in merchant.domains {
                 domains.append(

@@ -122,6 +122,34 @@ struct MerchantRegistryServiceTests {
         #expect(processors.processor(forMerchant: "tenant-4").name == "record" && directory.settings["tenant-4"] == nil)
     }
 
+    @Test("leaving: it stops being served (no domains, keys revoked) before Apple is asked; a retry after Apple's refusal finishes it")
+    func offboardingOrder() async throws {
+        _ = try await register("leaver", ["leaver.example"])
+        try await store.insertAPIKey(APIKeyRecord.generate(merchantIdentifier: "leaver", at: clock.source.now).record)
+        let seen = Mutex<(domains: [String]?, activeKeys: Int)?>(nil)
+        apple.whileUnregistering.withLock { hook in
+            hook = { [store, directory] in
+                let active = (try? await store.apiKeys(merchantIdentifier: "leaver"))?.filter { $0.revokedAt == nil }.count ?? -1
+                let domains = directory.registrations.first { $0.partnerIdentifier == "leaver" }?.domains
+                seen.withLock { $0 = (domains, active) }
+            }
+        }
+        apple.failure.withLock { $0 = GatewayError(.unreachable, "connection refused") }
+        await #expect(throws: RegistrationCallError.self) {
+            _ = try await registry.unregister(
+                "leaver", { MerchantUnregistrationDraft(domainNames: ["leaver.example"], reason: "closed") }, logger: Self.quiet)
+        }
+        #expect(seen.withLock { $0 }?.domains == [] && seen.withLock { $0 }?.activeKeys == 0, "\(String(describing: seen.withLock { $0 }))")
+        // Apple refused: it stays unserved, not yet retired, and the guard has nothing of it to repair.
+        #expect(try await store.registeredMerchants().map(\.domains) == [[]])
+
+        apple.failure.withLock { $0 = nil }
+        let none = try await registry.unregister(
+            "leaver", { MerchantUnregistrationDraft(domainNames: ["leaver.example"], reason: "closed") }, logger: Self.quiet)
+        let recorded = try await store.registeredMerchants()
+        #expect(none.isEmpty && recorded.isEmpty && directory.registrations.isEmpty)
+    }
+
     @Test("settings: refused without a key (body unread), for an unknown merchant, or when they do not check; else sealed, stored, used")
     func settings() async throws {
         _ = try await register("tenant-5", ["five.example"])
@@ -200,6 +228,9 @@ final class TestDirectory: RegistryDirectory {
 /// and fails every call with `failure` when one is set.
 final class InMemoryApple: MerchantRegistrationService {
     let failure = Mutex<GatewayError?>(nil)
+    /// Runs when an unregistration reaches Apple, before it is answered: what the rest of Orchard
+    /// looks like while Apple is being asked.
+    let whileUnregistering = Mutex<(@Sendable () async -> Void)?>(nil)
     private let state = Mutex<(registered: [MerchantRegistration], calls: Int, domains: [String: [String]])>(([], 0, [:]))
 
     var registered: [MerchantRegistration] { state.withLock { $0.registered } }
@@ -220,6 +251,7 @@ final class InMemoryApple: MerchantRegistrationService {
     }
 
     func unregister(_ unregistration: MerchantUnregistration) async throws(GatewayError) {
+        if let meanwhile = whileUnregistering.withLock({ $0 }) { await meanwhile() }
         try answer()
         state.withLock {
             $0.domains[unregistration.partnerInternalMerchantIdentifier]?.removeAll { unregistration.domainNames.contains($0) }

@@ -40,7 +40,7 @@ public struct MerchantUnregistrationDraft: Decodable, Sendable {
 /// record says to repeat the call (Apple's calls are idempotent). Every refusal before Apple's
 /// call changes nothing anywhere.
 public struct MerchantRegistryService: Sendable {
-    let store: any MerchantRegistry & MandateRecords
+    let store: any MerchantRegistry & MandateRecords & APIKeys
     let directory: any RegistryDirectory
     /// Apple's registration API; nil without a platform integrator.
     let apple: (any MerchantRegistrationService)?
@@ -51,7 +51,7 @@ public struct MerchantRegistryService: Sendable {
     let time: TimeSource
 
     public init(
-        store: any MerchantRegistry & MandateRecords, directory: any RegistryDirectory, apple: (any MerchantRegistrationService)?,
+        store: any MerchantRegistry & MandateRecords & APIKeys, directory: any RegistryDirectory, apple: (any MerchantRegistrationService)?,
         retirement: TenantRetirement, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?, time: TimeSource
     ) {
         self.store = store
@@ -98,10 +98,14 @@ public struct MerchantRegistryService: Sendable {
         let id = registration.partnerInternalMerchantIdentifier
         // The store, not this instance's copy, says whether the merchant is new: another instance
         // may have registered it a moment ago.
-        let existing: RegisteredMerchant?
+        var existing: RegisteredMerchant?
         do {
             existing = try await store.registeredMerchants().first { $0.partnerIdentifier == id }
-            if existing == nil { try await retirement.retire(id) }
+            // A registration without domains was leaving: its retirement finishes before anyone new starts.
+            if existing?.domains.isEmpty ?? true {
+                existing = nil
+                try await retirement.retire(id)
+            }
         } catch {
             throw ServiceError(.unrecorded, "Apple registered the merchant but the registry could not record it; repeat the call")
         }
@@ -165,14 +169,21 @@ public struct MerchantRegistryService: Sendable {
             throw ServiceError(.invalidRegistration, error.message)
         }
         var merchant = try registered(id)
-        if let missing = unregistration.domainNames.first(where: { !merchant.domains.contains($0) }) {
+        // No domains left here: an earlier call stopped serving it and did not finish; this one does.
+        let unfinished = merchant.domains.isEmpty
+        if !unfinished, let missing = unregistration.domainNames.first(where: { !merchant.domains.contains($0) }) {
             throw ServiceError(.notFound, "\(missing) is not registered to \(id)")
+        }
+        let leaving = merchant.domains.allSatisfy { unregistration.domainNames.contains($0) }
+        if leaving && !unfinished {
+            // Before Apple is asked: nothing may be served, charged or repaired for it meanwhile.
+            try await retirement.stopServing(merchant)
         }
         try await call { () async throws(GatewayError) in try await apple.unregister(unregistration) }
         merchant.domains.removeAll { unregistration.domainNames.contains($0) }
         merchant.updatedAt = time.now
         do {
-            if merchant.domains.isEmpty {
+            if leaving {
                 try await retirement.retire(id)
             } else {
                 try await store.saveRegistration(merchant)

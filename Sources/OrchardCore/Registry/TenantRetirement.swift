@@ -9,7 +9,7 @@ import Logging
 /// skipped (after one last attempt each). Its merchant tokens are not unlinked one by one: Apple has already deleted the
 /// merchant with its last domain, and refuses token calls for a merchant it does not have.
 public struct TenantRetirement: Sendable {
-    let store: any MerchantRegistry & MandateRecords
+    let store: any MerchantRegistry & MandateRecords & APIKeys
     let directory: any RegistryDirectory
     let processors: PaymentProcessors
     let lifecycle: MandateLifecycle
@@ -19,7 +19,7 @@ public struct TenantRetirement: Sendable {
     let logger: Logger
 
     public init(
-        store: any MerchantRegistry & MandateRecords, directory: any RegistryDirectory, processors: PaymentProcessors,
+        store: any MerchantRegistry & MandateRecords & APIKeys, directory: any RegistryDirectory, processors: PaymentProcessors,
         lifecycle: MandateLifecycle, webhooks: (any PendingDeliveries)?, time: TimeSource, logger: Logger
     ) {
         self.store = store
@@ -33,6 +33,22 @@ public struct TenantRetirement: Sendable {
 
     /// The `endedReason` of the mandates a retirement ends.
     public static let endedReason = "unregistered"
+
+    /// The first step of a merchant's leaving, before Apple is asked or a mandate ends: it stops
+    /// being served. Its domains leave the registry (no `Host` routes to it, and the guard watches
+    /// and repairs none of them: other instances follow within their 2 s sync) and its API keys are
+    /// revoked, so nothing new can be created or charged for it while it leaves. A registration
+    /// without domains is such a retirement in progress; unregistering again finishes it.
+    public func stopServing(_ merchant: RegisteredMerchant) async throws {
+        var leaving = merchant
+        leaving.domains = []
+        leaving.updatedAt = time.now
+        try await store.saveRegistration(leaving)
+        for key in try await store.apiKeys(merchantIdentifier: merchant.partnerIdentifier) where key.revokedAt == nil {
+            _ = try await store.revokeAPIKey(id: key.id, at: time.now)
+        }
+        directory.replaceRegistrations(try await store.registeredMerchants())
+    }
 
     /// Retires `partner`: first its mandates, while its processor and its registration at Apple
     /// are still known here, then everything else in one store transaction.
