@@ -167,8 +167,7 @@ public struct GuardService: Sendable {
         switch subject.kind {
         case .domainFile, .domainCertificate:
             let expected = watch.domains.first { $0.merchantIdentifier == subject.merchantIdentifier && $0.domain == subject.target }
-            let (file, certificate) = await domain(
-                subject.target, expected: expected?.expectedFile, probe: expected?.registered == true ? tenantProbe : probe)
+            let (file, certificate) = await domain(subject.target, expected: expected?.expectedFile, probe: client(for: expected))
             return job.map { ($0, $0.subject.kind == .domainFile ? file : certificate) }
         case .identityCertificate, .processingCertificate:
             guard
@@ -181,6 +180,15 @@ public struct GuardService: Sendable {
             guard let merchant = watch.registrations.first(where: { $0.partnerIdentifier == subject.target }) else { return [] }
             return [(first, await registrationObservation(first, merchant: merchant))]
         }
+    }
+
+    /// The client a domain is fetched with. Fails closed: the unrestricted one only for a domain
+    /// this watch lists as a configured merchant's (the operator's own word); a registered
+    /// merchant's, or one leased without a watch entry (another instance, on a newer registry,
+    /// synced it), is a tenant's word and is fetched only at public addresses.
+    func client(for expected: GuardWatch.Domain?) -> (any DomainProbe)? {
+        guard let expected, !expected.registered else { return tenantProbe }
+        return probe
     }
 
     /// The file's and the certificate's observations, from one fetch as Apple makes it.
