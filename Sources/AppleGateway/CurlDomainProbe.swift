@@ -39,7 +39,7 @@ public struct CurlDomainProbe: DomainProbe {
             return ProbeAnswer(
                 status: response.status, contentType: response.header("Content-Type"), location: response.header("Location"),
                 body: response.body, certificateNotValidAfter: Self.leaf(of: response.peerCertificates, for: domain)?.notValidAfter,
-                reprDigest: response.header("Repr-Digest"))
+                fileSignature: response.header(DomainFileSigner.headerName))
         } catch {
             if error.kind == .timedOut { throw GatewayError(.timedOut, "no answer in 10 s") }
             throw GatewayError(.unreachable, "\(error.kind.rawValue): \(error.message)")

@@ -99,19 +99,19 @@ public struct ProbeAnswer: Sendable {
     /// When the TLS certificate the domain presented stops being valid (its leaf's notAfter);
     /// nil when the probe could not read it.
     public var certificateNotValidAfter: Date?
-    /// The `Repr-Digest` header (RFC 9530), which Orchard sends with the association file it serves.
-    public var reprDigest: String?
+    /// The ``DomainFileSigner/headerName`` header, which Orchard sends with the association file it serves.
+    public var fileSignature: String?
 
     public init(
         status: Int, contentType: String?, location: String?, body: [UInt8], certificateNotValidAfter: Date? = nil,
-        reprDigest: String? = nil
+        fileSignature: String? = nil
     ) {
         self.status = status
         self.contentType = contentType
         self.location = location
         self.body = body
         self.certificateNotValidAfter = certificateNotValidAfter
-        self.reprDigest = reprDigest
+        self.fileSignature = fileSignature
     }
 }
 

@@ -10,6 +10,8 @@ struct AdminDoctorController {
     /// For `?live=true` and `?domains=true`.
     let sessions: any MerchantSessionService
     let domainProbe: (any DomainProbe)?
+    /// Tells this server's own association file among the domains' answers.
+    let signer: DomainFileSigner
     let time: TimeSource
 
     /// Its routes in the `/admin` group, which checks the admin token.
@@ -19,7 +21,7 @@ struct AdminDoctorController {
             let query = request.uri.queryParameters
             return await Doctor(
                 sessions: query.get("live") == "true" ? sessions : nil, probe: query.get("domains") == "true" ? domainProbe : nil,
-                time: time
+                signer: signer, time: time
             ).check(configuration: configuration)
         }
         return admin

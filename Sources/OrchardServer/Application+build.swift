@@ -70,7 +70,7 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
         router.add(middleware: LogRequestsMiddleware(.debug))
     }
     addStaticFiles(to: router, folder: configuration.publicDirectory, time: time, logger: logger)
-    router.addRoutes(DomainAssociationController(directory: directory).routes)
+    router.addRoutes(DomainAssociationController(directory: directory, signer: d.vault.domainFileSigner).routes)
     // Who the client is and which merchant its Host names matter to the routes below only: a
     // static file, a 404 (no route matched) or the association file is answered without either.
     let routes = router.group()
@@ -141,7 +141,9 @@ private func addAdminRoutes(
     admin.addRoutes(AdminWebhooksController(store: store, time: d.time).routes)
     admin.addRoutes(AdminGuardController(records: store, time: d.time).routes)
     admin.addRoutes(
-        AdminDoctorController(configuration: configuration, sessions: d.sessions, domainProbe: d.domainProbe, time: d.time).routes)
+        AdminDoctorController(
+            configuration: configuration, sessions: d.sessions, domainProbe: d.domainProbe, signer: d.vault.domainFileSigner, time: d.time
+        ).routes)
     admin.addRoutes(
         AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: services.mandates).routes)
 }
@@ -172,7 +174,8 @@ private func backgroundServices(_ d: ApplicationDependencies, services shared: S
     if configuration.guardSettings.enabled {
         let settings = configuration.guardSettings
         let service = GuardService(
-            records: store, probe: d.domainProbe, tenantProbe: d.tenantDomainProbe, registration: d.registration, policy: settings.policy,
+            records: store, probe: d.domainProbe, tenantProbe: d.tenantDomainProbe, signer: d.vault.domainFileSigner,
+            registration: d.registration, policy: settings.policy,
             concurrency: settings.concurrency, time: time, logger: logger)
         services.append(
             GuardMonitor(service: service, configuration: configuration, directory: directory, records: store, time: time, logger: logger))

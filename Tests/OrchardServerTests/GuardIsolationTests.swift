@@ -1,4 +1,5 @@
 import ApplePay
+import Crypto
 import Foundation
 import Logging
 import OrchardCore
@@ -63,5 +64,39 @@ extension GuardTests {
         try await service.pass(watch)
         #expect(probe.domains == [configured], "only the configured merchant's domain goes through the unrestricted client")
         #expect(Set(tenantProbe.domains) == [registered, unknown])
+    }
+}
+
+extension GuardTests {
+    @Test("a domain answering other bytes under their plain SHA-256 Repr-Digest is the shop's failure, never reported as Orchard's defect")
+    func forgedDigestIsNoDefect() async throws {
+        try await Self.with { rig in
+            let other = Array("<html>app</html>".utf8)
+            let digest = "sha-256=:" + Data(SHA256.hash(data: other)).base64EncodedString() + ":"
+            rig.host.setPage(
+                .response(
+                    status: 200, headers: [(name: "Content-Type", value: "text/html"), (name: "Repr-Digest", value: digest)], body: other),
+                for: ServerHarness.domain)
+            await rig.pass(after: 0)
+            let record = try #require(try await rig.record(.domainFile, ServerHarness.domain))
+            #expect(record.detail.contains("differ from domainAssociationFile"), "\(record.detail)")
+            #expect(!record.detail.contains("Orchard itself served"), "\(record.detail)")
+
+            // Orchard's own signature of these bytes, made for another domain: replayed here, not Orchard's answer either.
+            let signer = rig.server.vault.domainFileSigner
+            let header = DomainFileSigner.headerName
+            let replayed = signer.signature(of: other, domain: ServerHarness.unregisteredDomain)
+            rig.host.setPage(.response(status: 200, headers: [(name: header, value: replayed)], body: other), for: ServerHarness.domain)
+            await rig.pass(after: Self.recheck)
+            let again = try #require(try await rig.record(.domainFile, ServerHarness.domain))
+            #expect(again.state == .failing && !again.detail.contains("Orchard itself served"), "\(again.detail)")
+
+            // Orchard's own answer (its signature of exactly these bytes at this domain) is still told apart.
+            let own = signer.signature(of: other, domain: ServerHarness.domain)
+            rig.host.setPage(.response(status: 200, headers: [(name: header, value: own)], body: other), for: ServerHarness.domain)
+            await rig.pass(after: Self.interval)
+            let defect = try #require(try await rig.record(.domainFile, ServerHarness.domain))
+            #expect(defect.detail.contains("Orchard itself served these bytes"), "\(defect.detail)")
+        }
     }
 }

@@ -93,7 +93,7 @@ struct GuardTests {
                 connectTo: Dictionary(uniqueKeysWithValues: domains.map { ($0, "https://127.0.0.1:\(port)") }))
             let logger = Logger(label: "orchard.guard-test")
             let service = GuardService(
-                records: server.store, probe: probe, tenantProbe: probe,
+                records: server.store, probe: probe, tenantProbe: probe, signer: server.vault.domainFileSigner,
                 registration: server.configuration.platform.map {
                     AppleRegistrationClient(http: http, endpoint: server.configuration.gateway, platform: $0, logger: logger)
                 },
@@ -125,9 +125,14 @@ struct GuardTests {
             #expect(records.contains { $0["check"] as? String == "domain_file" && $0["state"] as? String == "pending" })
             #expect(try await server.send("GET", "/admin/guard?state=broken", extraHeaders: MoreMerchants.authorization).status == 400)
             #expect(try await server.send("GET", "/admin/guard").status == 401)
-            // Orchard's own answer carries the digest the guard tells it by.
+            // Orchard's own answer carries the signature the guard tells it by: keyed, and for this domain only.
             let association = try await server.send("GET", "/.well-known/apple-developer-merchantid-domain-association")
-            #expect(association.header("Repr-Digest") == DomainFileVerdict.reprDigest(of: ServerHarness.associationFile))
+            let signature = association.header(DomainFileSigner.headerName)
+            let signer = server.vault.domainFileSigner
+            #expect(signer.signs(signature, bytes: ServerHarness.associationFile, domain: ServerHarness.domain))
+            #expect(!signer.signs(signature, bytes: ServerHarness.associationFile, domain: ServerHarness.unregisteredDomain))
+            #expect(!DomainFileSigner.random().signs(signature, bytes: ServerHarness.associationFile, domain: ServerHarness.domain))
+            #expect(association.header("Repr-Digest") == nil)
         }
     }
 

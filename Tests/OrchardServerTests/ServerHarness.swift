@@ -51,6 +51,8 @@ struct ServerHarness {
     let configuration: ServerConfiguration
     /// The processors the server calls, each merchant's as configured.
     let processors: PaymentProcessors
+    /// The server's vault: what its association file's signature is derived from.
+    let vault: PaymentVault
 
     var gateway: MockAppleGateway { fixture.gateway }
 
@@ -129,8 +131,10 @@ struct ServerHarness {
             settings: try await configuration.loadRegisteredSettings(store: store))
         let processorMaker = CurlProcessorMaker(http: clients.tenantProcessors)
         processors.register(merchants, maker: processorMaker)
+        let vault = configuration.vault ?? .ephemeral()
         let dependencies = ApplicationDependencies(
-            configuration: configuration, sessions: sessions, store: store, processors: processors, time: time, simulator: simulator,
+            configuration: configuration, sessions: sessions, store: store, processors: processors, vault: vault, time: time,
+            simulator: simulator,
             directory: merchants,
             registration: configuration.platform.map {
                 AppleRegistrationClient(http: http, endpoint: configuration.gateway, platform: $0, logger: logger)
@@ -150,7 +154,7 @@ struct ServerHarness {
             guard let port = await iterator.next() else { throw CancellationError() }
             let harness = ServerHarness(
                 fixture: fixture, sessions: sessions, client: client, port: port, store: store,
-                stateDirectory: configuration.stateDirectory, configuration: configuration, processors: processors)
+                stateDirectory: configuration.stateDirectory, configuration: configuration, processors: processors, vault: vault)
             do {
                 try await body(harness)
             } catch {

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// Whether a domain's answer is its association file as Apple fetches it, and if not, why in
@@ -6,26 +5,24 @@ import Foundation
 public struct DomainFileVerdict: Sendable, Equatable {
     public var passed: Bool
     public var detail: String
-    /// Orchard itself served the wrong bytes: the answer carries Orchard's digest of exactly those
-    /// bytes (so nothing in between changed them), yet they are not the configured file. A defect
-    /// of Orchard's (or of its routing of the domain), not of the shop's.
+    /// Orchard itself served the wrong bytes: the answer carries Orchard's signature of exactly
+    /// those bytes at this domain (so nothing in between changed them, and no one else made it),
+    /// yet they are not the configured file. A defect of Orchard's (or of its routing of the
+    /// domain), not of the shop's.
     public var servedWronglyByOrchard: Bool
 
-    /// Apple needs HTTP 200 with the file byte for byte; redirects are not followed.
-    public init(_ answer: ProbeAnswer, domain: String, expected: [UInt8]?) {
+    /// Apple needs HTTP 200 with the file byte for byte; redirects are not followed. `signer`
+    /// recognises Orchard's own answer (``DomainFileSigner``); without it none is.
+    public init(_ answer: ProbeAnswer, domain: String, expected: [UInt8]?, signer: DomainFileSigner? = nil) {
         let url = Self.url(domain)
         passed = answer.status == 200 && expected != nil && answer.body == expected
-        servedWronglyByOrchard = !passed && answer.status == 200 && answer.reprDigest == Self.reprDigest(of: answer.body)
+        servedWronglyByOrchard =
+            !passed && answer.status == 200 && signer?.signs(answer.fileSignature, bytes: answer.body, domain: domain) == true
         detail =
             passed
             ? "\(url) serves the association file byte for byte (\(answer.contentType.map { Self.bounded($0) } ?? "no content type"))"
             : Self.judge(answer, url: url, expected: expected)
                 + (servedWronglyByOrchard ? " (Orchard itself served these bytes: a defect to report, not the shop's doing)" : "")
-    }
-
-    /// The `Repr-Digest` value Orchard sends with `bytes` (RFC 9530: SHA-256, base64 between colons).
-    public static func reprDigest(of bytes: [UInt8]) -> String {
-        "sha-256=:" + Data(SHA256.hash(data: bytes)).base64EncodedString() + ":"
     }
 
     /// When the domain gave no HTTP answer at all.

@@ -83,6 +83,8 @@ public struct GuardService: Sendable {
     let probe: (any DomainProbe)?
     /// Fetches registered merchants' domains, only at public addresses (a tenant names them).
     let tenantProbe: (any DomainProbe)?
+    /// Recognises the association file Orchard itself served; nil: none is.
+    let signer: DomainFileSigner?
     /// Apple's registration API; nil without a platform integrator.
     let registration: (any MerchantRegistrationService)?
     public let policy: GuardPolicy
@@ -94,13 +96,14 @@ public struct GuardService: Sendable {
     let logger: Logger
 
     public init(
-        records: any GuardRecords, probe: (any DomainProbe)?, tenantProbe: (any DomainProbe)?,
+        records: any GuardRecords, probe: (any DomainProbe)?, tenantProbe: (any DomainProbe)?, signer: DomainFileSigner? = nil,
         registration: (any MerchantRegistrationService)?, policy: GuardPolicy,
         concurrency: Int, lease: TimeInterval = 300, batch: Int? = nil, time: TimeSource, logger: Logger
     ) {
         self.records = records
         self.probe = probe
         self.tenantProbe = tenantProbe
+        self.signer = signer
         self.registration = registration
         self.policy = policy
         self.concurrency = max(1, concurrency)
@@ -201,7 +204,7 @@ public struct GuardService: Sendable {
         }
         do {
             let answer = try await probe.associationFile(of: domain)
-            let verdict = DomainFileVerdict(answer, domain: domain, expected: expected)
+            let verdict = DomainFileVerdict(answer, domain: domain, expected: expected, signer: signer)
             if verdict.servedWronglyByOrchard {
                 logger.error(
                     "defect: Orchard itself served a domain something other than its association file; please report it",

@@ -11,11 +11,18 @@ public struct Doctor: Sendable {
     let sessions: (any MerchantSessionService)?
     /// Fetches each domain's association file as Apple does; nil skips the domain checks.
     let probe: (any DomainProbe)?
+    /// Recognises the association file this server (or a sibling sharing its vault key) served;
+    /// nil (the command line's doctor): none is.
+    let signer: DomainFileSigner?
     let time: TimeSource
 
-    public init(sessions: (any MerchantSessionService)?, probe: (any DomainProbe)? = nil, time: TimeSource = .system) {
+    public init(
+        sessions: (any MerchantSessionService)?, probe: (any DomainProbe)? = nil, signer: DomainFileSigner? = nil,
+        time: TimeSource = .system
+    ) {
         self.sessions = sessions
         self.probe = probe
+        self.signer = signer
         self.time = time
     }
 
@@ -159,7 +166,8 @@ public struct Doctor: Sendable {
         for domain in domains {
             let verdict: DomainFileVerdict
             do {
-                verdict = DomainFileVerdict(try await probe.associationFile(of: domain), domain: domain, expected: expected)
+                verdict = DomainFileVerdict(
+                    try await probe.associationFile(of: domain), domain: domain, expected: expected, signer: signer)
             } catch {
                 verdict = DomainFileVerdict(unreachable: error, domain: domain)
             }
