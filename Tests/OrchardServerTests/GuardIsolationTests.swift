@@ -100,3 +100,96 @@ extension GuardTests {
         }
     }
 }
+
+/// Apple's registration API as far as the guard's repair needs it: a record that gains the
+/// domains each call sends, at most 99 per call, and refuses any call naming a `refused` domain.
+final class RecordingRegistration: MerchantRegistrationService {
+    let refused: Set<String>
+    private let state: Mutex<(held: [String], calls: [[String]])>
+
+    init(held: [String], refused: Set<String> = []) {
+        self.refused = refused
+        state = Mutex((held, []))
+    }
+
+    var held: [String] { state.withLock { $0.held } }
+    var calls: [[String]] { state.withLock { $0.calls } }
+
+    func register(_ registration: MerchantRegistration) async throws(GatewayError) {
+        try state.withLock { (state) throws(GatewayError) in
+            state.calls.append(registration.domainNames)
+            guard registration.domainNames.count <= MerchantRegistrationRules.maximumDomains else {
+                throw GatewayError(.rejected, "domainNames exceeds 99 entries", appleStatus: 400)
+            }
+            if let bad = registration.domainNames.first(where: refused.contains) {
+                throw GatewayError(.rejected, "domain \(bad) is already registered elsewhere", appleStatus: 400)
+            }
+            state.held += registration.domainNames.filter { !state.held.contains($0) }
+        }
+    }
+
+    func unregister(_ unregistration: MerchantUnregistration) async throws(GatewayError) {}
+
+    func details(partnerIdentifier: String) async throws(GatewayError) -> RegisteredMerchantDetails {
+        RegisteredMerchantDetails(
+            domainNames: held, partnerMerchantName: "Tea House", partnerInternalMerchantIdentifier: partnerIdentifier,
+            partnerMerchantValidationURI: nil, encryptTo: "merchant.platform")
+    }
+}
+
+extension GuardTests {
+    static func repairRig(domains: [String], registration: RecordingRegistration, clock: ManualClock = ManualClock()) -> (
+        GuardService, GuardWatch, InMemoryStore
+    ) {
+        let store = InMemoryStore()
+        let merchant = RegisteredMerchant(
+            partnerIdentifier: "tea-house", name: "Tea House", encryptTo: "merchant.platform", merchantUrl: nil, domains: domains,
+            createdAt: Date(), updatedAt: Date())
+        let watch = GuardWatch(domains: [], certificates: [], registrations: [merchant], platformIdentifier: "merchant.platform")
+        let service = GuardService(
+            records: store, probe: nil, tenantProbe: nil, registration: registration,
+            policy: GuardPolicy(interval: Self.interval, recheck: Self.recheck), concurrency: 1, time: clock.source,
+            logger: Logger(label: "orchard.guard-test"))
+        return (service, watch, store)
+    }
+
+    @Test("a repair sends only the missing domains, at most 99 per call, and a refused call does not stop the others")
+    func repairInBatches() async throws {
+        let domains = (1...250).map { "d\($0).tea.example" }
+        // Apple still holds the first ten; one missing domain, in the second batch, is refused.
+        let registration = RecordingRegistration(held: Array(domains.prefix(10)), refused: ["d150.tea.example"])
+        let (service, watch, store) = Self.repairRig(domains: domains, registration: registration)
+        try await service.pass(watch)
+
+        let calls = registration.calls
+        #expect(calls.count == 3 && calls.allSatisfy { $0.count <= MerchantRegistrationRules.maximumDomains }, "\(calls.map(\.count))")
+        #expect(calls.flatMap { $0 } == Array(domains.dropFirst(10)), "only the missing ones, each once")
+        let refusedBatch = try #require(calls.first { $0.contains("d150.tea.example") })
+        #expect(Set(registration.held) == Set(domains).subtracting(refusedBatch), "the other batches were registered")
+        let record = try #require(try await store.guardRecords(merchantIdentifier: "tea-house").first)
+        #expect(record.state == .failing && record.repairs == 1)
+        #expect(record.detail.contains("lacks 240 domains") && record.detail.count < 1000, "\(record.detail)")
+        #expect(record.detail.contains("registering 99 of them again failed"), "\(record.detail)")
+    }
+}
+
+extension GuardTests {
+    @Test("a repair registers at most maximumRepairedDomains of one merchant's domains per check; the next check the rest")
+    func repairCapPerMerchant() async throws {
+        let cap = GuardService.maximumRepairedDomains
+        let domains = (1...(cap + 30)).map { "d\($0).tea.example" }
+        let registration = RecordingRegistration(held: [])
+        let clock = ManualClock()
+        let (service, watch, store) = Self.repairRig(domains: domains, registration: registration, clock: clock)
+        try await service.pass(watch)
+        #expect(registration.calls.count == cap / MerchantRegistrationRules.maximumDomains)
+        #expect(registration.held == Array(domains.prefix(cap)))
+        let record = try #require(try await store.guardRecords(merchantIdentifier: "tea-house").first)
+        #expect(record.detail.contains("registered \(cap) of them again (at most \(cap) per check"), "\(record.detail)")
+        // The second look, after recheckSeconds, registers the rest.
+        clock.advance(Self.recheck)
+        try await service.pass(watch)
+        #expect(registration.held == domains)
+        #expect(registration.calls.last?.count == 30)
+    }
+}

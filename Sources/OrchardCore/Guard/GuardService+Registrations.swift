@@ -4,8 +4,14 @@ import Logging
 import Metrics
 
 extension GuardService {
-    /// Whether Apple's record of `merchant` holds every domain of the registry; a record
-    /// missing some is registered again while ``GuardPolicy/mayRepair(_:)`` allows.
+    /// The most domains the guard registers again for one merchant in one check: five calls of
+    /// 99, so a tenant with thousands of missing domains cannot hold a pass (and Apple) for long;
+    /// the rest follow at the next checks.
+    public static let maximumRepairedDomains = 5 * MerchantRegistrationRules.maximumDomains
+
+    /// Whether Apple's record of `merchant` holds every domain of the registry; the missing ones
+    /// are registered again (only they, in calls of at most 99) while ``GuardPolicy/mayRepair(_:)``
+    /// allows.
     func registrationObservation(_ record: GuardRecord, merchant: RegisteredMerchant) async -> GuardObservation {
         guard let registration else {
             return .inconclusive("no platformIntegrator is configured: Apple's record cannot be read")
@@ -22,34 +28,64 @@ extension GuardService {
         guard !missing.isEmpty else {
             return .ok("Apple's record of \(merchant.partnerIdentifier) holds all \(merchant.domains.count) of its domains")
         }
-        let drift = "Apple's record of \(merchant.partnerIdentifier) lacks \(missing.joined(separator: ", "))"
+        let drift = "Apple's record of \(merchant.partnerIdentifier) lacks \(Self.list(missing))"
         guard policy.mayRepair(record) else {
             return .failing(
                 "\(drift): Orchard gave up registering them again after \(record.repairs) tries; register them (orchard domains register) or unregister them here"
             )
         }
-        do {
-            let again = try MerchantRegistration(
-                domainNames: merchant.domains, encryptTo: merchant.encryptTo, partnerInternalMerchantIdentifier: merchant.partnerIdentifier,
-                partnerMerchantName: merchant.name, merchantUrl: merchant.merchantUrl
-            ).validated()
-            try await registration.register(again)
-        } catch let error as GatewayError {
-            let outcome = error.kind == .rejected ? "refused" : "unreachable"
-            Counter(label: "orchard_guard_repairs_total", dimensions: [("outcome", outcome)]).increment()
-            logger.error(
-                "the guard could not register a merchant's domains again",
-                metadata: ["merchant": "\(merchant.partnerIdentifier)", "missing": "\(missing)", "error": "\(error.message)"])
-            return .failing("\(drift); registering them again failed: \(error.hint)", repaired: true)
-        } catch {
-            Counter(label: "orchard_guard_repairs_total", dimensions: [("outcome", "refused")]).increment()
-            return .failing("\(drift); registering them again failed: \(error)", repaired: true)
+        let sent = Array(missing.prefix(Self.maximumRepairedDomains))
+        let refusals = await registerAgain(sent, of: merchant, with: registration)
+        let later = missing.count > sent.count ? " (at most \(sent.count) per check: the rest at the next checks)" : ""
+        guard let first = refusals.first else {
+            logger.warning(
+                "the guard registered a merchant's missing domains with Apple again",
+                metadata: ["merchant": "\(merchant.partnerIdentifier)", "missing": "\(sent.count)"])
+            let which = later.isEmpty ? "them" : "\(sent.count) of them"
+            return .failing("\(drift); Orchard registered \(which) again\(later) and checks once more", repaired: true)
         }
-        Counter(label: "orchard_guard_repairs_total", dimensions: [("outcome", "registered")]).increment()
-        logger.warning(
-            "the guard registered a merchant's missing domains with Apple again",
-            metadata: ["merchant": "\(merchant.partnerIdentifier)", "missing": "\(missing)"])
-        return .failing("\(drift); Orchard registered them again and checks once more", repaired: true)
+        let failed = refusals.reduce(0) { $0 + $1.count }
+        let others = sent.count > failed ? "; the other \(sent.count - failed) were registered again\(later)" : later
+        return .failing("\(drift); registering \(failed) of them again failed: \(first.hint)\(others)", repaired: true)
+    }
+
+    /// Registers `domains` again in calls of at most 99, each on its own, so one refused call
+    /// (a domain another platform took meanwhile) does not keep the others from Apple. Returns
+    /// each refused call's domain count and why.
+    func registerAgain(
+        _ domains: [String], of merchant: RegisteredMerchant, with registration: any MerchantRegistrationService
+    ) async -> [(count: Int, hint: String)] {
+        var refusals: [(count: Int, hint: String)] = []
+        for start in stride(from: 0, to: domains.count, by: MerchantRegistrationRules.maximumDomains) {
+            let batch = Array(domains[start..<min(start + MerchantRegistrationRules.maximumDomains, domains.count)])
+            let outcome: String
+            do {
+                let again = try MerchantRegistration(
+                    domainNames: batch, encryptTo: merchant.encryptTo, partnerInternalMerchantIdentifier: merchant.partnerIdentifier,
+                    partnerMerchantName: merchant.name, merchantUrl: merchant.merchantUrl
+                ).validated()
+                try await registration.register(again)
+                outcome = "registered"
+            } catch let error as GatewayError {
+                outcome = error.kind == .rejected ? "refused" : "unreachable"
+                refusals.append((batch.count, error.hint))
+                logger.error(
+                    "the guard could not register a merchant's domains again",
+                    metadata: ["merchant": "\(merchant.partnerIdentifier)", "domains": "\(batch.count)", "error": "\(error.message)"])
+            } catch {
+                outcome = "refused"
+                refusals.append((batch.count, "\(error)"))
+            }
+            Counter(label: "orchard_guard_repairs_total", dimensions: [("outcome", outcome)]).increment()
+        }
+        return refusals
+    }
+
+    /// Domains as a record's detail names them: the first ten, then how many more, so a tenant's
+    /// hundreds of domains do not fill a record, a webhook and a log line.
+    static func list(_ domains: [String]) -> String {
+        guard domains.count > 10 else { return domains.joined(separator: ", ") }
+        return "\(domains.count) domains: \(domains.prefix(10).joined(separator: ", ")) and \(domains.count - 10) more"
     }
 
     /// Decides and writes one result with its event (to the merchant, and to the platform for a
