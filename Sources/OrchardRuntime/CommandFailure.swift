@@ -42,7 +42,9 @@ extension AsyncParsableCommand {
         } catch let error where !ownCommand || error is ExitCode || error is CleanExit || error is ValidationError {
             return .argumentParser(error)
         } catch {
-            return .failed(line: "orchard: \(error)\n")
+            // A failure often quotes outside text (a server's message, a file's contents): escaped,
+            // so the one line stays one line and drives no terminal.
+            return .failed(line: "orchard: \(TerminalText.escaped("\(error)"))\n")
         }
     }
 }

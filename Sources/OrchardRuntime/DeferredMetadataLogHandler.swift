@@ -48,26 +48,10 @@ public struct DeferredMetadataLogHandler: LogHandler {
 
 /// Text made safe for a line-oriented log.
 enum LogText {
-    /// `text` with every control character (C0, DEL, C1, and the Unicode line and paragraph
-    /// separators) written as an escape; the same string when it has none, which is nearly always.
+    /// `text` with every control character escaped (``TerminalText/escaped(_:)``); the same
+    /// string when it has none, which is nearly always.
     static func escaped(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        var out = ""
-        out.reserveCapacity(text.utf8.count + 8)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where isControl(scalar): out += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
-
-    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
+        TerminalText.escaped(text)
     }
 
     static func escaped(_ metadata: Logger.Metadata) -> Logger.Metadata {

@@ -61,7 +61,8 @@ struct AdminAPIOptions: ParsableArguments {
         if let json,
             let pretty = try? JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         {
-            FileHandle.standardOutput.write(pretty + Data([0x0A]))
+            // The answer holds outside text (tenants' names, processors' and Apple's messages).
+            FileHandle.standardOutput.write(Data((TerminalText.escapedJSON(String(decoding: pretty, as: UTF8.self)) + "\n").utf8))
         }
     }
 }

@@ -94,7 +94,7 @@ struct Certs: ParsableCommand {
             try Self.write(imported.pem, to: out)
             let report = imported.report
             say(
-                "wrote \(out): \(report.kind.rawValue) certificate, \(report.merchantIdentifier ?? "merchant ID unknown"), "
+                "wrote \(out): \(report.kind.rawValue) certificate, \(TerminalText.escaped(report.merchantIdentifier ?? "merchant ID unknown")), "
                     + "\(report.daysLeft) days left")
         }
 
@@ -167,9 +167,11 @@ struct Certs: ParsableCommand {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                 encoder.dateEncodingStrategy = .iso8601
-                FileHandle.standardOutput.write(try encoder.encode(report) + Data([0x0A]))
+                say(TerminalText.escapedJSON(String(decoding: try encoder.encode(report), as: UTF8.self)))
                 return
             }
+            // A certificate's names are whoever made it's words: every line escaped.
+            let say = { (text: String) in OrchardRuntime.say(TerminalText.escapedLines(text)) }
             say("\(file): \(report.format.uppercased())")
             for (index, certificate) in report.certificates.enumerated() {
                 say(

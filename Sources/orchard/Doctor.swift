@@ -63,9 +63,10 @@ struct DoctorCommand: AsyncParsableCommand {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            say(String(decoding: try encoder.encode(report), as: UTF8.self))
+            say(TerminalText.escapedJSON(String(decoding: try encoder.encode(report), as: UTF8.self)))
         } else {
-            say(report.text)
+            // The checks quote domains' headers and Apple's answers: each line escaped.
+            say(report.checks.map { TerminalText.escaped($0.line) }.joined(separator: "\n"))
         }
         if !report.passed { throw ExitCode(1) }
     }

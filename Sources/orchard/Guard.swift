@@ -28,11 +28,14 @@ struct GuardCommand: AsyncParsableCommand {
             if failing > 0 { throw CommandFailure("\(failing) failing") }
         }
 
+        /// The record's lines; its merchant, target and detail are outside text (a tenant's
+        /// identifier and domain, a domain's headers, Apple's words): shown escaped, never run.
         static func line(_ view: GuardView) -> String {
             let formatter = ISO8601DateFormatter()
-            var line = "\(view.state.rawValue.uppercased())  \(view.merchantIdentifier)  \(view.check.rawValue)  \(view.target)"
+            let (merchant, target) = (TerminalText.escaped(view.merchantIdentifier), TerminalText.escaped(view.target))
+            var line = "\(view.state.rawValue.uppercased())  \(merchant)  \(view.check.rawValue)  \(target)"
             if let days = view.warningDays { line += "  (\(days)-day warning)" }
-            line += "\n    \(view.detail)"
+            line += "\n    \(TerminalText.escaped(view.detail))"
             line += "\n    last check " + (view.checkedAt.map(formatter.string(from:)) ?? "never")
             if let first = view.firstFailureAt { line += ", failing since \(formatter.string(from: first))" }
             return line

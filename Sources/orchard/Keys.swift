@@ -73,7 +73,9 @@ struct Keys: AsyncParsableCommand {
             let formatter = ISO8601DateFormatter()
             for key in keys {
                 let state = key.revokedAt.map { "revoked \(formatter.string(from: $0))" } ?? "active"
-                say("\(key.id)  \(key.merchantIdentifier)  created \(formatter.string(from: key.createdAt))  \(state)")
+                say(
+                    "\(key.id)  \(TerminalText.escaped(key.merchantIdentifier))  created \(formatter.string(from: key.createdAt))  \(state)"
+                )
             }
         }
     }

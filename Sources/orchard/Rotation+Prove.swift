@@ -65,7 +65,8 @@ extension Rotation {
     }
 
     func line(_ check: DoctorCheck) -> String {
-        "\(check.passed ? "✓" : "✗") \(check.subject) \(check.check): \(check.detail)"
+        // The detail may quote Apple's answer or a processor's.
+        TerminalText.escaped("\(check.passed ? "✓" : "✗") \(check.subject) \(check.check): \(check.detail)")
     }
 
     // MARK: step 4

@@ -90,7 +90,8 @@ extension Token {
             let verified = try TokenVerifier(root: root, policy: .init(maximumAge: TimeInterval(maxAge)))
                 .verify(parsed.paymentData, at: now)
             let payment = try TokenDecryptor(keys: keys).decrypt(verified.decoded)
-            FileHandle.standardOutput.write(Data(payment.json + [0x0A]))
+            // The payment data is the shopper's device's words: JSON, with what JSON leaves raw escaped.
+            FileHandle.standardOutput.write(Data((TerminalText.escapedJSON(String(decoding: payment.json, as: UTF8.self)) + "\n").utf8))
         }
 
         /// A key file in any form; a PKCS#12 file also brings its certificate.

@@ -34,13 +34,14 @@ struct Webhooks: AsyncParsableCommand {
             if events.isEmpty { say("no webhook events") }
             let formatter = ISO8601DateFormatter()
             for event in events {
-                var line = "\(event.id)  \(formatter.string(from: event.createdAt))  \(event.type.rawValue)  \(event.merchantIdentifier)"
-                line += "  \(event.state.rawValue) after \(event.attempts) attempt(s)"
+                // The merchant (a tenant's identifier), the receiver's error and the body are outside text.
+                var line = "\(event.id)  \(formatter.string(from: event.createdAt))  \(event.type.rawValue)"
+                line += "  \(TerminalText.escaped(event.merchantIdentifier))  \(event.state.rawValue) after \(event.attempts) attempt(s)"
                 if let status = event.lastStatus { line += ", last HTTP \(status)" }
-                if event.state != .delivered, let error = event.lastError { line += ": \(error)" }
+                if event.state != .delivered, let error = event.lastError { line += ": \(TerminalText.escaped(error))" }
                 if event.state == .pending, let next = event.nextAttemptAt { line += ", next \(formatter.string(from: next))" }
                 say(line)
-                if bodies { say("  " + String(decoding: event.payload, as: UTF8.self)) }
+                if bodies { say("  " + TerminalText.escaped(String(decoding: event.payload, as: UTF8.self))) }
             }
         }
     }

@@ -46,4 +46,30 @@ struct GuardCommandTests {
             #expect(other.status == 0 && other.lines == ["the guard has checked nothing yet (is orchard serve running?)"])
         }
     }
+
+    @Test("a domain's Location and Content-Type reach the terminal with their escape sequences shown, never run")
+    func hostileHeadersEscaped() async throws {
+        try await KeysCommandTests.withSetup { setup in
+            let configuration = try ServerConfiguration.load(path: setup.configuration)
+            let store: any GuardRecords = try configuration.openSQLiteStore()
+            let now = Date()
+            let file = GuardSubject(merchantIdentifier: KeysCommandTests.merchant, kind: .domainFile, target: "localhost")
+            try await store.syncGuardSubjects([file], at: now)
+            // A hostile domain's redirect: a title change, a screen clear, C1 CSI and a bidi override.
+            let location = "https://evil.example/\u{1B}]0;owned\u{07}\u{1B}[2J\u{9B}31m\u{202E}gpj.exe"
+            let verdict = DomainFileVerdict(
+                ProbeAnswer(status: 302, contentType: "text/html\u{1B}[8m", location: location, body: []), domain: "localhost",
+                expected: [1])
+            let policy = GuardPolicy(interval: 900, recheck: 60)
+            for record in try await store.leaseGuardChecks(at: now, until: now.addingTimeInterval(300), limit: 10) {
+                let next = policy.next(after: record, observed: .failing(verdict.detail), at: now).record
+                #expect(try await store.recordGuardCheck(next, events: []))
+            }
+            let shown = try await setup.orchard(["guard", "status"])
+            let bytes = Array(shown.stdout.utf8)
+            #expect(!bytes.contains(0x1B) && !bytes.contains(0x07), "\(shown.stdout.debugDescription)")
+            #expect(!shown.stdout.unicodeScalars.contains { [0x9B, 0x202E].contains($0.value) }, "\(shown.stdout.debugDescription)")
+            #expect(shown.stdout.contains(#"https://evil.example/\u{1B}]0;owned\u{7}\u{1B}[2J\u{9B}31m\u{202E}gpj.exe"#), "\(shown.stdout)")
+        }
+    }
 }
