@@ -35,8 +35,12 @@ struct Certs: ParsableCommand {
         }
 
         /// Writes `<type>.key` (0600) and `<type>.csr` into `folder` and says what to upload
-        /// where: `certs csr` and `certs rotate csr` alike.
-        static func write(_ type: Kind, merchantId: String, folder out: String, force: Bool) throws -> (key: String, csr: String) {
+        /// where: `certs csr` and `certs rotate csr` alike. With `ownership` (a rotation's), the
+        /// folder and both files get the configuration's owner and group, and the key
+        /// ``ConfigurationOwnership/keyMode``.
+        static func write(
+            _ type: Kind, merchantId: String, folder out: String, force: Bool, ownership: ConfigurationOwnership? = nil
+        ) throws -> (key: String, csr: String) {
             let kind: MerchantCertificateKind = type == .identity ? .identity : .processing
             let made: (keyPEM: String, csrPEM: String)
             do {
@@ -57,13 +61,19 @@ struct Certs: ParsableCommand {
             } catch {
                 throw CommandFailure("cannot write \(csrPath): \(error.localizedDescription)")
             }
+            if let ownership {
+                try ownership.apply(toPath: folder.path)
+                try ownership.apply(toPath: keyPath, mode: ownership.keyMode)
+                try ownership.apply(toPath: csrPath)
+            }
             let portal =
                 type == .identity
                 ? "Merchant IDs → \(merchantId) → Apple Pay Merchant Identity Certificate → Create Certificate"
                 : "Merchant IDs → \(merchantId) → Apple Pay Payment Processing Certificate → Create Certificate"
+            let mode = String(ownership?.keyMode ?? 0o600, radix: 8)
             say(
                 """
-                wrote \(keyPath) (mode 0600: keep it secret) and \(csrPath)
+                wrote \(keyPath) (mode 0\(mode): keep it secret) and \(csrPath)
                 in the Apple Developer portal, \(portal), upload \(csrPath) and download the .cer
                 """)
             return (keyPath, csrPath)
@@ -213,7 +223,8 @@ func parseDate(_ text: String) throws -> Date {
 /// Creates `path` with mode 0600 before writing, so the secret is never readable by others.
 func writeSecret(_ text: String, to path: String) throws {
     unlink(path)
-    let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    // O_EXCL and O_NOFOLLOW: whatever is put at `path` after the unlink is refused, not followed.
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
     guard descriptor >= 0 else { throw CommandFailure("cannot create \(path): \(String(cString: strerror(errno)))") }
     defer { close(descriptor) }
     let bytes = Array(text.utf8)

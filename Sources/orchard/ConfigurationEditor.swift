@@ -173,23 +173,26 @@ struct ConfigurationEditor {
     // MARK: writing
 
     /// Writes the edited file over `path` atomically (a temporary file in the same folder,
-    /// flushed, then renamed, with the original's mode), after copying the original to `backup`.
-    func write(to path: String, backup: String) throws(CommandFailure) {
-        let manager = FileManager.default
-        let mode = (try? manager.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.int16Value ?? 0o600
-        do {
-            if manager.fileExists(atPath: backup) { try manager.removeItem(atPath: backup) }
-            try manager.copyItem(atPath: path, toPath: backup)
-        } catch {
-            throw CommandFailure("cannot keep a backup at \(backup): \(error.localizedDescription); nothing was changed")
+    /// flushed, then renamed), with the original's owner, group and mode, after keeping the
+    /// `original` bytes at `backup` the same way. Refuses a `path` that is a symbolic link, a
+    /// temporary or backup path someone else holds, and a file changed since `original` was read
+    /// from it (another edit meanwhile would be lost).
+    func write(to path: String, backup: String, original: [UInt8]) throws(CommandFailure) {
+        let ownership = try ConfigurationOwnership.of(path)
+        guard ConfigurationOwnership.contents(path) == original else {
+            throw CommandFailure("\(path) changed while it was being edited; it is unchanged: run the step again")
         }
+        // The backup holds the same secrets as the file: the same owner and mode.
+        try ownership.replace(backup, bytes: original, mode: ownership.mode)
         let temporary = path + ".rotate-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode_t(mode))
-        guard descriptor >= 0 else { throw CommandFailure("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        let written = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
-        let flushed = fsync(descriptor) == 0
-        close(descriptor)
-        guard written == bytes.count, flushed, rename(temporary, path) == 0 else {
+        try ownership.create(temporary, bytes: bytes, mode: ownership.mode)
+        // Read again just before the rename: whatever changed the file since it was read (an
+        // operator's editor, another rotation) is not overwritten.
+        guard (try? ConfigurationOwnership.of(path)) == ownership, ConfigurationOwnership.contents(path) == original else {
+            unlink(temporary)
+            throw CommandFailure("\(path) changed while it was being edited; it is unchanged: run the step again")
+        }
+        guard rename(temporary, path) == 0 else {
             unlink(temporary)
             throw CommandFailure("cannot write \(path); it is unchanged")
         }

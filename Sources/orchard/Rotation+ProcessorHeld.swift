@@ -49,7 +49,8 @@ extension Rotation {
         } catch {
             throw CommandFailure("cannot create \(path(folder)): \(error.localizedDescription)")
         }
-        try Certs.Import.write(KeyReader.pem([certificate]), to: path("\(folder)/processing.pem"))
+        for made in ["rotation", folder] { try ownership.apply(toPath: path(made)) }
+        try ownership.replace(path("\(folder)/processing.pem"), bytes: Array(KeyReader.pem([certificate]).utf8), mode: 0o644)
         let hash = try Self.publicKeyHash(certificate)
         say("wrote \(path("\(folder)/processing.pem")): processing certificate for \(options.merchant); the processor holds its key")
         say("its key's publicKeyHash is \(hash)")

@@ -15,9 +15,13 @@ struct Rotation {
     let merchant: ConfigurationFile.Merchant
     /// The configuration's folder: relative paths in the file (and the rotation's) start there.
     let folder: String
+    /// The configuration's owner, group and mode, which the files written for the service take on.
+    let ownership: ConfigurationOwnership
 
     init(_ options: Certs.Rotate.Options) throws {
         self.options = options
+        // First: a linked configuration is refused before anything is read or written beside it.
+        ownership = try ConfigurationOwnership.of(options.config)
         do {
             file = try ConfigurationFile.load(path: options.config)
         } catch {
@@ -101,7 +105,8 @@ struct Rotation {
         }
         let stamp = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false)).filter(\.isNumber)
         let relative = "rotation/\(options.merchant).\(type).\(stamp)"
-        _ = try Certs.CSR.write(options.type, merchantId: options.merchant, folder: path(relative), force: false)
+        _ = try Certs.CSR.write(options.type, merchantId: options.merchant, folder: path(relative), force: false, ownership: ownership)
+        try ownership.apply(toPath: path("rotation"))
         try save(RotationState(step: .csr, folder: relative))
         say("next: \(next(after: .csr))")
     }
@@ -127,7 +132,7 @@ struct Rotation {
             }
         }
         let certificatePath = "\(state.folder)/\(type).pem"
-        try Certs.Import.write(imported.pem, to: path(certificatePath))
+        try ownership.replace(path(certificatePath), bytes: Array(imported.pem.utf8), mode: 0o644)
         state.publicKeyHash = try Self.publicKeyHash(imported.certificate)
         say("wrote \(path(certificatePath)): \(type) certificate for \(options.merchant), \(imported.report.daysLeft) days left")
         say("its key's publicKeyHash is \(state.publicKeyHash ?? "")")
@@ -181,7 +186,7 @@ struct Rotation {
     func edit(_ step: String, _ change: (inout ConfigurationEditor, [ConfigurationEditor.Member]) throws(CommandFailure) -> Void) throws
         -> String
     {
-        guard let original = FileManager.default.contents(atPath: options.config) else {
+        guard let original = ConfigurationOwnership.contents(options.config) else {
             throw CommandFailure("cannot read \(options.config)")
         }
         var editor = ConfigurationEditor(bytes: Array(original))
@@ -191,7 +196,7 @@ struct Rotation {
             throw CommandFailure("the edited configuration would not load; \(options.config) is unchanged")
         }
         let backup = options.config + ".before-\(type)-\(step)"
-        try editor.write(to: options.config, backup: backup)
+        try editor.write(to: options.config, backup: backup, original: Array(original))
         return backup
     }
 
