@@ -175,7 +175,7 @@ private func backgroundServices(_ d: ApplicationDependencies, services shared: S
         let settings = configuration.guardSettings
         let service = GuardService(
             records: store, probe: d.domainProbe, tenantProbe: d.tenantDomainProbe, signer: d.vault.domainFileSigner,
-            registration: d.registration, policy: settings.policy,
+            registration: d.registration, registry: store, policy: settings.policy,
             concurrency: settings.concurrency, time: time, logger: logger)
         services.append(
             GuardMonitor(service: service, configuration: configuration, directory: directory, records: store, time: time, logger: logger))

@@ -64,6 +64,8 @@ public final class MockAppleGateway: Sendable {
         var issued: [[UInt8]] = []
         /// Session answers kept back while sessions are held; nil when they are not.
         var held: [@Sendable () -> Void]? = nil
+        /// Unregistration calls kept back (neither applied nor answered) while they are held; nil when they are not.
+        var heldUnregistrations: [@Sendable () -> Void]? = nil
     }
     private let channels = ChannelTracker()
 
@@ -103,6 +105,30 @@ public final class MockAppleGateway: Sendable {
             return state.held ?? []
         }
         held.forEach { $0() }
+    }
+
+    /// Keeps every unregistration call back from now on, unapplied and unanswered, until
+    /// ``releaseUnregistrations()``: Apple taking its time while a merchant leaves.
+    public func holdUnregistrations() {
+        state.withLock { if $0.heldUnregistrations == nil { $0.heldUnregistrations = [] } }
+    }
+
+    /// Applies and answers the unregistration calls kept back, and answers at once again.
+    public func releaseUnregistrations() {
+        let held = state.withLock { state in
+            defer { state.heldUnregistrations = nil }
+            return state.heldUnregistrations ?? []
+        }
+        held.forEach { $0() }
+    }
+
+    /// Keeps `call` for ``releaseUnregistrations()`` while they are held; false when they are not.
+    func holdUnregistration(_ call: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard state.heldUnregistrations != nil else { return false }
+            state.heldUnregistrations?.append(call)
+            return true
+        }
     }
 
     /// Keeps `answer` for ``releaseSessions()`` while sessions are held; false when they are not.
@@ -276,9 +302,15 @@ final class MockGatewayHandler: ChannelInboundHandler {
         case (.POST, "/paymentservices/paymentSession"), (.POST, "/paymentservices/startSession"):
             session(path: path, head: head, context: context)
         case (.POST, "/paymentservices/registerMerchant"), (.POST, "/paymentservices/unregisterMerchant"):
-            let answer = gateway.registration(
-                ReceivedRegistrationCall(method: "POST", path: path, body: body, clientMerchantHash: clientHash))
-            respond(answer.status, answer.body, head, context)
+            let call = ReceivedRegistrationCall(method: "POST", path: path, body: body, clientMerchantHash: clientHash)
+            let loop = context.eventLoop
+            let apply = NIOLoopBound(
+                {
+                    let answer = self.gateway.registration(call)
+                    self.respond(answer.status, answer.body, head, context)
+                }, eventLoop: loop)
+            if path.hasSuffix("unregisterMerchant"), gateway.holdUnregistration({ loop.execute { apply.value() } }) { return }
+            apply.value()
         case (_, _) where path.hasPrefix(MockAppleGateway.merchantTokenPrefix) && gateway.merchantTokenCallsReset:
             gateway.logger.debug("fault: resetting a merchant token call's connection")
             reset.reset()

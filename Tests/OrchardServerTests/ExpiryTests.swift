@@ -58,7 +58,8 @@ struct ExpiryTests {
         let clock = ManualClock()
         let store = InMemoryStore()
         let service = GuardService(
-            records: store, probe: nil, tenantProbe: nil, registration: nil, policy: GuardPolicy(interval: 3600, recheck: 60),
+            records: store, probe: nil, tenantProbe: nil, registration: nil, registry: nil,
+            policy: GuardPolicy(interval: 3600, recheck: 60),
             concurrency: 2, time: clock.source, logger: Logger(label: "test") { _ in handler })
         let watch = GuardWatch(
             domains: [],

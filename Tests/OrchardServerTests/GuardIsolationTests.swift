@@ -58,7 +58,7 @@ extension GuardTests {
         try await store.syncGuardSubjects(subjects, at: clock.now)
         let (probe, tenantProbe) = (RecordingProbe(file: [1]), RecordingProbe(file: [1]))
         let service = GuardService(
-            records: OtherInstanceRecords(store: store), probe: probe, tenantProbe: tenantProbe, registration: nil,
+            records: OtherInstanceRecords(store: store), probe: probe, tenantProbe: tenantProbe, registration: nil, registry: nil,
             policy: GuardPolicy(interval: Self.interval, recheck: Self.recheck), concurrency: 1, time: clock.source,
             logger: Logger(label: "orchard.guard-test"))
         try await service.pass(watch)
@@ -138,7 +138,7 @@ final class RecordingRegistration: MerchantRegistrationService {
 }
 
 extension GuardTests {
-    static func repairRig(domains: [String], registration: RecordingRegistration, clock: ManualClock = ManualClock()) -> (
+    static func repairRig(domains: [String], registration: RecordingRegistration, clock: ManualClock = ManualClock()) async throws -> (
         GuardService, GuardWatch, InMemoryStore
     ) {
         let store = InMemoryStore()
@@ -146,8 +146,9 @@ extension GuardTests {
             partnerIdentifier: "tea-house", name: "Tea House", encryptTo: "merchant.platform", merchantUrl: nil, domains: domains,
             createdAt: Date(), updatedAt: Date())
         let watch = GuardWatch(domains: [], certificates: [], registrations: [merchant], platformIdentifier: "merchant.platform")
+        try await store.saveRegistration(merchant)
         let service = GuardService(
-            records: store, probe: nil, tenantProbe: nil, registration: registration,
+            records: store, probe: nil, tenantProbe: nil, registration: registration, registry: store,
             policy: GuardPolicy(interval: Self.interval, recheck: Self.recheck), concurrency: 1, time: clock.source,
             logger: Logger(label: "orchard.guard-test"))
         return (service, watch, store)
@@ -158,7 +159,7 @@ extension GuardTests {
         let domains = (1...250).map { "d\($0).tea.example" }
         // Apple still holds the first ten; one missing domain, in the second batch, is refused.
         let registration = RecordingRegistration(held: Array(domains.prefix(10)), refused: ["d150.tea.example"])
-        let (service, watch, store) = Self.repairRig(domains: domains, registration: registration)
+        let (service, watch, store) = try await Self.repairRig(domains: domains, registration: registration)
         try await service.pass(watch)
 
         let calls = registration.calls
@@ -174,13 +175,29 @@ extension GuardTests {
 }
 
 extension GuardTests {
+    @Test("a merchant that began leaving after the pass's watch was made is not registered again: the store is read first")
+    func noRepairWhileLeaving() async throws {
+        let domains = ["a.tea.example", "b.tea.example"]
+        let registration = RecordingRegistration(held: [])
+        let (service, watch, store) = try await Self.repairRig(domains: domains, registration: registration)
+        // Unregistering its last domain stopped serving it (TenantRetirement.stopServing) while
+        // Apple was being asked: the watch still lists its domains, the store none.
+        var leaving = try #require(try await store.registeredMerchants().first)
+        leaving.domains = []
+        try await store.saveRegistration(leaving)
+        try await service.pass(watch)
+        #expect(registration.calls.isEmpty, "Apple was asked to register a leaving merchant: \(registration.calls)")
+        let record = try #require(try await store.guardRecords(merchantIdentifier: "tea-house").first)
+        #expect(record.repairs == 0 && record.detail.contains("not registered again"), "\(record.detail)")
+    }
+
     @Test("a repair registers at most maximumRepairedDomains of one merchant's domains per check; the next check the rest")
     func repairCapPerMerchant() async throws {
         let cap = GuardService.maximumRepairedDomains
         let domains = (1...(cap + 30)).map { "d\($0).tea.example" }
         let registration = RecordingRegistration(held: [])
         let clock = ManualClock()
-        let (service, watch, store) = Self.repairRig(domains: domains, registration: registration, clock: clock)
+        let (service, watch, store) = try await Self.repairRig(domains: domains, registration: registration, clock: clock)
         try await service.pass(watch)
         #expect(registration.calls.count == cap / MerchantRegistrationRules.maximumDomains)
         #expect(registration.held == Array(domains.prefix(cap)))

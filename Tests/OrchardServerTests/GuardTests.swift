@@ -96,7 +96,7 @@ struct GuardTests {
                 records: server.store, probe: probe, tenantProbe: probe, signer: server.vault.domainFileSigner,
                 registration: server.configuration.platform.map {
                     AppleRegistrationClient(http: http, endpoint: server.configuration.gateway, platform: $0, logger: logger)
-                },
+                }, registry: server.store,
                 policy: GuardPolicy(interval: interval, recheck: recheck), concurrency: 2, time: clock.source, logger: logger)
             try await body(Rig(host: host, service: service, clock: clock, server: server))
         }

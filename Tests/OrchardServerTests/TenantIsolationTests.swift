@@ -161,6 +161,52 @@ struct TenantIsolationTests {
         }
     }
 
+    @Test(
+        "while Apple has not answered the unregistration, the tenant is already unserved: nothing charged or registered; after, no active mandate"
+    )
+    func leavingWhileAppleAnswers() async throws {
+        let receiver = MockWebhookReceiver(secret: Self.webhookSecret)
+        try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        try await Self.with(receiver: receiver) { server in
+            #expect(try await register(server, Self.partner).status == 201)
+            let settings = #"{"webhook": {"url": "\#(receiver.url)", "secret": "\#(Self.webhookSecret)"}}"#
+            #expect(try await admin(server, "PUT", "/admin/merchants/\(Self.partner)/settings", settings).status == 200)
+            let key = try #require(try await admin(server, "POST", "/admin/merchants/\(Self.partner)/api-keys").json?["secret"] as? String)
+            let mandateId = try await payRecurring(server, key: key, token: "DNITHE000000000000000078")
+
+            server.gateway.holdUnregistrations()
+            let leaving = Task {
+                try await admin(
+                    server, "POST", "/admin/merchants/\(Self.partner)/unregister",
+                    #"{"domainNames": ["\#(Self.domain)"], "reason": "left"}"#)
+            }
+            // The first step, before Apple answers: the registry lists it without domains.
+            #expect(
+                try await Eventually.until {
+                    try await server.store.registeredMerchants().first { $0.partnerIdentifier == Self.partner }?.domains.isEmpty == true
+                })
+            #expect(try await server.api("GET", "/v1/mandates", key: key).status == 401, "its key is revoked")
+            let charge = try await server.api(
+                "POST", "/v1/mandates/\(mandateId)/charges", key: key, json: #"{"amount": 990, "currency": "EUR"}"#, idempotencyKey: "c-1")
+            #expect(charge.status == 401, "no charge on its mandate while it leaves")
+            #expect(try await server.requestSession(host: Self.domain).status == 421, "its domain is served no more")
+            let registrations = server.gateway.receivedRegistrationCalls.filter {
+                $0.path.hasSuffix("/registerMerchant") && String(decoding: $0.body, as: UTF8.self).contains(Self.partner)
+            }
+            #expect(registrations.count == 1, "registered once, never again while leaving")
+
+            server.gateway.releaseUnregistrations()
+            let gone = try await leaving.value
+            #expect(gone.status == 200, "\(gone.errorMessage ?? "")")
+            let mandate = try #require(try await server.store.mandate(id: mandateId))
+            #expect(mandate.state == .ended && mandate.endedReason == "unregistered")
+            let owned = try await server.store.mandates(merchantIdentifier: mandate.merchantIdentifier, state: .active, limit: 10)
+            #expect(owned.isEmpty, "no active mandate left behind")
+            #expect(try await server.store.registeredMerchants().isEmpty)
+        }
+    }
+
     @Test("a partner ID differing from a registered one only in letter case is refused before Apple is called")
     func caseVariants() async throws {
         let receiver = MockWebhookReceiver(secret: Self.webhookSecret)

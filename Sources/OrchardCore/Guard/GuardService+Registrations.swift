@@ -24,7 +24,7 @@ extension GuardService {
         } catch {
             return .inconclusive("Apple's record could not be read: \(error.hint)")
         }
-        let missing = merchant.domains.filter { !atApple.contains($0) }
+        var missing = merchant.domains.filter { !atApple.contains($0) }
         guard !missing.isEmpty else {
             return .ok("Apple's record of \(merchant.partnerIdentifier) holds all \(merchant.domains.count) of its domains")
         }
@@ -34,6 +34,14 @@ extension GuardService {
                 "\(drift): Orchard gave up registering them again after \(record.repairs) tries; register them (orchard domains register) or unregister them here"
             )
         }
+        // The store, not this pass's watch: a merchant that began leaving (no domains left) or
+        // gave some up meanwhile must not be registered again.
+        guard let current = try? await registry?.registeredMerchants().first(where: { $0.partnerIdentifier == merchant.partnerIdentifier }),
+            !current.domains.isEmpty
+        else {
+            return .inconclusive("\(drift); not registered again: the registry no longer lists them, or could not be read")
+        }
+        missing = missing.filter { current.domains.contains($0) }
         let sent = Array(missing.prefix(Self.maximumRepairedDomains))
         let refusals = await registerAgain(sent, of: merchant, with: registration)
         let later = missing.count > sent.count ? " (at most \(sent.count) per check: the rest at the next checks)" : ""

@@ -87,6 +87,9 @@ public struct GuardService: Sendable {
     let signer: DomainFileSigner?
     /// Apple's registration API; nil without a platform integrator.
     let registration: (any MerchantRegistrationService)?
+    /// The registry as the store has it, read again before any repair: the watch a pass began
+    /// with may be older than a merchant's leaving. Nil: no repair is made.
+    let registry: (any MerchantRegistry)?
     public let policy: GuardPolicy
     let concurrency: Int
     /// How long a leased record is this instance's to check.
@@ -97,9 +100,10 @@ public struct GuardService: Sendable {
 
     public init(
         records: any GuardRecords, probe: (any DomainProbe)?, tenantProbe: (any DomainProbe)?, signer: DomainFileSigner? = nil,
-        registration: (any MerchantRegistrationService)?, policy: GuardPolicy,
+        registration: (any MerchantRegistrationService)?, registry: (any MerchantRegistry)?, policy: GuardPolicy,
         concurrency: Int, lease: TimeInterval = 300, batch: Int? = nil, time: TimeSource, logger: Logger
     ) {
+        self.registry = registry
         self.records = records
         self.probe = probe
         self.tenantProbe = tenantProbe
