@@ -1,0 +1,322 @@
+"""A generated client, tested: openapi-generator-cli (PyPI, its JAR bundled in the wheel, run on the local
+Java) generates a Python client from Sources/OrchardServer/OpenAPI/openapi.json into a temporary folder, and a
+shop's whole flow runs through that client's typed methods against a live `orchard-sandbox demo` with its mock
+Apple gateway and mock Worldpay: a payment request made with an Idempotency-Key (and the same again), paid in app
+with a minted token, read, captured and refunded, then a subscription paid with a merchant token, its mandate
+listed, charged and ended, and the back office's view of them through the admin API. Every answer must decode
+whole into the client's models (nothing dropped, added or changed): an operation the client cannot call, or an
+answer it cannot decode whole, is a defect in the document. Loopback only; no network (the wheel bundles
+openapi-generator's JAR)."""
+
+import base64
+import datetime
+import enum
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / ".build" / "debug"
+ORCHARD = Path(os.environ.get("ORCHARD_BINARY", BUILD / "orchard"))
+SANDBOX = Path(os.environ.get("ORCHARD_SANDBOX_BINARY", BUILD / "orchard-sandbox"))
+DOCUMENT = ROOT / "Sources" / "OrchardServer" / "OpenAPI" / "openapi.json"
+MERCHANT = "merchant.dev.orchard.demo"
+PACKAGE = "orchard_client"
+
+
+def generate_client(folder):
+    """Generates the Python client into `folder` with the wheel's own JAR (no download) and imports it."""
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys, openapi_generator_cli; openapi_generator_cli.cli(sys.argv)",
+         "generate", "--input-spec", str(DOCUMENT),
+         "--generator-name", "python", "--output", str(folder), "--package-name", PACKAGE,
+         "--global-property", "apiTests=false,modelTests=false,apiDocs=false,modelDocs=false"],
+        capture_output=True, text=True, timeout=300)
+    if run.returncode != 0:
+        raise RuntimeError(f"openapi-generator-cli failed:\n{run.stdout[-5000:]}\n{run.stderr[-5000:]}")
+    sys.path.insert(0, str(folder))
+    import orchard_client  # noqa: F401  (the generated package)
+    return time.monotonic() - started
+
+
+class Demo:
+    """`orchard-sandbox demo --processor worldpay` on a free loopback port with its own state folder: the mock
+    Apple gateway, a mock Worldpay (which captures and refunds) and the demo's token minter."""
+
+    def __init__(self):
+        self.folder = tempfile.TemporaryDirectory(prefix="orchard-client-")
+        self.state_dir = Path(self.folder.name)
+        self.process = subprocess.Popen(
+            [str(SANDBOX), "demo", "--port", "0", "--state-dir", str(self.state_dir), "--processor", "worldpay"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.output = []
+        self.port = None
+        self.admin_token_file = None
+        started = threading.Event()
+
+        def read():
+            for line in self.process.stdout:
+                self.output.append(line)
+                match = re.search(r"checkout page:\s+http://localhost:(\d+)/", line)
+                if match:
+                    self.port = int(match.group(1))
+                match = re.search(r"--token-file (\S+)", line)
+                if match:
+                    self.admin_token_file = Path(match.group(1))
+                if self.port is not None and self.admin_token_file is not None:
+                    started.set()
+            started.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not started.wait(120) or self.port is None or self.admin_token_file is None:
+            self.stop()
+            raise RuntimeError("orchard-sandbox demo did not start:\n" + "".join(self.output))
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.process.stdout.close()
+        self.folder.cleanup()
+
+    def api_key(self):
+        """The shop developer's first step: a secret API key for the merchant, shown once."""
+        created = subprocess.run(
+            [str(ORCHARD), "keys", "create", "--config", str(self.state_dir / "orchard.json"), "--merchant", MERCHANT],
+            check=True, capture_output=True, text=True, timeout=120).stdout
+        return next(line for line in created.splitlines() if line.startswith("osk_"))
+
+    def admin_token(self):
+        """The admin token the demo made, from the file its banner names."""
+        return self.admin_token_file.read_text().strip()
+
+    def mint_token(self, amount, application_data_base64):
+        """A token from `orchard-sandbox token mint`, as the shopper's iPhone would sign it for this request."""
+        application_data = base64.b64decode(application_data_base64).decode()
+        output = subprocess.run(
+            [str(SANDBOX), "token", "mint", "--state-dir", str(self.state_dir), "--amount", str(amount),
+             "--application-data", application_data], check=True, capture_output=True, text=True, timeout=120).stdout
+        return json.loads(output)
+
+    def mint_merchant_token(self, amount, currency, application_data_base64):
+        """A merchant token (an MPAN, as Apple gives for an agreement) from the demo's own minter, `POST /demo/token`:
+        a stand-in for the device, outside the API and its document. It acts for the merchant the Host names."""
+        body = json.dumps({"amount": f"{amount // 100}.{amount % 100:02d}", "currencyCode": currency,
+                           "applicationData": application_data_base64, "merchantToken": True}).encode()
+        request = urllib.request.Request(
+            self.url + "/demo/token", data=body, method="POST",
+            headers={"Content-Type": "application/json", "Host": f"localhost:{self.port}"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.load(response)
+
+
+def undecoded(raw, decoded, path="$"):
+    """Where the client's model of an answer differs from the JSON the server sent: a field the model dropped
+    (one the document does not describe), one it added, or a value it changed. [] when the model holds it all."""
+    if hasattr(decoded, "to_dict"):
+        decoded = decoded.to_dict()
+    if isinstance(decoded, enum.Enum):
+        decoded = decoded.value
+    if isinstance(decoded, datetime.datetime) and isinstance(raw, str):
+        same = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00")) == decoded
+        return [] if same else [f"{path}: sent {raw!r}, decoded {decoded!r}"]
+    if isinstance(raw, dict) and isinstance(decoded, dict):
+        found = [f"{path}.{key}: sent {json.dumps(raw[key])[:80]}, dropped by the model" for key in raw if key not in decoded]
+        found += [f"{path}.{key}: not sent, added by the model as {decoded[key]!r}" for key in decoded if key not in raw]
+        for key in raw.keys() & decoded.keys():
+            found += undecoded(raw[key], decoded[key], f"{path}.{key}")
+        return found
+    if isinstance(raw, list) and isinstance(decoded, list) and len(raw) == len(decoded):
+        return [difference for index, (sent, model) in enumerate(zip(raw, decoded))
+                for difference in undecoded(sent, model, f"{path}[{index}]")]
+    if raw != decoded or type(raw) is not type(decoded):
+        return [f"{path}: sent {raw!r}, decoded {decoded!r}"]
+    return []
+
+
+class GeneratedClientTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.generated = tempfile.TemporaryDirectory(prefix="orchard-generated-client-")
+        cls.generation_seconds = generate_client(Path(cls.generated.name))
+        print(f"client generated in {cls.generation_seconds:.1f} s", file=sys.stderr)
+
+    @classmethod
+    def tearDownClass(cls):
+        sys.path.remove(cls.generated.name)
+        cls.generated.cleanup()
+
+    def setUp(self):
+        import orchard_client
+        self.client = orchard_client
+        self.models = orchard_client.models
+        self.demo = Demo()
+        self.addCleanup(self.demo.stop)
+        self.payments = orchard_client.PaymentsAPIApi(
+            orchard_client.ApiClient(orchard_client.Configuration(host=self.demo.url, access_token=self.demo.api_key())))
+        # The admin token is another bearer scheme: the generated Configuration has one access token, so another client.
+        self.admin = orchard_client.AdminApi(
+            orchard_client.ApiClient(orchard_client.Configuration(host=self.demo.url, access_token=self.demo.admin_token())))
+        self.operations = orchard_client.OperationsApi(orchard_client.ApiClient(orchard_client.Configuration(host=self.demo.url)))
+
+    def call(self, operation, *arguments, status=200, model=None, **options):
+        """`operation` (a generated `…_with_http_info` method) answers `status` with a `model` that holds the whole answer."""
+        answer = operation(*arguments, **options)
+        self.assertEqual(answer.status_code, status, operation.__name__)
+        if model is not None:
+            self.assertIsInstance(answer.data, model, operation.__name__)
+        self.assertEqual(undecoded(json.loads(answer.raw_data), answer.data), [],
+                         f"{operation.__name__}: the model differs from the answer")
+        return answer.data
+
+    def refused(self, operation, *arguments, status, code):
+        """`operation` raises the client's ApiException for `status`, its body decoded into Error with `code`."""
+        with self.assertRaises(self.client.ApiException) as raised:
+            operation(*arguments)
+        error = raised.exception
+        self.assertEqual(error.status, status, error.body)
+        self.assertIsInstance(error.data, self.models.Error)
+        self.assertEqual(error.data.error.code, code)
+        self.assertEqual(undecoded(json.loads(error.body), error.data), [])
+        return error.data
+
+    def test_the_check_finds_what_a_model_drops_or_changes(self):
+        models = self.models
+        refund = {"id": "re_1", "paymentId": "pay_1", "amount": 500, "currency": "EUR", "state": "refunded",
+                  "reference": "r", "idempotencyKey": "k", "sends": 1, "createdAt": "2026-11-27T08:00:00Z",
+                  "updatedAt": "2026-11-27T08:00:01Z"}
+        self.assertEqual(undecoded(refund, models.Refund.from_dict(refund)), [])
+        self.assertEqual(undecoded({**refund, "surprise": 1}, models.Refund.from_dict({**refund, "surprise": 1})),
+                         ["$.surprise: sent 1, dropped by the model"])
+        changed = models.Refund.from_dict(refund)
+        changed.amount = 499
+        self.assertEqual(undecoded(refund, changed), ["$.amount: sent 500, decoded 499"])
+
+    def test_the_document_is_the_one_the_server_serves(self):
+        served = self.operations.get_open_api_document()
+        self.assertEqual(served, json.loads(DOCUMENT.read_text()))
+        self.assertEqual(self.call(self.operations.get_health_with_http_info, model=self.models.Health).status, "ok")
+
+    def test_a_shops_whole_flow_through_the_generated_client(self):
+        models, payments = self.models, self.payments
+
+        # 1. The shop's backend creates a payment request; the same Idempotency-Key and body answer the same one.
+        key = str(uuid.uuid4())
+        create = models.PaymentRequestCreate(
+            amount=1234, currency="EUR", country_code="FR", reference="order-1001",
+            line_items=[models.PaymentRequestCreateLineItemsInner(label="Sencha 100 g", amount=1034),
+                        models.PaymentRequestCreateLineItemsInner(label="Gift wrap", amount=200)],
+            metadata={"customer": "c-42"})
+        request = self.call(payments.create_payment_request_with_http_info, key, create, status=201,
+                            model=models.PaymentRequest)
+        self.assertEqual((request.status, request.amount, request.total, request.currency, request.reference),
+                         ("requires_payment", 1234, 1234, "EUR", "order-1001"))
+        self.assertEqual((request.merchant_identifier, request.metadata), (MERCHANT, {"customer": "c-42"}))
+        self.assertEqual(request.payment_request.total.amount, "12.34")
+        again = self.call(payments.create_payment_request_with_http_info, key, create, status=200)
+        self.assertEqual(again.id, request.id)
+        self.assertEqual(self.call(payments.get_payment_request_with_http_info, request.id).status, "requires_payment")
+
+        # 2. The app's token (minted for this request's applicationData) goes through the in-app route.
+        token = self.demo.mint_token(1234, request.payment_request.application_data)
+        authorized = self.call(payments.authorize_payment_request_in_app_with_http_info, request.id,
+                               models.InAppAuthorizeRequest.from_dict({"token": token}), model=models.PaymentDetail)
+        payment = authorized.payment
+        self.assertEqual((payment.state, payment.amount, payment.currency, payment.processor, payment.payment_request_id),
+                         (models.PaymentState.AUTHORIZED, 1234, "EUR", "worldpay", request.id))
+        self.assertEqual((payment.last_four, authorized.refunds), ("1111", []))
+        self.assertEqual(self.call(payments.get_payment_request_with_http_info, request.id).status, "paid")
+        self.refused(payments.authorize_payment_request_in_app, request.id,
+                     models.InAppAuthorizeRequest.from_dict({"token": token}), status=409, code=models.ErrorCode.REPLAYED_PAYMENT)
+
+        # 3. Read, capture, refund part (the same key again answers the same refund), then the rest.
+        read = self.call(payments.get_payment_with_http_info, payment.id, model=models.PaymentDetail)
+        self.assertEqual((read.payment.id, read.payment.state), (payment.id, models.PaymentState.AUTHORIZED))
+        captured = self.call(payments.capture_payment_with_http_info, payment.id, model=models.PaymentDetail)
+        self.assertEqual(captured.payment.state, models.PaymentState.SETTLED)
+        refund_key = str(uuid.uuid4())
+        refund = self.call(payments.refund_payment_with_http_info, payment.id, refund_key, models.RefundRequest(amount=500),
+                           status=201, model=models.Refund)
+        self.assertEqual((refund.state, refund.amount, refund.payment_id), ("refunded", 500, payment.id))
+        same = self.call(payments.refund_payment_with_http_info, payment.id, refund_key, models.RefundRequest(amount=500),
+                         status=201)
+        self.assertEqual(same.id, refund.id)
+        self.refused(payments.refund_payment, payment.id, str(uuid.uuid4()), models.RefundRequest(amount=10_000),
+                     status=422, code=models.ErrorCode.REFUND_TOO_LARGE)
+        rest = self.call(payments.refund_payment_with_http_info, payment.id, str(uuid.uuid4()), models.RefundRequest(),
+                         status=201)
+        self.assertEqual((rest.state, rest.amount), ("refunded", 734))
+        refunds = self.call(payments.list_refunds_with_http_info, payment.id, model=models.RefundList)
+        self.assertEqual([each.amount for each in refunds.refunds], [500, 734])
+        detail = self.call(payments.get_payment_with_http_info, payment.id)
+        self.assertEqual((detail.payment.amount_refunded, len(detail.refunds)), (1234, 2))
+        self.refused(payments.get_payment, "pay_nothing_here", status=404, code=models.ErrorCode.NOT_FOUND)
+
+        # 4. A subscription: a recurring payment request paid with a merchant token makes a mandate.
+        agreement = models.Agreement(
+            type="recurring", payment_description="Coffee club", management_url="https://shop.example/account",
+            billing_agreement="9.90 EUR a month; cancel any time.",
+            regular_billing=models.AgreementBilling(label="Monthly beans", amount=990, interval_unit="month", interval_count=1))
+        subscription = self.call(payments.create_payment_request_with_http_info, str(uuid.uuid4()), models.PaymentRequestCreate(
+            amount=490, currency="EUR", reference="sub-42", agreement=agreement), status=201)
+        self.assertEqual(subscription.payment_request.recurring_payment_request.payment_description, "Coffee club")
+        self.assertTrue(subscription.token_notification_path)
+        merchant_token = self.demo.mint_merchant_token(490, "EUR", subscription.payment_request.application_data)
+        first = self.call(payments.authorize_payment_request_in_app_with_http_info, subscription.id,
+                          models.InAppAuthorizeRequest.from_dict({"token": merchant_token}))
+        self.assertEqual(first.payment.state, models.PaymentState.AUTHORIZED)
+        self.assertTrue(first.payment.mandate_id)
+
+        # 5. The shop lists its mandates, charges the subscription a month later (once per key), then ends it.
+        mandates = self.call(payments.list_mandates_with_http_info, model=models.MandateList)
+        self.assertEqual([each.id for each in mandates.mandates], [first.payment.mandate_id])
+        mandate = mandates.mandates[0]
+        self.assertEqual((mandate.state, mandate.type, mandate.description, mandate.processor, mandate.payment_id),
+                         ("active", "recurring", "Coffee club", "worldpay", first.payment.id))
+        self.assertTrue(mandate.merchant_token_identifier.startswith("DNITHE"))
+        self.assertEqual(self.call(payments.list_mandates_with_http_info, state="ended").mandates, [])
+        charge_key = str(uuid.uuid4())
+        renewal = models.ChargeRequest(amount=990, reference="sub-42-renewal-1")
+        charge = self.call(payments.charge_mandate_with_http_info, mandate.id, charge_key, renewal, status=201,
+                           model=models.Charge)
+        self.assertEqual((charge.payment.state, charge.payment.mandate_id, charge.mandate.id),
+                         (models.PaymentState.AUTHORIZED, mandate.id, mandate.id))
+        repeated = self.call(payments.charge_mandate_with_http_info, mandate.id, charge_key, renewal, status=200)
+        self.assertEqual(repeated.payment.id, charge.payment.id)
+        ended = self.call(payments.end_mandate_with_http_info, mandate.id, model=models.Mandate)
+        self.assertEqual((ended.state, ended.ended_reason), ("ended", "shop"))
+        self.assertEqual(self.call(payments.get_mandate_with_http_info, mandate.id).state, "ended")
+        ended_list = self.call(payments.list_mandates_with_http_info, state="ended")
+        self.assertEqual([each.id for each in ended_list.mandates], [mandate.id])
+
+        # 6. The back office sees the same payments through the admin API's models.
+        admin = self.admin
+        listed = self.call(admin.list_payments_with_http_info, model=models.PaymentRecordList)
+        self.assertEqual({record.id for record in listed.payments}, {payment.id, first.payment.id, charge.payment.id})
+        record = self.call(admin.get_admin_payment_with_http_info, payment.id, model=models.AdminPayment)
+        self.assertEqual((record.payment.state, record.payment.processor), (models.PaymentState.SETTLED, "worldpay"))
+        settled = self.call(admin.settle_payment_with_http_info, charge.payment.id, model=models.PaymentRecord)
+        self.assertEqual(settled.state, models.PaymentState.SETTLED)
+        self.assertEqual(self.call(admin.list_admin_mandates_with_http_info).mandates[0].mandate.id, mandate.id)
+        events = self.call(admin.list_webhook_events_with_http_info, model=models.WebhookEventList)
+        self.assertIsInstance(events.events, list)
+
+
+if __name__ == "__main__":
+    unittest.main()
