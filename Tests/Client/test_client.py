@@ -150,18 +150,34 @@ def undecoded(raw, decoded, path="$"):
     return []
 
 
+GENERATED = tempfile.TemporaryDirectory(prefix="orchard-generated-client-")
+
+
+def setUpModule():
+    seconds = generate_client(Path(GENERATED.name))
+    print(f"client generated in {seconds:.1f} s", file=sys.stderr)
+
+
+def tearDownModule():
+    sys.path.remove(GENERATED.name)
+    GENERATED.cleanup()
+
+
+class DecodingCheckTests(unittest.TestCase):
+    def test_the_check_finds_what_a_model_drops_or_changes(self):
+        from orchard_client import models
+        refund = {"id": "re_1", "paymentId": "pay_1", "amount": 500, "currency": "EUR", "state": "refunded",
+                  "reference": "r", "idempotencyKey": "k", "sends": 1, "createdAt": "2026-11-27T08:00:00Z",
+                  "updatedAt": "2026-11-27T08:00:01Z"}
+        self.assertEqual(undecoded(refund, models.Refund.from_dict(refund)), [])
+        self.assertEqual(undecoded({**refund, "surprise": 1}, models.Refund.from_dict({**refund, "surprise": 1})),
+                         ["$.surprise: sent 1, dropped by the model"])
+        changed = models.Refund.from_dict(refund)
+        changed.amount = 499
+        self.assertEqual(undecoded(refund, changed), ["$.amount: sent 500, decoded 499"])
+
+
 class GeneratedClientTests(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.generated = tempfile.TemporaryDirectory(prefix="orchard-generated-client-")
-        cls.generation_seconds = generate_client(Path(cls.generated.name))
-        print(f"client generated in {cls.generation_seconds:.1f} s", file=sys.stderr)
-
-    @classmethod
-    def tearDownClass(cls):
-        sys.path.remove(cls.generated.name)
-        cls.generated.cleanup()
-
     def setUp(self):
         import orchard_client
         self.client = orchard_client
@@ -195,18 +211,6 @@ class GeneratedClientTests(unittest.TestCase):
         self.assertEqual(error.data.error.code, code)
         self.assertEqual(undecoded(json.loads(error.body), error.data), [])
         return error.data
-
-    def test_the_check_finds_what_a_model_drops_or_changes(self):
-        models = self.models
-        refund = {"id": "re_1", "paymentId": "pay_1", "amount": 500, "currency": "EUR", "state": "refunded",
-                  "reference": "r", "idempotencyKey": "k", "sends": 1, "createdAt": "2026-11-27T08:00:00Z",
-                  "updatedAt": "2026-11-27T08:00:01Z"}
-        self.assertEqual(undecoded(refund, models.Refund.from_dict(refund)), [])
-        self.assertEqual(undecoded({**refund, "surprise": 1}, models.Refund.from_dict({**refund, "surprise": 1})),
-                         ["$.surprise: sent 1, dropped by the model"])
-        changed = models.Refund.from_dict(refund)
-        changed.amount = 499
-        self.assertEqual(undecoded(refund, changed), ["$.amount: sent 500, decoded 499"])
 
     def test_the_document_is_the_one_the_server_serves(self):
         served = self.operations.get_open_api_document()
@@ -316,6 +320,48 @@ class GeneratedClientTests(unittest.TestCase):
         self.assertEqual(self.call(admin.list_admin_mandates_with_http_info).mandates[0].mandate.id, mandate.id)
         events = self.call(admin.list_webhook_events_with_http_info, model=models.WebhookEventList)
         self.assertIsInstance(events.events, list)
+
+    def test_the_shoppers_page_through_the_generated_client(self):
+        """The calls the checkout page makes (on the merchant's Host), each through the client and decoded whole."""
+        models = self.models
+        shopper = self.client.ShopperApi(self.client.ApiClient(self.client.Configuration(host=self.demo.url)))
+        host = {"_headers": {"Host": f"localhost:{self.demo.port}"}}
+        checkout = self.call(shopper.get_checkout_with_http_info, model=models.CheckoutSettings, **host)
+        self.assertEqual(checkout.merchant_identifier, MERCHANT)
+        session = self.call(shopper.create_merchant_session_with_http_info, models.SessionRequest(
+            validation_url="https://apple-pay-gateway-cert.apple.com/paymentservices/startSession"), **host)
+        self.assertTrue(session)
+        order = self.call(shopper.create_order_with_http_info, models.OrderRequest(
+            items=[models.CartItem(product_id=checkout.products[0].id, quantity=2)]), status=201, model=models.OrderCreated, **host)
+        update = self.call(shopper.change_shipping_contact_with_http_info, order.order_id,
+                           models.ShippingContactChange(country_code="FR", postal_code="75001"), model=models.ApplePayUpdate,
+                           **host)
+        methods = order.payment_request.shipping_methods
+        if methods:
+            update = self.call(shopper.change_shipping_method_with_http_info, order.order_id,
+                               models.ShippingMethodChange(identifier=methods[-1].identifier), **host)
+        coupon = self.call(shopper.change_coupon_with_http_info, order.order_id, models.CouponChange(coupon_code="NO-SUCH-CODE"),
+                           **host)
+        self.assertEqual(coupon.new_total.amount, update.new_total.amount)
+        update = self.call(shopper.change_payment_method_with_http_info, order.order_id, models.PaymentMethodChange(type="debit"),
+                           **host)
+        token = self.demo.mint_token(int(update.new_total.amount.replace(".", "")), order.payment_request.application_data)
+        pay = models.AuthorizeRequest.from_dict({"orderId": order.order_id, "payment": {"token": token}})
+        paid = self.call(shopper.authorize_payment_with_http_info, pay, model=models.AuthorizeSuccess, **host)
+        self.assertEqual((paid.status, paid.order_id), ("success", order.order_id))
+        with self.assertRaises(self.client.ApiException) as replayed:
+            shopper.authorize_payment(pay, **host)
+        self.assertEqual(replayed.exception.status, 409)
+        self.assertIsInstance(replayed.exception.data, models.PaymentFailure)
+        self.assertEqual(replayed.exception.data.error.code, models.ErrorCode.REPLAYED_PAYMENT)
+        self.assertEqual(undecoded(json.loads(replayed.exception.body), replayed.exception.data), [])
+
+        # orchard.js on a shop's page opens the shop's payment request by its client secret.
+        request = self.call(self.payments.create_payment_request_with_http_info, str(uuid.uuid4()), models.PaymentRequestCreate(
+            amount=990, currency="EUR", reference="order-1002"), status=201)
+        opened = self.call(shopper.open_payment_request_with_http_info, models.OpenRequest(client_secret=request.client_secret),
+                           model=models.ShopperPaymentRequest, **host)
+        self.assertEqual((opened.id, opened.amount, opened.payments), (request.id, 990, []))
 
 
 if __name__ == "__main__":
