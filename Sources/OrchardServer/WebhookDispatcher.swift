@@ -144,16 +144,7 @@ public struct WebhookDispatcher: Service {
             await record(event, .skipped, status: nil, error: "the merchant has no webhook endpoint", next: nil)
             return
         }
-        let now = time.now
-        let headers: [(name: String, value: String)] = [
-            (name: "Content-Type", value: "application/json"),
-            (
-                name: WebhookSignature.header,
-                value: WebhookSignature.sign(body: event.payload, secret: endpoint.secret, timestamp: Int64(now.timeIntervalSince1970))
-            ),
-            (name: "Orchard-Event-Id", value: event.id), (name: "Orchard-Event-Type", value: event.type.rawValue),
-            (name: "User-Agent", value: "Orchard-Webhooks/1"),
-        ]
+        let headers = endpoint.deliveryHeaders(eventId: event.id, type: event.type.rawValue, body: event.payload, at: time.now)
         var status: Int?
         var failure: String?
         do {

@@ -18,6 +18,15 @@ public final class MockWebhookReceiver: Sendable {
         public var status: Int
         /// Whether the signature held (secret, and a timestamp within five minutes) when it arrived.
         public var verified: Bool
+        /// The Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), as received.
+        public var standard: [String: String] = [:]
+
+        /// Whether the Standard Webhooks signature holds for `secret` at `now`.
+        public func standardVerified(with secret: Secret, now: Date = Date()) -> Bool {
+            StandardWebhookSignature.verify(
+                id: standard[StandardWebhookSignature.idHeader] ?? "", timestamp: standard[StandardWebhookSignature.timestampHeader] ?? "",
+                signature: standard[StandardWebhookSignature.signatureHeader] ?? "", body: body, secret: secret, now: now)
+        }
 
         public var json: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] }
     }
@@ -87,11 +96,16 @@ public final class MockWebhookReceiver: Sendable {
     func receive(headers: HTTPHeaders, body: [UInt8]) -> (status: Int, body: [UInt8], delay: Duration, location: String?) {
         let signature = headers[WebhookSignature.header].first ?? ""
         let verified = WebhookSignature.verify(header: signature, body: body, secret: secret, now: Date())
+        var standard: [String: String] = [:]
+        for name in [StandardWebhookSignature.idHeader, StandardWebhookSignature.timestampHeader, StandardWebhookSignature.signatureHeader]
+        {
+            standard[name] = headers[name].first
+        }
         return state.withLock { state in
             state.deliveries.append(
                 Delivery(
                     eventId: headers["Orchard-Event-Id"].first ?? "", type: headers["Orchard-Event-Type"].first ?? "",
-                    signature: signature, body: body, status: state.status, verified: verified))
+                    signature: signature, body: body, status: state.status, verified: verified, standard: standard))
             return (state.status, state.body, state.delay, state.location)
         }
     }

@@ -219,6 +219,8 @@ struct PaymentsAPITests {
             let seen = try await receiver.wait { $0.count >= expected.count }
             #expect(seen.map(\.type) == expected)
             #expect(seen.allSatisfy { $0.verified })
+            // The Standard Webhooks signature too: a secret without whsec_ keys it with its UTF-8 bytes.
+            #expect(seen.allSatisfy { $0.standardVerified(with: Secret(Self.webhookSecret)) && $0.standard["webhook-id"] == $0.eventId })
             #expect(Set(seen.map(\.eventId)).count == expected.count)
             let authorizedEvent = try #require(seen.first?.json)
             let data = try #require(authorizedEvent["data"] as? [String: Any])

@@ -29,14 +29,11 @@ public struct QuoteClient: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = (try? encoder.encode(request)).map(Array.init) ?? []
-        let headers: [(name: String, value: String)] = [
-            (name: "Content-Type", value: "application/json"), (name: "Accept", value: "application/json"),
-            (
-                name: WebhookSignature.header,
-                value: WebhookSignature.sign(body: body, secret: endpoint.secret, timestamp: Int64(time.now.timeIntervalSince1970))
-            ),
-            (name: "User-Agent", value: "Orchard-Quotes/1"),
-        ]
+        let headers: [(name: String, value: String)] =
+            [
+                (name: "Content-Type", value: "application/json"), (name: "Accept", value: "application/json"),
+                (name: "User-Agent", value: "Orchard-Quotes/1"),
+            ] + endpoint.signatureHeaders(id: "quo_" + RecordIdentifier.random(), body: body, at: time.now)
         let answer: (status: Int, body: [UInt8])
         do {
             answer = try await transport.post(to: endpoint, headers: headers, body: body, timeout: Self.deadline, merchant: merchant)

@@ -6,12 +6,16 @@ import Foundation
 public struct WebhookEndpoint: Sendable {
     public var url: String
     public var secret: Secret
+    /// During a rotation, the secret being replaced: deliveries carry a Standard Webhooks
+    /// signature with it too, so the shop can switch its receiver at any time.
+    public var previousSecret: Secret?
     /// Who set it: a tenant's endpoint is called only on public addresses (``TenantDestinations``).
     public var chosenBy: DestinationChooser
 
-    public init(url: String, secret: Secret, chosenBy: DestinationChooser = .configuration) {
+    public init(url: String, secret: Secret, previousSecret: Secret? = nil, chosenBy: DestinationChooser = .configuration) {
         self.url = url
         self.secret = secret
+        self.previousSecret = previousSecret
         self.chosenBy = chosenBy
     }
 
@@ -46,9 +50,11 @@ public protocol ShopTransport: Sendable {
         -> (status: Int, body: [UInt8])
 }
 
-/// `Orchard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: the scheme shops
-/// already use for their PSPs' webhooks. A receiver recomputes the MAC over the raw body,
-/// compares in constant time and refuses a timestamp older than its tolerance (replays).
+/// `Orchard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`: Orchard's own
+/// scheme, deprecated for ``StandardWebhookSignature`` and sent beside it until 1.0. A receiver
+/// recomputes the MAC over the raw body, compares in constant time and refuses a timestamp older
+/// than its tolerance (replays). The key is ``Secret/webhookKey``: a secret's UTF-8 bytes, as it
+/// always was, or a `whsec_` secret's decoded bytes.
 public enum WebhookSignature {
     public static let header = "Orchard-Signature"
 
@@ -73,7 +79,7 @@ public enum WebhookSignature {
 
     static func mac(body: [UInt8], secret: Secret, timestamp: Int64) -> [UInt8] {
         let signed = Array("\(timestamp).".utf8) + body
-        return Array(HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: Array(secret.value.utf8))))
+        return Array(HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: secret.webhookKey ?? [])))
     }
 }
 

@@ -6,12 +6,17 @@ extension ConfigurationFile {
     public struct MerchantWebhook: Codable, Sendable {
         /// https, or http to localhost / 127.0.0.1 / ::1.
         public var url: String
-        /// `env:NAME` or a file holding the signing secret (at least 32 characters), never the secret itself.
+        /// `env:NAME` or a file holding the signing secret (at least 32 characters, or `whsec_` and
+        /// the base64 of at least 24 bytes), never the secret itself.
         public var secret: String
+        /// During a rotation, the secret being replaced (same form): calls carry a Standard
+        /// Webhooks signature with each secret until it is removed.
+        public var previousSecret: String?
 
-        public init(url: String, secret: String) {
+        public init(url: String, secret: String, previousSecret: String? = nil) {
             self.url = url
             self.secret = secret
+            self.previousSecret = previousSecret
         }
     }
 
@@ -48,19 +53,46 @@ extension ServerConfiguration {
     /// The shortest webhook secret accepted: 128 bits as hex is 32 characters.
     static let minimumWebhookSecret = 32
 
+    /// The shortest `whsec_` key accepted: the Standard Webhooks specification's lower bound.
+    static let minimumWebhookKey = 24
+
     static func resolveWebhook(_ file: ConfigurationFile.MerchantWebhook?, label: String, values: any ConfigurationReader)
         throws(ConfigurationError) -> WebhookEndpoint?
     {
         guard let file else { return nil }
         if let problem = WebhookEndpoint.check(file.url) { throw ConfigurationError("\(label).url \(problem)") }
-        let text = String(decoding: try values.read(file.secret, what: "\(label).secret (env:NAME or a file)"), as: UTF8.self)
+        let secret = try resolveWebhookSecret(file.secret, label: "\(label).secret", values: values)
+        var previous: Secret?
+        if let reference = file.previousSecret {
+            previous = try resolveWebhookSecret(reference, label: "\(label).previousSecret", values: values)
+        }
+        if let previous, previous.webhookKey == secret.webhookKey {
+            throw ConfigurationError("\(label).previousSecret is the same key as \(label).secret: remove it, or set the new secret")
+        }
+        return WebhookEndpoint(url: file.url, secret: secret, previousSecret: previous)
+    }
+
+    /// A signing secret: `whsec_` and the base64 of at least ``minimumWebhookKey`` bytes (the
+    /// Standard Webhooks form), or any other text of at least ``minimumWebhookSecret`` characters,
+    /// whose UTF-8 bytes are the key (every secret configured before the standard was).
+    static func resolveWebhookSecret(_ reference: String, label: String, values: any ConfigurationReader) throws(ConfigurationError)
+        -> Secret
+    {
+        let text = String(decoding: try values.read(reference, what: "\(label) (env:NAME or a file)"), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text.utf8.count >= minimumWebhookSecret else {
+        let secret = Secret(text)
+        if text.hasPrefix(Secret.standardPrefix) {
+            guard let key = secret.webhookKey, key.count >= minimumWebhookKey else {
+                throw ConfigurationError(
+                    "\(values.describe(reference)): \(label) must be whsec_ followed by the base64 of at least \(minimumWebhookKey) bytes (try `echo whsec_$(openssl rand -base64 32)`)"
+                )
+            }
+        } else if text.utf8.count < minimumWebhookSecret {
             throw ConfigurationError(
-                "\(values.describe(file.secret)): \(label).secret must be at least \(minimumWebhookSecret) characters (try `openssl rand -hex 32`)"
+                "\(values.describe(reference)): \(label) must be at least \(minimumWebhookSecret) characters (try `openssl rand -hex 32`)"
             )
         }
-        return WebhookEndpoint(url: file.url, secret: Secret(text))
+        return secret
     }
 
     static func resolveWebhookPolicy(_ file: ConfigurationFile.Webhooks?) throws(ConfigurationError) -> WebhookPolicy {
