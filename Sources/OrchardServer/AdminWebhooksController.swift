@@ -3,10 +3,16 @@ import Foundation
 import Hummingbird
 import OrchardCore
 
-/// The webhook outbox for operators: `/admin/webhooks`, and replaying an event.
+/// The webhook outbox for operators: `/admin/webhooks`, replaying an event, and sending a
+/// sample one (`/admin/webhooks/test`).
 struct AdminWebhooksController {
     let store: any WebhookOutbox
     let time: TimeSource
+    /// Who gets the sample events, and how they are sent; nil on a server that calls no shops.
+    var directory: MerchantDirectory? = nil
+    var transport: (any ShopTransport)? = nil
+    /// One sample's deadline: a real delivery's (`webhooks.timeoutMilliseconds`).
+    var timeout: Duration = .seconds(10)
 
     struct EventView: ResponseEncodable {
         var event: WebhookEvent
@@ -38,6 +44,7 @@ struct AdminWebhooksController {
             }
             return EventView(event: event, payload: String(decoding: event.payload, as: UTF8.self))
         }
+        addTestRoute(to: admin)
         return admin
     }
 }

@@ -138,7 +138,11 @@ private func addAdminRoutes(
         .routes)
     admin.addRoutes(AdminPaymentsController(store: store, engine: services.engine).routes)
     admin.addRoutes(AdminKeysController(store: store, directory: directory, time: d.time).routes)
-    admin.addRoutes(AdminWebhooksController(store: store, time: d.time).routes)
+    admin.addRoutes(
+        AdminWebhooksController(
+            store: store, time: d.time, directory: directory, transport: d.shopCalls, timeout: configuration.webhooks.timeout
+        )
+        .routes)
     admin.addRoutes(AdminGuardController(records: store, time: d.time).routes)
     admin.addRoutes(
         AdminDoctorController(

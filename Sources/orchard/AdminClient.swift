@@ -37,6 +37,17 @@ struct AdminAPIOptions: ParsableArguments {
 
     /// Sends one admin call and prints the JSON answer; a refusal prints one line and exits 1.
     func call(_ method: String, _ path: String, body: [String: Any]? = nil) async throws {
+        let json = try await answer(method, path, body: body)
+        if let json,
+            let pretty = try? JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        {
+            // The answer holds outside text (tenants' names, processors' and Apple's messages).
+            FileHandle.standardOutput.write(Data((TerminalText.escapedJSON(String(decoding: pretty, as: UTF8.self)) + "\n").utf8))
+        }
+    }
+
+    /// Sends one admin call and returns its JSON answer; a refusal throws its message.
+    func answer(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> Any? {
         let token = try token()
         let client = try CurlHTTPClient(configuration: .init(allowedSchemes: ["http", "https"]))
         defer { client.shutdown() }
@@ -56,13 +67,9 @@ struct AdminAPIOptions: ParsableArguments {
         let json = try? JSONSerialization.jsonObject(with: Data(response.body))
         guard (200..<300).contains(response.status) else {
             let error = (json as? [String: Any])?["error"] as? [String: Any]
-            throw CommandFailure("\(error?["message"] as? String ?? "HTTP \(response.status)") (HTTP \(response.status))")
+            let message = error?["message"] as? String ?? "HTTP \(response.status)"
+            throw CommandFailure("\(TerminalText.escaped(message)) (HTTP \(response.status))")
         }
-        if let json,
-            let pretty = try? JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        {
-            // The answer holds outside text (tenants' names, processors' and Apple's messages).
-            FileHandle.standardOutput.write(Data((TerminalText.escapedJSON(String(decoding: pretty, as: UTF8.self)) + "\n").utf8))
-        }
+        return json
     }
 }

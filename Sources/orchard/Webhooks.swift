@@ -3,12 +3,13 @@ import Foundation
 import OrchardCore
 import OrchardRuntime
 
-/// `orchard webhooks …`: the webhook outbox, read and replayed in the configured store; a
-/// running Orchard sends a replayed event within its poll interval.
+/// `orchard webhooks …`: the webhook outbox, read and replayed in the configured store (a
+/// running Orchard sends a replayed event within its poll interval), and a sample event sent
+/// through a running Orchard's admin API.
 struct Webhooks: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List webhook events and their deliveries, and send events again.",
-        subcommands: [List.self, Replay.self])
+        abstract: "List webhook events and their deliveries, send events again, and send a signed sample event.",
+        subcommands: [List.self, Replay.self, SendTest.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List events, newest first, with their delivery state.")

@@ -181,6 +181,31 @@ struct OpenAPITests {
         }
     }
 
+    @Test("the webhooks section describes every event type, and each type's sample has the properties its schema requires and no others")
+    func webhooks() throws {
+        let document = try Self.document()
+        let webhooks = try #require(document["webhooks"] as? [String: Any])
+        #expect(Set(webhooks.keys) == Set(WebhookEventType.allCases.map(\.rawValue)))
+        for type in WebhookEventType.allCases {
+            let post = try #require((webhooks[type.rawValue] as? [String: Any])?["post"] as? [String: Any], "\(type.rawValue)")
+            let body = try #require(post["requestBody"] as? [String: Any])
+            let content = try #require((body["content"] as? [String: Any])?["application/json"] as? [String: Any])
+            let reference = try #require((content["schema"] as? [String: Any])?["$ref"] as? String)
+            let schema = try #require(Self.resolve(reference, in: document) as? [String: Any], "\(reference)")
+            let properties = try #require(schema["properties"] as? [String: Any])
+            #expect((properties["type"] as? [String: Any])?["const"] as? String == type.rawValue)
+            let data = try #require(properties["data"] as? [String: Any])
+            let event = try WebhookEvent.sample(type, merchantIdentifier: TestMaterial.merchantIdentifier, at: Date())
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(event.payload)) as? [String: Any])
+            #expect(Set(json.keys).isSubset(of: Set(properties.keys)), "\(type.rawValue): \(json.keys.sorted())")
+            #expect(Set(schema["required"] as? [String] ?? []).isSubset(of: Set(json.keys)), "\(type.rawValue)")
+            let sampleData = try #require(json["data"] as? [String: Any])
+            let dataProperties = Set((data["properties"] as? [String: Any])?.keys.map { $0 } ?? [])
+            #expect(Set(sampleData.keys).isSubset(of: dataProperties), "\(type.rawValue): \(sampleData.keys.sorted())")
+            #expect(Set(data["required"] as? [String] ?? []).isSubset(of: Set(sampleData.keys)), "\(type.rawValue)")
+        }
+    }
+
     @Test("GET /openapi.json serves the document byte for byte on any Host, beside a configured public folder, with the security headers")
     func served() async throws {
         let directory = try TemporaryDirectory()

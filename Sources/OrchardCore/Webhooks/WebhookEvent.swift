@@ -148,6 +148,8 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
         var created: Date
         var merchantIdentifier: String
         var data: Data
+        /// True in a sample (``sample(_:merchantIdentifier:at:)``); absent in real events.
+        var test: Bool?
     }
 }
 
