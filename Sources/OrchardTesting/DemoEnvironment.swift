@@ -146,8 +146,8 @@ public struct DemoEnvironment: Sendable {
     @discardableResult
     public func writeServerConfiguration(
         gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
-        processor: String = "record", processorPort: Int = 0, webhookURL: String? = nil, processorHoldsKey: Bool = false,
-        applePayMode: String? = nil
+        processor: String = "record", processorPort: Int = 0, webhookURL: String? = nil, webhookRotation: Bool = false,
+        processorHoldsKey: Bool = false, applePayMode: String? = nil
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -208,7 +208,16 @@ public struct DemoEnvironment: Sendable {
         if let webhookURL {
             // A fresh signing secret beside the configuration, for the shop's receiver to read.
             let secret = Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
-            merchant["webhook"] = ["url": webhookURL, "secret": try writeSecret("webhook-secret", secret)]
+            var webhook = ["url": webhookURL]
+            if webhookRotation {
+                // Mid-rotation: the older, unprefixed secret being replaced by a Standard Webhooks one.
+                let key = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+                webhook["secret"] = try writeSecret("webhook-secret", "whsec_" + key)
+                webhook["previousSecret"] = try writeSecret("webhook-previous-secret", secret)
+            } else {
+                webhook["secret"] = try writeSecret("webhook-secret", secret)
+            }
+            merchant["webhook"] = webhook
             configuration["webhooks"] = ["firstRetrySeconds": 1, "maximumRetrySeconds": 5, "pollIntervalMilliseconds": 200]
         }
         configuration["merchants"] = [merchant]

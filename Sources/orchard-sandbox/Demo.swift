@@ -64,6 +64,13 @@ struct Demo: AsyncParsableCommand {
             valueName: "url"))
     var webhookUrl: String?
 
+    @Flag(
+        help: """
+            With --webhook-url: the webhook is mid-rotation, signed with a whsec_ secret (<state-dir>/webhook-secret) \
+            and the older one it replaces (<state-dir>/webhook-previous-secret).
+            """)
+    var webhookRotation = false
+
     @OptionGroup var faults: FaultOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -75,6 +82,7 @@ struct Demo: AsyncParsableCommand {
         guard ["record", "worldpay", "worldline"].contains(processor) else {
             throw CommandFailure("--processor must be record, worldpay or worldline")
         }
+        if webhookRotation && webhookUrl == nil { throw CommandFailure("--webhook-rotation needs --webhook-url") }
         if processorHoldsKey && processor == "record" {
             throw CommandFailure("--processor-holds-key needs --processor worldpay or worldline: record calls no processor to decrypt")
         }
@@ -93,7 +101,7 @@ struct Demo: AsyncParsableCommand {
         let path = try environment.writeServerConfiguration(
             gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue,
             applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort, webhookURL: webhookUrl,
-            processorHoldsKey: processorHoldsKey, applePayMode: paymentRequest ? "paymentrequest" : nil)
+            webhookRotation: webhookRotation, processorHoldsKey: processorHoldsKey, applePayMode: paymentRequest ? "paymentrequest" : nil)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)

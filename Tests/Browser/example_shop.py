@@ -18,6 +18,8 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from standardwebhooks import Webhook, WebhookVerificationError
+
 ROOT = Path(__file__).resolve().parents[2]
 NGINX = os.environ.get("NGINX", shutil.which("nginx") or "/usr/sbin/nginx")
 SNIPPET = ROOT / "Config" / "nginx" / "orchard-locations.conf"
@@ -70,9 +72,25 @@ def verify_webhook(secret, signature_header, body, tolerance=300, now=None):
     return hmac.compare_digest(expected, parts.get("v1", ""))
 
 
+def standard_webhook(secret):
+    """The Standard Webhooks verifier for an Orchard secret: a `whsec_` secret as given, an older
+    one (no prefix) as its UTF-8 bytes, which is how Orchard keys it (docs/shop-integration.md)."""
+    return Webhook(secret if secret.startswith("whsec_") else secret.encode())
+
+
+def verify_standard(secret, body, headers):
+    """Whether the Standard Webhooks library accepts the delivery with `secret`."""
+    try:
+        standard_webhook(secret).verify(body, headers)
+        return True
+    except WebhookVerificationError:
+        return False
+
+
 class ShopBackend:
     """The shop's backend: its page, `POST /checkout` (a payment request for the basket, made with
-    the secret API key, server to server) and `POST /webhooks/orchard` (verified, recorded)."""
+    the secret API key, server to server) and `POST /webhooks/orchard` (verified with the Standard
+    Webhooks library, recorded; the deprecated Orchard-Signature check is recorded beside it)."""
 
     def __init__(self, orchard_url, api_key, webhook_secret):
         shop = self
@@ -80,6 +98,7 @@ class ShopBackend:
         self.api_key = api_key
         self.webhook_secret = webhook_secret
         self.webhooks = []  # (event id, type, verified, body, signature)
+        self.deliveries = {}  # event id: {"headers": the request's headers, "orchard_signature": whether it held}
         self.created = []
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -99,9 +118,12 @@ class ShopBackend:
                                                 "reference": created["reference"]}).encode(), "application/json")
                 elif self.path == "/webhooks/orchard":
                     signature = self.headers.get("Orchard-Signature", "")
-                    verified = verify_webhook(shop.webhook_secret, signature, body)
-                    shop.webhooks.append((self.headers.get("Orchard-Event-Id"), self.headers.get("Orchard-Event-Type"),
-                                          verified, body, signature))
+                    headers = dict(self.headers.items())
+                    verified = verify_standard(shop.webhook_secret, body, headers)
+                    event_id = self.headers.get("Orchard-Event-Id")
+                    shop.deliveries[event_id] = {
+                        "headers": headers, "orchard_signature": verify_webhook(shop.webhook_secret, signature, body)}
+                    shop.webhooks.append((event_id, self.headers.get("Orchard-Event-Type"), verified, body, signature))
                     self.reply(204 if verified else 400, b"", "text/plain")
                 else:
                     self.reply(404, b"", "text/plain")

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from example_shop import Nginx, ShopBackend, verify_webhook  # noqa: E402
+from example_shop import Nginx, ShopBackend, standard_webhook, verify_standard, verify_webhook  # noqa: E402
 from harness import BUTTON, DESKTOP, RESULT, ROOT, START_RECORDER, Browser, Demo  # noqa: E402
 
 ORCHARD = Path(__file__).resolve().parents[2] / ".build" / "debug" / "orchard"
@@ -68,7 +68,12 @@ class ShopTests(unittest.TestCase):
             self.assertIn(path, log)
 
         event_id, _, verified, body, signature = self.wait_webhook("payment.authorized")
-        self.assertTrue(verified, "the shop's check accepts Orchard's signature")
+        self.assertTrue(verified, "the Standard Webhooks library accepts Orchard's signature")
+        delivery = self.shop.deliveries[event_id]
+        self.assertTrue(delivery["orchard_signature"], "the deprecated Orchard-Signature still holds for an existing secret")
+        headers = delivery["headers"]
+        self.assertEqual(headers["webhook-id"], event_id)
+        self.assertEqual(standard_webhook(self.shop.webhook_secret).verify(body, headers)["id"], event_id)
         event = json.loads(body)
         self.assertEqual(event["id"], event_id)
         self.assertEqual(event["data"]["payment"]["id"], payment_id)
@@ -84,6 +89,8 @@ class ShopTests(unittest.TestCase):
         self.assertTrue(verify_webhook(self.shop.webhook_secret, signature, body, now=timestamp + 60))
         self.assertFalse(verify_webhook(self.shop.webhook_secret, signature, body, now=timestamp + 301))
         self.assertFalse(verify_webhook("another-secret", signature, body))
+        self.assertFalse(verify_standard(self.shop.webhook_secret, tampered, headers))
+        self.assertFalse(verify_standard("another-secret-of-at-least-32-characters", body, headers))
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.shop.port}/webhooks/orchard", data=tampered, method="POST",
             headers={"Orchard-Signature": signature, "Content-Type": "application/json"})
