@@ -4,8 +4,10 @@ signs each delivery with both, so a shop that knows only the old secret and one 
 the new one both accept it. `orchard webhooks send-test` sends the delivery through the demo's
 admin API. No browser; loopback only."""
 
+import http.server
 import subprocess
 import sys
+import threading
 import time
 import unittest
 from pathlib import Path
@@ -72,6 +74,55 @@ class RotationTests(unittest.TestCase):
         self.assertIn("not an event type", refused.stderr)
         self.assertIn("payment.authorized", refused.stderr)
         self.assertEqual(self.shop.webhooks, [])
+
+
+class RefusingReceiver:
+    """A webhook endpoint that answers 500 with a long body holding terminal escapes."""
+
+    BODY = b"\x1b[2J\x1b]0;owned\x07refused " + b"x" * 5000
+
+    def __init__(self):
+        receiver = self
+        self.requests = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                receiver.requests.append(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                self.send_response(500)
+                self.send_header("Content-Length", str(len(RefusingReceiver.BODY)))
+                self.end_headers()
+                self.wfile.write(RefusingReceiver.BODY)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class SendTestAnswerTests(unittest.TestCase):
+    def test_a_refusing_endpoint_is_shown_bounded_and_escaped_and_the_command_fails(self):
+        receiver = RefusingReceiver()
+        self.addCleanup(receiver.stop)
+        demo = Demo("--webhook-url", receiver.url)
+        self.addCleanup(demo.stop)
+        sent = subprocess.run(
+            [str(ORCHARD), "webhooks", "send-test", "--server", demo.url, "--token-file", str(demo.state_dir / "admin-token"),
+             "--merchant", MERCHANT, "--type", "mandate.ended"],
+            capture_output=True, text=True, timeout=60)
+        self.assertEqual(sent.returncode, 1, sent.stdout + sent.stderr)
+        self.assertEqual(len(receiver.requests), 1)
+        self.assertIn("HTTP 500", sent.stdout)
+        self.assertIn("answered HTTP 500, not 2xx", sent.stderr)
+        self.assertIn("\\u{1B}[2J\\u{1B}]0;owned\\u{7}refused xxx", sent.stdout)
+        self.assertNotIn("\x1b", sent.stdout + sent.stderr)
+        self.assertNotIn("\x07", sent.stdout + sent.stderr)
+        self.assertLess(len(sent.stdout), 1500, "the answer is shown bounded")
 
 
 if __name__ == "__main__":
