@@ -46,7 +46,7 @@ extension AdminWebhooksController {
         guard let directory, let transport else {
             throw OrchardError(.invalidState, "this server sends no webhooks (it calls no shops)")
         }
-        guard directory.merchant(identifier: merchant) != nil || directory.configuration.platform?.merchantIdentifier == merchant else {
+        guard directory.merchant(identifier: merchant) != nil || directory.platformIdentifier == merchant else {
             throw OrchardError(.notFound, "there is no merchant \(merchant.prefix(128))")
         }
         guard let endpoint = directory.webhook(for: merchant) else {
