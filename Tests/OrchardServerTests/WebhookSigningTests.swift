@@ -90,6 +90,49 @@ struct WebhookSigningTests {
         }
     }
 
+    @Test(
+        "a registered merchant's settings take a whsec_ secret and a previousSecret through the admin API; its test delivery carries both")
+    func registeredMerchant() async throws {
+        let receiver = MockWebhookReceiver(secret: Self.current)
+        try await receiver.start()
+        defer { Task { await receiver.stop() } }
+        try await ServerHarness.with(
+            otherMockMerchants: MoreMerchants.mockMerchants,
+            environment: MoreMerchants.environment.merging(["SETTINGS_KEY": TenantIsolationTests.settingsKey]) { $1 }, callsShops: true,
+            configure: { file, directory in
+                try MoreMerchants.all(&file, directory)
+                file.platformIntegrator?.settingsKey = "env:SETTINGS_KEY"
+                // The tenant's receiver is on loopback, which only the file may allow.
+                file.outbound = .init(registeredMerchants: .init(privateNetworks: ["127.0.0.0/8"]))
+            }
+        ) { server in
+            let partner = TenantIsolationTests.partner
+            func admin(_ method: String, _ path: String, _ body: String) async throws -> CurlResponse {
+                try await server.send(method, path, body: Array(body.utf8), extraHeaders: MoreMerchants.authorization)
+            }
+            let registered = try await admin(
+                "POST", "/admin/merchants",
+                #"{"partnerInternalMerchantIdentifier": "\#(partner)", "partnerMerchantName": "Tenant", "domainNames": ["\#(TenantIsolationTests.domain)"]}"#
+            )
+            #expect(registered.status == 201)
+            let settings = "/admin/merchants/\(partner)/settings"
+            let bad = try await admin(
+                "PUT", settings, #"{"webhook": {"url": "\#(receiver.url)", "secret": "\#(Self.current)", "previousSecret": "whsec_short"}}"#
+            )
+            #expect(bad.status == 400 && bad.errorMessage?.contains("webhook.previousSecret") == true, "\(bad.errorMessage ?? "")")
+            let good = try await admin(
+                "PUT", settings,
+                #"{"webhook": {"url": "\#(receiver.url)", "secret": "\#(Self.current)", "previousSecret": "\#(Self.previous)"}}"#)
+            #expect(good.status == 200, "\(good.errorMessage ?? "")")
+            #expect(!String(decoding: good.body, as: UTF8.self).contains("whsec_"), "no secret is shown")
+            let sent = try await admin("POST", "/admin/webhooks/test", #"{"merchantIdentifier": "\#(partner)", "type": "mandate.created"}"#)
+            #expect(sent.json?["delivered"] as? Bool == true, "\(sent.errorMessage ?? "")")
+            let delivery = try #require(try await receiver.wait { !$0.isEmpty }.first)
+            #expect(delivery.standardVerified(with: Secret(Self.current)) && delivery.standardVerified(with: Secret(Self.previous)))
+            #expect(delivery.verified && delivery.type == "mandate.created")
+        }
+    }
+
     @Test("a whsec_ secret that is not base64 or too short, or a previousSecret equal to the secret, is refused at startup")
     func configuration() throws {
         func problem(secret: String, previous: String? = nil) -> String? {
