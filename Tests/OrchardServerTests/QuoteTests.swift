@@ -49,6 +49,8 @@ struct QuoteTests {
             #expect(try await server.store.order(id: id)?.priced.total == 2300)
             let asked = try #require(quotes.deliveries.last)
             #expect(asked.verified, "signed like a webhook")
+            #expect(asked.standardVerified(with: Secret(Self.secret)), "to the Standard Webhooks specification too")
+            #expect(asked.standard["webhook-id"]?.hasPrefix("quo_") == true)
             let contact = asked.json?["shippingContact"] as? [String: Any]
             #expect(contact?["countryCode"] as? String == "FR" && contact?["postalCode"] as? String == "75011")
             #expect(asked.json?["reference"] as? String == "order-1001")
