@@ -75,32 +75,15 @@ public final class PostgresStore: OrchardStore, Service {
         // The pool's own notes (a connection made or dropped) are not the operator's concern.
         var background = logger
         background.logLevel = max(logger.logLevel, .notice)
-        let connection: PostgresConnection
-        do {
-            connection = try await PostgresConnection.connect(
-                on: eventLoops.any(), configuration: try connectionConfiguration(settings), id: 0,
-                logger: quiet)
-        } catch let error as ConfigurationError {
-            throw error
-        } catch {
-            throw ConfigurationError(connectFailure(error, settings: settings))
+        let applied = try await migrate(settings, logger: quiet, eventLoops: eventLoops)
+        if !applied.isEmpty {
+            logger.notice(
+                "PostgreSQL schema migrated",
+                metadata: ["database": "\(settings.database)", "versions": "\(applied.map { String($0.version) }.joined(separator: ","))"])
         }
-        do {
-            let applied = try await PostgresMigrations.migrate(connection, logger: quiet)
-            if !applied.isEmpty {
-                logger.notice(
-                    "PostgreSQL schema migrated",
-                    metadata: ["database": "\(settings.database)", "versions": "\(applied.map(String.init).joined(separator: ","))"])
-            }
-            try? await connection.close()
-            logger.info(
-                "store: PostgreSQL",
-                metadata: ["server": "\(settings.location)", "database": "\(settings.database)", "poolSize": "\(settings.poolSize)"])
-        } catch {
-            try? await connection.close()
-            if let error = error as? ConfigurationError { throw error }
-            throw ConfigurationError("\(settings.location): the schema could not be migrated: \(describe(error))")
-        }
+        logger.info(
+            "store: PostgreSQL",
+            metadata: ["server": "\(settings.location)", "database": "\(settings.database)", "poolSize": "\(settings.poolSize)"])
         let client = PostgresClient(
             configuration: try clientConfiguration(settings), eventLoopGroup: eventLoops, backgroundLogger: background)
         return PostgresStore(client: client, logger: quiet, acquireTimeout: settings.acquireTimeout)

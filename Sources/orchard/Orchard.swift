@@ -15,7 +15,8 @@ struct Orchard: AsyncParsableCommand {
             """,
         version: Release.version,
         subcommands: [
-            Serve.self, DoctorCommand.self, Token.self, Domains.self, Certs.self, Payments.self, Mandates.self, Keys.self, Webhooks.self,
+            Serve.self, Migrate.self, DoctorCommand.self, Token.self, Domains.self, Certs.self, Payments.self, Mandates.self, Keys.self,
+            Webhooks.self,
             GuardCommand.self,
         ]
     )

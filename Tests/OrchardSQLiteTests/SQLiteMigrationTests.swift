@@ -54,4 +54,23 @@ struct SQLiteMigrationTests {
         _ = try SQLiteStore(path: path)
         #expect(try await store.rows("SELECT COUNT(*) AS count FROM payment_transactions").first?.int("count") == 1)
     }
+
+    @Test("`orchard migrate`'s migration names what it created: a column added to an old table, then nothing")
+    func migrateReports() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("old.sqlite")
+        do {
+            let old = try SQLiteDatabase(path: path)
+            try old.executeScript(
+                """
+                CREATE TABLE orders (id TEXT PRIMARY KEY, merchant TEXT NOT NULL, state TEXT NOT NULL, priced TEXT NOT NULL,
+                    application_data BLOB NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER);
+                """)
+        }
+        let created = try SQLiteStore.migrate(path: path)
+        #expect(created.contains("column orders.price_version"), "\(created)")
+        #expect(!created.contains("table orders") && created.contains("table payments") && created.contains("index orders_by_expiry"))
+        #expect(try SQLiteStore.migrate(path: path).isEmpty, "a second run creates nothing")
+    }
 }

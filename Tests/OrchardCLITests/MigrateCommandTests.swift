@@ -1,0 +1,103 @@
+import Foundation
+import OrchardCore
+import OrchardTesting
+import Testing
+
+/// `orchard migrate` as a deployment's migration step runs it: on a new database it applies
+/// every migration, a second run applies nothing, a schema from a newer Orchard is refused.
+@Suite("orchard migrate")
+struct MigrateCommandTests {
+    /// Writes a configuration holding only `store` (merchants come later; migrate reads no more).
+    static func configuration(in directory: TemporaryDirectory, _ json: [String: Any]) throws -> String {
+        let path = directory.path("orchard.json")
+        var file = json
+        file["merchants"] = [Any]()
+        try JSONSerialization.data(withJSONObject: file).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    static func migrate(_ configuration: String, environment: [String: String] = [:]) async throws -> (
+        status: Int32, lines: [String], stderr: String
+    ) {
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let result = try await OrchardProcess.run(["migrate", "--config", configuration], environment: merged)
+        return (result.status, String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init), result.stderr)
+    }
+
+    @Test(
+        "PostgreSQL: applies every migration once, a second run applies nothing, a newer schema is refused with status 1",
+        .enabled(if: PostgresServer.enabled))
+    func postgres() async throws {
+        let server = try await PostgresServer.shared()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try await server.withDatabase(poolSize: 1) { settings in
+            let configuration = try Self.configuration(
+                in: directory,
+                [
+                    "store": [
+                        "postgres": [
+                            "host": "127.0.0.1", "port": server.port, "database": settings.database, "user": PostgresServer.user,
+                            "password": "env:PGPASS",
+                        ]
+                    ]
+                ])
+            let environment = ["PGPASS": server.password]
+            let first = try await Self.migrate(configuration, environment: environment)
+            #expect(first.status == 0, "\(first.stderr)")
+            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 8, "\(first.lines)")
+            #expect(first.lines.first == "applied 1: orders, payments, registry, payments API and webhook outbox")
+            #expect(first.lines.last == "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 8")
+            let applied = try await server.query(settings.database, "SELECT count(*) FROM schema_migrations")
+            #expect(applied == "8")
+
+            let second = try await Self.migrate(configuration, environment: environment)
+            #expect(second.status == 0, "\(second.stderr)")
+            #expect(
+                second.lines == [
+                    "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 8, already current: nothing applied"
+                ])
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "8")
+
+            try await server.query(
+                settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
+            let newer = try await Self.migrate(configuration, environment: environment)
+            #expect(newer.status == 1)
+            #expect(newer.lines.isEmpty, "\(newer.lines)")
+            #expect(
+                newer.stderr.contains("the database's schema is version 999, newer than this Orchard knows (8): run a newer Orchard"),
+                "\(newer.stderr)")
+            #expect(newer.stderr.split(separator: "\n").count == 1, "one line: \(newer.stderr)")
+        }
+    }
+
+    @Test("SQLite: creates the database's tables and indexes, and a second run creates nothing")
+    func sqlite() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let configuration = try Self.configuration(in: directory, ["stateDirectory": directory.path("state")])
+        let database = directory.path("state/orchard.sqlite")
+        let first = try await Self.migrate(configuration)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.lines.contains("created table orders"), "\(first.lines)")
+        #expect(first.lines.contains("created index orders_by_expiry"), "\(first.lines)")
+        #expect(first.lines.last == "SQLite \(database): schema current")
+        #expect(FileManager.default.fileExists(atPath: database))
+
+        let second = try await Self.migrate(configuration)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.lines == ["SQLite \(database): schema already current: nothing applied"])
+    }
+
+    @Test("an unreachable PostgreSQL is one line and status 1")
+    func unreachable() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let port = try #require(LoopbackPort.free())
+        let configuration = try Self.configuration(
+            in: directory, ["store": ["postgres": ["host": "127.0.0.1", "port": port, "database": "orchard", "user": "orchard"]]])
+        let result = try await Self.migrate(configuration)
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("orchard: store.postgres: cannot connect to 127.0.0.1:\(port)"), "\(result.stderr)")
+    }
+}
