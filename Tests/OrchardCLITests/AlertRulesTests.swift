@@ -60,6 +60,44 @@ struct AlertRulesTests {
         }
     }
 
+    @Test("promtool accepts every dashboard query as PromQL, and refuses a broken one")
+    func dashboardQueriesParse() async throws {
+        let json = try JSONSerialization.jsonObject(with: try Data(contentsOf: Self.dashboard)) as? [String: Any]
+        let panels = try #require(json?["panels"] as? [[String: Any]])
+        let queries = panels.flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
+        #expect(queries.count >= 10)
+        let checked = try await Self.promtoolCheck(queries)
+        #expect(checked?.status == 0, "promtool check rules on the dashboard's queries:\n\(checked?.output ?? "")")
+        #expect(checked?.output.contains("SUCCESS: \(queries.count) rules found") == true, "\(checked?.output ?? "")")
+        let broken = try await Self.promtoolCheck(["sum(rate(orchard_http_requests_total[$__rate_interval])"])
+        #expect(broken.map { $0.status != 0 } ?? true, "an unbalanced parenthesis is refused")
+    }
+
+    /// `promtool check rules` on a rules file recording each of `queries` (Grafana's interval
+    /// variables as 5m; any other variable is left for promtool to refuse); nil without promtool.
+    static func promtoolCheck(_ queries: [String]) async throws -> (status: Int32, output: String)? {
+        guard let promtool else {
+            Issue.record("promtool is not installed: scripts/test installs it (or apt-get install prometheus)")
+            return nil
+        }
+        let rules = queries.enumerated().map { index, query in
+            var expression = query
+            for variable in ["$__rate_interval", "$__interval", "$__range"] {
+                expression = expression.replacingOccurrences(of: variable, with: "5m")
+            }
+            return ["record": "dashboard:query_\(index)", "expr": expression]
+        }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // JSON is YAML: promtool reads it as a rules file.
+        let file = directory.path("dashboard-queries.yml")
+        // Without `\/`, an escape YAML does not have.
+        try JSONSerialization.data(withJSONObject: ["groups": [["name": "dashboard", "rules": rules]]], options: .withoutEscapingSlashes)
+            .write(to: URL(fileURLWithPath: file))
+        let result = try await OrchardProcess.run(["check", "rules", file], executable: URL(fileURLWithPath: promtool))
+        return (result.status, String(decoding: result.stdout, as: UTF8.self) + result.stderr)
+    }
+
     @Test("every series the rules, their tests and the dashboard name is recorded by Orchard (or is the guard's)")
     func seriesAreKnown() throws {
         let known = try DocumentationMetricsTests.documentedSeries()
