@@ -1,0 +1,71 @@
+import Foundation
+import OrchardServer
+import OrchardTesting
+import Testing
+
+/// The deployment files, checked by the tools that read them: the systemd unit by
+/// `systemd-analyze` (verified, and its exposure score no worse than docs/operations.md states).
+/// scripts/bootstrap installs it.
+@Suite("Deployment files: systemd unit")
+struct DeploymentFilesTests {
+    static let root = OrchardProcess.repositoryRoot
+    static let unit = root.appendingPathComponent("Config/systemd/orchard.service")
+    static let operations = root.appendingPathComponent("docs/operations.md")
+
+    /// Runs a program found on the PATH; its status and both streams in one text.
+    static func tool(_ name: String, _ arguments: [String], in folder: URL? = nil) async throws -> (status: Int32, output: String) {
+        let result = try await OrchardProcess.run(
+            [name] + arguments, executable: URL(fileURLWithPath: "/usr/bin/env"), currentDirectory: folder)
+        if result.status == 127 { Issue.record("\(name) is not installed: scripts/test installs it (scripts/bootstrap tests)") }
+        return (result.status, String(decoding: result.stdout, as: UTF8.self) + result.stderr)
+    }
+
+    /// The unit as installed, but starting the orchard built here (verify checks that ExecStart exists).
+    static func unitForVerify(in directory: TemporaryDirectory) throws -> String {
+        let text = try String(contentsOf: unit, encoding: .utf8)
+        #expect(text.contains("ExecStart=/usr/local/bin/orchard serve --config /etc/orchard/orchard.json"))
+        let path = directory.path("orchard.service")
+        try text.replacingOccurrences(of: "ExecStart=/usr/local/bin/orchard ", with: "ExecStart=\(OrchardProcess.orchard.path) ")
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// The first number after `marker` in `text`.
+    static func number(after marker: String, in text: String) -> Double? {
+        guard let range = text.range(of: marker) else { return nil }
+        return Double(text[range.upperBound...].drop { $0 == " " }.prefix { $0.isNumber || $0 == "." })
+    }
+
+    @Test("systemd-analyze verifies the unit without a warning")
+    func unitVerifies() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (status, output) = try await Self.tool("systemd-analyze", ["verify", "--man=no", try Self.unitForVerify(in: directory)])
+        #expect(status == 0 && output.isEmpty, "\(output)")
+    }
+
+    @Test("the unit's exposure score (systemd-analyze security) is no worse than docs/operations.md states")
+    func unitExposure() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (status, output) = try await Self.tool(
+            "systemd-analyze", ["security", "--offline=true", "--no-pager", try Self.unitForVerify(in: directory)])
+        #expect(status == 0, "\(output)")
+        let score = try #require(Self.number(after: "Overall exposure level for orchard.service:", in: output), "\(output)")
+        let documented = try #require(
+            Self.number(after: "an exposure level of", in: try String(contentsOf: Self.operations, encoding: .utf8)),
+            "docs/operations.md states the unit's exposure level")
+        #expect(score <= documented, "the exposure level rose from \(documented) to \(score):\n\(output)")
+        for setting in ["ProtectSystem=strict", "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service", "NoNewPrivileges=yes"] {
+            #expect(try String(contentsOf: Self.unit, encoding: .utf8).contains(setting), "\(setting)")
+        }
+    }
+
+    @Test("the unit waits for the drain: TimeoutStopSec is above server.drainTimeoutSeconds' default")
+    func unitOutlastsDrain() throws {
+        let text = try String(contentsOf: Self.unit, encoding: .utf8)
+        let stop = try #require(Self.number(after: "TimeoutStopSec=", in: text))
+        #expect(Duration.seconds(stop) > ServerConfiguration.defaultDrainTimeout)
+        #expect(text.contains("Restart=on-failure"))
+    }
+}
