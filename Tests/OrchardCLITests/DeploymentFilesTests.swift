@@ -4,9 +4,9 @@ import OrchardTesting
 import Testing
 
 /// The deployment files, checked by the tools that read them: the systemd unit by
-/// `systemd-analyze` (verified, and its exposure score no worse than docs/operations.md states).
-/// scripts/bootstrap installs it.
-@Suite("Deployment files: systemd unit")
+/// `systemd-analyze` (verified, and its exposure score no worse than docs/operations.md states),
+/// the Dockerfile by hadolint. scripts/bootstrap installs both.
+@Suite("Deployment files: systemd unit, Dockerfile")
 struct DeploymentFilesTests {
     static let root = OrchardProcess.repositoryRoot
     static let unit = root.appendingPathComponent("Config/systemd/orchard.service")
@@ -67,5 +67,18 @@ struct DeploymentFilesTests {
         let stop = try #require(Self.number(after: "TimeoutStopSec=", in: text))
         #expect(Duration.seconds(stop) > ServerConfiguration.defaultDrainTimeout)
         #expect(text.contains("Restart=on-failure"))
+    }
+
+    @Test("hadolint passes the Dockerfile, which builds the orchard product and runs it as a user with a health check")
+    func dockerfile() async throws {
+        let (status, output) = try await Self.tool("hadolint", ["--no-color", "Dockerfile"], in: Self.root)
+        #expect(status == 0, "\(output)")
+        let text = try String(contentsOf: Self.root.appendingPathComponent("Dockerfile"), encoding: .utf8)
+        for part in [
+            "swift build -c release --product orchard --static-swift-stdlib", "FROM debian:bookworm-slim", "libcurl4", "libsqlite3-0",
+            "libssl3", "ca-certificates", "USER 10001", "HEALTHCHECK", "/health", "VOLUME [\"/var/lib/orchard\"]", "EXPOSE 8080",
+        ] {
+            #expect(text.contains(part), "the Dockerfile lacks \(part)")
+        }
     }
 }
