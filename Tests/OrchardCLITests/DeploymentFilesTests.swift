@@ -1,12 +1,14 @@
 import Foundation
+import OrchardCore
 import OrchardServer
 import OrchardTesting
 import Testing
 
 /// The deployment files, checked by the tools that read them: the systemd unit by
 /// `systemd-analyze` (verified, and its exposure score no worse than docs/operations.md states),
-/// the Dockerfile by hadolint. scripts/bootstrap installs both.
-@Suite("Deployment files: systemd unit, Dockerfile")
+/// the Dockerfile by hadolint, the Kubernetes example rendered by `kubectl kustomize`.
+/// scripts/bootstrap installs the three.
+@Suite("Deployment files: systemd unit, Dockerfile, Kubernetes")
 struct DeploymentFilesTests {
     static let root = OrchardProcess.repositoryRoot
     static let unit = root.appendingPathComponent("Config/systemd/orchard.service")
@@ -80,5 +82,35 @@ struct DeploymentFilesTests {
         ] {
             #expect(text.contains(part), "the Dockerfile lacks \(part)")
         }
+    }
+
+    @Test("kubectl kustomize renders the Kubernetes example: probes as operations.md recommends, a migration Job")
+    func kubernetes() async throws {
+        let (status, output) = try await Self.tool("kubectl", ["kustomize", "Config/kubernetes"], in: Self.root)
+        #expect(status == 0, "\(output)")
+        for kind in ["ConfigMap", "Secret", "Service", "Deployment", "Job"] { #expect(output.contains("kind: \(kind)\n"), "\(kind)") }
+        #expect(
+            output.contains("readinessProbe:\n          failureThreshold: 2\n          httpGet:\n            path: /health"), "\(output)")
+        #expect(
+            output.contains("livenessProbe:\n          failureThreshold: 6\n          periodSeconds: 10\n          tcpSocket:"), "\(output)"
+        )
+        #expect(output.contains("- migrate\n        - --config\n        - /etc/orchard/orchard.json"), "\(output)")
+        #expect(output.contains("- serve\n        - --config\n        - /etc/orchard/orchard.json"), "\(output)")
+    }
+
+    @Test("the Kubernetes example's configuration is one Orchard reads, on PostgreSQL with its secrets from the environment")
+    func kubernetesConfiguration() throws {
+        let path = Self.root.appendingPathComponent("Config/kubernetes/orchard.json").path
+        let file = try ConfigurationFile.load(path: path)
+        let (store, state) = try file.storeSettings(
+            relativeTo: "/etc/orchard", environment: ["ORCHARD_DB_PASSWORD": "x", "ORCHARD_VAULT_KEY": String(repeating: "7e", count: 32)])
+        guard case .postgres(let settings) = store else { throw Failure("the example shares PostgreSQL") }
+        #expect(settings.database == "orchard" && state == "/var/lib/orchard")
+        #expect(file.server?.host == "0.0.0.0" && file.payments?.vaultKey == "env:ORCHARD_VAULT_KEY")
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
     }
 }
