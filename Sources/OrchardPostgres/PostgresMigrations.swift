@@ -202,15 +202,7 @@ extension PostgresStore {
     public static func inspect(
         _ settings: PostgresSettings, logger: Logger, eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws(ConfigurationError) -> String {
-        let connection: PostgresConnection
-        do {
-            connection = try await PostgresConnection.connect(
-                on: eventLoops.any(), configuration: try connectionConfiguration(settings), id: 0, logger: logger)
-        } catch let error as ConfigurationError {
-            throw error
-        } catch {
-            throw ConfigurationError(connectFailure(error, settings: settings))
-        }
+        let connection = try await connectOnce(settings, logger: logger, eventLoops: eventLoops)
         let result: Result<String, ConfigurationError>
         do {
             result = .success(try await describeSchema(connection, settings: settings, logger: logger))

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -49,6 +50,20 @@ extension PostgresStore {
         }
         configuration.options.connectTimeout = .seconds(10)
         return configuration
+    }
+
+    /// One connection outside the pool (migrations, the doctor's look); a failure is one line naming what to fix.
+    static func connectOnce(_ settings: PostgresSettings, logger: Logger, eventLoops: any EventLoopGroup) async throws(ConfigurationError)
+        -> PostgresConnection
+    {
+        do {
+            return try await PostgresConnection.connect(
+                on: eventLoops.any(), configuration: try connectionConfiguration(settings), id: 0, logger: logger)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(connectFailure(error, settings: settings))
+        }
     }
 
     /// The pool's configuration: up to `poolSize` connections, none kept open when idle.

@@ -21,15 +21,7 @@ extension PostgresStore {
     public static func migrate(
         _ settings: PostgresSettings, logger: Logger, eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws(ConfigurationError) -> [AppliedMigration] {
-        let connection: PostgresConnection
-        do {
-            connection = try await PostgresConnection.connect(
-                on: eventLoops.any(), configuration: try connectionConfiguration(settings), id: 0, logger: logger)
-        } catch let error as ConfigurationError {
-            throw error
-        } catch {
-            throw ConfigurationError(connectFailure(error, settings: settings))
-        }
+        let connection = try await connectOnce(settings, logger: logger, eventLoops: eventLoops)
         do {
             let versions = try await PostgresMigrations.migrate(connection, logger: logger)
             try? await connection.close()

@@ -85,19 +85,23 @@ struct TenantIsolationTests {
         return try #require(try await server.store.payment(id: paymentId)?.mandateId)
     }
 
+    /// The partner registered, its webhook set to `receiver`, a key made and a recurring payment
+    /// paid with merchant token `token`: the key and the mandate.
+    func onboard(_ server: ServerHarness, receiver: MockWebhookReceiver, token: String) async throws -> (key: String, mandate: String) {
+        #expect(try await register(server, Self.partner).status == 201)
+        let settings = #"{"webhook": {"url": "\#(receiver.url)", "secret": "\#(Self.webhookSecret)"}}"#
+        #expect(try await admin(server, "PUT", "/admin/merchants/\(Self.partner)/settings", settings).status == 200)
+        let key = try #require(try await admin(server, "POST", "/admin/merchants/\(Self.partner)/api-keys").json?["secret"] as? String)
+        return (key, try await payRecurring(server, key: key, token: token))
+    }
+
     @Test("unregistering the last domain revokes keys, ends mandates (unregistered), drops settings; a new registration starts clean")
     func retirement() async throws {
         let receiver = MockWebhookReceiver(secret: Self.webhookSecret)
         try await receiver.start()
         defer { Task { await receiver.stop() } }
         try await Self.with(receiver: receiver) { server in
-            #expect(try await register(server, Self.partner).status == 201)
-            let settings = #"{"webhook": {"url": "\#(receiver.url)", "secret": "\#(Self.webhookSecret)"}}"#
-            #expect(try await admin(server, "PUT", "/admin/merchants/\(Self.partner)/settings", settings).status == 200)
-            let created = try await admin(server, "POST", "/admin/merchants/\(Self.partner)/api-keys")
-            let key = try #require(created.json?["secret"] as? String)
-            let token = "DNITHE000000000000000077"
-            let mandateId = try await payRecurring(server, key: key, token: token)
+            let (key, mandateId) = try await onboard(server, receiver: receiver, token: "DNITHE000000000000000077")
             _ = try await receiver.wait { $0.contains { $0.type == "mandate.created" } }
 
             let gone = try await admin(
@@ -169,11 +173,7 @@ struct TenantIsolationTests {
         try await receiver.start()
         defer { Task { await receiver.stop() } }
         try await Self.with(receiver: receiver) { server in
-            #expect(try await register(server, Self.partner).status == 201)
-            let settings = #"{"webhook": {"url": "\#(receiver.url)", "secret": "\#(Self.webhookSecret)"}}"#
-            #expect(try await admin(server, "PUT", "/admin/merchants/\(Self.partner)/settings", settings).status == 200)
-            let key = try #require(try await admin(server, "POST", "/admin/merchants/\(Self.partner)/api-keys").json?["secret"] as? String)
-            let mandateId = try await payRecurring(server, key: key, token: "DNITHE000000000000000078")
+            let (key, mandateId) = try await onboard(server, receiver: receiver, token: "DNITHE000000000000000078")
 
             server.gateway.holdUnregistrations()
             let leaving = Task {
