@@ -50,6 +50,10 @@ public final class MockAppleGateway: Sendable {
     private let sslContext: NIOSSLContext
     private let sessionSigningKey = SymmetricKey(size: .bits256)
     let state: Mutex<State>
+    /// Session answers kept back while a test holds them.
+    let heldSessions = HeldAnswers()
+    /// Unregistration calls kept back, neither applied nor answered, while a test holds them.
+    let heldUnregistrations = HeldAnswers()
     /// The Merchant Token Management API's tokens, events and calls (MockAppleGateway+MerchantTokens.swift).
     let merchantTokens = MockMerchantTokens()
     /// The test CA, which a loopback https notification URL's certificate must chain to.
@@ -62,10 +66,6 @@ public final class MockAppleGateway: Sendable {
         var registrationCalls: [ReceivedRegistrationCall] = []
         var received: [ReceivedSessionRequest] = []
         var issued: [[UInt8]] = []
-        /// Session answers kept back while sessions are held; nil when they are not.
-        var held: [@Sendable () -> Void]? = nil
-        /// Unregistration calls kept back (neither applied nor answered) while they are held; nil when they are not.
-        var heldUnregistrations: [@Sendable () -> Void]? = nil
     }
     private let channels = ChannelTracker()
 
@@ -90,54 +90,6 @@ public final class MockAppleGateway: Sendable {
     public var faults: MockGatewayFaults {
         get { state.withLock { $0.faults } }
         set { state.withLock { $0.faults = newValue } }
-    }
-
-    /// Keeps every session answer back from now on, until ``releaseSessions()``: a request stays in
-    /// flight for as long as a test needs, instead of for a latency chosen to be long enough.
-    public func holdSessions() {
-        state.withLock { if $0.held == nil { $0.held = [] } }
-    }
-
-    /// Sends the session answers kept back, and answers at once again.
-    public func releaseSessions() {
-        let held = state.withLock { state in
-            defer { state.held = nil }
-            return state.held ?? []
-        }
-        held.forEach { $0() }
-    }
-
-    /// Keeps every unregistration call back from now on, unapplied and unanswered, until
-    /// ``releaseUnregistrations()``: Apple taking its time while a merchant leaves.
-    public func holdUnregistrations() {
-        state.withLock { if $0.heldUnregistrations == nil { $0.heldUnregistrations = [] } }
-    }
-
-    /// Applies and answers the unregistration calls kept back, and answers at once again.
-    public func releaseUnregistrations() {
-        let held = state.withLock { state in
-            defer { state.heldUnregistrations = nil }
-            return state.heldUnregistrations ?? []
-        }
-        held.forEach { $0() }
-    }
-
-    /// Keeps `call` for ``releaseUnregistrations()`` while they are held; false when they are not.
-    func holdUnregistration(_ call: @escaping @Sendable () -> Void) -> Bool {
-        state.withLock { state in
-            guard state.heldUnregistrations != nil else { return false }
-            state.heldUnregistrations?.append(call)
-            return true
-        }
-    }
-
-    /// Keeps `answer` for ``releaseSessions()`` while sessions are held; false when they are not.
-    func hold(_ answer: @escaping @Sendable () -> Void) -> Bool {
-        state.withLock { state in
-            guard state.held != nil else { return false }
-            state.held?.append(answer)
-            return true
-        }
     }
 
     /// Merchants and their registered domains.
@@ -309,7 +261,7 @@ final class MockGatewayHandler: ChannelInboundHandler {
                     let answer = self.gateway.registration(call)
                     self.respond(answer.status, answer.body, head, context)
                 }, eventLoop: loop)
-            if path.hasSuffix("unregisterMerchant"), gateway.holdUnregistration({ loop.execute { apply.value() } }) { return }
+            if path.hasSuffix("unregisterMerchant"), gateway.heldUnregistrations.keep({ loop.execute { apply.value() } }) { return }
             apply.value()
         case (_, _) where path.hasPrefix(MockAppleGateway.merchantTokenPrefix) && gateway.merchantTokenCallsReset:
             gateway.logger.debug("fault: resetting a merchant token call's connection")
@@ -356,7 +308,7 @@ final class MockGatewayHandler: ChannelInboundHandler {
         }
         let loop = context.eventLoop
         let send = NIOLoopBound({ self.respond(status, answer, head, context, slowBody: faults.slowBody) }, eventLoop: loop)
-        if gateway.hold({ loop.execute { send.value() } }) { return }
+        if gateway.heldSessions.keep({ loop.execute { send.value() } }) { return }
         if faults.latency > .zero {
             context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(faults.latency)) {
                 self.respond(status, answer, head, context, slowBody: faults.slowBody)
