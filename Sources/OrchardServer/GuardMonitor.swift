@@ -73,7 +73,7 @@ public struct GuardMonitor: Service {
             }
         }
         // A registration without domains is leaving (TenantRetirement.stopServing): never repaired.
-        let registrations = configuration.platform == nil ? [] : directory.registrations.filter { !$0.domains.isEmpty }
+        let registrations = configuration.platform == nil ? [] : directory.registrations.filter { !$0.isLeaving }
         for merchant in registrations {
             for domain in merchant.domains {
                 domains.append(

@@ -37,7 +37,7 @@ extension GuardService {
         // The store, not this pass's watch: a merchant that began leaving (no domains left) or
         // gave some up meanwhile must not be registered again.
         guard let current = try? await registry?.registeredMerchants().first(where: { $0.partnerIdentifier == merchant.partnerIdentifier }),
-            !current.domains.isEmpty
+            !current.isLeaving
         else {
             return .inconclusive("\(drift); not registered again: the registry no longer lists them, or could not be read")
         }

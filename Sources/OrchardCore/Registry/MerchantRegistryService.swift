@@ -102,7 +102,7 @@ public struct MerchantRegistryService: Sendable {
         do {
             existing = try await store.registeredMerchants().first { $0.partnerIdentifier == id }
             // A registration without domains was leaving: its retirement finishes before anyone new starts.
-            if existing?.domains.isEmpty ?? true {
+            if existing?.isLeaving ?? true {
                 existing = nil
                 try await retirement.retire(id)
             }
@@ -170,7 +170,7 @@ public struct MerchantRegistryService: Sendable {
         }
         var merchant = try registered(id)
         // No domains left here: an earlier call stopped serving it and did not finish; this one does.
-        let unfinished = merchant.domains.isEmpty
+        let unfinished = merchant.isLeaving
         if !unfinished, let missing = unregistration.domainNames.first(where: { !merchant.domains.contains($0) }) {
             throw ServiceError(.notFound, "\(missing) is not registered to \(id)")
         }

@@ -304,6 +304,11 @@ public struct RegisteredMerchant: Sendable, Codable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }
+
+    /// A registration without domains is leaving: unregistering its last domain took them out of
+    /// the registry before Apple was asked (``TenantRetirement/stopServing(_:)``), and its
+    /// retirement has not finished. Nothing serves, watches or repairs it.
+    public var isLeaving: Bool { domains.isEmpty }
 }
 
 /// Identifiers of orders and payments: 128 random bits in hex, unguessable from one another.
