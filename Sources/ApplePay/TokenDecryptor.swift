@@ -179,15 +179,14 @@ public struct TokenDecryptor: Sendable {
 
     /// The plaintext JSON Apple encrypted, byte for byte, and its parsed form.
     /// The configured key the token names by its `publicKeyHash`, or the refusal naming both.
-    public func key(for token: PaymentData.Decoded) throws(ApplePayError) -> ProcessingKey {
-        guard let key = keys.first(where: { $0.publicKeyHash == token.publicKeyHash }) else {
-            throw Self.unknownKey(token.publicKeyHash, configured: keys.map(\.publicKeyHash))
-        }
-        return key
+    public func key(for token: PaymentData.Decoded) -> ProcessingKey? {
+        keys.first(where: { $0.publicKeyHash == token.publicKeyHash })
     }
 
     public func decrypt(_ token: PaymentData.Decoded) throws(ApplePayError) -> DecryptedPayment {
-        let key = try key(for: token)
+        guard let key = key(for: token) else {
+            throw Self.unknownKey(token.publicKeyHash, configured: keys.map(\.publicKeyHash))
+        }
         let symmetricKey: SymmetricKey
         switch (token.scheme, key.key) {
         case (_, .heldByProcessor):

@@ -213,7 +213,7 @@ extension PaymentsEngine {
             }
             // The same encrypted token again; decrypted only where Orchard holds its key, as at the first send.
             let decoded = try token.paymentData.decoded()
-            let decrypted = try decryptor.key(for: decoded).processorHeldScheme == nil ? try decryptor.decrypt(decoded) : nil
+            let decrypted = decryptor.key(for: decoded)?.processorHeldScheme == nil ? try decryptor.decrypt(decoded) : nil
             return .payment(
                 AuthorizationRequest(
                     order: order, token: token, payment: decrypted, reference: payment.reference,

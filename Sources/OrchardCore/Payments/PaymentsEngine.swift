@@ -190,7 +190,9 @@ public struct PaymentsEngine: Sendable {
             guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
                 throw TokenDecryptor.unknownKey(verified.decoded.publicKeyHash, configured: [])
             }
-            let key = try decryptor.key(for: verified.decoded)
+            guard let key = decryptor.key(for: verified.decoded) else {
+                throw TokenDecryptor.unknownKey(verified.decoded.publicKeyHash, configured: decryptor.keys.map(\.publicKeyHash))
+            }
             if key.processorHeldScheme != nil {
                 guard order.priced.agreement == nil else {
                     throw ApplePayError(
