@@ -26,7 +26,8 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / ".build" / "debug"
+# ORCHARD_BUILD=release runs the flow on the release build (scripts/test does): what ships is what is tested.
+BUILD = ROOT / ".build" / os.environ.get("ORCHARD_BUILD", "debug")
 ORCHARD = Path(os.environ.get("ORCHARD_BINARY", BUILD / "orchard"))
 SANDBOX = Path(os.environ.get("ORCHARD_SANDBOX_BINARY", BUILD / "orchard-sandbox"))
 DOCUMENT = ROOT / "Sources" / "OrchardServer" / "OpenAPI" / "openapi.json"
