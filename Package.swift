@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -52,7 +53,17 @@ let package = Package(
         // Async HTTPS client on one libcurl multi handle driven by a dedicated thread.
         .target(
             name: "CurlClient",
-            dependencies: ["CCurlShims"],
+            dependencies: ["CCurlShims", .product(name: "Tracing", package: "swift-distributed-tracing")],
+            swiftSettings: swiftSettings
+        ),
+        // W3C trace context: the tracer Orchard starts with (IDs only, no exporter) and the log metadata it gives.
+        .target(
+            name: "OrchardTracing",
+            dependencies: [
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The Apple Pay core: pure, no I/O.
@@ -150,6 +161,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
             // The OpenAPI document is compiled in by the plugin, not a source or a resource.
@@ -209,6 +221,7 @@ let package = Package(
                 "OrchardPostgres",
                 "OrchardServer",
                 "OrchardSQLite",
+                "OrchardTracing",
                 "ProcessorClients",
                 "ShopCallbacks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -217,6 +230,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -364,7 +378,9 @@ let package = Package(
         // What only the PostgreSQL adapter has: migrations, connection failures, TLS.
         .testTarget(
             name: "OrchardPostgresTests",
-            dependencies: ["ApplePay", "OrchardCore", "OrchardPostgres", "OrchardTesting", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "ApplePay", "OrchardCore", "OrchardPostgres", "OrchardTesting", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The Apple gateway adapter against the mock gateway over mutual TLS.
@@ -396,6 +412,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "OrchardTracingTests",
+            dependencies: ["OrchardTracing", .product(name: "Tracing", package: "swift-distributed-tracing")],
+            swiftSettings: swiftSettings
+        ),
         // The executables as processes: orchard's commands, orchard serve's startup, the sandbox's demo.
         .testTarget(
             name: "OrchardCLITests",
@@ -416,6 +437,8 @@ let package = Package(
                 "OrchardRuntime",
                 "OrchardServer",
                 "OrchardSQLite",
+                "OrchardTracing",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

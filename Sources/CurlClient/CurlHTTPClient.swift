@@ -196,6 +196,12 @@ public final class CurlHTTPClient: Sendable {
     func execute(_ request: CurlRequest, prepare: (UnsafeMutableRawPointer) throws(CurlError) -> Void) async throws(CurlError)
         -> CurlResponse
     {
+        try await traced(request) { request throws(CurlError) in try await send(request, prepare: prepare) }
+    }
+
+    private func send(_ request: CurlRequest, prepare: (UnsafeMutableRawPointer) throws(CurlError) -> Void) async throws(CurlError)
+        -> CurlResponse
+    {
         let timeouts = request.timeouts ?? configuration.timeouts
         try Self.validate(timeouts)
         if request.connectTo != nil, configuration.proxy != nil, configuration.destinationCheck != nil {

@@ -14,8 +14,10 @@ public struct DeferredMetadataLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
 
     /// Lines to standard error, as `StreamLogHandler.standardError(label:)` writes them.
-    public static func standardError(label: String) -> DeferredMetadataLogHandler {
-        DeferredMetadataLogHandler(stream: StreamLogHandler.standardError(label: label))
+    public static func standardError(
+        label: String, metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider
+    ) -> DeferredMetadataLogHandler {
+        DeferredMetadataLogHandler(stream: StreamLogHandler.standardError(label: label, metadataProvider: metadataProvider))
     }
 
     init(stream: StreamLogHandler) {

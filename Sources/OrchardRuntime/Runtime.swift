@@ -9,9 +9,11 @@ import OrchardCore
 import OrchardPostgres
 import OrchardSQLite
 import OrchardServer
+import OrchardTracing
 import ProcessorClients
 import ServiceLifecycle
 import ShopCallbacks
+import Tracing
 
 /// Options shared by the commands that log.
 public struct LoggingOptions: ParsableArguments {
@@ -39,12 +41,19 @@ public struct LoggingOptions: ParsableArguments {
     }
 
     /// Sends logs to standard error in the chosen format and level: the command line's, else the
-    /// configuration file's `log` section (`configured`), else text at info.
+    /// configuration file's `log` section (`configured`), else text at info. Also starts the
+    /// process's tracer, whose trace and span IDs the log lines carry. Once per process.
     public func bootstrap(label: String, configured: LogSettings = LogSettings()) -> Logger {
         let format = logFormat.flatMap(LogFormat.init(rawValue:)) ?? configured.format ?? .text
-        LoggingSystem.bootstrap { label -> any LogHandler in
-            format == .json ? JSONLogHandler(label: label) : DeferredMetadataLogHandler.standardError(label: label)
-        }
+        LoggingSystem.bootstrap(
+            { label, provider -> any LogHandler in
+                format == .json
+                    ? JSONLogHandler(label: label, metadataProvider: provider)
+                    : DeferredMetadataLogHandler.standardError(label: label, metadataProvider: provider)
+            }, metadataProvider: .traceContext)
+        // Trace IDs for every request and call out, in logs and in `traceparent`; no exporter
+        // (docs/operations.md#traces says how to add swift-otel's).
+        InstrumentationSystem.bootstrap(W3CTracer())
         var logger = Logger(label: label)
         logger.logLevel = requestedLevel.flatMap(Logger.Level.init(rawValue:)) ?? configured.level ?? .info
         return logger

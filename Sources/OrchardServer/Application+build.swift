@@ -62,6 +62,7 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
     let (configuration, store, time, directory, logger) = (d.configuration, d.store, d.time, d.directory, d.logger)
     let (engine, mandates) = (services.engine, services.mandates)
     let router = Router(context: OrchardRequestContext.self)
+    router.add(middleware: RequestTracingMiddleware(accept: configuration.acceptTraceparent, trustedProxies: configuration.trustedProxies))
     router.add(middleware: HTTPMetricsMiddleware(activity: d.activity))
     router.add(middleware: SecurityHeadersMiddleware(contentSecurityPolicy: configuration.contentSecurityPolicy))
     // Each request's line is logged at debug; the level is set once at startup, so above it the

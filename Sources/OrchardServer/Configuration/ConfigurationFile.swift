@@ -19,6 +19,8 @@ public struct ConfigurationFile: Codable, Sendable {
         public var trustedProxies: [String]?
         /// `X-Forwarded-For` (default) or `X-Real-IP`: the header trusted proxies set.
         public var clientAddressHeader: String?
+        /// Whose W3C `traceparent` continues a trace: `trustedProxies` (default), `anyone` or `nobody`.
+        public var acceptTraceparent: String?
 
         public init(host: String? = nil, port: Int? = nil, publicDirectory: String? = nil, maxBodyBytes: Int? = nil) {
             self.host = host

@@ -109,6 +109,13 @@ extension ServerConfiguration {
             throw ConfigurationError("server.clientAddressHeader must be X-Forwarded-For or X-Real-IP")
         }
         clientAddressHeader = header
+        if let accept = file.server?.acceptTraceparent {
+            guard let trust = TraceparentTrust(rawValue: accept) else {
+                throw ConfigurationError(
+                    "server.acceptTraceparent must be \"trustedProxies\", \"anyone\" or \"nobody\", not \(accept.debugDescription)")
+            }
+            acceptTraceparent = trust
+        }
     }
 
     static func resolveRetention(_ file: ConfigurationFile.Retention?) throws(ConfigurationError) -> RetentionPolicy {

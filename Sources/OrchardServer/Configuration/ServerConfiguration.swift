@@ -56,6 +56,8 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout: Duration = .seconds(60)
     public var trustedProxies: [IPNetwork] = []
     public var clientAddressHeader = "X-Forwarded-For"
+    /// Whose `traceparent` a request's span continues (``TraceparentTrust``).
+    public var acceptTraceparent = TraceparentTrust.trustedProxies
     /// The store: SQLite in `stateDirectory`, or PostgreSQL.
     public var store: StoreSettings = .sqlite
 

@@ -1,0 +1,73 @@
+import HTTPTypes
+import Hummingbird
+import OrchardCore
+import Tracing
+
+/// Whose W3C `traceparent` a request's span continues (`server.acceptTraceparent`). A trace ID
+/// from a stranger would be logged and sent on to Apple and processors as if Orchard's own.
+public enum TraceparentTrust: String, Sendable, CaseIterable {
+    /// Peers in `server.trustedProxies` (the default: a proxy or gateway in front sets it).
+    case trustedProxies
+    case anyone
+    /// Every request starts a new trace.
+    case nobody
+
+    /// Whether a request from `peer` (the socket's, not a header's) continues its caller's trace.
+    public func accepts(_ peer: IPAddress?, trustedProxies: [IPNetwork]) -> Bool {
+        switch self {
+        case .anyone: true
+        case .nobody: false
+        case .trustedProxies: peer.map { address in trustedProxies.contains { $0.contains(address) } } ?? false
+        }
+    }
+}
+
+/// Runs each request in a server span of whichever tracer the process bootstrapped, so log lines
+/// carry its trace and calls out send it on. The span is named by the route's pattern
+/// (`POST /v1/payment-requests/{id}/capture`), never the path itself, which may hold a client
+/// secret; it records the method, the route and the status.
+struct RequestTracingMiddleware: RouterMiddleware {
+    typealias Context = OrchardRequestContext
+    let accept: TraceparentTrust
+    let trustedProxies: [IPNetwork]
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var parent = InstrumentationContext.current ?? .topLevel
+        if accept.accepts(context.peerAddress, trustedProxies: trustedProxies) {
+            InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: SingleHeaderExtractor())
+        }
+        let span = InstrumentationSystem.tracer.startSpan("HTTP \(request.method.rawValue)", context: parent, ofKind: .server)
+        defer { span.end() }
+        do {
+            let response = try await InstrumentationContext.$current.withValue(span.context) { try await next(request, context) }
+            finish(span, request: request, context: context, status: response.status.code)
+            return response
+        } catch {
+            finish(span, request: request, context: context, status: (error as? any HTTPResponseError)?.status.code ?? 500)
+            throw error
+        }
+    }
+
+    private func finish(_ span: any Span, request: Request, context: Context, status: Int) {
+        if let route = context.endpointPath {
+            span.operationName = "\(request.method.rawValue) \(route)"
+        }
+        if status >= 500 { span.setStatus(SpanStatus(code: .error)) }
+        guard span.isRecording else { return }
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = request.method.rawValue
+            attributes["http.route"] = context.endpointPath
+            attributes["http.response.status_code"] = status
+        }
+    }
+}
+
+/// A header's value when it is sent once; a repeated `traceparent` is invalid, as the W3C
+/// recommendation has it, and the request then starts a trace of its own.
+struct SingleHeaderExtractor: Extractor {
+    func extract(key: String, from carrier: HTTPFields) -> String? {
+        guard let name = HTTPField.Name(key) else { return nil }
+        let values = carrier[values: name]
+        return values.count == 1 ? values[0] : nil
+    }
+}

@@ -1,0 +1,120 @@
+import CurlClient
+import Foundation
+import Instrumentation
+import Logging
+import OrchardCore
+import OrchardRuntime
+import OrchardServer
+import OrchardTesting
+import OrchardTracing
+import Synchronization
+import Testing
+import Tracing
+
+/// The process's tracer for these tests: Orchard's own, as `orchard serve` starts it, recording
+/// each span that ends. Bootstrapped once for the whole test process (the tracer is global).
+enum TestTracing {
+    static let ended = Mutex<[FinishedSpan]>([])
+    private static let installed: Bool = {
+        InstrumentationSystem.bootstrap(
+            W3CTracer { span in
+                ended.withLock { spans in
+                    if spans.count >= 10_000 { spans.removeFirst(5_000) }
+                    spans.append(span)
+                }
+            })
+        return true
+    }()
+
+    static func install() { _ = installed }
+
+    static func spans(in trace: TraceParent.TraceID) -> [FinishedSpan] {
+        ended.withLock { $0.filter { $0.traceParent.traceID == trace } }
+    }
+}
+
+/// JSON log lines, as `orchard serve --log-format json` writes them, kept in memory.
+final class JSONLines: Sendable {
+    private let lines = Mutex<[[UInt8]]>([])
+
+    var handler: JSONLogHandler {
+        var handler = JSONLogHandler(label: "orchard.test", metadataProvider: .traceContext) { [self] line in
+            self.lines.withLock { $0.append(line) }
+        }
+        handler.logLevel = .info
+        return handler
+    }
+
+    func metadata(ofFirst message: String) -> [String: Any]? {
+        for line in lines.withLock({ $0 }) {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else { continue }
+            if object["message"] as? String == message { return object["metadata"] as? [String: Any] }
+        }
+        return nil
+    }
+}
+
+@Suite("Traces: W3C traceparent in, on to the processor, and in the log lines")
+struct TracingTests {
+    init() { TestTracing.install() }
+
+    static func traceparent() -> TraceParent {
+        var generator = SystemRandomNumberGenerator()
+        return TraceParent(traceID: .random(using: &generator), spanID: .random(using: &generator), sampled: true)
+    }
+
+    @Test("a traceparent from a trusted proxy: the mock processor and the log line see its trace ID; the spans nest")
+    func continued() async throws {
+        let caller = Self.traceparent()
+        let logs = JSONLines()
+        try await ProcessorFixture.with(.worldpay, logHandler: logs.handler) { fixture in
+            let (id, request) = try await fixture.order()
+            let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: fixture.minter, at: fixture.clock.now)
+            let response = try await fixture.server.send(
+                "POST", "/api/apple-pay/authorize", body: body, extraHeaders: [("traceparent", caller.headerValue)])
+            #expect(response.status == 200)
+            let charge = try #require(fixture.mock.received.last { $0.method == "POST" })
+            let sent = try #require(charge.header("traceparent").flatMap(TraceParent.init))
+            #expect(sent.traceID == caller.traceID)
+            #expect(sent.spanID != caller.spanID)
+            let logged = try #require(logs.metadata(ofFirst: "payment authorized"))
+            #expect(logged["trace_id"] as? String == "\(caller.traceID)")
+            let spans = TestTracing.spans(in: caller.traceID)
+            let server = try #require(spans.first { $0.kind == .server })
+            #expect(server.parentSpanID == caller.spanID)
+            #expect(server.operationName == "POST /api/apple-pay/authorize")
+            #expect(server.attributes.get("http.response.status_code") == .int64(200))
+            let call = try #require(spans.first { $0.traceParent.spanID == sent.spanID })
+            #expect(call.kind == .client)
+            #expect(call.parentSpanID == server.traceParent.spanID)
+            #expect(call.attributes.get("server.address") == .string("127.0.0.1"))
+            #expect(logged["span_id"] as? String == "\(call.parentSpanID.map { "\($0)" } ?? "")")
+        }
+    }
+
+    @Test("server.acceptTraceparent nobody: the request starts a trace of its own, which the processor still gets")
+    func refused() async throws {
+        let caller = Self.traceparent()
+        try await ProcessorFixture.with(
+            .worldpay, configure: { file, _ in file.server?.acceptTraceparent = "nobody" }
+        ) { fixture in
+            let (id, request) = try await fixture.order()
+            let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: fixture.minter, at: fixture.clock.now)
+            let response = try await fixture.server.send(
+                "POST", "/api/apple-pay/authorize", body: body, extraHeaders: [("traceparent", caller.headerValue)])
+            #expect(response.status == 200)
+            let charge = try #require(fixture.mock.received.last { $0.method == "POST" })
+            let sent = try #require(charge.header("traceparent").flatMap(TraceParent.init))
+            #expect(sent.traceID != caller.traceID)
+            #expect(TestTracing.spans(in: caller.traceID).isEmpty)
+        }
+    }
+
+    @Test("whose traceparent is accepted", arguments: TraceparentTrust.allCases)
+    func trust(_ accept: TraceparentTrust) throws {
+        let proxies = [try #require(IPNetwork("10.0.0.0/8"))]
+        #expect(accept.accepts(IPAddress("10.1.2.3"), trustedProxies: proxies) == (accept != .nobody))
+        #expect(accept.accepts(IPAddress("192.0.2.7"), trustedProxies: proxies) == (accept == .anyone))
+        #expect(accept.accepts(nil, trustedProxies: proxies) == (accept == .anyone))
+    }
+}
