@@ -21,14 +21,14 @@ extension PostgresStore {
                 if let payment = try await write(decision, of: claim, read: read.snapshot, version: version) { return payment }
             } catch let error as PSQLError where error.sqlState == "23505" {
                 // Another order's claim of the same transaction ID committed first (the unique index's word).
-                throw BusinessRefusal(.duplicateTransaction, "transaction \(claim.transactionId.prefix(16))… was already used")
+                throw CoreError(.replayedPayment, "transaction \(claim.transactionId.prefix(16))… was already used")
             } catch let error as PSQLError where Self.isPartialMove(error) {
                 continue
             } catch {
                 throw Self.storeError(error)
             }
         }
-        throw BusinessRefusal(.orderChanged, "order \(claim.draft.orderId) changed")
+        throw CoreError(.orderChanged, "order \(claim.draft.orderId) changed")
     }
 
     /// What the policy decides from, in one statement (one snapshot, no lock), and the order row's

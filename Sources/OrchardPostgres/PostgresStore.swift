@@ -199,7 +199,7 @@ public final class PostgresStore: OrchardStore, Service {
     struct Conflict: Error {}
 
     static func storeError(_ error: any Error) -> any Error {
-        if error is StoreError || error is BusinessRefusal || error is Conflict || error is CancellationError { return error }
+        if error is StoreError || error is CoreError || error is Conflict || error is CancellationError { return error }
         if isUnreachable(error) {
             return StoreError(code: .unavailable, message: "the PostgreSQL database cannot be reached: \(describe(error))")
         }

@@ -26,7 +26,7 @@ extension SQLiteStore {
                     WHERE id = \(paymentId) AND state = \(decision.move.from?.rawValue ?? "") AND sends = \(sends)
                     """)
                 guard resent == 1 else {
-                    throw BusinessRefusal(.paymentInProgress, "order \(orderId)'s payment was sent again meanwhile")
+                    throw CoreError(.paymentInProgress, "order \(orderId)'s payment was sent again meanwhile")
                 }
             }
             let claimed = try db.execute(
@@ -34,7 +34,7 @@ extension SQLiteStore {
                 UPDATE orders SET state = \(decision.move.order.to) WHERE id = \(orderId) AND state = \(decision.move.order.from)
                 AND price_version = \(decision.priceVersion)
                 """)
-            guard claimed == 1 else { throw BusinessRefusal(.orderChanged, "order \(orderId) changed") }
+            guard claimed == 1 else { throw CoreError(.orderChanged, "order \(orderId) changed") }
             try db.execute(
                 """
                 INSERT INTO payment_transactions (transaction_id, payment_id, created_at)

@@ -36,7 +36,7 @@ struct AdminKeysController {
             let id = try AdminController.partnerIdentifier(context)
             guard directory.merchant(identifier: id) != nil else { throw OrchardError(.notFound, "there is no merchant \(id)") }
             let (record, secret) = APIKeyRecord.generate(merchantIdentifier: id, at: time.now)
-            // Over the cap, the store's BusinessRefusal answers 422 too_many_keys (OrchardError's mapping).
+            // Over the cap, the store's CoreError answers 422 too_many_keys (OrchardError's mapping).
             try await store.insertAPIKey(record)
             return EditedResponse(status: .created, response: KeyView(record, secret: secret))
         }

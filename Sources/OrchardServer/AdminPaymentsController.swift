@@ -70,7 +70,7 @@ struct AdminPaymentsController {
     }
 
     func requirePayment(_ id: String) async throws -> PaymentRecord {
-        guard id.utf8.count <= 64, let payment = try await store.payment(id: id) else {
+        guard RecordIdentifier.isLookup(id), let payment = try await store.payment(id: id) else {
             throw OrchardError(.notFound, "there is no payment \(id)")
         }
         return payment

@@ -109,50 +109,36 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         }
     }
 
-    /// The engine's refusals, mapped once.
-    public init(_ error: PaymentEngineError) {
+    /// Core's refusals, mapped once: a new refusal is one case in ``CoreError`` and one line here.
+    public init(_ error: CoreError) {
         let code: Code =
             switch error.code {
             case .notFound: .notFound
+            case .invalidRequest: .invalidRequest
+            case .ordersUnavailable: .ordersUnavailable
+            case .invalidCart: .invalidCart
+            case .invalidAgreement: .invalidAgreement
+            case .idempotencyMismatch: .idempotencyMismatch
             case .orderNotOpen: .orderNotOpen
             case .orderChanged: .orderChanged
+            case .invalidState: .invalidState
+            case .quoteFailed: .quoteFailed
             case .invalidToken: .invalidToken
             case .paymentMismatch: .paymentMismatch
             case .replayedPayment: .replayedPayment
             case .declined: .paymentFailed
             case .processorRejected: .processorRejected
-            case .paymentUnknown: .paymentUnknown
-            case .invalidState: .invalidState
+            case .paymentUnknown, .paymentInProgress: .paymentUnknown
             case .refundTooLarge: .refundTooLarge
-            case .idempotencyMismatch: .idempotencyMismatch
-            case .storage: .internalError
+            case .limitReached: .tooManyKeys
+            case .domainTaken: .domainTaken
+            case .identifierTaken: .identifierTaken
+            case .invalidRegistration: .invalidRegistration
+            case .notConfigured: .platformNotConfigured
+            case .unrecorded, .inconsistent, .storage: .internalError
             case .storeUnavailable: .storeUnavailable
             }
         self.init(code, error.message, retryAfter: code == .storeUnavailable ? Self.storeRetryAfter : nil)
-    }
-
-    /// The application services' refusals, mapped once.
-    public init(_ error: ServiceError) {
-        let code: Code =
-            switch error.code {
-            case .notFound: .notFound
-            case .ordersUnavailable: .ordersUnavailable
-            case .invalidRequest: .invalidRequest
-            case .invalidCart: .invalidCart
-            case .invalidAgreement: .invalidAgreement
-            case .orderNotOpen: .orderNotOpen
-            case .orderChanged: .orderChanged
-            case .idempotencyMismatch: .idempotencyMismatch
-            case .quoteFailed: .quoteFailed
-            case .inconsistent: .internalError
-            case .invalidState: .invalidState
-            case .notConfigured: .platformNotConfigured
-            case .identifierTaken: .identifierTaken
-            case .domainTaken: .domainTaken
-            case .invalidRegistration: .invalidRegistration
-            case .unrecorded: .internalError
-            }
-        self.init(code, error.message)
     }
 
     /// A merchant session Apple did not give, worded for the shopper's page (Apple's own message
@@ -203,32 +189,13 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
 }
 
 extension OrchardError {
-    /// A business rule's refusal that reached a route, mapped once.
-    public init(_ error: BusinessRefusal) {
-        let code: Code =
-            switch error.code {
-            case .duplicateTransaction: .replayedPayment
-            case .orderNotOpen: .orderNotOpen
-            case .paymentInProgress: .paymentUnknown
-            case .orderChanged: .orderChanged
-            case .domainTaken: .domainTaken
-            case .limitReached: .tooManyKeys
-            case .idempotencyMismatch: .idempotencyMismatch
-            case .refundTooLarge: .refundTooLarge
-            case .invalidState: .invalidState
-            }
-        self.init(code, error.message)
-    }
-
     /// Any of Orchard's typed refusals as the API answers it: the one place a route's error
     /// becomes a status, a code and a message. Nil for an error that is no refusal (a store's own
     /// failure, a bug), which Hummingbird answers with a bare 500.
     public init?(mapping error: any Error) {
         switch error {
         case let error as OrchardError: self = error
-        case let error as PaymentEngineError: self = OrchardError(error)
-        case let error as ServiceError: self = OrchardError(error)
-        case let error as BusinessRefusal: self = OrchardError(error)
+        case let error as CoreError: self = OrchardError(error)
         case let error as RegistrationCallError: self = OrchardError(registration: error.gateway)
         case let error as StoreError where error.code == .unavailable: self = OrchardError(error)
         default: return nil
@@ -238,15 +205,7 @@ extension OrchardError {
 
 /// Core's refusals thrown from a route answer as their ``OrchardError`` does: routes call the
 /// services and the engine and need not catch.
-extension ServiceError: HTTPResponseError {
-    public var status: HTTPResponse.Status { OrchardError(self).status }
-
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
-        try OrchardError(self).response(from: request, context: context)
-    }
-}
-
-extension PaymentEngineError: HTTPResponseError {
+extension CoreError: HTTPResponseError {
     public var status: HTTPResponse.Status { OrchardError(self).status }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
@@ -255,14 +214,6 @@ extension PaymentEngineError: HTTPResponseError {
 }
 
 extension StoreError: HTTPResponseError {
-    public var status: HTTPResponse.Status { OrchardError(self).status }
-
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
-        try OrchardError(self).response(from: request, context: context)
-    }
-}
-
-extension BusinessRefusal: HTTPResponseError {
     public var status: HTTPResponse.Status { OrchardError(self).status }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {

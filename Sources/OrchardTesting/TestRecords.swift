@@ -43,12 +43,12 @@ public enum TestRecords {
     }
 
     /// The code of the business refusal `body` throws; nil when it throws nothing (or something else).
-    public static func refusal(_ body: () async throws -> Void) async -> BusinessRefusal.Code? {
+    public static func refusal(_ body: () async throws -> Void) async -> CoreError.Code? {
         do {
             try await body()
             return nil
         } catch {
-            return (error as? BusinessRefusal)?.code
+            return (error as? CoreError)?.code
         }
     }
 }

@@ -48,7 +48,7 @@ struct Keys: AsyncParsableCommand {
                 let (record, secret) = APIKeyRecord.generate(merchantIdentifier: merchant, at: Date())
                 do {
                     try await store.insertAPIKey(record)
-                } catch let error as BusinessRefusal {
+                } catch let error as CoreError {
                     throw CommandFailure(error.message)
                 } catch let error as StoreError {
                     throw CommandFailure(error.message)

@@ -92,7 +92,7 @@ struct MandateChargeServiceTests {
         ]
         for (draft, target) in reused {
             let refusal = await ServiceFixtures.refusal { _ = try await charge(draft, target, key: "key-2") }
-            #expect(refusal == ServiceError(.idempotencyMismatch, "this Idempotency-Key was used for another charge or body"))
+            #expect(refusal == CoreError(.idempotencyMismatch, "this Idempotency-Key was used for another charge or body"))
         }
         let second = try await charge(MandateChargeDraft(amount: 500, reference: "inv-2"), mandate, key: "key-3")
         #expect(second.created && processor.sends == 2)
@@ -106,7 +106,7 @@ struct MandateChargeServiceTests {
         do {
             _ = try await charge(draft, mandate, key: "key-4")
             Issue.record("a lost answer is no answer")
-        } catch let error as PaymentEngineError {
+        } catch let error as CoreError {
             #expect(error.code == .paymentUnknown)
         }
         let (view, created) = try await charge(draft, mandate, key: "key-4")
@@ -123,7 +123,7 @@ struct MandateChargeServiceTests {
             do {
                 _ = try await charge(draft, mandate, key: "key-5")
                 Issue.record("a decline is refused")
-            } catch let error as PaymentEngineError {
+            } catch let error as CoreError {
                 #expect(error.code == .declined)
             }
         }
@@ -134,7 +134,7 @@ struct MandateChargeServiceTests {
     func refusals() async throws {
         let mandate = try await activeMandate()
         let theirs = try await activeMandate(merchant: "merchant.other")
-        let cases: [(MandateChargeDraft, MandateRecord, ServiceError.Code)] = [
+        let cases: [(MandateChargeDraft, MandateRecord, CoreError.Code)] = [
             (MandateChargeDraft(amount: 0, reference: "inv"), mandate, .invalidRequest),
             (MandateChargeDraft(amount: ShopCart.maximumAmount + 1, reference: "inv"), mandate, .invalidRequest),
             (MandateChargeDraft(amount: 100, reference: ""), mandate, .invalidRequest),
@@ -161,7 +161,7 @@ struct MandateChargeServiceTests {
         let refusal = await ServiceFixtures.refusal {
             _ = try await charge(MandateChargeDraft(amount: 100, reference: "inv"), ended, key: "key-7")
         }
-        #expect(refusal == ServiceError(.invalidState, "the mandate has ended (shop): it cannot be charged"))
+        #expect(refusal == CoreError(.invalidState, "the mandate has ended (shop): it cannot be charged"))
     }
 }
 

@@ -41,7 +41,7 @@ struct MerchantRegistryServiceTests {
         return (merchant, created)
     }
 
-    func refusal(_ body: () async throws -> Void) async -> ServiceError? { await ServiceFixtures.refusal(body) }
+    func refusal(_ body: () async throws -> Void) async -> CoreError? { await ServiceFixtures.refusal(body) }
 
     @Test("a new merchant is registered with Apple (encrypted to the platform), then here; registering again adds its domains")
     func registered() async throws {
@@ -68,7 +68,7 @@ struct MerchantRegistryServiceTests {
                 }, logger: Self.quiet)
         }
         #expect(unconfigured?.code == .notConfigured && !read.withLock { $0 }, "the body is not read")
-        let cases: [(String, [String], String?, ServiceError.Code)] = [
+        let cases: [(String, [String], String?, CoreError.Code)] = [
             ("tenant-2", ["not a domain"], nil, .invalidRegistration),
             ("tenant-2", ["two.example"], "merchant.elsewhere", .invalidRegistration),
             ("Merchant.Configured", ["two.example"], nil, .identifierTaken),
@@ -169,7 +169,7 @@ struct MerchantRegistryServiceTests {
         let bad = await refusal {
             _ = try await registry.setSettings(of: "tenant-5", sealer: TestSealer(), { "bogus" }, logger: Self.quiet)
         }
-        #expect(bad == ServiceError(.invalidRequest, "processor.type must be record or worldline"))
+        #expect(bad == CoreError(.invalidRequest, "processor.type must be record or worldline"))
         #expect(try await store.sealedMerchantSettings().isEmpty && directory.settings.isEmpty)
         #expect(try registry.settings(of: "tenant-5") == nil)
 
@@ -187,7 +187,7 @@ struct MerchantRegistryServiceTests {
         let known = try await registry.details("tenant-6")
         #expect(known.registered == merchant && known.apple?.domainNames == ["six.example"])
         #expect(
-            await refusal { _ = try await registry.details("tenant-9") } == ServiceError(.notFound, "no merchant tenant-9 is registered"))
+            await refusal { _ = try await registry.details("tenant-9") } == CoreError(.notFound, "no merchant tenant-9 is registered"))
         apple.failure.withLock { $0 = GatewayError(.timedOut, "no answer") }
         await #expect(throws: RegistrationCallError.self) { _ = try await registry.details("tenant-6") }
     }

@@ -67,7 +67,7 @@ struct OrderServiceQuoteTests {
         do {
             _ = try await service.update(orderId: id, merchant: merchant, event: .shippingMethod("post"))
             Issue.record("the update succeeded")
-        } catch let error as ServiceError {
+        } catch let error as CoreError {
             #expect(error.code == .quoteFailed && error.message.hasSuffix("the total is unchanged"))
         }
         #expect(try await store.order(id: id) == before)
@@ -79,7 +79,7 @@ struct OrderServiceQuoteTests {
         do {
             _ = try await service.update(orderId: id, merchant: merchant, event: .paymentMethod)
             Issue.record("the update succeeded")
-        } catch let error as ServiceError {
+        } catch let error as CoreError {
             #expect(error.code == .quoteFailed && !error.message.contains("shop.example"))
         }
         #expect(try await store.order(id: id)?.priceVersion == 1)
@@ -101,7 +101,7 @@ struct OrderServiceQuoteTests {
         do {
             _ = try await service.update(orderId: id, merchant: merchant, event: .shippingMethod("post"))
             Issue.record("the stale repricing succeeded")
-        } catch let error as ServiceError {
+        } catch let error as CoreError {
             #expect(error.code == .orderChanged)
         }
         let stored = try #require(try await store.order(id: id))

@@ -15,7 +15,7 @@ struct OrderServiceTests {
         OrderService(orders: store, quotes: quotes, time: clock.source, openFor: 3600)
     }
 
-    func refusal(_ body: () async throws -> Void) async -> ServiceError? { await ServiceFixtures.refusal(body) }
+    func refusal(_ body: () async throws -> Void) async -> CoreError? { await ServiceFixtures.refusal(body) }
 
     @Test("an order is priced from the catalogue, stored open at version 1 and bound to its tokens")
     func create() async throws {
@@ -100,7 +100,7 @@ struct OrderServiceTests {
 
         clock.advance(3600)
         let expired = await refusal { _ = try await service().update(orderId: order.id, merchant: merchant, event: .paymentMethod) }
-        #expect(expired == ServiceError(.orderNotOpen, "this payment request has expired"))
+        #expect(expired == CoreError(.orderNotOpen, "this payment request has expired"))
 
         var paid = try await service().create(items: [CartItem(productId: "cider", quantity: 1)], merchant: merchant).order
         paid.id = RecordIdentifier.random()

@@ -25,7 +25,7 @@ struct PaymentClaimPolicyTests {
             unknownAttempt: unknown, attempts: attempts)
     }
 
-    static func refusal(_ claim: PaymentClaim, _ snapshot: PaymentClaimSnapshot) -> BusinessRefusal.Code? {
+    static func refusal(_ claim: PaymentClaim, _ snapshot: PaymentClaimSnapshot) -> CoreError.Code? {
         do {
             _ = try PaymentClaimPolicy.decide(claim, snapshot)
             return nil
@@ -74,8 +74,8 @@ struct PaymentClaimPolicyTests {
 
     @Test("refusals: a replay first, whatever the order; then pending, closed, missing and expired orders")
     func refusals() {
-        #expect(Self.refusal(Self.claim(), Self.snapshot(.paid, used: true)) == .duplicateTransaction)
-        #expect(Self.refusal(Self.claim(), Self.snapshot(nil, used: true)) == .duplicateTransaction)
+        #expect(Self.refusal(Self.claim(), Self.snapshot(.paid, used: true)) == .replayedPayment)
+        #expect(Self.refusal(Self.claim(), Self.snapshot(nil, used: true)) == .replayedPayment)
         #expect(Self.refusal(Self.claim(), Self.snapshot(.pending)) == .paymentInProgress)
         for state in [OrderRecord.State.paid, .cancelled, .expired] {
             #expect(Self.refusal(Self.claim(), Self.snapshot(state)) == .orderNotOpen, "\(state)")
@@ -95,12 +95,12 @@ struct PaymentClaimPolicyTests {
         let next = order.repriced(priced)
         #expect(next.priceVersion == 5)
         try OrderPricingPolicy.checkUpdate(next, found: (.open, 4))
-        let cases: [((state: OrderRecord.State?, version: Int)?, BusinessRefusal.Code)] = [
+        let cases: [((state: OrderRecord.State?, version: Int)?, CoreError.Code)] = [
             ((.open, 5), .orderChanged), ((.open, 3), .orderChanged), ((.pending, 4), .orderNotOpen), ((.paid, 4), .orderNotOpen),
             (nil, .orderNotOpen),
         ]
         for (found, code) in cases {
-            let error = #expect(throws: BusinessRefusal.self) { try OrderPricingPolicy.checkUpdate(next, found: found) }
+            let error = #expect(throws: CoreError.self) { try OrderPricingPolicy.checkUpdate(next, found: found) }
             #expect(error?.code == code, "\(String(describing: found))")
         }
     }

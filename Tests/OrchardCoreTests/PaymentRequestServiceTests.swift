@@ -22,7 +22,7 @@ struct PaymentRequestServiceTests {
         return draft
     }
 
-    func refusal(_ body: () async throws -> Void) async -> ServiceError? { await ServiceFixtures.refusal(body) }
+    func refusal(_ body: () async throws -> Void) async -> CoreError? { await ServiceFixtures.refusal(body) }
 
     @Test("a request and its open order are made together; the view prices the first method and its secret opens it")
     func create() async throws {
@@ -78,7 +78,7 @@ struct PaymentRequestServiceTests {
     @Test("bad inputs are refused with what to fix, before anything is stored")
     func refused() async throws {
         let merchant = try ServiceFixtures.merchant()
-        var cases: [(PaymentRequestDraft, ServiceError.Code, MerchantConfiguration)] = []
+        var cases: [(PaymentRequestDraft, CoreError.Code, MerchantConfiguration)] = []
         var draft = Self.draft()
         draft.expiresInSeconds = 59
         cases.append((draft, .invalidRequest, merchant))
@@ -120,7 +120,7 @@ struct PaymentRequestServiceTests {
     func idempotencyKeys() throws {
         #expect(try ShopInput.idempotencyKey("0b7c6f1e-uuid") == "0b7c6f1e-uuid")
         for bad in [nil, "", "with space", String(repeating: "k", count: 256), "café"] {
-            #expect(throws: ServiceError.self) { try ShopInput.idempotencyKey(bad) }
+            #expect(throws: CoreError.self) { try ShopInput.idempotencyKey(bad) }
         }
     }
 }

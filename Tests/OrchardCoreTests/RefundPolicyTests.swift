@@ -20,7 +20,7 @@ struct RefundPolicyTests {
             payment: state.map { .init(state: $0, amount: amount, reference: "o1-1") }, earlier: earlier, held: held, count: count)
     }
 
-    static func refusal(_ draft: RefundRecord, _ snapshot: RefundClaimSnapshot) -> BusinessRefusal.Code? {
+    static func refusal(_ draft: RefundRecord, _ snapshot: RefundClaimSnapshot) -> CoreError.Code? {
         do {
             _ = try RefundPolicy.decide(draft, snapshot)
             return nil

@@ -31,7 +31,7 @@ struct ReportingPolicyTests {
         let key = APIKeyRecord(id: "key_1", merchantIdentifier: "merchant.shop", secretHash: [], createdAt: Date(timeIntervalSince1970: 0))
         #expect(throws: Never.self) { try APIKeyRecord.checkCap(adding: key, active: 0) }
         #expect(throws: Never.self) { try APIKeyRecord.checkCap(adding: key, active: 1) }
-        let refused = #expect(throws: BusinessRefusal.self) { try APIKeyRecord.checkCap(adding: key, active: 2) }
+        let refused = #expect(throws: CoreError.self) { try APIKeyRecord.checkCap(adding: key, active: 2) }
         #expect(refused?.code == .limitReached && refused?.message.contains("revoke one first") == true)
     }
 }

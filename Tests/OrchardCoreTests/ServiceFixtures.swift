@@ -12,14 +12,14 @@ enum ServiceFixtures {
     static let start = Date(timeIntervalSince1970: 1_800_000_000)
 
     /// The service's refusal of `body`; nil when it went through. Any other error is an issue.
-    static func refusal(_ body: () async throws -> Void) async -> ServiceError? {
+    static func refusal(_ body: () async throws -> Void) async -> CoreError? {
         do {
             try await body()
             return nil
-        } catch let error as ServiceError {
+        } catch let error as CoreError {
             return error
         } catch {
-            Issue.record("not a ServiceError: \(error)")
+            Issue.record("not a CoreError: \(error)")
             return nil
         }
     }

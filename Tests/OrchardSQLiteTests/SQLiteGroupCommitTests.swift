@@ -142,7 +142,7 @@ struct SQLiteGroupCommitTests {
         let store = try SQLiteStore(path: directory.path("orchard.sqlite"))
         try await store.insert(try TestRecords.order("o1"))
         try await store.insert(try TestRecords.order("o2"))
-        let outcomes = try await withThrowingTaskGroup(of: BusinessRefusal.Code?.self) { group in
+        let outcomes = try await withThrowingTaskGroup(of: CoreError.Code?.self) { group in
             for index in 0..<16 {
                 group.addTask {
                     // Half race for o1 with their own tokens; half replay o1's first token on o2.
@@ -153,11 +153,11 @@ struct SQLiteGroupCommitTests {
                     return await TestRecords.refusal { _ = try await store.claimPayment(claim) }
                 }
             }
-            return try await group.reduce(into: [BusinessRefusal.Code?]()) { $0.append($1) }
+            return try await group.reduce(into: [CoreError.Code?]()) { $0.append($1) }
         }
         let wins = outcomes.filter { $0 == nil }.count
         #expect(wins >= 1 && wins <= 2, "one claim of o1 wins; o2 goes to t0's replay only if it came first")
-        #expect(outcomes.allSatisfy { [nil, .paymentInProgress, .duplicateTransaction].contains($0) })
+        #expect(outcomes.allSatisfy { [nil, .paymentInProgress, .replayedPayment].contains($0) })
         let claimed = try await store.payments(orderId: "o1") + store.payments(orderId: "o2")
         #expect(claimed.count == wins)
         #expect(Set(claimed.map(\.transactionId)).count == wins, "no transaction ID paid twice")

@@ -299,7 +299,7 @@ struct EngineBench: Sendable {
     }
 
     /// The shopper taps Pay with a fresh token.
-    func tap(_ order: OrderRecord) async throws -> Result<PaymentRecord, PaymentEngineError> {
+    func tap(_ order: OrderRecord) async throws -> Result<PaymentRecord, CoreError> {
         let token = try token(for: order)
         do {
             return .success(try await engine.authorize(.init(merchantIdentifier: Self.merchant, orderId: order.id, token: token)))

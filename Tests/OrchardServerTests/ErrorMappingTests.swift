@@ -9,48 +9,33 @@ import Testing
 
 @testable import OrchardServer
 
-/// Core's refusals (the engine's, the services', the business rules') become HTTP answers in one
-/// place, ``OrchardError``: routes throw them as they are, and only the authorize route adds its
+/// Core's refusals (one type, ``CoreError``, for the engine, the services and the business rules)
+/// become HTTP answers in one place, ``OrchardError``: routes throw them as they are, and only the authorize route adds its
 /// `completePayment` shape.
 @Suite("Errors: Core's refusals mapped to HTTP once")
 struct ErrorMappingTests {
-    @Test("every engine, service and business-rule code has its API code and status (those the routes answered before unchanged)")
+    @Test("every Core code has its API code and status (those the routes answered before unchanged)")
     func table() {
-        let engine: [PaymentEngineError.Code: (OrchardError.Code, Int)] = [
+        // The engine's, the services' and the business rules' codes before they were one type,
+        // each with the answer it had then.
+        let expected: [CoreError.Code: (OrchardError.Code, Int)] = [
             .notFound: (.notFound, 404), .orderNotOpen: (.orderNotOpen, 409), .orderChanged: (.orderChanged, 409),
             .invalidToken: (.invalidToken, 400), .paymentMismatch: (.paymentMismatch, 422), .replayedPayment: (.replayedPayment, 409),
             .declined: (.paymentFailed, 402), .processorRejected: (.processorRejected, 502), .paymentUnknown: (.paymentUnknown, 504),
             .invalidState: (.invalidState, 409), .refundTooLarge: (.refundTooLarge, 422), .idempotencyMismatch: (.idempotencyMismatch, 422),
             .storage: (.internalError, 500), .storeUnavailable: (.storeUnavailable, 503),
-        ]
-        for code in PaymentEngineError.Code.allCases {
-            let error = PaymentEngineError(code, "engine says \(code)")
-            let mapped = OrchardError(mapping: error)
-            #expect(mapped?.code == engine[code]?.0 && mapped?.message == error.message, "\(code)")
-            #expect(Int(error.status.code) == engine[code]?.1, "\(code)")
-        }
-        let service: [ServiceError.Code: (OrchardError.Code, Int)] = [
-            .notFound: (.notFound, 404), .ordersUnavailable: (.ordersUnavailable, 404), .invalidRequest: (.invalidRequest, 400),
-            .invalidCart: (.invalidCart, 400), .invalidAgreement: (.invalidAgreement, 400), .orderNotOpen: (.orderNotOpen, 409),
-            .orderChanged: (.orderChanged, 409), .idempotencyMismatch: (.idempotencyMismatch, 422), .quoteFailed: (.quoteFailed, 502),
-            .inconsistent: (.internalError, 500), .invalidState: (.invalidState, 409), .notConfigured: (.platformNotConfigured, 501),
+            .ordersUnavailable: (.ordersUnavailable, 404), .invalidRequest: (.invalidRequest, 400),
+            .invalidCart: (.invalidCart, 400), .invalidAgreement: (.invalidAgreement, 400), .quoteFailed: (.quoteFailed, 502),
+            .inconsistent: (.internalError, 500), .notConfigured: (.platformNotConfigured, 501),
             .identifierTaken: (.identifierTaken, 409), .domainTaken: (.domainTaken, 409), .invalidRegistration: (.invalidRegistration, 400),
-            .unrecorded: (.internalError, 500),
+            .unrecorded: (.internalError, 500), .paymentInProgress: (.paymentUnknown, 504), .limitReached: (.tooManyKeys, 422),
         ]
-        for code in ServiceError.Code.allCases {
-            let error = ServiceError(code, "service says \(code)")
-            #expect(OrchardError(mapping: error)?.code == service[code]?.0, "\(code)")
-            #expect(Int(error.status.code) == service[code]?.1, "\(code)")
-        }
-        let refusal: [BusinessRefusal.Code: (OrchardError.Code, Int)] = [
-            .duplicateTransaction: (.replayedPayment, 409), .orderNotOpen: (.orderNotOpen, 409), .paymentInProgress: (.paymentUnknown, 504),
-            .orderChanged: (.orderChanged, 409), .domainTaken: (.domainTaken, 409), .limitReached: (.tooManyKeys, 422),
-            .idempotencyMismatch: (.idempotencyMismatch, 422), .refundTooLarge: (.refundTooLarge, 422), .invalidState: (.invalidState, 409),
-        ]
-        for code in BusinessRefusal.Code.allCases {
-            let error = BusinessRefusal(code, "rule says \(code)")
-            #expect(OrchardError(mapping: error)?.code == refusal[code]?.0 && OrchardError(error).message == error.message, "\(code)")
-            #expect(Int(error.status.code) == refusal[code]?.1, "\(code)")
+        #expect(expected.count == CoreError.Code.allCases.count)
+        for code in CoreError.Code.allCases {
+            let error = CoreError(code, "Core says \(code)")
+            let mapped = OrchardError(mapping: error)
+            #expect(mapped?.code == expected[code]?.0 && mapped?.message == error.message, "\(code)")
+            #expect(Int(error.status.code) == expected[code]?.1, "\(code)")
         }
         let apple = RegistrationCallError(GatewayError(.rejected, "Apple says no", appleStatus: 400))
         let mapped = OrchardError(mapping: apple)

@@ -90,7 +90,7 @@ struct MandateEngineTests {
             let mandate = try await Self.firstMandate(bench)
             let order = try await Self.chargeOrder(bench)
             bench.processor.script([.dropAfterCharge])
-            await #expect(throws: PaymentEngineError.self) { _ = try await bench.engine.charge(mandate, orderId: order.id) }
+            await #expect(throws: CoreError.self) { _ = try await bench.engine.charge(mandate, orderId: order.id) }
             #expect(try await bench.store.payments(orderId: order.id).map(\.state) == [.unknown])
             let paid = try await bench.engine.charge(mandate, orderId: order.id)
             #expect(paid.state == .authorized && paid.reference == "\(order.id)-1" && paid.sends == 2)
@@ -107,7 +107,7 @@ struct MandateEngineTests {
             let mandate = try await Self.firstMandate(bench)
             let order = try await Self.chargeOrder(bench, amount: 1500)
             bench.processor.script([.serverError])
-            await #expect(throws: PaymentEngineError.self) { _ = try await bench.engine.charge(mandate, orderId: order.id) }
+            await #expect(throws: CoreError.self) { _ = try await bench.engine.charge(mandate, orderId: order.id) }
             bench.clock.advance(31)
             let report = await bench.engine.reconcile()
             #expect(report.resolved == 1)
@@ -116,7 +116,7 @@ struct MandateEngineTests {
 
             let declined = try await Self.chargeOrder(bench)
             bench.processor.script([.refuse])
-            await #expect(throws: PaymentEngineError.self) { _ = try await bench.engine.charge(mandate, orderId: declined.id) }
+            await #expect(throws: CoreError.self) { _ = try await bench.engine.charge(mandate, orderId: declined.id) }
             let again = try await bench.engine.charge(mandate, orderId: declined.id)
             #expect(again.state == .refused, "the same charge is not sent again after a decline")
             #expect(try await bench.store.payments(orderId: declined.id).count == 1)
@@ -132,16 +132,16 @@ struct MandateEngineTests {
             dollars.id = "usd" + dollars.id
             dollars.priced.currency = "USD"
             try await bench.store.insert(dollars)
-            await #expect(throws: PaymentEngineError(.paymentMismatch, "a charge of this mandate must be in EUR")) {
+            await #expect(throws: CoreError(.paymentMismatch, "a charge of this mandate must be in EUR")) {
                 _ = try await bench.engine.charge(mandate, orderId: dollars.id)
             }
             var foreign = mandate
             foreign.merchantIdentifier = "merchant.other"
             let order = try await Self.chargeOrder(bench)
-            await #expect(throws: PaymentEngineError.self) { _ = try await bench.engine.charge(foreign, orderId: order.id) }
+            await #expect(throws: CoreError.self) { _ = try await bench.engine.charge(foreign, orderId: order.id) }
             _ = try await bench.store.endMandate(id: mandate.id, reason: "shop", at: bench.clock.now)
             let ended = try #require(try await bench.store.mandate(id: mandate.id))
-            await #expect(throws: PaymentEngineError.self) { _ = try await bench.engine.charge(ended, orderId: order.id) }
+            await #expect(throws: CoreError.self) { _ = try await bench.engine.charge(ended, orderId: order.id) }
             #expect(bench.processor.requests == calls)
             #expect(try await bench.store.payments(orderId: order.id).isEmpty)
         }

@@ -128,7 +128,7 @@ struct PaymentsEngineTests {
                 paymentData: try bench.minter.mintEC(
                     payload: TokenMinter.samplePayload(amount: 990), to: other.publicKey, merchantIdentifier: EngineBench.merchant,
                     applicationDataHash: Array(SHA256.hash(data: order.applicationData)), signingTime: bench.clock.now))
-            await #expect(throws: PaymentEngineError(.invalidToken, "the payment could not be verified (unknownProcessingKey)")) {
+            await #expect(throws: CoreError(.invalidToken, "the payment could not be verified (unknownProcessingKey)")) {
                 try await bench.engine.authorize(.init(merchantIdentifier: EngineBench.merchant, orderId: order.id, token: token))
             }
             #expect(bench.processor.requests == 0)
@@ -169,7 +169,7 @@ struct PaymentsEngineTests {
             bench.processor.holdNextRequest()
             let retry = Task { [bench] in try await bench.tap(order) }
             try #require(try await Eventually.until(every: .milliseconds(1)) { bench.processor.isHolding })
-            await #expect(throws: PaymentEngineError.self) { try await bench.engine.resolve(paymentId: payment.id, as: .refused) }
+            await #expect(throws: CoreError.self) { try await bench.engine.resolve(paymentId: payment.id, as: .refused) }
             bench.processor.release()
             #expect(try await retry.value.get().state == .authorized)
             #expect(try await state(bench, order) == (.paid, [.authorized], ["\(order.id)-1"]))
@@ -264,14 +264,14 @@ struct PaymentsEngineTests {
             let token = try bench.token(for: order)
             let attempt = PaymentsEngine.Attempt(merchantIdentifier: EngineBench.merchant, orderId: order.id, token: token)
             let payment = try await bench.engine.authorize(attempt)
-            await #expect(throws: PaymentEngineError(.replayedPayment, "this payment was already submitted")) {
+            await #expect(throws: CoreError(.replayedPayment, "this payment was already submitted")) {
                 try await bench.engine.authorize(attempt)
             }
             let settled = try await bench.engine.settle(paymentId: payment.id)
             #expect(settled.state == .settled)
             #expect(settled.links == ["refund": "https://psp.example/refunds/\(payment.reference)"], "the settle answer's links are kept")
             #expect(try await bench.store.payment(id: payment.id)?.processorReference == payment.processorReference)
-            await #expect(throws: PaymentEngineError.self) { try await bench.engine.cancel(paymentId: payment.id) }
+            await #expect(throws: CoreError.self) { try await bench.engine.cancel(paymentId: payment.id) }
             let second = try await bench.order()
             let other = try await bench.tap(second).get()
             #expect(try await bench.engine.cancel(paymentId: other.id).state == .cancelled)
@@ -290,14 +290,14 @@ struct PaymentsEngineTests {
             let settling = Task { try await engine.settle(paymentId: payment.id) }
             // The settle has claimed the payment and is with the processor.
             try #require(try await Eventually.until(every: .milliseconds(1)) { bench.processor.isHolding })
-            await #expect(throws: PaymentEngineError.self) { try await engine.cancel(paymentId: payment.id) }
-            await #expect(throws: PaymentEngineError.self) { try await engine.settle(paymentId: payment.id) }
+            await #expect(throws: CoreError.self) { try await engine.cancel(paymentId: payment.id) }
+            await #expect(throws: CoreError.self) { try await engine.settle(paymentId: payment.id) }
             #expect(bench.processor.backOfficeCalls == ["settle"], "the concurrent calls never reached the processor")
             bench.processor.release()
             #expect(try await settling.value.state == .settled)
             #expect(try await bench.store.order(id: order.id)?.state == .paid)
             // A cancel afterwards is refused for the payment's state, not for a held claim.
-            await #expect(throws: PaymentEngineError(.invalidState, "only an authorized payment can be cancelled; this one is settled")) {
+            await #expect(throws: CoreError(.invalidState, "only an authorized payment can be cancelled; this one is settled")) {
                 try await engine.cancel(paymentId: payment.id)
             }
         }
@@ -330,8 +330,8 @@ struct PaymentsEngineTests {
     }
 }
 
-extension Result where Failure == PaymentEngineError {
-    var failureCode: PaymentEngineError.Code? {
+extension Result where Failure == CoreError {
+    var failureCode: CoreError.Code? {
         if case .failure(let error) = self { return error.code }
         return nil
     }

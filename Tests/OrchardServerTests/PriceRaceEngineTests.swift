@@ -19,7 +19,7 @@ struct PriceRaceEngineTests {
             )
             bench.payments.beforeClaim.withLock { [store = bench.store] in $0 = { try await store.updateOpen(dearer) } }
             let attempt = PaymentsEngine.Attempt(merchantIdentifier: EngineBench.merchant, orderId: order.id, token: token)
-            let refusal = await #expect(throws: PaymentEngineError.self) { _ = try await bench.engine.authorize(attempt) }
+            let refusal = await #expect(throws: CoreError.self) { _ = try await bench.engine.authorize(attempt) }
             #expect(refusal?.code == .orderChanged)
             let stored = try #require(try await bench.store.order(id: order.id))
             #expect(stored.state == .open && stored.priced.total == dearer.priced.total && stored.priceVersion == 2)

@@ -76,7 +76,7 @@ struct PriceVersionContractTests {
             try await StoreConcurrencyContractTests.warm(store)
             enum Outcome: Sendable, Equatable {
                 case won
-                case lost(BusinessRefusal.Code?)
+                case lost(CoreError.Code?)
             }
             let results = try await StoreConcurrencyContractTests.concurrently(orders.count * 2) { index -> (Int, Bool, Outcome) in
                 let order = orders[index / 2]
@@ -87,7 +87,7 @@ struct PriceVersionContractTests {
                         try await store.updateOpen(try Self.dearer(order))
                     }
                     return (index / 2, index % 2 == 0, .won)
-                } catch let error as BusinessRefusal {
+                } catch let error as CoreError {
                     return (index / 2, index % 2 == 0, .lost(error.code))
                 }
             }

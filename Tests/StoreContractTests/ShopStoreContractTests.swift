@@ -14,7 +14,7 @@ struct ShopStoreContractTests {
     /// `seconds` after the contract tests' fixed now (whole seconds: SQLite keeps no less).
     static func at(_ seconds: Int) -> Date { StoreContractTests.now.addingTimeInterval(TimeInterval(seconds)) }
 
-    static func storeError(_ body: () async throws -> Void) async -> BusinessRefusal.Code? {
+    static func storeError(_ body: () async throws -> Void) async -> CoreError.Code? {
         await StoreContractTests.storeError(body)
     }
 

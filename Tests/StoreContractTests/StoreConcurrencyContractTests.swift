@@ -153,7 +153,7 @@ struct StoreConcurrencyContractTests {
             }
             for outcomes in [sameOrder, otherOrders] {
                 #expect(outcomes.filter { $0 == nil }.count == 1, "exactly one claim succeeds")
-                #expect(outcomes.compactMap { $0 }.allSatisfy { $0 == .duplicateTransaction || $0 == .paymentInProgress }, "\(outcomes)")
+                #expect(outcomes.compactMap { $0 }.allSatisfy { $0 == .replayedPayment || $0 == .paymentInProgress }, "\(outcomes)")
             }
             #expect(try await store.payments(orderId: "o1").count == 1)
             // Different tokens for one open order at once: one attempt, the others told it is in progress.
@@ -180,11 +180,11 @@ struct StoreConcurrencyContractTests {
 
     /// Nil when `body` succeeded, else the refusal's code; a store failure is an issue (and
     /// `.invalidState`, which no claim expects).
-    static func outcome(_ body: () async throws -> PaymentRecord) async -> BusinessRefusal.Code? {
+    static func outcome(_ body: () async throws -> PaymentRecord) async -> CoreError.Code? {
         do {
             _ = try await body()
             return nil
-        } catch let refusal as BusinessRefusal {
+        } catch let refusal as CoreError {
             return refusal.code
         } catch {
             Issue.record("the store failed: \(error)")
@@ -200,7 +200,7 @@ struct StoreConcurrencyContractTests {
                 do {
                     return try await store.claimRefund(Shop.refund("p1", 200, key: "k\(index)")).amount
                 } catch {
-                    #expect((error as? BusinessRefusal)?.code == .refundTooLarge)
+                    #expect((error as? CoreError)?.code == .refundTooLarge)
                     return 0
                 }
             }

@@ -44,7 +44,7 @@ struct StoreContractTests {
     }
 
     /// The code of the business refusal `body` throws; nil when it throws nothing (or something else).
-    static func storeError(_ body: () async throws -> Void) async -> BusinessRefusal.Code? { await TestRecords.refusal(body) }
+    static func storeError(_ body: () async throws -> Void) async -> CoreError.Code? { await TestRecords.refusal(body) }
 
     @Test("claims, re-sends and moves keep the lifecycle's compare-and-sets", arguments: Kind.enabled)
     func lifecycle(kind: Kind) async throws {
@@ -55,7 +55,7 @@ struct StoreContractTests {
             #expect(try await store.order(id: "o1")?.state == .pending)
             #expect(
                 await Self.storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t1", payment: "p2")) }
-                    == .duplicateTransaction)
+                    == .replayedPayment)
             #expect(
                 await Self.storeError { _ = try await store.claimPayment(Self.claim("o1", transaction: "t2", payment: "p2")) }
                     == .paymentInProgress)

@@ -67,8 +67,8 @@ public struct MandateChargeService: Sendable {
 
     /// The merchant's mandate `id`; another merchant's is "not found", never "forbidden".
     public func mandate(id: String, merchantIdentifier: String) async throws -> MandateRecord {
-        guard id.utf8.count <= 64, let mandate = try await store.mandate(id: id), mandate.merchantIdentifier == merchantIdentifier
-        else { throw ServiceError(.notFound, "there is no mandate \(id.prefix(64))") }
+        guard RecordIdentifier.isLookup(id), let mandate = try await store.mandate(id: id), mandate.merchantIdentifier == merchantIdentifier
+        else { throw CoreError(.notFound, "there is no mandate \(id.prefix(64))") }
         return mandate
     }
 
@@ -81,20 +81,20 @@ public struct MandateChargeService: Sendable {
     /// call creates the charge (`created` true); a retry with the same draft answers it (re-sending
     /// an unknown attempt under its reference); another draft under the key is refused.
     /// - Parameter logger: the request's logger, so a charge above the agreement is logged with it.
-    /// - Throws: ``ServiceError`` for the shop's input and the mandate's state (nothing is then
-    ///   created), ``PaymentEngineError`` for the charge's own refusal or unknown outcome.
+    /// - Throws: ``CoreError`` for the shop's input and the mandate's state (nothing is then
+    ///   created), ``CoreError`` for the charge's own refusal or unknown outcome.
     public func charge(
         _ draft: MandateChargeDraft, mandateId: String, idempotencyKey key: String, merchantIdentifier: String, logger: Logger
     ) async throws -> (view: MandateChargeView, created: Bool) {
         let mandate = try await mandate(id: mandateId, merchantIdentifier: merchantIdentifier)
         guard Money.isPositiveAmount(draft.amount) else {
-            throw ServiceError(.invalidRequest, "amount must be a whole number of minor units from 1 to \(ShopCart.maximumAmount)")
+            throw CoreError(.invalidRequest, "amount must be a whole number of minor units from 1 to \(ShopCart.maximumAmount)")
         }
         let (_, metadata) = try ShopInput.checkedReference(
             draft.reference, metadata: draft.metadata, naming: "the shop's own reference for this charge")
         // Checked before a charge order is made, so an ended mandate leaves nothing behind.
         guard mandate.state == .active else {
-            throw ServiceError(.invalidState, "the mandate has ended (\(mandate.endedReason ?? "ended")): it cannot be charged")
+            throw CoreError(.invalidState, "the mandate has ended (\(mandate.endedReason ?? "ended")): it cannot be charged")
         }
         try await checkBound(draft, of: mandate, logger: logger)
         let cart = ShopCart(currency: mandate.currency, countryCode: "ZZ", amount: draft.amount)
@@ -107,15 +107,15 @@ public struct MandateChargeService: Sendable {
         let (stored, created): (PaymentRequestRecord, Bool)
         do {
             (stored, created) = try await store.createPaymentRequest(record, order: order)
-        } catch let error as BusinessRefusal where error.code == .idempotencyMismatch {
-            throw ServiceError(.idempotencyMismatch, "this Idempotency-Key was used for another charge or body")
+        } catch let error as CoreError where error.code == .idempotencyMismatch {
+            throw CoreError(.idempotencyMismatch, "this Idempotency-Key was used for another charge or body")
         }
         let payment = try await engine.charge(mandate, orderId: stored.id)
         // The engine throws a decline or a rejection when it happens; a retry finds the charge's
         // one attempt already decided and is answered the same way, not charged again.
         switch payment.state {
-        case .refused: throw PaymentEngineError(.declined, "the issuer declined the charge: nothing was charged")
-        case .failed: throw PaymentEngineError(.processorRejected, "the processor refused the charge request: nothing was charged")
+        case .refused: throw CoreError(.declined, "the issuer declined the charge: nothing was charged")
+        case .failed: throw CoreError(.processorRejected, "the processor refused the charge request: nothing was charged")
         default:
             let current = try await store.mandate(id: mandate.id) ?? mandate
             return (
@@ -131,12 +131,12 @@ public struct MandateChargeService: Sendable {
 
     /// The open order a charge of `cart` creates: its own ID, open for ``chargeOpenFor``, bound to
     /// `orchard-charge:<id>` rather than a shopper's `orchard-order:<id>` (no sheet pays it).
-    func chargeOrder(_ cart: ShopCart, merchantIdentifier: String) throws(ServiceError) -> OrderRecord {
+    func chargeOrder(_ cart: ShopCart, merchantIdentifier: String) throws(CoreError) -> OrderRecord {
         let priced: PricedOrder
         do throws(ApplePayError) {
             priced = try cart.price()
         } catch {
-            throw ServiceError(.invalidRequest, error.message)
+            throw CoreError(.invalidRequest, error.message)
         }
         let now = time.now
         let id = RecordIdentifier.random()
@@ -149,12 +149,12 @@ public struct MandateChargeService: Sendable {
     /// The agreement the shopper accepted bounds the charge (``MandateChargeBound``).
     func checkBound(_ draft: MandateChargeDraft, of mandate: MandateRecord, logger: Logger) async throws {
         guard let agreement = try await store.order(id: mandate.orderId)?.priced.agreement else {
-            throw ServiceError(.inconsistent, "the order that set up this mandate is missing: it cannot be charged")
+            throw CoreError(.inconsistent, "the order that set up this mandate is missing: it cannot be charged")
         }
         do throws(MandateChargeBound.Refusal) {
             try MandateChargeBound.check(amount: draft.amount, agreement: agreement, reasonAbove: draft.allowAmountAbove?.reason)
         } catch {
-            throw ServiceError(.invalidRequest, error.message)
+            throw CoreError(.invalidRequest, error.message)
         }
         if let reason = draft.allowAmountAbove?.reason {
             logger.notice(

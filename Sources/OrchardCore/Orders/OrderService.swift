@@ -64,9 +64,9 @@ public struct OrderService: Sendable {
     }
 
     /// The merchant's catalogue; a merchant without one takes no catalogue orders.
-    public static func catalogue(of merchant: MerchantConfiguration) throws(ServiceError) -> Catalogue {
+    public static func catalogue(of merchant: MerchantConfiguration) throws(CoreError) -> Catalogue {
         guard let catalogue = merchant.catalogue else {
-            throw ServiceError(.ordersUnavailable, "this shop takes no orders (no catalogue configured)")
+            throw CoreError(.ordersUnavailable, "this shop takes no orders (no catalogue configured)")
         }
         return catalogue
     }
@@ -81,7 +81,7 @@ public struct OrderService: Sendable {
         do throws(ApplePayError) {
             priced = try Pricing.price(items: items, catalogue: catalogue, at: time.now)
         } catch {
-            throw ServiceError(.invalidCart, error.message)
+            throw CoreError(.invalidCart, error.message)
         }
         // An abandoned order expires (and is purged later) instead of staying open for ever.
         let order = OrderRecord.opened(merchantIdentifier: merchant.merchantIdentifier, priced: priced, at: time.now, openFor: openFor)
@@ -118,10 +118,10 @@ public struct OrderService: Sendable {
         if updated.priced != order.priced {
             do {
                 try await orders.updateOpen(order.repriced(updated.priced))
-            } catch let error as BusinessRefusal where error.code == .orderNotOpen {
-                throw ServiceError(.orderNotOpen, "this order is already paid")
-            } catch let error as BusinessRefusal where error.code == .orderChanged {
-                throw ServiceError(.orderChanged, "the order changed meanwhile (another update or its payment); send this change again")
+            } catch let error as CoreError where error.code == .orderNotOpen {
+                throw CoreError(.orderNotOpen, "this order is already paid")
+            } catch let error as CoreError where error.code == .orderChanged {
+                throw CoreError(.orderChanged, "the order changed meanwhile (another update or its payment); send this change again")
             }
         }
         return ApplePayUpdate(
@@ -134,24 +134,25 @@ public struct OrderService: Sendable {
     /// An order whose last payment attempt has an unknown outcome is payable but not repriceable:
     /// the retry must charge the same amount under the same reference.
     public func openOrder(id: String, merchant: MerchantConfiguration) async throws -> OrderRecord {
-        guard id.utf8.count <= 64, let order = try await orders.order(id: id), order.merchantIdentifier == merchant.merchantIdentifier
+        guard RecordIdentifier.isLookup(id), let order = try await orders.order(id: id),
+            order.merchantIdentifier == merchant.merchantIdentifier
         else {
-            throw ServiceError(.notFound, "there is no such order")
+            throw CoreError(.notFound, "there is no such order")
         }
         switch order.state {
         case .open:
-            if let expiry = order.expiresAt, expiry <= time.now { throw ServiceError(.orderNotOpen, "this payment request has expired") }
+            if let expiry = order.expiresAt, expiry <= time.now { throw CoreError(.orderNotOpen, "this payment request has expired") }
             return order
-        case .expired: throw ServiceError(.orderNotOpen, "this payment request has expired")
+        case .expired: throw CoreError(.orderNotOpen, "this payment request has expired")
         case .pending, .unknown:
-            throw ServiceError(.orderNotOpen, "this order's payment is being confirmed; it cannot change now")
-        case .paid: throw ServiceError(.orderNotOpen, "this order is already paid")
-        case .cancelled: throw ServiceError(.orderNotOpen, "this order was cancelled")
+            throw CoreError(.orderNotOpen, "this order's payment is being confirmed; it cannot change now")
+        case .paid: throw CoreError(.orderNotOpen, "this order is already paid")
+        case .cancelled: throw CoreError(.orderNotOpen, "this order was cancelled")
         }
     }
 
     /// The catalogue's price for the change; a bad coupon is dropped but the rest of the change kept.
-    func reprice(_ catalogue: Catalogue, order: PricedOrder, change: SheetChange) throws(ServiceError) -> (
+    func reprice(_ catalogue: Catalogue, order: PricedOrder, change: SheetChange) throws(CoreError) -> (
         PricedOrder, [ApplePayErrorItem]
     ) {
         let now = time.now
@@ -163,7 +164,7 @@ public struct OrderService: Sendable {
                 []
             )
         } catch {
-            guard let item = ApplePayErrorItem(error) else { throw ServiceError(.invalidRequest, error.message) }
+            guard let item = ApplePayErrorItem(error) else { throw CoreError(.invalidRequest, error.message) }
             guard error.code == .couponInvalid || error.code == .couponExpired else { return (order, [item]) }
             let withoutCoupon = try? Pricing.price(
                 items: change.items, catalogue: catalogue, shippingMethodId: change.shippingMethod,
@@ -174,14 +175,14 @@ public struct OrderService: Sendable {
 
     /// The shop's cart with the shopper's choices: its own amount plus the chosen shipping method
     /// (nil after an address change: the first that ships there). Coupons are the shop's business.
-    func reprice(_ cart: ShopCart, order: PricedOrder, change: SheetChange) throws(ServiceError) -> (PricedOrder, [ApplePayErrorItem]) {
+    func reprice(_ cart: ShopCart, order: PricedOrder, change: SheetChange) throws(CoreError) -> (PricedOrder, [ApplePayErrorItem]) {
         if let coupon = change.couponCode, !coupon.isEmpty, coupon != order.couponCode {
             return (order, [ApplePayErrorItem(code: "couponCodeInvalid", message: "this shop takes no coupon codes here")])
         }
         do throws(ApplePayError) {
             return (try cart.price(shippingMethodId: change.shippingMethod, shippingCountry: change.shippingCountry), [])
         } catch {
-            guard let item = ApplePayErrorItem(error) else { throw ServiceError(.invalidRequest, error.message) }
+            guard let item = ApplePayErrorItem(error) else { throw CoreError(.invalidRequest, error.message) }
             return (order, [item])
         }
     }
@@ -192,7 +193,7 @@ public struct OrderService: Sendable {
     func quoted(
         _ request: PaymentRequestRecord, order: PricedOrder, change: SheetChange, address: RedactedAddress, endpoint: WebhookEndpoint,
         quotes: QuoteClient
-    ) async throws(ServiceError) -> (ShopCart, PricedOrder, [ApplePayErrorItem]) {
+    ) async throws(CoreError) -> (ShopCart, PricedOrder, [ApplePayErrorItem]) {
         let (method, country) = (change.shippingMethod, address.countryCode)
         let question = QuoteRequest(
             paymentRequestId: request.id, reference: request.reference, metadata: request.metadata, currency: request.cart.currency,

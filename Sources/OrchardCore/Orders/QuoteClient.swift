@@ -25,7 +25,7 @@ public struct QuoteClient: Sendable {
 
     /// The shop's answer to `request`: a 2xx quote within ``deadline`` whose errors are Apple Pay's
     /// codes. Its cart is checked by ``OrderService``, which reports a bad one with ``failure(_:_:detail:)``.
-    public func quote(_ request: QuoteRequest, endpoint: WebhookEndpoint, merchant: String) async throws(ServiceError) -> QuoteAnswer {
+    public func quote(_ request: QuoteRequest, endpoint: WebhookEndpoint, merchant: String) async throws(CoreError) -> QuoteAnswer {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = (try? encoder.encode(request)).map(Array.init) ?? []
@@ -56,10 +56,10 @@ public struct QuoteClient: Sendable {
 
     /// - Parameter detail: for the log only (a transport error may name addresses the shopper has no business seeing).
     /// Logs why the shop's price was not taken and says so to the shopper's page.
-    public func failure(_ what: String, _ request: QuoteRequest, detail: String? = nil) -> ServiceError {
+    public func failure(_ what: String, _ request: QuoteRequest, detail: String? = nil) -> CoreError {
         var metadata: Logger.Metadata = ["paymentRequest": "\(request.paymentRequestId)", "problem": "\(what)"]
         if let detail { metadata["error"] = "\(detail)" }
         logger.error("the shop's quote URL failed; the total is unchanged", metadata: metadata)
-        return ServiceError(.quoteFailed, "the shop could not price this change (its quote URL \(what)); the total is unchanged")
+        return CoreError(.quoteFailed, "the shop could not price this change (its quote URL \(what)); the total is unchanged")
     }
 }

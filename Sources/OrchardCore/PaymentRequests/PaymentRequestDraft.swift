@@ -74,27 +74,27 @@ public struct PaymentRequestDraft: Codable, Sendable, Equatable {
 public enum ShopInput {
     /// The shop's reference (1–128 characters) and metadata (at most 20 keys of 1–40 characters,
     /// values of at most 500), checked; `naming` says what the reference is in the message.
-    public static func checkedReference(_ reference: String, metadata: [String: String]?, naming: String) throws(ServiceError) -> (
+    public static func checkedReference(_ reference: String, metadata: [String: String]?, naming: String) throws(CoreError) -> (
         String, [String: String]
     ) {
         guard (1...128).contains(reference.count) else {
-            throw ServiceError(.invalidRequest, "reference (\(naming)) must be 1–128 characters")
+            throw CoreError(.invalidRequest, "reference (\(naming)) must be 1–128 characters")
         }
         let metadata = metadata ?? [:]
         guard metadata.count <= 20, metadata.allSatisfy({ (1...40).contains($0.key.count) && $0.value.count <= 500 }) else {
-            throw ServiceError(.invalidRequest, "metadata takes at most 20 keys of 1–40 characters, values of at most 500")
+            throw CoreError(.invalidRequest, "metadata takes at most 20 keys of 1–40 characters, values of at most 500")
         }
         return (reference, metadata)
     }
 
     /// An `Idempotency-Key` as sent (nil: none was): required, 1–255 visible ASCII characters.
-    public static func idempotencyKey(_ key: String?) throws(ServiceError) -> String {
+    public static func idempotencyKey(_ key: String?) throws(CoreError) -> String {
         guard let key else {
-            throw ServiceError(
+            throw CoreError(
                 .invalidRequest, "send an Idempotency-Key header (a UUID per new request) so a retry cannot create a second one")
         }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw ServiceError(.invalidRequest, "Idempotency-Key must be 1–255 visible ASCII characters")
+            throw CoreError(.invalidRequest, "Idempotency-Key must be 1–255 visible ASCII characters")
         }
         return key
     }

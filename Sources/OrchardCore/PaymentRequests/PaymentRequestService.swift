@@ -30,14 +30,14 @@ public struct PaymentRequestService: Sendable {
             draft.reference, metadata: draft.metadata, naming: "the shop's own order reference")
         let expiry = draft.expiresInSeconds ?? Self.defaultExpiry
         guard Self.expiryRange.contains(expiry) else {
-            throw ServiceError(
+            throw CoreError(
                 .invalidRequest, "expiresInSeconds must be \(Self.expiryRange.lowerBound)–\(Self.expiryRange.upperBound)")
         }
         let priced: PricedOrder
         do throws(ApplePayError) {
             priced = try cart.price()
         } catch {
-            throw ServiceError(.invalidCart, error.message)
+            throw CoreError(.invalidCart, error.message)
         }
         let now = time.now
         let order = OrderRecord.opened(
@@ -45,19 +45,14 @@ public struct PaymentRequestService: Sendable {
         let record = PaymentRequestRecord(
             id: order.id, merchantIdentifier: merchant.merchantIdentifier, reference: reference, metadata: metadata, cart: cart,
             idempotencyKey: key, fingerprint: try draft.fingerprint(), expiresAt: order.expiresAt ?? now, createdAt: now)
-        let (stored, created): (PaymentRequestRecord, Bool)
-        do {
-            (stored, created) = try await store.createPaymentRequest(record, order: order)
-        } catch let error as BusinessRefusal where error.code == .idempotencyMismatch {
-            throw ServiceError(.idempotencyMismatch, error.message)
-        }
+        let (stored, created) = try await store.createPaymentRequest(record, order: order)
         return (try await view(stored, merchant: merchant), created)
     }
 
     /// The shop's cart, checked: the merchant's catalogue country when the draft names none.
-    func cart(_ draft: PaymentRequestDraft, merchant: MerchantConfiguration) throws(ServiceError) -> ShopCart {
+    func cart(_ draft: PaymentRequestDraft, merchant: MerchantConfiguration) throws(CoreError) -> ShopCart {
         guard let country = draft.countryCode ?? merchant.catalogue?.countryCode else {
-            throw ServiceError(.invalidRequest, "countryCode is required: the merchant's ISO 3166 country, like GB")
+            throw CoreError(.invalidRequest, "countryCode is required: the merchant's ISO 3166 country, like GB")
         }
         let cart = ShopCart(
             currency: draft.currency, countryCode: country, amount: draft.amount,
@@ -72,22 +67,22 @@ public struct PaymentRequestService: Sendable {
         do throws(ApplePayError) {
             return try cart.validated()
         } catch {
-            throw ServiceError(.invalidCart, error.message)
+            throw CoreError(.invalidCart, error.message)
         }
     }
 
     /// The agreement's own rules at this instant, no split payment, and a mandate only where
     /// Orchard will see the merchant token ID that Apple's notifications about it name.
-    func checkAgreement(_ draft: PaymentRequestDraft, merchant: MerchantConfiguration) throws(ServiceError) {
+    func checkAgreement(_ draft: PaymentRequestDraft, merchant: MerchantConfiguration) throws(CoreError) {
         if draft.multiTokenContexts != nil {
-            throw ServiceError(
+            throw CoreError(
                 .invalidRequest,
                 "multiTokenContexts (one payment split across several merchants) is not supported: none of Orchard's processors takes it; create one payment request per merchant"
             )
         }
         guard let agreement = draft.agreement else { return }
         if let held = merchant.processingKeys.firstIndex(where: { $0.processorHeldScheme != nil }) {
-            throw ServiceError(
+            throw CoreError(
                 .invalidAgreement,
                 """
                 this merchant's processingKeys[\(held)] is a certificate alone: the processor decrypts its tokens, so Orchard never \
@@ -98,15 +93,15 @@ public struct PaymentRequestService: Sendable {
         do throws(ApplePayError) {
             try agreement.check(now: time.now)
         } catch {
-            throw ServiceError(.invalidAgreement, error.message)
+            throw CoreError(.invalidAgreement, error.message)
         }
     }
 
     /// The merchant's request `id`; another merchant's is "not found", never "forbidden".
     public func request(id: String, merchant: MerchantConfiguration) async throws -> PaymentRequestRecord {
-        guard id.utf8.count <= 64, let record = try await store.paymentRequest(id: id),
+        guard RecordIdentifier.isLookup(id), let record = try await store.paymentRequest(id: id),
             record.merchantIdentifier == merchant.merchantIdentifier
-        else { throw ServiceError(.notFound, "there is no payment request \(id.prefix(64))") }
+        else { throw CoreError(.notFound, "there is no payment request \(id.prefix(64))") }
         return record
     }
 
@@ -115,7 +110,7 @@ public struct PaymentRequestService: Sendable {
         -> ShopperPaymentRequestView
     {
         guard let id = vault.requestId(fromClientSecret: clientSecret) else {
-            throw ServiceError(.notFound, "there is no such payment request (check the clientSecret)")
+            throw CoreError(.notFound, "there is no such payment request (check the clientSecret)")
         }
         let view = try await view(try await request(id: id, merchant: merchant), merchant: merchant)
         return ShopperPaymentRequestView(view, simulatedSheet: simulatedSheet)
@@ -124,7 +119,7 @@ public struct PaymentRequestService: Sendable {
     /// The request with its order's status and total, and its payments with what each had refunded.
     public func view(_ record: PaymentRequestRecord, merchant: MerchantConfiguration) async throws -> PaymentRequestView {
         guard let order = try await store.order(id: record.id) else {
-            throw ServiceError(.inconsistent, "the payment request's order is missing")
+            throw CoreError(.inconsistent, "the payment request's order is missing")
         }
         var payments: [PaymentView] = []
         for payment in try await store.payments(orderId: record.id) {

@@ -81,21 +81,21 @@ public enum PaymentClaimPolicy {
 
     /// Decides a claim from what the store read under the order's lock; throws the refusal the
     /// engine reports, and then the store writes nothing.
-    public static func decide(_ claim: PaymentClaim, _ snapshot: PaymentClaimSnapshot) throws(BusinessRefusal) -> PaymentClaimDecision {
+    public static func decide(_ claim: PaymentClaim, _ snapshot: PaymentClaimSnapshot) throws(CoreError) -> PaymentClaimDecision {
         let orderId = claim.draft.orderId
         // A replayed token is named as such, whatever became of its order.
         guard !snapshot.transactionUsed else {
-            throw BusinessRefusal(.duplicateTransaction, "transaction \(claim.transactionId.prefix(16))… was already used")
+            throw CoreError(.replayedPayment, "transaction \(claim.transactionId.prefix(16))… was already used")
         }
-        guard let order = snapshot.order else { throw BusinessRefusal(.orderNotOpen, "order \(orderId) is not open") }
+        guard let order = snapshot.order else { throw CoreError(.orderNotOpen, "order \(orderId) is not open") }
         switch order.state {
         case .open:
             // A new attempt must find the order open: the sealed request is bound to the payment the engine meant.
             guard claim.resending == nil else {
-                throw BusinessRefusal(.paymentInProgress, "order \(orderId) changed while its payment was decided")
+                throw CoreError(.paymentInProgress, "order \(orderId) changed while its payment was decided")
             }
             if let expiry = order.expiresAt, expiry <= claim.draft.createdAt {
-                throw BusinessRefusal(.orderNotOpen, "order \(orderId) has expired")
+                throw CoreError(.orderNotOpen, "order \(orderId) has expired")
             }
             try samePrice(claim, order)
             let move = PaymentLifecycle.move(.firstSend)
@@ -105,27 +105,27 @@ public enum PaymentClaimPolicy {
             return PaymentClaimDecision(attempt: .first(record), move: move, priceVersion: order.priceVersion)
         case .unknown:
             guard let unknown = snapshot.unknownAttempt else {
-                throw BusinessRefusal(.orderNotOpen, "order \(orderId) has no unknown payment")
+                throw CoreError(.orderNotOpen, "order \(orderId) has no unknown payment")
             }
             // A re-send must name the unknown attempt it re-sends, and find it as often sent as
             // the engine saw it when it decided to send it again.
             guard claim.resending == unknown.id, claim.expectedSends.map({ $0 == unknown.sends }) ?? true else {
-                throw BusinessRefusal(.paymentInProgress, "order \(orderId)'s payment was sent again meanwhile")
+                throw CoreError(.paymentInProgress, "order \(orderId)'s payment was sent again meanwhile")
             }
             try samePrice(claim, order)
             return PaymentClaimDecision(
                 attempt: .resend(paymentId: unknown.id, sends: unknown.sends), move: PaymentLifecycle.move(.resend),
                 priceVersion: order.priceVersion)
         case .pending:
-            throw BusinessRefusal(.paymentInProgress, "order \(orderId) has a payment with the processor")
+            throw CoreError(.paymentInProgress, "order \(orderId) has a payment with the processor")
         case .paid, .cancelled, .expired:
-            throw BusinessRefusal(.orderNotOpen, "order \(orderId) is not open")
+            throw CoreError(.orderNotOpen, "order \(orderId) is not open")
         }
     }
 
-    private static func samePrice(_ claim: PaymentClaim, _ order: PaymentClaimSnapshot.Order) throws(BusinessRefusal) {
+    private static func samePrice(_ claim: PaymentClaim, _ order: PaymentClaimSnapshot.Order) throws(CoreError) {
         guard claim.priceVersion == order.priceVersion else {
-            throw BusinessRefusal(
+            throw CoreError(
                 .orderChanged, "order \(claim.draft.orderId) was repriced (version \(order.priceVersion)) after the token was checked")
         }
     }
@@ -135,12 +135,12 @@ public enum PaymentClaimPolicy {
 public enum OrderPricingPolicy {
     /// Checks that `order`, at its next price version, may replace the stored order, `found` in
     /// that state at that version (nil: no such order; a nil state: unreadable).
-    public static func checkUpdate(_ order: OrderRecord, found: (state: OrderRecord.State?, version: Int)?) throws(BusinessRefusal) {
+    public static func checkUpdate(_ order: OrderRecord, found: (state: OrderRecord.State?, version: Int)?) throws(CoreError) {
         guard let found, found.state == .open else {
-            throw BusinessRefusal(.orderNotOpen, "order \(order.id) is not open")
+            throw CoreError(.orderNotOpen, "order \(order.id) is not open")
         }
         guard found.version == order.priceVersion &- 1 else {
-            throw BusinessRefusal(.orderChanged, "order \(order.id) was repriced meanwhile (version \(found.version))")
+            throw CoreError(.orderChanged, "order \(order.id) was repriced meanwhile (version \(found.version))")
         }
     }
 }

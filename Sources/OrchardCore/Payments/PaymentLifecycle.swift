@@ -101,15 +101,15 @@ public struct PaymentClaim: Sendable {
     public var sealedRequest: [UInt8]
     /// On a re-send of the order's unknown attempt: how often it had been sent when the engine
     /// decided to send it again. A claim that finds another count (someone sent it meanwhile,
-    /// after the processor was asked) fails with ``BusinessRefusal/Code/paymentInProgress``.
+    /// after the processor was asked) fails with ``CoreError/Code/paymentInProgress``.
     public var expectedSends: Int?
     /// The unknown attempt this claim sends again (the one the engine asked the processor about,
     /// and the one ``sealedRequest`` is sealed for); nil for a new attempt, sealed for `draft`.
     /// A claim that finds the order otherwise (a new attempt finding an unknown one, or the
-    /// other way round) fails with ``BusinessRefusal/Code/paymentInProgress``: the caller asks again.
+    /// other way round) fails with ``CoreError/Code/paymentInProgress``: the caller asks again.
     public var resending: String?
     /// The order's price version the token was checked against (``OrderRecord/priceVersion``):
-    /// a claim that finds the order repriced since fails with ``BusinessRefusal/Code/orderChanged``.
+    /// a claim that finds the order repriced since fails with ``CoreError/Code/orderChanged``.
     public var priceVersion: Int
 
     public init(

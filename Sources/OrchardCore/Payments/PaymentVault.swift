@@ -50,7 +50,7 @@ public struct PaymentVault: Sendable {
     func seal(_ request: RetryRequest, for paymentId: String) throws -> [UInt8] {
         let plain = try JSONEncoder().encode(request)
         guard let combined = try AES.GCM.seal(plain, using: key, authenticating: Self.associatedData(paymentId)).combined else {
-            throw PaymentEngineError(.storage, "the retry request could not be sealed")
+            throw CoreError(.storage, "the retry request could not be sealed")
         }
         return [Self.boundFormat] + Array(combined)
     }

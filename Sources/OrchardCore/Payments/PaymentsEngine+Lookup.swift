@@ -143,7 +143,7 @@ extension PaymentsEngine {
 
     /// Asks the processor before a retry sends an unknown attempt again; throws `payment_unknown`,
     /// sending nothing, while the rule says wait or an operator must look.
-    func gate(_ unknown: PaymentRecord, through processor: any PaymentProcessor) async throws(PaymentEngineError) -> RetryGate {
+    func gate(_ unknown: PaymentRecord, through processor: any PaymentProcessor) async throws(CoreError) -> RetryGate {
         switch await consult(unknown, through: processor) {
         case .resend:
             return .resend(sends: unknown.sends)
@@ -152,15 +152,15 @@ extension PaymentsEngine {
             if let current = try? await store.payment(id: unknown.id), PaymentLifecycle.isResolved(current.state) {
                 return .settled(current)
             }
-            throw PaymentEngineError.inProgress
+            throw CoreError.inProgress
         case .wait, .needsOperator:
-            throw PaymentEngineError.unknownOutcome
+            throw CoreError.unknownOutcome
         }
     }
 
     /// Records the outcome the processor's records hold for an unknown refund; the refund as it
     /// is now when it moved meanwhile.
-    func settleRefund(_ refund: RefundRecord, from outcome: RefundOutcome) async throws(PaymentEngineError) -> RefundRecord {
+    func settleRefund(_ refund: RefundRecord, from outcome: RefundOutcome) async throws(CoreError) -> RefundRecord {
         let state: RefundState = outcome.status == .refunded ? .refunded : .refused
         let settled = try await storage {
             try await store.finishRefund(id: refund.id, from: .unknown, state: state, outcome: outcome, at: time.now)

@@ -30,24 +30,24 @@ extension PaymentsEngine {
     /// Charges an active mandate for its charge order (created by the caller with the amount):
     /// merchant-initiated, through the processor that stored the credential. A retry for the same
     /// order re-sends the reference of an unknown attempt; a paid order answers its payment.
-    public func charge(_ mandate: MandateRecord, orderId: String) async throws(PaymentEngineError) -> PaymentRecord {
+    public func charge(_ mandate: MandateRecord, orderId: String) async throws(CoreError) -> PaymentRecord {
         guard let order = try await storage({ try await store.order(id: orderId) }),
             order.merchantIdentifier == mandate.merchantIdentifier
-        else { throw PaymentEngineError(.notFound, "there is no such charge") }
+        else { throw CoreError(.notFound, "there is no such charge") }
         // A charge is one attempt: its answer, once definite, is the answer to every retry with
         // the same Idempotency-Key (a declined charge is charged again only under a new key).
         let earlier = try await storage { try await store.payments(orderId: order.id) }
         if let last = earlier.last, PaymentLifecycle.isResolved(last.state) { return last }
         guard mandate.state == .active else {
-            throw PaymentEngineError(.invalidState, "the mandate has ended (\(mandate.endedReason ?? "ended")): it cannot be charged")
+            throw CoreError(.invalidState, "the mandate has ended (\(mandate.endedReason ?? "ended")): it cannot be charged")
         }
         let processor = processors.processor(forMerchant: mandate.merchantIdentifier)
         guard processor.name == mandate.processor else {
-            throw PaymentEngineError(
+            throw CoreError(
                 .invalidState, "the mandate's credential is stored at \(mandate.processor), but the merchant now uses \(processor.name)")
         }
         guard order.priced.currency == mandate.currency else {
-            throw PaymentEngineError(.paymentMismatch, "a charge of this mandate must be in \(mandate.currency)")
+            throw CoreError(.paymentMismatch, "a charge of this mandate must be in \(mandate.currency)")
         }
         // A retry of an unknown charge asks the processor before it sends anything.
         var expectedSends: Int?
@@ -70,7 +70,7 @@ extension PaymentsEngine {
         do {
             sealed = try vault.seal(RetryRequest(token: nil, mandateId: mandate.id), for: resending ?? draft.id)
         } catch {
-            throw PaymentEngineError(.storage, "the charge could not be recorded; nothing was charged")
+            throw CoreError(.storage, "the charge could not be recorded; nothing was charged")
         }
         let claimed = try await claim(
             PaymentClaim(
@@ -84,11 +84,11 @@ extension PaymentsEngine {
     }
 
     /// A mandate charge as first sent, for the reconciler.
-    func rebuildCharge(_ payment: PaymentRecord, order: OrderRecord, mandateId: String) async throws(PaymentEngineError)
+    func rebuildCharge(_ payment: PaymentRecord, order: OrderRecord, mandateId: String) async throws(CoreError)
         -> MandateChargeRequest
     {
         guard let mandate = try await storage({ try await store.mandate(id: mandateId) }) else {
-            throw PaymentEngineError(.notFound, "its mandate \(mandateId) is missing")
+            throw CoreError(.notFound, "its mandate \(mandateId) is missing")
         }
         return MandateChargeRequest(mandate: mandate, order: order, reference: payment.reference, sends: payment.sends)
     }

@@ -13,40 +13,40 @@ extension PaymentsEngine {
 
     /// Settles (captures) an authorized payment through its processor, then records it. With a
     /// merchant, another merchant's payment is not found.
-    public func settle(paymentId: String, merchantIdentifier: String? = nil) async throws(PaymentEngineError) -> PaymentRecord {
+    public func settle(paymentId: String, merchantIdentifier: String? = nil) async throws(CoreError) -> PaymentRecord {
         try await act(.settle, on: paymentId, merchantIdentifier: merchantIdentifier)
     }
 
     /// Cancels (voids) an authorized payment through its processor, then records it; the order closes.
-    public func cancel(paymentId: String, merchantIdentifier: String? = nil) async throws(PaymentEngineError) -> PaymentRecord {
+    public func cancel(paymentId: String, merchantIdentifier: String? = nil) async throws(CoreError) -> PaymentRecord {
         try await act(.cancel, on: paymentId, merchantIdentifier: merchantIdentifier)
     }
 
     /// Records the processor's outcome of an unknown payment as an operator read it.
-    public func resolve(paymentId: String, as resolution: Resolution) async throws(PaymentEngineError) -> PaymentRecord {
+    public func resolve(paymentId: String, as resolution: Resolution) async throws(CoreError) -> PaymentRecord {
         let payment = try await requirePayment(paymentId)
         guard payment.state == .unknown else {
-            throw PaymentEngineError(.invalidState, "only an unknown payment can be resolved; this one is \(payment.state.rawValue)")
+            throw CoreError(.invalidState, "only an unknown payment can be resolved; this one is \(payment.state.rawValue)")
         }
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(resolution.event), at: time.now, held: payment)
         guard let resolved = try await storage({ try await store.transition(change) }) else {
-            throw PaymentEngineError(.invalidState, "the payment changed meanwhile (a re-send may be in progress); reload it")
+            throw CoreError(.invalidState, "the payment changed meanwhile (a re-send may be in progress); reload it")
         }
         logger.notice(
             "unknown payment resolved by an operator", metadata: ["payment": "\(payment.id)", "state": "\(resolution.rawValue)"])
         return resolved
     }
 
-    func requirePayment(_ id: String) async throws(PaymentEngineError) -> PaymentRecord {
-        guard id.utf8.count <= 64, let payment = try await storage({ try await store.payment(id: id) }) else {
-            throw PaymentEngineError(.notFound, "there is no payment \(id)")
+    func requirePayment(_ id: String) async throws(CoreError) -> PaymentRecord {
+        guard RecordIdentifier.isLookup(id), let payment = try await storage({ try await store.payment(id: id) }) else {
+            throw CoreError(.notFound, "there is no payment \(id)")
         }
         return payment
     }
 
     /// The processor first, then the record: a processor that refuses leaves the payment authorized.
-    private func act(_ event: PaymentLifecycle.Event, on id: String, merchantIdentifier: String?) async throws(PaymentEngineError)
+    private func act(_ event: PaymentLifecycle.Event, on id: String, merchantIdentifier: String?) async throws(CoreError)
         -> PaymentRecord
     {
         let move = PaymentLifecycle.move(event)
@@ -55,15 +55,15 @@ extension PaymentsEngine {
                 try await requirePayment(id)
             }
         guard payment.state == move.from else {
-            throw PaymentEngineError(
+            throw CoreError(
                 .invalidState, "only an authorized payment can be \(move.to.rawValue); this one is \(payment.state.rawValue)")
         }
         guard let order = try await storage({ try await store.order(id: payment.orderId) }) else {
-            throw PaymentEngineError(.notFound, "the payment's order is missing")
+            throw CoreError(.notFound, "the payment's order is missing")
         }
         let processor = processors.processor(forMerchant: order.merchantIdentifier)
         guard processor.name == payment.processor else {
-            throw PaymentEngineError(
+            throw CoreError(
                 .invalidState,
                 "this payment went through \(payment.processor), which is no longer the merchant's processor; act on it there")
         }
@@ -76,7 +76,7 @@ extension PaymentsEngine {
                     paymentId: id, in: move.from ?? .authorized, at: now, until: now.addingTimeInterval(policy.operationLease))
             })
         else {
-            throw PaymentEngineError(
+            throw CoreError(
                 .invalidState, "a capture or cancel of this payment is already in progress, or it changed meanwhile; reload it")
         }
         var links: [String: String]?
@@ -98,11 +98,11 @@ extension PaymentsEngine {
                 "processor refused a back-office action", metadata: ["payment": "\(id)", "action": "\(event)", "error": "\(error)"])
             // Still authorized: the next settle or cancel may go at once.
             _ = try? await store.releaseOperation(paymentId: id)
-            throw PaymentEngineError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
+            throw CoreError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
         }
         let change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links, held: payment)
         guard let updated = try await storage({ try await store.transition(change) }) else {
-            throw PaymentEngineError(.invalidState, "the payment changed meanwhile; reload it")
+            throw CoreError(.invalidState, "the payment changed meanwhile; reload it")
         }
         logger.info("payment \(move.to.rawValue)", metadata: ["payment": "\(id)", "processor": "\(payment.processor)"])
         return updated

@@ -176,7 +176,7 @@ extension PaymentsEngine {
         case charge(MandateChargeRequest)
     }
 
-    private func cannotResend(_ payment: PaymentRecord, _ error: PaymentEngineError) async -> ResendResult {
+    private func cannotResend(_ payment: PaymentRecord, _ error: CoreError) async -> ResendResult {
         logger.error(
             "an unknown payment cannot be re-sent: resolve it with the processor's records (orchard payments resolve)",
             metadata: ["payment": "\(payment.id)", "reason": "\(error.message)"])
@@ -185,31 +185,31 @@ extension PaymentsEngine {
     }
 
     /// The payment's order, and its processor, which must still be the merchant's.
-    private func orderAndProcessor(of payment: PaymentRecord) async throws(PaymentEngineError) -> (OrderRecord, any PaymentProcessor) {
+    private func orderAndProcessor(of payment: PaymentRecord) async throws(CoreError) -> (OrderRecord, any PaymentProcessor) {
         guard let order = try await storage({ try await store.order(id: payment.orderId) }) else {
-            throw PaymentEngineError(.notFound, "its order is missing")
+            throw CoreError(.notFound, "its order is missing")
         }
         let processor = processors.processor(forMerchant: order.merchantIdentifier)
         guard processor.name == payment.processor else {
-            throw PaymentEngineError(.invalidState, "it went through \(payment.processor), no longer the merchant's processor")
+            throw CoreError(.invalidState, "it went through \(payment.processor), no longer the merchant's processor")
         }
         return (order, processor)
     }
 
     /// The request as first sent, from the sealed copy: decrypted again, not verified again (the
     /// token was verified when the shopper sent it, and its signing time has passed since).
-    private func rebuild(_ payment: PaymentRecord, order: OrderRecord) async throws(PaymentEngineError) -> Resend {
+    private func rebuild(_ payment: PaymentRecord, order: OrderRecord) async throws(CoreError) -> Resend {
         guard let sealed = try await storage({ try await store.retryPayload(paymentId: payment.id) }) else {
-            throw PaymentEngineError(.notFound, "its sealed request is gone")
+            throw CoreError(.notFound, "its sealed request is gone")
         }
         do {
             let retry = try vault.unseal(sealed, for: payment.id)
             if let mandateId = retry.mandateId {
                 return .charge(try await rebuildCharge(payment, order: order, mandateId: mandateId))
             }
-            guard let token = retry.token else { throw PaymentEngineError(.notFound, "its sealed request holds no token") }
+            guard let token = retry.token else { throw CoreError(.notFound, "its sealed request holds no token") }
             guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
-                throw PaymentEngineError(.invalidToken, "the merchant has no processing keys")
+                throw CoreError(.invalidToken, "the merchant has no processing keys")
             }
             // The same encrypted token again; decrypted only where Orchard holds its key, as at the first send.
             let decoded = try token.paymentData.decoded()
@@ -218,10 +218,10 @@ extension PaymentsEngine {
                 AuthorizationRequest(
                     order: order, token: token, payment: decrypted, reference: payment.reference,
                     cardholderName: retry.cardholderName, storeCredential: order.priced.agreement.map { CredentialUsage($0.type) }))
-        } catch let error as PaymentEngineError {
+        } catch let error as CoreError {
             throw error
         } catch {
-            throw PaymentEngineError(.invalidToken, "its sealed request cannot be opened or decrypted (\(error))")
+            throw CoreError(.invalidToken, "its sealed request cannot be opened or decrypted (\(error))")
         }
     }
 }

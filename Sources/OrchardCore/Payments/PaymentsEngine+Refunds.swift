@@ -10,7 +10,7 @@ extension PaymentsEngine {
     /// Refunds `amount` (nil: all that is left) of a settled payment of `merchantIdentifier`.
     public func refund(
         paymentId: String, merchantIdentifier: String, amount: Int64?, idempotencyKey: String
-    ) async throws(PaymentEngineError) -> RefundRecord {
+    ) async throws(CoreError) -> RefundRecord {
         try await refund(
             paymentId: paymentId, merchantIdentifier: merchantIdentifier, amount: amount, idempotencyKey: idempotencyKey,
             waiting: { _ in })
@@ -20,14 +20,14 @@ extension PaymentsEngine {
     /// when (the reconciler keeps it aside until then).
     func refund(
         paymentId: String, merchantIdentifier: String, amount: Int64?, idempotencyKey: String, waiting: (Date) async -> Void
-    ) async throws(PaymentEngineError) -> RefundRecord {
+    ) async throws(CoreError) -> RefundRecord {
         let payment = try await requirePayment(paymentId, merchantIdentifier: merchantIdentifier)
         let refunded = try await storage { try await store.refunds(paymentId: paymentId) }
         let left = payment.amount - refunded.filter(\.holdsAmount).reduce(0) { $0 + $1.amount }
         let earlier = refunded.first { $0.idempotencyKey == idempotencyKey }
         let wanted = amount ?? earlier?.amount ?? left
         guard wanted > 0 else {
-            throw PaymentEngineError(.refundTooLarge, amount == nil ? "nothing is left to refund" : "a refund amount must be positive")
+            throw CoreError(.refundTooLarge, amount == nil ? "nothing is left to refund" : "a refund amount must be positive")
         }
         let now = time.now
         var draft = RefundRecord(
@@ -37,7 +37,7 @@ extension PaymentsEngine {
             // The processor is asked before the same reference goes out again.
             let processor = processors.processor(forMerchant: merchantIdentifier)
             guard processor.name == payment.processor else {
-                throw PaymentEngineError(
+                throw CoreError(
                     .invalidState, "this payment went through \(payment.processor), which is no longer the merchant's processor")
             }
             switch await consultRefund(earlier, of: payment, through: processor) {
@@ -56,23 +56,23 @@ extension PaymentsEngine {
         let claimed: RefundRecord
         do {
             claimed = try await store.claimRefund(draft)
-        } catch let error as BusinessRefusal {
+        } catch let error as CoreError {
             throw Self.refusal(error)
         } catch {
-            throw PaymentEngineError(.storage, "the refund could not be recorded; nothing was refunded")
+            throw CoreError(.storage, "the refund could not be recorded; nothing was refunded")
         }
         guard claimed.state == .pending else { return claimed }
         let processor = processors.processor(forMerchant: merchantIdentifier)
         guard processor.name == payment.processor else {
             _ = try? await store.finishRefund(id: claimed.id, state: .refused, outcome: nil, at: time.now)
-            throw PaymentEngineError(
+            throw CoreError(
                 .invalidState, "this payment went through \(payment.processor), which is no longer the merchant's processor")
         }
         return try await send(claimed, of: payment, through: processor)
     }
 
     private func send(_ refund: RefundRecord, of payment: PaymentRecord, through processor: any PaymentProcessor)
-        async throws(PaymentEngineError) -> RefundRecord
+        async throws(CoreError) -> RefundRecord
     {
         var metadata: Logger.Metadata = [
             "payment": "\(payment.id)", "refund": "\(refund.id)", "reference": "\(refund.reference)", "send": "\(refund.sends)",
@@ -100,30 +100,30 @@ extension PaymentsEngine {
             finished = try await store.finishRefund(id: refund.id, state: state, outcome: outcome, at: time.now)
         } catch {
             logger.critical("the processor answered a refund but the answer could not be stored", metadata: metadata)
-            throw PaymentEngineError(.paymentUnknown, "the refund's outcome could not be recorded; retry with the same Idempotency-Key")
+            throw CoreError(.paymentUnknown, "the refund's outcome could not be recorded; retry with the same Idempotency-Key")
         }
-        guard let finished else { throw PaymentEngineError(.invalidState, "the refund changed meanwhile; reload it") }
+        guard let finished else { throw CoreError(.invalidState, "the refund changed meanwhile; reload it") }
         metadata["state"] = "\(state.rawValue)"
         logger.log(level: state == .refunded ? .info : .error, "refund \(state.rawValue)", metadata: metadata)
         return finished
     }
 
     /// A payment of this merchant; another merchant's is "not found".
-    public func requirePayment(_ id: String, merchantIdentifier: String) async throws(PaymentEngineError) -> PaymentRecord {
+    public func requirePayment(_ id: String, merchantIdentifier: String) async throws(CoreError) -> PaymentRecord {
         let payment = try await requirePayment(id)
         guard let order = try await storage({ try await store.order(id: payment.orderId) }),
             order.merchantIdentifier == merchantIdentifier
-        else { throw PaymentEngineError(.notFound, "there is no payment \(id)") }
+        else { throw CoreError(.notFound, "there is no payment \(id)") }
         return payment
     }
 
-    static func refusal(_ error: BusinessRefusal) -> PaymentEngineError {
+    static func refusal(_ error: CoreError) -> CoreError {
         switch error.code {
-        case .refundTooLarge: PaymentEngineError(.refundTooLarge, error.message)
-        case .idempotencyMismatch: PaymentEngineError(.idempotencyMismatch, error.message)
-        case .invalidState: PaymentEngineError(.invalidState, error.message)
-        case .paymentInProgress: PaymentEngineError(.paymentUnknown, error.message)
-        default: PaymentEngineError(.storage, "the refund could not be recorded; nothing was refunded")
+        case .refundTooLarge: CoreError(.refundTooLarge, error.message)
+        case .idempotencyMismatch: CoreError(.idempotencyMismatch, error.message)
+        case .invalidState: CoreError(.invalidState, error.message)
+        case .paymentInProgress: CoreError(.paymentUnknown, error.message)
+        default: CoreError(.storage, "the refund could not be recorded; nothing was refunded")
         }
     }
 }

@@ -102,7 +102,7 @@ public struct PaymentsEngine: Sendable {
     }
 
     /// Authorizes an order with the shopper's token; returns the authorized payment.
-    public func authorize(_ attempt: Attempt) async throws(PaymentEngineError) -> PaymentRecord {
+    public func authorize(_ attempt: Attempt) async throws(CoreError) -> PaymentRecord {
         do {
             let payment = try await authorizeOnce(attempt)
             Counter(label: "orchard_authorizations_total", dimensions: [("outcome", "authorized")]).increment()
@@ -113,7 +113,7 @@ public struct PaymentsEngine: Sendable {
         }
     }
 
-    private func authorizeOnce(_ attempt: Attempt) async throws(PaymentEngineError) -> PaymentRecord {
+    private func authorizeOnce(_ attempt: Attempt) async throws(CoreError) -> PaymentRecord {
         var order = try await claimableOrder(attempt)
         let (verified, payment) = try check(attempt, against: order)
         let processor = processors.processor(forMerchant: order.merchantIdentifier)
@@ -126,7 +126,7 @@ public struct PaymentsEngine: Sendable {
                     logger.error(
                         "an unknown payment went through another processor than the merchant's: resolve it there first",
                         metadata: ["payment": "\(unknown.id)", "processor": "\(unknown.processor)"])
-                    throw PaymentEngineError.unknownOutcome
+                    throw CoreError.unknownOutcome
                 }
                 // The processor is asked before the retry sends anything.
                 switch try await gate(unknown, through: processor) {
@@ -154,7 +154,7 @@ public struct PaymentsEngine: Sendable {
         do {
             sealed = try vault.seal(RetryRequest(token: attempt.token, cardholderName: attempt.cardholderName), for: resending ?? draft.id)
         } catch {
-            throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
+            throw CoreError(.storage, "the payment could not be recorded; nothing was charged")
         }
         let claimed = try await claim(
             PaymentClaim(
@@ -167,17 +167,17 @@ public struct PaymentsEngine: Sendable {
     }
 
     /// The attempt's order. Whether it may be paid now is the claim's to say, after the replay check.
-    private func claimableOrder(_ attempt: Attempt) async throws(PaymentEngineError) -> OrderRecord {
-        guard attempt.orderId.utf8.count <= 64, let order = try await storage({ try await store.order(id: attempt.orderId) }),
+    private func claimableOrder(_ attempt: Attempt) async throws(CoreError) -> OrderRecord {
+        guard RecordIdentifier.isLookup(attempt.orderId), let order = try await storage({ try await store.order(id: attempt.orderId) }),
             order.merchantIdentifier == attempt.merchantIdentifier
-        else { throw PaymentEngineError(.notFound, "there is no such order") }
+        else { throw CoreError(.notFound, "there is no such order") }
         return order
     }
 
     /// Verifies the token, decrypts it where Orchard holds its key, and checks it pays exactly
     /// this order. A token for a key the processor holds stays encrypted (nil): its signature,
     /// key and binding are checked here, and the processor checks the amount it decrypts.
-    private func check(_ attempt: Attempt, against order: OrderRecord) throws(PaymentEngineError) -> (
+    private func check(_ attempt: Attempt, against order: OrderRecord) throws(CoreError) -> (
         TokenVerifier.Verified, DecryptedPayment?
     ) {
         let verified: TokenVerifier.Verified
@@ -206,10 +206,10 @@ public struct PaymentsEngine: Sendable {
             logger.warning(
                 "payment token refused",
                 metadata: ["order": "\(order.id)", "reason": "\(error.code.rawValue)", "detail": "\(error.message)"])
-            throw PaymentEngineError(.invalidToken, "the payment could not be verified (\(error.code.rawValue))")
+            throw CoreError(.invalidToken, "the payment could not be verified (\(error.code.rawValue))")
         }
         guard verified.decoded.applicationData == Array(SHA256.hash(data: order.applicationData)) else {
-            throw PaymentEngineError(.paymentMismatch, "the payment was not made for this order (applicationData differs)")
+            throw CoreError(.paymentMismatch, "the payment was not made for this order (applicationData differs)")
         }
         guard let payment else { return (verified, nil) }
         let currency = Currency(code: order.priced.currency)
@@ -220,35 +220,35 @@ public struct PaymentsEngine: Sendable {
                     "order": "\(order.id)", "expected": "\(order.priced.total) \(currency?.numericCode ?? "?")",
                     "got": "\(payment.fields.transactionAmount) \(payment.fields.currencyCode)",
                 ])
-            throw PaymentEngineError(.paymentMismatch, "the payment amount or currency does not match the order")
+            throw CoreError(.paymentMismatch, "the payment amount or currency does not match the order")
         }
         return (verified, payment)
     }
 
-    func claim(_ claim: PaymentClaim) async throws(PaymentEngineError) -> PaymentRecord {
+    func claim(_ claim: PaymentClaim) async throws(CoreError) -> PaymentRecord {
         do {
             return try await store.claimPayment(claim)
-        } catch let error as BusinessRefusal {
+        } catch let error as CoreError {
             switch error.code {
-            case .duplicateTransaction: throw PaymentEngineError(.replayedPayment, "this payment was already submitted")
-            case .orderNotOpen: throw PaymentEngineError(.orderNotOpen, "this order is already paid or closed")
+            case .replayedPayment: throw CoreError(.replayedPayment, "this payment was already submitted")
+            case .orderNotOpen: throw CoreError(.orderNotOpen, "this order is already paid or closed")
             case .orderChanged:
-                throw PaymentEngineError(
+                throw CoreError(
                     .orderChanged, "the order's price changed while it was being paid; nothing was charged, please pay again")
-            case .paymentInProgress: throw PaymentEngineError.inProgress
-            default: throw PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged")
+            case .paymentInProgress: throw CoreError.inProgress
+            default: throw CoreError(.storage, "the payment could not be recorded; nothing was charged")
             }
         } catch {
             logger.error("the payment could not be recorded before sending", metadata: ["error": "\(error)"])
-            throw PaymentEngineError.beforeSending(
-                error, else: PaymentEngineError(.storage, "the payment could not be recorded; nothing was charged"))
+            throw CoreError.beforeSending(
+                error, else: CoreError(.storage, "the payment could not be recorded; nothing was charged"))
         }
     }
 
     /// Sends a pending payment's reference and records the answer along the lifecycle; an
     /// agreement's first payment, once authorized, creates its mandate in the same move.
     func send(_ payment: PaymentRecord, _ request: AuthorizationRequest, through processor: any PaymentProcessor)
-        async throws(PaymentEngineError) -> PaymentRecord
+        async throws(CoreError) -> PaymentRecord
     {
         try await record(payment, through: processor, operation: "authorize") {
             try await processor.authorize(request)
@@ -262,7 +262,7 @@ public struct PaymentsEngine: Sendable {
     func record(
         _ payment: PaymentRecord, through processor: any PaymentProcessor, operation: String,
         call: () async throws -> AuthorizationOutcome, mandate: (AuthorizationOutcome) -> MandateRecord? = { _ in nil }
-    ) async throws(PaymentEngineError) -> PaymentRecord {
+    ) async throws(CoreError) -> PaymentRecord {
         let started = ContinuousClock.now
         var outcome: AuthorizationOutcome?
         var failure = ""
@@ -318,13 +318,13 @@ public struct PaymentsEngine: Sendable {
             logger.critical(
                 "the processor answered but the answer could not be stored: the payment stays pending until reconciled",
                 metadata: metadata().merging(["event": "\(event.rawValue)", "storeError": "\(error)"]) { $1 })
-            throw PaymentEngineError.unknownOutcome
+            throw CoreError.unknownOutcome
         }
         guard let recorded else {
             logger.error(
                 "the payment moved while its reference was with the processor; the reconciler settles it",
                 metadata: metadata().merging(["event": "\(event.rawValue)"]) { $1 })
-            throw PaymentEngineError.unknownOutcome
+            throw CoreError.unknownOutcome
         }
         switch event {
         case .authorized:
@@ -333,19 +333,19 @@ public struct PaymentsEngine: Sendable {
             return recorded
         case .declined:
             logger.notice("payment refused", metadata: metadata())
-            throw PaymentEngineError(.declined, "Your card was declined. Please try another card; nothing was charged.")
+            throw CoreError(.declined, "Your card was declined. Please try another card; nothing was charged.")
         case .rejected:
             logger.error("processor rejected the request", metadata: metadata())
-            throw PaymentEngineError(
+            throw CoreError(
                 .processorRejected, "The payment could not be processed right now; nothing was charged. Please try again later.")
         case .processorPending:
             logger.warning(
                 "processor holds the payment without an outcome (no funds held yet): unknown, to be asked again, never re-sent",
                 metadata: metadata())
-            throw PaymentEngineError.unknownOutcome
+            throw CoreError.unknownOutcome
         default:
             logger.error("processor gave no definite answer: payment outcome unknown", metadata: metadata())
-            throw PaymentEngineError.unknownOutcome
+            throw CoreError.unknownOutcome
         }
     }
 
@@ -356,13 +356,13 @@ public struct PaymentsEngine: Sendable {
     }
 
     /// Runs a store call; any failure is a storage error before anything was sent.
-    func storage<T>(_ body: () async throws -> T) async throws(PaymentEngineError) -> T {
+    func storage<T>(_ body: () async throws -> T) async throws(CoreError) -> T {
         do {
             return try await body()
         } catch {
             logger.error("store failure", metadata: ["error": "\(error)"])
-            throw PaymentEngineError.beforeSending(
-                error, else: PaymentEngineError(.storage, "the payment service is unavailable; nothing was charged"))
+            throw CoreError.beforeSending(
+                error, else: CoreError(.storage, "the payment service is unavailable; nothing was charged"))
         }
     }
 }

@@ -66,22 +66,22 @@ public enum RefundPolicy {
     /// Decides a refund claim from what the store read under the payment's lock; throws the
     /// refusal the engine reports, and then the store writes nothing. A repeated key comes back
     /// as ``RefundRecord/repeated(like:)`` says, before anything about the payment is checked.
-    public static func decide(_ draft: RefundRecord, _ snapshot: RefundClaimSnapshot) throws(BusinessRefusal) -> RefundClaimDecision {
+    public static func decide(_ draft: RefundRecord, _ snapshot: RefundClaimSnapshot) throws(CoreError) -> RefundClaimDecision {
         if let earlier = snapshot.earlier {
             return try earlier.repeated(like: draft).map(RefundClaimDecision.resend) ?? .existing(earlier)
         }
         guard let payment = snapshot.payment else {
-            throw BusinessRefusal(.invalidState, "there is no payment \(draft.paymentId)")
+            throw CoreError(.invalidState, "there is no payment \(draft.paymentId)")
         }
         guard payment.state == .settled else {
-            throw BusinessRefusal(
+            throw CoreError(
                 .invalidState,
                 "only a settled (captured) payment can be refunded; this one is \(payment.state.rawValue)"
                     + (payment.state == .authorized ? ": cancel it instead" : ""))
         }
         let left = left(of: payment.amount, held: snapshot.held)
         guard draft.amount <= left else {
-            throw BusinessRefusal(.refundTooLarge, "the refund of \(draft.amount) is more than the \(left) left to refund")
+            throw CoreError(.refundTooLarge, "the refund of \(draft.amount) is more than the \(left) left to refund")
         }
         var refund = draft
         refund.state = .pending

@@ -64,9 +64,9 @@ public struct MerchantRegistryService: Sendable {
     }
 
     /// Apple's registration API, or the refusal that says what to configure.
-    func registrationAPI() throws(ServiceError) -> any MerchantRegistrationService {
+    func registrationAPI() throws(CoreError) -> any MerchantRegistrationService {
         guard let apple else {
-            throw ServiceError(
+            throw CoreError(
                 .notConfigured, "domain registration needs a platformIntegrator (identity certificate and key) in the configuration")
         }
         return apple
@@ -89,7 +89,7 @@ public struct MerchantRegistryService: Sendable {
                 merchantUrl: body.merchantUrl
             ).validated()
         } catch {
-            throw ServiceError(.invalidRegistration, error.message)
+            throw CoreError(.invalidRegistration, error.message)
         }
         try checkAvailable(registration, registered: directory.registrations)
         // The store too: another instance may have registered a case variant a moment ago.
@@ -107,7 +107,7 @@ public struct MerchantRegistryService: Sendable {
                 try await retirement.retire(id)
             }
         } catch {
-            throw ServiceError(.unrecorded, "Apple registered the merchant but the registry could not record it; repeat the call")
+            throw CoreError(.unrecorded, "Apple registered the merchant but the registry could not record it; repeat the call")
         }
         let now = time.now
         let known = existing?.domains ?? []
@@ -124,29 +124,29 @@ public struct MerchantRegistryService: Sendable {
     /// platform, an identifier this server reserves, another merchant's identifier in other
     /// letter case (`ACME` beside `acme`: one tenant to an operator, two to a string compare),
     /// a domain another merchant holds.
-    func checkAvailable(_ registration: MerchantRegistration, registered: [RegisteredMerchant]) throws(ServiceError) {
+    func checkAvailable(_ registration: MerchantRegistration, registered: [RegisteredMerchant]) throws(CoreError) {
         // A registered merchant's tokens are decrypted with the platform's processing keys, so Apple
         // must encrypt them to the platform: any other encryptTo would make every payment undecryptable.
         if let platform = directory.platformIdentifier, registration.encryptTo != platform {
-            throw ServiceError(
+            throw CoreError(
                 .invalidRegistration,
                 "encryptTo must be the platform integrator's merchant ID, \(platform) (the default): Orchard decrypts registered merchants' payments with its processing keys"
             )
         }
         let id = registration.partnerInternalMerchantIdentifier
         if let reservation = directory.reservation(of: id) {
-            throw ServiceError(
+            throw CoreError(
                 .identifierTaken, "\(id) is \(reservation): a registered merchant needs a partnerInternalMerchantIdentifier of its own")
         }
         if let variant = registered.first(where: { $0.partnerIdentifier != id && $0.partnerIdentifier.lowercased() == id.lowercased() }) {
-            throw ServiceError(
+            throw CoreError(
                 .identifierTaken,
                 "\(id) differs from the registered merchant \(variant.partnerIdentifier) only in letter case: choose another identifier, or use \(variant.partnerIdentifier)"
             )
         }
         for domain in registration.domainNames {
             if let owner = directory.owner(of: domain), owner != id {
-                throw ServiceError(.domainTaken, "\(domain) already belongs to \(owner) on this server")
+                throw CoreError(.domainTaken, "\(domain) already belongs to \(owner) on this server")
             }
         }
     }
@@ -166,13 +166,13 @@ public struct MerchantRegistryService: Sendable {
             )
             .validated()
         } catch {
-            throw ServiceError(.invalidRegistration, error.message)
+            throw CoreError(.invalidRegistration, error.message)
         }
         var merchant = try registered(id)
         // No domains left here: an earlier call stopped serving it and did not finish; this one does.
         let unfinished = merchant.isLeaving
         if !unfinished, let missing = unregistration.domainNames.first(where: { !merchant.domains.contains($0) }) {
-            throw ServiceError(.notFound, "\(missing) is not registered to \(id)")
+            throw CoreError(.notFound, "\(missing) is not registered to \(id)")
         }
         let leaving = merchant.domains.allSatisfy { unregistration.domainNames.contains($0) }
         if leaving && !unfinished {
@@ -190,7 +190,7 @@ public struct MerchantRegistryService: Sendable {
                 directory.replaceRegistrations(try await store.registeredMerchants())
             }
         } catch {
-            throw ServiceError(.unrecorded, "Apple unregistered the domains but the registry could not record it; repeat the call")
+            throw CoreError(.unrecorded, "Apple unregistered the domains but the registry could not record it; repeat the call")
         }
         logger.info(
             "merchant domains unregistered",
@@ -210,12 +210,12 @@ public struct MerchantRegistryService: Sendable {
         } catch {
             throw RegistrationCallError(error)
         }
-        guard local != nil || apple != nil else { throw ServiceError(.notFound, "no merchant \(id) is registered") }
+        guard local != nil || apple != nil else { throw CoreError(.notFound, "no merchant \(id) is registered") }
         return (local, apple)
     }
 
     /// Registered merchant `id`'s settings as in use here (nil: none set, it records only).
-    public func settings(of id: String) throws(ServiceError) -> MerchantSettings? {
+    public func settings(of id: String) throws(CoreError) -> MerchantSettings? {
         _ = try registered(id)
         return directory.settings[id]
     }
@@ -228,7 +228,7 @@ public struct MerchantRegistryService: Sendable {
         of id: String, sealer: Sealer?, _ file: () async throws -> Sealer.File, logger: Logger
     ) async throws -> MerchantSettings {
         guard let sealer else {
-            throw ServiceError(
+            throw CoreError(
                 .notConfigured,
                 "registered merchants' settings are sealed at rest: set platformIntegrator.settingsKey (64 hex digits, env: or a file) first"
             )
@@ -239,13 +239,13 @@ public struct MerchantRegistryService: Sendable {
         do throws(ConfigurationError) {
             settings = try sealer.check(file, partnerIdentifier: id)
         } catch {
-            throw ServiceError(.invalidRequest, error.message)
+            throw CoreError(.invalidRequest, error.message)
         }
         do {
             try await store.saveSealedMerchantSettings(
                 partnerIdentifier: id, sealed: try sealer.seal(file, partnerIdentifier: id), at: time.now)
         } catch {
-            throw ServiceError(.unrecorded, "the settings could not be stored; nothing changed")
+            throw CoreError(.unrecorded, "the settings could not be stored; nothing changed")
         }
         directory.setSettings(settings, forPartner: id)
         processors.setRegistered(processorMaker?.processor(for: settings.processor), forMerchant: id)
@@ -256,9 +256,9 @@ public struct MerchantRegistryService: Sendable {
     }
 
     /// Merchant `id` as registered on this server.
-    func registered(_ id: String) throws(ServiceError) -> RegisteredMerchant {
+    func registered(_ id: String) throws(CoreError) -> RegisteredMerchant {
         guard let merchant = directory.registrations.first(where: { $0.partnerIdentifier == id }) else {
-            throw ServiceError(.notFound, "no merchant \(id) is registered on this server")
+            throw CoreError(.notFound, "no merchant \(id) is registered on this server")
         }
         return merchant
     }
@@ -270,10 +270,10 @@ public struct MerchantRegistryService: Sendable {
         do {
             try await store.saveRegistration(merchant)
             directory.replaceRegistrations(try await store.registeredMerchants())
-        } catch let error as BusinessRefusal where error.code == .domainTaken {
-            throw ServiceError(.domainTaken, error.message)
+        } catch let error as CoreError where error.code == .domainTaken {
+            throw error
         } catch {
-            throw ServiceError(.unrecorded, "Apple \(what) the merchant but the registry could not record it; repeat the call")
+            throw CoreError(.unrecorded, "Apple \(what) the merchant but the registry could not record it; repeat the call")
         }
     }
 

@@ -173,7 +173,7 @@ extension PaymentRecord {
 }
 
 /// Why a store failed: the storage itself (a full disk, a lost connection, a row it cannot
-/// read). A business rule's refusal is a ``BusinessRefusal``.
+/// read). A business rule's refusal is a ``CoreError``.
 public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: Sendable, Equatable {
         /// The storage itself failed.
@@ -223,14 +223,14 @@ public protocol OrderPayments: Sendable {
     func order(id: String) async throws -> OrderRecord?
     /// Replaces an open order's pricing with `order`'s, a compare-and-set on its price version:
     /// the stored order must be at `order.priceVersion - 1` (``OrderRecord/repriced(_:)`` makes
-    /// such a record). Fails with ``BusinessRefusal/Code/orderNotOpen`` when the order is not open and
-    /// ``BusinessRefusal/Code/orderChanged`` when it is at another version, and then changes nothing.
+    /// such a record). Fails with ``CoreError/Code/orderNotOpen`` when the order is not open and
+    /// ``CoreError/Code/orderChanged`` when it is at another version, and then changes nothing.
     func updateOpen(_ order: OrderRecord) async throws
     /// In one transaction: claims the token's transaction ID, then either opens a new attempt on an
     /// open order (a new reference, `<orderId>-<n>`) or takes the order's unknown attempt back to
     /// `pending` to re-send its reference. The order becomes `pending`. Fails with
-    /// ``BusinessRefusal/Code/duplicateTransaction``, ``BusinessRefusal/Code/paymentInProgress`` or
-    /// ``BusinessRefusal/Code/orderNotOpen`` and then changes nothing.
+    /// ``CoreError/Code/duplicateTransaction``, ``CoreError/Code/paymentInProgress`` or
+    /// ``CoreError/Code/orderNotOpen`` and then changes nothing.
     func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord
     /// Applies one move of ``PaymentLifecycle`` as a compare-and-set on the payment's (and the
     /// order's) expected state, in one transaction; nil, changing nothing, when either was elsewhere.
@@ -267,7 +267,7 @@ public protocol MerchantRegistry: Sendable {
     /// Merchants registered through the Web Merchant Registration API, with their domains.
     func registeredMerchants() async throws -> [RegisteredMerchant]
     /// Creates or replaces a registered merchant and its domain set; a domain another
-    /// merchant holds fails with ``BusinessRefusal/Code/domainTaken`` and changes nothing.
+    /// merchant holds fails with ``CoreError/Code/domainTaken`` and changes nothing.
     func saveRegistration(_ merchant: RegisteredMerchant) async throws
     /// Retires a registered merchant, in one transaction: forgets it, its domains and its sealed
     /// settings, revokes its API keys at `date`, and marks its undelivered webhook events
@@ -313,6 +313,13 @@ public struct RegisteredMerchant: Sendable, Codable, Equatable {
 
 /// Identifiers of orders and payments: 128 random bits in hex, unguessable from one another.
 public enum RecordIdentifier {
+    /// The longest ID a caller's path or body may name: more than any Orchard makes (32 hex
+    /// digits) or keeps from elsewhere, so a longer one is not looked up at all.
+    public static let maximumLength = 64
+
+    /// Whether `id` is short enough to look up (an ID from a path, a body or a client).
+    public static func isLookup(_ id: String) -> Bool { id.utf8.count <= maximumLength }
+
     public static func random() -> String {
         // Two 64-bit draws rather than sixteen one-byte ones: each draw is a getrandom(2) call,
         // and several identifiers are made for every payment.

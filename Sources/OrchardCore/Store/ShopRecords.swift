@@ -24,9 +24,9 @@ public struct APIKeyRecord: Sendable, Codable, Equatable {
 
     /// Checks that a merchant holding `active` active keys may add `key`: the cap every store
     /// applies, counting under its lock.
-    public static func checkCap(adding key: APIKeyRecord, active: Int) throws(BusinessRefusal) {
+    public static func checkCap(adding key: APIKeyRecord, active: Int) throws(CoreError) {
         guard active < maximumActive else {
-            throw BusinessRefusal(.limitReached, "\(key.merchantIdentifier) already has \(active) active API keys: revoke one first")
+            throw CoreError(.limitReached, "\(key.merchantIdentifier) already has \(active) active API keys: revoke one first")
         }
     }
 
@@ -82,9 +82,9 @@ extension PaymentRequestRecord {
     /// The answer to `request` when this request already holds its merchant's Idempotency-Key:
     /// this request, if the bodies' fingerprints match (compared in constant time); otherwise a
     /// refusal, and nothing is created.
-    public func replay(for request: PaymentRequestRecord) throws(BusinessRefusal) -> PaymentRequestRecord {
+    public func replay(for request: PaymentRequestRecord) throws(CoreError) -> PaymentRequestRecord {
         guard ConstantTime.equal(fingerprint, request.fingerprint) else {
-            throw BusinessRefusal(
+            throw CoreError(
                 .idempotencyMismatch, "this Idempotency-Key was used for another request body; use a new key for a new request")
         }
         return self
@@ -93,8 +93,8 @@ extension PaymentRequestRecord {
 
 extension RegisteredMerchant {
     /// The refusal of a registration naming a domain another merchant holds.
-    public static func domainTaken(_ domain: String) -> BusinessRefusal {
-        BusinessRefusal(.domainTaken, "\(domain) is already registered to another merchant")
+    public static func domainTaken(_ domain: String) -> CoreError {
+        CoreError(.domainTaken, "\(domain) is already registered to another merchant")
     }
 }
 
@@ -197,18 +197,18 @@ extension RefundRecord {
     /// `draft.sends` is how often the engine saw it sent when it decided to re-send it (after
     /// asking the processor): another count means someone re-sent it meanwhile. Throws when the
     /// key named another amount, or while (or since) a call for it is with the processor.
-    public func repeated(like draft: RefundRecord) throws(BusinessRefusal) -> RefundRecord? {
+    public func repeated(like draft: RefundRecord) throws(CoreError) -> RefundRecord? {
         guard amount == draft.amount else {
-            throw BusinessRefusal(.idempotencyMismatch, "this Idempotency-Key was used for a refund of \(amount)")
+            throw CoreError(.idempotencyMismatch, "this Idempotency-Key was used for a refund of \(amount)")
         }
         switch state {
         case .pending:
-            throw BusinessRefusal(.paymentInProgress, "this refund is with the processor right now; ask again shortly")
+            throw CoreError(.paymentInProgress, "this refund is with the processor right now; ask again shortly")
         case .refunded, .refused:
             return nil
         case .unknown:
             guard draft.sends == sends else {
-                throw BusinessRefusal(.paymentInProgress, "this refund was sent again meanwhile; ask again shortly")
+                throw CoreError(.paymentInProgress, "this refund was sent again meanwhile; ask again shortly")
             }
             var resent = self
             resent.state = .pending

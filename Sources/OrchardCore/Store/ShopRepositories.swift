@@ -6,7 +6,7 @@ import Foundation
 
 /// Merchants' secret API keys, as their hashes: looked up by ID on every payments-API call.
 public protocol APIKeys: Sendable {
-    /// Adds a key; fails with ``BusinessRefusal/Code/limitReached`` when the merchant already holds
+    /// Adds a key; fails with ``CoreError/Code/limitReached`` when the merchant already holds
     /// ``APIKeyRecord/maximumActive`` active keys.
     func insertAPIKey(_ key: APIKeyRecord) async throws
     func apiKey(id: String) async throws -> APIKeyRecord?
@@ -23,7 +23,7 @@ public protocol APIKeys: Sendable {
 public protocol PaymentRequests: Sendable {
     /// Inserts the request and its open order in one transaction, unless the merchant already
     /// used its idempotency key: then the earlier request comes back (`created` false) when the
-    /// fingerprints match, and ``BusinessRefusal/Code/idempotencyMismatch`` otherwise.
+    /// fingerprints match, and ``CoreError/Code/idempotencyMismatch`` otherwise.
     func createPaymentRequest(_ request: PaymentRequestRecord, order: OrderRecord) async throws -> (
         record: PaymentRequestRecord, created: Bool
     )
@@ -56,8 +56,8 @@ public protocol Refunds: Sendable {
     /// In one transaction: the payment must be settled and the refund must fit in what pending,
     /// refunded and unknown refunds leave. A refund with the same idempotency key comes back as
     /// it is, or, when unknown, back to pending with one more send (its reference unchanged).
-    /// Fails with ``BusinessRefusal/Code/invalidState``, ``BusinessRefusal/Code/refundTooLarge``,
-    /// ``BusinessRefusal/Code/idempotencyMismatch`` or ``BusinessRefusal/Code/paymentInProgress``.
+    /// Fails with ``CoreError/Code/invalidState``, ``CoreError/Code/refundTooLarge``,
+    /// ``CoreError/Code/idempotencyMismatch`` or ``CoreError/Code/paymentInProgress``.
     func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord
     /// Moves a refund that is in state `from` (pending: its send's answer; unknown: what the
     /// processor's records hold) to its outcome, with `payment.refunded` when refunded; nil when

@@ -50,7 +50,7 @@ struct PaymentRequestsController {
 }
 
 /// The `Idempotency-Key` header: required, 1–255 visible ASCII characters (``ShopInput``).
-func idempotencyKey(_ request: Request) throws(ServiceError) -> String {
+func idempotencyKey(_ request: Request) throws(CoreError) -> String {
     try ShopInput.idempotencyKey(HTTPField.Name("Idempotency-Key").flatMap { request.headers[$0] })
 }
 

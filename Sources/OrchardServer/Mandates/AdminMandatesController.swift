@@ -74,7 +74,7 @@ struct AdminMandatesController {
 
     private func requireMandate(_ context: OrchardRequestContext) async throws -> MandateRecord {
         let id = try context.parameters.require("id")
-        guard id.utf8.count <= 64, let mandate = try await store.mandate(id: id) else {
+        guard RecordIdentifier.isLookup(id), let mandate = try await store.mandate(id: id) else {
             throw OrchardError(.notFound, "there is no mandate \(id.prefix(64))")
         }
         return mandate
