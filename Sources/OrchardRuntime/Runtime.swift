@@ -84,11 +84,6 @@ public func runServer(
     // The store first: SQLite's creates the state folder the vault's key file may go in.
     let store = try await configuration.openStore(logger: logger)
     let vault = try configuration.openPaymentVault()
-    if case .postgres = configuration.store, configuration.vault == nil {
-        logger.warning(
-            "store.postgres is set but payments.vaultKey is not: each instance makes its own key in stateDirectory, and cannot re-send another's unknown payments; give every instance the same payments.vaultKey"
-        )
-    }
     let activity = ServerActivity()
     let server = StartingService {
         // The registry is read through the running store, so the server is made once it runs.

@@ -39,6 +39,8 @@ struct SharedServices {
     let mandates: MandateLifecycle
     /// Apple's notifications are fetched in the background, only where Apple can be asked.
     let tokenEvents: TokenEventFetcher?
+    /// Delivers the outbox in the background; a retirement sends a leaving tenant's last events through it.
+    let webhooks: WebhookDispatcher?
 
     init(_ dependencies: ApplicationDependencies) {
         let (configuration, store, time, logger) = (dependencies.configuration, dependencies.store, dependencies.time, dependencies.logger)
@@ -48,6 +50,10 @@ struct SharedServices {
             store: store, processors: dependencies.processors, tokens: dependencies.merchantTokens, directory: dependencies.directory,
             time: time, logger: logger)
         self.mandates = mandates
+        webhooks = dependencies.shopCalls.map {
+            WebhookDispatcher(
+                store: store, transport: $0, directory: dependencies.directory, policy: configuration.webhooks, time: time, logger: logger)
+        }
         tokenEvents = dependencies.merchantTokens.map { _ in
             TokenEventFetcher(
                 store: store, lifecycle: mandates, budgets: TokenEventBudgets(policy: configuration.tokenEvents),
@@ -125,10 +131,7 @@ private func addAdminRoutes(
     let (configuration, store, directory) = (d.configuration, d.store, d.directory)
     let retirement = TenantRetirement(
         store: store, directory: directory, processors: d.processors, lifecycle: services.mandates,
-        webhooks: d.shopCalls.map {
-            WebhookDispatcher(
-                store: store, transport: $0, directory: directory, policy: configuration.webhooks, time: d.time, logger: d.logger)
-        }, time: d.time, logger: services.mandates.logger)
+        webhooks: services.webhooks, time: d.time, logger: services.mandates.logger)
     let registry = MerchantRegistryService(
         store: store, directory: directory, apple: d.registration, retirement: retirement, processors: d.processors,
         processorMaker: d.processorMaker, time: d.time)
@@ -200,10 +203,8 @@ private func backgroundServices(_ d: ApplicationDependencies, services shared: S
     if let tokenEvents = shared.tokenEvents {
         services.append(tokenEvents)
     }
-    if let shopCalls = d.shopCalls {
-        services.append(
-            WebhookDispatcher(
-                store: store, transport: shopCalls, directory: directory, policy: configuration.webhooks, time: time, logger: logger))
+    if let webhooks = shared.webhooks {
+        services.append(webhooks)
     }
     return services
 }

@@ -146,7 +146,7 @@ public struct DemoEnvironment: Sendable {
     @discardableResult
     public func writeServerConfiguration(
         gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
-        processor: String = "record", processorPort: Int = 0, webhookURL: String? = nil, webhookRotation: Bool = false,
+        processor: DemoProcessor = .record, processorPort: Int = 0, webhookURL: String? = nil, webhookRotation: Bool = false,
         processorHoldsKey: Bool = false, applePayMode: String? = nil
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
@@ -189,19 +189,19 @@ public struct DemoEnvironment: Sendable {
             configuration["admin"] = ["token": try adminTokenFile()]
             let base = "https://127.0.0.1:\(processorPort)"
             switch processor {
-            case "worldpay":
+            case .worldpay:
                 merchant["processor"] = [
                     "type": "worldpay", "baseURL": base, "caFile": "test-ca.pem", "allowNonProductionHost": true,
                     "entity": Self.worldpayAccount.entity, "username": try writeSecret("worldpay-username", Self.worldpayAccount.username),
                     "password": try writeSecret("worldpay-password", Self.worldpayAccount.password), "narrative": "Orchard Demo",
                 ]
-            case "worldline":
+            case .worldline:
                 merchant["processor"] = [
                     "type": "worldline", "baseURL": base, "caFile": "test-ca.pem", "allowNonProductionHost": true,
                     "merchantId": Self.worldlineAccount.merchantId, "apiKeyId": Self.worldlineAccount.apiKeyId,
                     "secretApiKey": try writeSecret("worldline-secret", Self.worldlineAccount.secretApiKey),
                 ]
-            default:
+            case .record:
                 break
             }
         }
@@ -226,4 +226,9 @@ public struct DemoEnvironment: Sendable {
         try data.write(to: URL(fileURLWithPath: configurationFile))
         return configurationFile
     }
+}
+
+/// Where the demo's payments go: the database only, or a mock processor started beside the gateway.
+public enum DemoProcessor: String, CaseIterable, Sendable {
+    case record, worldpay, worldline
 }

@@ -48,8 +48,8 @@ struct Demo: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Where payments go: record (stored only), or worldpay or worldline (mock processors started beside the gateway).",
-            valueName: "record|worldpay|worldline"))
-    var processor: String = "record"
+            valueName: DemoProcessor.allCases.map(\.rawValue).joined(separator: "|")))
+    var processor: DemoProcessor = .record
 
     @Flag(
         help: """
@@ -79,14 +79,11 @@ struct Demo: AsyncParsableCommand {
         let environment = try DemoEnvironment.prepare(directory: stateDir)
         let gateway = try environment.makeGateway(faults: faults.faults)
         let gatewayPort = try await gateway.start()
-        guard ["record", "worldpay", "worldline"].contains(processor) else {
-            throw CommandFailure("--processor must be record, worldpay or worldline")
-        }
         if webhookRotation && webhookUrl == nil { throw CommandFailure("--webhook-rotation needs --webhook-url") }
-        if processorHoldsKey && processor == "record" {
+        if processorHoldsKey && processor == .record {
             throw CommandFailure("--processor-holds-key needs --processor worldpay or worldline: record calls no processor to decrypt")
         }
-        let processors = processor == "record" ? nil : try environment.makeProcessors()
+        let processors = processor == .record ? nil : try environment.makeProcessors()
         let heldKey = processorHoldsKey ? try environment.processorHeldKey() : nil
         if let heldKey { processors?.heldKeys = [heldKey.held] }
         let processorPort = try await processors?.start() ?? 0
@@ -137,7 +134,7 @@ struct Demo: AsyncParsableCommand {
                   curl -sS -X POST http://localhost:\(port)/api/orders -H 'Content-Type: application/json' -d '{"items":[{"productId":"apple-box","quantity":2}]}'
                 and a test token for it: \(sandbox) token mint --state-dir \(URL(fileURLWithPath: stateDir).standardizedFileURL.path) --amount <total in cents> --application-data orchard-order:<orderId>
 
-                Payments go to: \(processor == "record" ? "the database only (record)" : "a mock \(processor) at \(processors?.baseURL ?? "")")\(heldKey == nil ? "" : ", which holds the processing key: Orchard forwards each token encrypted")
+                Payments go to: \(processor == .record ? "the database only (record)" : "a mock \(processor.rawValue) at \(processors?.baseURL ?? "")")\(heldKey == nil ? "" : ", which holds the processing key: Orchard forwards each token encrypted")
                 Back office: \(orchard) payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)
 
                 Press Ctrl-C to stop.
@@ -155,3 +152,5 @@ struct Demo: AsyncParsableCommand {
         return URL(fileURLWithPath: invoked).deletingLastPathComponent().appendingPathComponent(name).standardizedFileURL.path
     }
 }
+
+extension DemoProcessor: ExpressibleByArgument {}
