@@ -193,7 +193,6 @@ let package = Package(
             dependencies: [
                 "ApplePay",
                 "OrchardCore",
-                "OrchardServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -1,6 +1,5 @@
 import Foundation
 import OrchardCore
-import OrchardServer
 import Synchronization
 
 /// ``OrchardStore`` in memory, for router tests and test doubles: the same compare-and-set

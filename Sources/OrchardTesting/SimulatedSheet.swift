@@ -2,7 +2,6 @@ import ApplePay
 import Crypto
 import Foundation
 import OrchardCore
-import OrchardServer
 
 /// The demo's simulated Apple Pay sheet: an `ApplePaySession` test double that runs in any
 /// browser, and a minter that signs real tokens with the demo's test "Apple" chain.

@@ -28,6 +28,10 @@ struct LayeringTests {
         "ApplePay": ["OrchardCore", "OrchardServer", "CurlClient", "Hummingbird", "NIOCore", "NIOPosix", "CSQLite", "OrchardTesting"],
         "CurlClient": ["ApplePay", "OrchardCore", "OrchardServer", "Hummingbird", "NIOPosix", "OrchardTesting"],
         "CertificateTools": ["OrchardCore", "OrchardServer", "CurlClient", "Hummingbird", "OrchardTesting"],
+        // The test doubles stand below the server, so Core's tests build no HTTP server.
+        "OrchardTesting": ["OrchardServer", "Hummingbird", "HummingbirdCore", "OrchardRuntime", "OrchardSQLite", "OrchardPostgres"],
+        // Trace context knows nothing of Orchard: the server and the clients reach it through swift-distributed-tracing.
+        "OrchardTracing": ["OrchardCore", "OrchardServer", "CurlClient", "Hummingbird", "ApplePay"],
         "OrchardRuntime": ["OrchardTesting", "NIOSSL"],
         "orchard": ["OrchardTesting", "NIOSSL"],
     ]
