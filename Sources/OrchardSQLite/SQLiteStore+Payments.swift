@@ -77,25 +77,28 @@ extension SQLiteStore {
 
     public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
         guard let from = change.move.from else { preconditionFailure("a new payment is claimed, not moved") }
-        let outcome = change.outcome
-        let links = try (change.links ?? outcome?.links).map(Self.linksJSON)
-        let counts = change.countsReconcileAttempt ? 1 : 0
-        // A re-send (`expectedSends`): only as often sent as the engine saw it, and sent last now.
-        let update: SQLiteStatement = """
-            UPDATE payments SET state = \(change.move.to), updated_at = \(change.at), operation_until = NULL,
-            processor_reference = CASE WHEN \(outcome != nil) THEN \(outcome?.processorReference) ELSE processor_reference END,
-            processor_code = CASE WHEN \(outcome != nil) THEN \(outcome?.code) ELSE processor_code END,
-            processor_message = CASE WHEN \(outcome != nil) THEN \(outcome?.message) ELSE processor_message END,
-            links = COALESCE(\(links), links), sends = sends + \(counts), reconcile_attempts = reconcile_attempts + \(counts),
-            last_sent_at = CASE WHEN \(change.expectedSends) IS NULL THEN last_sent_at ELSE \(change.at) END,
-            next_reconcile_at = \(change.nextReconcileAt),
-            retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(change.move.to)) THEN NULL ELSE retry_payload END
-            WHERE id = \(change.paymentId) AND order_id = \(change.orderId) AND state = \(from)
-            AND (\(change.expectedSends) IS NULL OR sends = \(change.expectedSends))
-            """
+        // Stored as given when the move brings links, else left as written (compared as text elsewhere).
+        let links = try (change.links ?? change.outcome?.links).map(Self.linksJSON)
         do {
             return try await database.run { db -> PaymentRecord in
-                // Either one not moving throws, which rolls both back.
+                // The move as Core writes it (PaymentTransition.applied), from the payment as this
+                // transaction reads it; the UPDATE is still a compare-and-set on what was read.
+                guard let row = try db.query("SELECT \(unescaped: Self.paymentColumns) FROM payments WHERE id = \(change.paymentId)").first
+                else { throw Conflict() }
+                let old = Self.payment(row)
+                guard old.orderId == change.orderId, old.state == from, change.expectedSends.map({ $0 == old.sends }) ?? true else {
+                    throw Conflict()
+                }
+                let moved = change.applied(to: old)
+                let update: SQLiteStatement = """
+                    UPDATE payments SET state = \(moved.state), updated_at = \(moved.updatedAt), operation_until = NULL,
+                    processor_reference = \(moved.processorReference), processor_code = \(moved.processorCode),
+                    processor_message = \(moved.processorMessage), links = COALESCE(\(links), links), sends = \(moved.sends),
+                    reconcile_attempts = \(moved.reconcileAttempts), last_sent_at = \(moved.lastSentAt),
+                    next_reconcile_at = \(moved.nextReconcileAt),
+                    retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(moved.state)) THEN NULL ELSE retry_payload END
+                    WHERE id = \(change.paymentId) AND state = \(from) AND sends = \(old.sends)
+                    """
                 guard try db.execute(update) == 1 else { throw Conflict() }
                 let order = try db.execute(
                     "UPDATE orders SET state = \(change.move.order.to) WHERE id = \(change.orderId) AND state = \(change.move.order.from)")
