@@ -10,7 +10,9 @@ import OrchardCore
 /// controllers of their own). Decoding here; the rules in ``MerchantRegistryService``. Not
 /// routed at all when no `admin.token` is configured.
 struct AdminController {
-    let configuration: ServerConfiguration
+    /// The configured merchants (`merchants`) and the platform integrator's own, if any.
+    let merchants: [MerchantConfiguration]
+    let platform: MerchantConfiguration?
     let directory: MerchantDirectory
     let registry: MerchantRegistryService
     /// Checks and seals settings; nil without `platformIntegrator.settingsKey`.
@@ -43,8 +45,8 @@ struct AdminController {
         let admin = RouteCollection(context: OrchardRequestContext.self)
         admin.get("merchants") { _, _ in
             Listing(
-                platformIntegrator: configuration.platform?.merchantIdentifier,
-                configured: configuration.merchants.map {
+                platformIntegrator: platform?.merchantIdentifier,
+                configured: merchants.map {
                     ConfiguredMerchant(
                         merchantIdentifier: $0.merchantIdentifier, displayName: $0.displayName, domains: $0.domains,
                         takesOrders: $0.catalogue != nil)

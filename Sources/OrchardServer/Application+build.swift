@@ -86,8 +86,10 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
         .add(middleware: MerchantMiddleware(directory: directory, maxBodyBytes: configuration.maxBodyBytes))
     let limiter = RateLimiter(settings: configuration.limits, time: time)
     routes.addRoutes(OpenAPIController().routes)
-    routes.addRoutes(MerchantSessionController(configuration: configuration, sessions: d.sessions, limiter: limiter).routes)
-    let health = HealthController(configuration: configuration, directory: directory, time: time, activity: d.activity)
+    routes.addRoutes(MerchantSessionController(maxBodyBytes: configuration.maxBodyBytes, sessions: d.sessions, limiter: limiter).routes)
+    let health = HealthController(
+        merchants: configuration.merchants, certificates: configuration.certificates, directory: directory, time: time,
+        activity: d.activity)
     routes.addRoutes(health.routes)
     let orders = OrderService(
         orders: store, quotes: d.shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, time: time,
@@ -111,9 +113,10 @@ func buildRouter(_ dependencies: ApplicationDependencies, services: SharedServic
             store: store, directory: directory, policy: configuration.tokenEvents, limiter: limiter, fetching: d.merchantTokens != nil,
             time: time
         ).routes)
-    routes.addRoutes(CheckoutController(configuration: configuration, simulator: d.simulator).routes)
+    routes.addRoutes(
+        CheckoutController(applePaySDK: configuration.applePaySDK, page: configuration.checkoutPage, simulator: d.simulator).routes)
     if let simulator = d.simulator {
-        routes.addRoutes(SimulatedSheetController(configuration: configuration, simulator: simulator).routes)
+        routes.addRoutes(SimulatedSheetController(maxBodyBytes: configuration.maxBodyBytes, simulator: simulator).routes)
     }
     if let token = configuration.adminToken {
         // The one place the admin token is checked: every /admin route is in this group.
@@ -137,7 +140,8 @@ private func addAdminRoutes(
         processorMaker: d.processorMaker, time: d.time)
     admin.addRoutes(
         AdminController(
-            configuration: configuration, directory: directory, registry: registry, sealer: RegisteredSettingsSealer(configuration)
+            merchants: configuration.merchants, platform: configuration.platform, directory: directory, registry: registry,
+            sealer: RegisteredSettingsSealer(configuration)
         )
         .routes)
     admin.addRoutes(AdminPaymentsController(store: store, engine: services.engine).routes)
@@ -153,7 +157,10 @@ private func addAdminRoutes(
             configuration: configuration, sessions: d.sessions, domainProbe: d.domainProbe, signer: d.vault.domainFileSigner, time: d.time
         ).routes)
     admin.addRoutes(
-        AdminMandatesController(store: store, directory: directory, configuration: configuration, lifecycle: services.mandates).routes)
+        AdminMandatesController(
+            store: store, directory: directory, configuredMerchants: configuration.merchants.map(\.merchantIdentifier),
+            lifecycle: services.mandates
+        ).routes)
 }
 
 /// The checkout page and static files, from memory: `folder`'s small files, or the page built into the binary.

@@ -7,7 +7,10 @@ import OrchardCore
 /// merchant identifier for `applePayCapabilities`, where Apple's SDK is, and, in the demo
 /// only, where the simulated sheet is.
 struct CheckoutController {
-    let configuration: ServerConfiguration
+    /// Where Apple's JS SDK comes from (`checkout.applePaySDK`), nil for none.
+    let applePaySDK: URL?
+    /// How the page loads the SDK and pays (`checkout`).
+    let page: CheckoutPageSettings
     let simulator: (any SimulatedApplePay)?
 
     struct Product: Encodable {
@@ -46,10 +49,10 @@ struct CheckoutController {
                 products: catalogue.products.map {
                     Product(id: $0.id, label: $0.label, price: Money(minorUnits: $0.price, currency: currency).decimalString)
                 },
-                applePaySDK: standIn ? SimulatedSheetController.standInSDKPath : configuration.applePaySDK?.absoluteString,
-                applePaySDKIntegrity: standIn ? nil : configuration.checkoutPage.integrity,
-                applePaySDKTimeoutMs: configuration.checkoutPage.timeoutMilliseconds,
-                applePayMode: configuration.checkoutPage.mode.rawValue,
+                applePaySDK: standIn ? SimulatedSheetController.standInSDKPath : applePaySDK?.absoluteString,
+                applePaySDKIntegrity: standIn ? nil : page.integrity,
+                applePaySDKTimeoutMs: page.timeoutMilliseconds,
+                applePayMode: page.mode.rawValue,
                 simulatedSheet: simulator == nil || standIn ? nil : SimulatedSheetController.scriptPath)
             return settings
         }

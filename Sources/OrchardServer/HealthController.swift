@@ -8,7 +8,10 @@ import X509
 /// `GET /health` for load balancers: only whether this instance takes traffic, for any Host.
 /// `GET /admin/health` (admin token): every certificate's days left and the merchants.
 struct HealthController {
-    let configuration: ServerConfiguration
+    /// The configured merchants, whose identities `/admin/health` dates.
+    let merchants: [MerchantConfiguration]
+    /// Every certificate the configuration loaded.
+    let certificates: [ConfiguredCertificate]
     let directory: MerchantDirectory
     let time: TimeSource
     let activity: ServerActivity
@@ -43,7 +46,7 @@ struct HealthController {
     /// Every certificate's and merchant identity's expiry on the server's clock.
     func detail() -> [String: Any] {
         let now = time.now
-        let merchants: [[String: Any]] = configuration.merchants.map { merchant in
+        let merchants: [[String: Any]] = self.merchants.map { merchant in
             [
                 "merchantIdentifier": merchant.merchantIdentifier,
                 "identityCertificate": [
@@ -52,13 +55,13 @@ struct HealthController {
                 ],
             ]
         }
-        let certificates: [[String: Any]] = configuration.certificates.map { entry in
+        let certificates: [[String: Any]] = self.certificates.map { entry in
             [
                 "owner": entry.owner, "kind": entry.kind, "subject": entry.certificate.subject.description,
                 "notValidAfter": entry.certificate.notValidAfter.formatted(.iso8601), "daysLeft": entry.daysLeft(at: now),
             ]
         }
-        let expiring = configuration.certificates.contains { $0.daysLeft(at: now) < GuardPolicy.warningDays[0] }
+        let expiring = self.certificates.contains { $0.daysLeft(at: now) < GuardPolicy.warningDays[0] }
         return [
             "status": expiring ? "certificates_expiring" : "ok", "readiness": Self.readiness(activity), "merchants": merchants,
             "certificates": certificates, "registeredMerchants": directory.registrations.count,

@@ -6,7 +6,8 @@ import OrchardCore
 
 /// `POST /api/apple-pay/session`: merchant validation for the page's `onvalidatemerchant`.
 struct MerchantSessionController {
-    let configuration: ServerConfiguration
+    /// The largest body read (`server.maxBodyBytes`).
+    let maxBodyBytes: Int
     let sessions: any MerchantSessionService
     let limiter: RateLimiter
 
@@ -27,7 +28,7 @@ struct MerchantSessionController {
         // Host first: an unknown host gets nothing, not even a parse of its body.
         let (merchant, domain) = try context.requireMerchant()
         try limiter.check(.merchantSessions, context: context, merchant: merchant.merchantIdentifier)
-        let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
+        let bytes = try await readBody(request, limit: maxBodyBytes)
         if !bytes.isEmpty {
             let body: Body
             do {

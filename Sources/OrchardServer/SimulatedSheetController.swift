@@ -10,7 +10,8 @@ struct SimulatedSheetController {
     static let standInSDKName = "apple-pay-sdk.js"
     static let standInSDKPath = folder + standInSDKName
 
-    let configuration: ServerConfiguration
+    /// The largest body read (`server.maxBodyBytes`).
+    let maxBodyBytes: Int
     let simulator: any SimulatedApplePay
 
     /// What the sheet posts when the shopper pays: the amount it shows, the request's currency and applicationData.
@@ -32,7 +33,7 @@ struct SimulatedSheetController {
         }
         router.postJSON("/demo/token") { request, context in
             let (merchant, _) = try context.requireMerchant()
-            let bytes = try await readBody(request, limit: configuration.maxBodyBytes)
+            let bytes = try await readBody(request, limit: maxBodyBytes)
             guard let body = try? JSONDecoder().decode(MintBody.self, from: Data(bytes)) else {
                 throw OrchardError(
                     .invalidJSON, "the body must be {amount, currencyCode, applicationData?, paymentMethod?, merchantToken?}")

@@ -10,7 +10,8 @@ import OrchardCore
 struct AdminMandatesController {
     let store: any MandateRecords
     let directory: MerchantDirectory
-    let configuration: ServerConfiguration
+    /// The merchants the configuration file names (`merchants[].merchantIdentifier`).
+    let configuredMerchants: [String]
     let lifecycle: MandateLifecycle
 
     /// A mandate with the merchant it belongs to, which the shop's own view leaves out.
@@ -61,7 +62,7 @@ struct AdminMandatesController {
             merchants = [merchant]
         } else {
             merchants =
-                configuration.merchants.map(\.merchantIdentifier) + directory.registrations.map(\.partnerIdentifier)
+                configuredMerchants + directory.registrations.map(\.partnerIdentifier)
         }
         var mandates: [MandateRecord] = []
         for merchant in merchants {
