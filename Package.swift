@@ -416,6 +416,15 @@ let package = Package(
             dependencies: ["OrchardTracing", .product(name: "Tracing", package: "swift-distributed-tracing")],
             swiftSettings: swiftSettings
         ),
+        // The processor clients against the mock processors on loopback HTTPS, without the server.
+        .testTarget(
+            name: "ProcessorClientsTests",
+            dependencies: [
+                "ApplePay", "CurlClient", "OrchardCore", "OrchardTesting", "ProcessorClients",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The executables as processes: orchard's commands, orchard serve's startup, the sandbox's demo.
         .testTarget(
             name: "OrchardCLITests",

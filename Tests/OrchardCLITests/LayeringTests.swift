@@ -58,6 +58,10 @@ struct LayeringTests {
         ],
         "AppleGatewayTests": ["OrchardServer", "OrchardSQLite", "OrchardPostgres", "ProcessorClients", "ShopCallbacks", "OrchardRuntime"],
         "OrchardRuntimeTests": ["orchard"],
+        "ProcessorClientsTests": [
+            "OrchardServer", "Hummingbird", "HummingbirdTesting", "OrchardSQLite", "OrchardPostgres", "AppleGateway", "ShopCallbacks",
+            "OrchardRuntime",
+        ],
         "CurlClientTests": ["OrchardCore", "OrchardServer", "AppleGateway", "ProcessorClients", "OrchardSQLite", "OrchardPostgres"],
     ]
 

@@ -13,17 +13,10 @@ import Testing
 
 /// A real server whose merchant charges through mock Worldpay or Worldline over loopback HTTPS.
 struct ProcessorFixture {
-    enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case worldpay, worldlineEncrypted, worldlineDecrypted
-        var testDescription: String { rawValue }
-        var processorName: String { self == .worldpay ? "worldpay" : "worldline" }
-    }
-
-    static let worldpay = MockWorldpayAccount(entity: "OrchardTest", username: "orchard-user", password: "wp-secret-password-1")
-    static let worldline = MockWorldlineAccount(merchantId: "OrchardPSPID", apiKeyId: "KEY123", secretApiKey: "wl-secret-api-key-1")
-    static let environment = [
-        "WP_USERNAME": worldpay.username, "WP_PASSWORD": worldpay.password, "WL_SECRET": worldline.secretApiKey,
-    ]
+    typealias Kind = MockProcessorSetup.Kind
+    static let worldpay = MockProcessorSetup.worldpay
+    static let worldline = MockProcessorSetup.worldline
+    static let environment = MockProcessorSetup.environment
 
     let server: ServerHarness
     let mock: MockProcessors
@@ -34,28 +27,7 @@ struct ProcessorFixture {
     static func processor(_ kind: Kind, baseURL: String, password: String = "env:WP_PASSWORD", timeout: Int? = nil)
         -> ProcessorSection
     {
-        var section: ProcessorSection
-        switch kind {
-        case .worldpay:
-            section = ProcessorSection(
-                type: "worldpay",
-                [
-                    "entity": .string(worldpay.entity), "username": "env:WP_USERNAME", "password": .string(password),
-                    "narrative": "Orchard Test",
-                ])
-        case .worldlineEncrypted, .worldlineDecrypted:
-            section = ProcessorSection(
-                type: "worldline",
-                [
-                    "merchantId": .string(worldline.merchantId), "apiKeyId": .string(worldline.apiKeyId), "secretApiKey": "env:WL_SECRET",
-                    "decryption": kind == .worldlineDecrypted ? "orchard" : "processor",
-                ])
-        }
-        section["baseURL"] = .string(baseURL)
-        section["caFile"] = "ca.pem"
-        section["allowNonProductionHost"] = true
-        section["timeoutMilliseconds"] = timeout.map { .integer($0) }
-        return section
+        MockProcessorSetup.section(kind, baseURL: baseURL, password: password, timeout: timeout)
     }
 
     static func with(

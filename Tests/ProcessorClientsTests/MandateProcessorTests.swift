@@ -10,15 +10,18 @@ import Testing
 /// The mock processors on loopback HTTPS and the real processor client for one of them,
 /// configured through its driver as the server configures it, on a real libcurl client.
 struct MandateFixture {
-    let kind: ProcessorFixture.Kind
+    let kind: MockProcessorSetup.Kind
     let mock: MockProcessors
     let processor: any PaymentProcessor
     let http: CurlHTTPClient
+    /// The test Apple chain that signs tokens, and the merchant's processing key, for this test process.
+    static let tokenChain = try! TestAppleChain.make()
+    static let processingKey = P256.KeyAgreement.PrivateKey()
 
     /// Reads the test configuration's secrets and CA, as the server's configuration loader would.
     struct Values: ConfigurationReader {
         func read(_ reference: String, what: String) throws(ConfigurationError) -> [UInt8] {
-            if reference.hasPrefix("env:"), let value = ProcessorFixture.environment[String(reference.dropFirst(4))] {
+            if reference.hasPrefix("env:"), let value = MockProcessorSetup.environment[String(reference.dropFirst(4))] {
                 return Array(value.utf8)
             }
             guard reference == "ca.pem" else { throw ConfigurationError("\(what): \(reference) is not a test value") }
@@ -28,14 +31,14 @@ struct MandateFixture {
         func describe(_ reference: String) -> String { reference }
     }
 
-    static func with(_ kind: ProcessorFixture.Kind, _ body: (MandateFixture) async throws -> Void) async throws {
+    static func with(_ kind: MockProcessorSetup.Kind, _ body: (MandateFixture) async throws -> Void) async throws {
         let mock = try MockProcessors(
-            serverIdentity: TestMaterial.shared.server, worldpay: ProcessorFixture.worldpay, worldline: ProcessorFixture.worldline)
+            serverIdentity: TestMaterial.shared.server, worldpay: MockProcessorSetup.worldpay, worldline: MockProcessorSetup.worldline)
         try await mock.start()
         do {
             let http = try CurlHTTPClient()
             let driver: any ProcessorDriver = kind == .worldpay ? WorldpayDriver() : WorldlineDriver()
-            let settings = try driver.settings(from: ProcessorFixture.processor(kind, baseURL: mock.baseURL), values: Values())
+            let settings = try driver.settings(from: MockProcessorSetup.section(kind, baseURL: mock.baseURL), values: Values())
             let processor = CurlProcessorMaker(http: http).processor(for: settings)
             #expect(processor.name == kind.processorName)
             try await body(MandateFixture(kind: kind, mock: mock, processor: processor, http: http))
@@ -59,11 +62,11 @@ struct MandateFixture {
     static func firstPayment(storing usage: CredentialUsage?, reference: String = "first-\(UUID().uuidString)") throws
         -> AuthorizationRequest
     {
-        let token = try TokenMinter(chain: ServerHarness.tokenChain).mintEC(
+        let token = try TokenMinter(chain: MandateFixture.tokenChain).mintEC(
             payload: TokenMinter.merchantTokenPayload(amount: 990, merchantTokenIdentifier: "DNITHE302100000000000001"),
-            to: ServerHarness.processingKey.publicKey, merchantIdentifier: TestMaterial.merchantIdentifier)
+            to: MandateFixture.processingKey.publicKey, merchantIdentifier: TestMaterial.merchantIdentifier)
         let key = try ProcessingKey(
-            privateKeyPEM: ServerHarness.processingKey.pemRepresentation, merchantIdentifier: TestMaterial.merchantIdentifier)
+            privateKeyPEM: MandateFixture.processingKey.pemRepresentation, merchantIdentifier: TestMaterial.merchantIdentifier)
         let payment = try TokenDecryptor(keys: [key]).decrypt(try token.decoded())
         return AuthorizationRequest(
             order: order(), token: PaymentToken(paymentData: token), payment: payment, reference: reference,
@@ -98,7 +101,7 @@ struct MandateFixture {
         return (sent, try #require(try JSONSerialization.jsonObject(with: Data(sent.body)) as? [String: Any]))
     }
 
-    var paymentsPath: String { "/v2/\(ProcessorFixture.worldline.merchantId)/payments" }
+    var paymentsPath: String { "/v2/\(MockProcessorSetup.worldline.merchantId)/payments" }
 }
 
 /// Whether a JSON object is exactly this one: the same keys, the same values (JSON booleans
@@ -110,12 +113,12 @@ func same(_ actual: Any?, _ expected: [String: Any]) -> Bool {
 
 @Suite("Mandates through Worldpay Access and Worldline Direct: stored credentials, merchant-initiated charges, deletion")
 struct MandateProcessorTests {
-    static let kinds: [ProcessorFixture.Kind] = [.worldpay, .worldlineEncrypted]
+    static let kinds: [MockProcessorSetup.Kind] = [.worldpay, .worldlineEncrypted]
 
     @Test(
         "a first payment asked to store the credential sends the documented fields and gets the processor's token",
-        arguments: ProcessorFixture.Kind.allCases, [CredentialUsage.scheduled, .unscheduled])
-    func firstPaymentStores(kind: ProcessorFixture.Kind, usage: CredentialUsage) async throws {
+        arguments: MockProcessorSetup.Kind.allCases, [CredentialUsage.scheduled, .unscheduled])
+    func firstPaymentStores(kind: MockProcessorSetup.Kind, usage: CredentialUsage) async throws {
         try await MandateFixture.with(kind) { fixture in
             let outcome = try await fixture.processor.authorize(try MandateFixture.firstPayment(storing: usage))
             #expect(outcome.status == .authorized)
@@ -148,7 +151,7 @@ struct MandateProcessorTests {
     }
 
     @Test("a payment not asked to store anything sends no tokenization or agreement fields and gets no credential", arguments: kinds)
-    func firstPaymentWithoutMandate(kind: ProcessorFixture.Kind) async throws {
+    func firstPaymentWithoutMandate(kind: MockProcessorSetup.Kind) async throws {
         try await MandateFixture.with(kind) { fixture in
             let outcome = try await fixture.processor.authorize(try MandateFixture.firstPayment(storing: nil))
             #expect(outcome.status == .authorized)
@@ -163,7 +166,7 @@ struct MandateProcessorTests {
     }
 
     @Test("authorized without a token: the payment stands, with no stored credential", arguments: kinds)
-    func authorizedWithoutToken(kind: ProcessorFixture.Kind) async throws {
+    func authorizedWithoutToken(kind: MockProcessorSetup.Kind) async throws {
         try await MandateFixture.with(kind) { fixture in
             fixture.mock.withholdsTokens = true
             let outcome = try await fixture.processor.authorize(try MandateFixture.firstPayment(storing: .scheduled))
@@ -177,7 +180,7 @@ struct MandateProcessorTests {
     @Test(
         "a merchant-initiated charge sends exactly the documented fields and charges the stored token",
         arguments: kinds, [PaymentAgreement.Kind.recurring, .deferred, .automaticReload])
-    func merchantInitiated(kind: ProcessorFixture.Kind, agreement: PaymentAgreement.Kind) async throws {
+    func merchantInitiated(kind: MockProcessorSetup.Kind, agreement: PaymentAgreement.Kind) async throws {
         try await MandateFixture.with(kind) { fixture in
             let mandate = try await fixture.mandate(agreement)
             let reference = "mit-\(UUID().uuidString.prefix(8))"
@@ -229,7 +232,7 @@ struct MandateProcessorTests {
     }
 
     @Test("a re-send of a charge's reference gets the first answer and is charged once, after an answer or after none", arguments: kinds)
-    func resendChargesOnce(kind: ProcessorFixture.Kind) async throws {
+    func resendChargesOnce(kind: MockProcessorSetup.Kind) async throws {
         try await MandateFixture.with(kind) { fixture in
             let mandate = try await fixture.mandate(.recurring)
             let first = try await fixture.charge(mandate, "mit-once")
@@ -248,7 +251,7 @@ struct MandateProcessorTests {
     }
 
     @Test("a request the processor refuses is final on the first send only; a re-send's refusal is no answer", arguments: kinds)
-    func refusedRequestOnResend(kind: ProcessorFixture.Kind) async throws {
+    func refusedRequestOnResend(kind: MockProcessorSetup.Kind) async throws {
         try await MandateFixture.with(kind) { fixture in
             let mandate = try await fixture.mandate(.deferred)
             fixture.mock.behaviour = .status(400)
@@ -262,7 +265,7 @@ struct MandateProcessorTests {
     }
 
     @Test("a deleted credential is gone at the processor and cannot be charged; deleting it again is done", arguments: kinds)
-    func deletedCannotBeCharged(kind: ProcessorFixture.Kind) async throws {
+    func deletedCannotBeCharged(kind: MockProcessorSetup.Kind) async throws {
         try await MandateFixture.with(kind) { fixture in
             let mandate = try await fixture.mandate(.automaticReload)
             #expect(try await fixture.charge(mandate, "mit-before").status == .authorized)
@@ -275,7 +278,7 @@ struct MandateProcessorTests {
                 #expect(fixture.mock.baseURL + sent.path == mandate.credential.reference)
                 #expect(sent.header("Accept") == WorldpayProcessor.tokensMediaType)
             } else {
-                #expect(sent.path == "/v2/\(ProcessorFixture.worldline.merchantId)/tokens/\(mandate.credential.reference)")
+                #expect(sent.path == "/v2/\(MockProcessorSetup.worldline.merchantId)/tokens/\(mandate.credential.reference)")
                 #expect(sent.header("Content-Type") == nil, "nothing to type: the signature covers an empty one")
             }
 
@@ -315,14 +318,14 @@ struct MandateProcessorTests {
         try await MandateFixture.with(.worldpay) { fixture in
             let mandate = try await fixture.mandate(.recurring)
             let body: [String: Any] = [
-                "transactionReference": "raw-1", "channel": "ecom", "merchant": ["entity": ProcessorFixture.worldpay.entity],
+                "transactionReference": "raw-1", "channel": "ecom", "merchant": ["entity": MockProcessorSetup.worldpay.entity],
                 "instruction": [
                     "narrative": ["line1": "Orchard Test"], "value": ["currency": "EUR", "amount": 100],
                     "paymentInstrument": ["type": "card/token", "href": mandate.credential.reference],
                     "customerAgreement": ["type": "subscription"],
                 ],
             ]
-            let credentials = "\(ProcessorFixture.worldpay.username):\(ProcessorFixture.worldpay.password)"
+            let credentials = "\(MockProcessorSetup.worldpay.username):\(MockProcessorSetup.worldpay.password)"
             let response = try await fixture.raw(
                 "/cardPayments/merchantInitiatedTransactions", body,
                 headers: [
@@ -369,8 +372,8 @@ extension MandateFixture {
         let date = WorldlineProcessor.httpDate(Date())
         let gcs = [(name: "X-GCS-Idempotence-Key", value: key)]
         let authorization = WorldlineProcessor.authorization(
-            method: "POST", contentType: type, date: date, gcsHeaders: gcs, path: path, keyId: ProcessorFixture.worldline.apiKeyId,
-            secret: ProcessorFixture.worldline.secretApiKey)
+            method: "POST", contentType: type, date: date, gcsHeaders: gcs, path: path, keyId: MockProcessorSetup.worldline.apiKeyId,
+            secret: MockProcessorSetup.worldline.secretApiKey)
         return [(name: "Content-Type", value: type), (name: "Date", value: date), (name: "Authorization", value: authorization)] + gcs
     }
 }
