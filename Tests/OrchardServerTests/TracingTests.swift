@@ -63,18 +63,23 @@ struct TracingTests {
         return TraceParent(traceID: .random(using: &generator), spanID: .random(using: &generator), sampled: true)
     }
 
+    /// Pays an order with `caller` as the request's traceparent; the traceparent the mock processor got.
+    static func pay(_ fixture: ProcessorFixture, sending caller: TraceParent) async throws -> TraceParent {
+        let (id, request) = try await fixture.order()
+        let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: fixture.minter, at: fixture.clock.now)
+        let response = try await fixture.server.send(
+            "POST", "/api/apple-pay/authorize", body: body, extraHeaders: [("traceparent", caller.headerValue)])
+        #expect(response.status == 200)
+        let charge = try #require(fixture.mock.received.last { $0.method == "POST" })
+        return try #require(charge.header("traceparent").flatMap(TraceParent.init))
+    }
+
     @Test("a traceparent from a trusted proxy: the mock processor and the log line see its trace ID; the spans nest")
     func continued() async throws {
         let caller = Self.traceparent()
         let logs = JSONLines()
         try await ProcessorFixture.with(.worldpay, logHandler: logs.handler) { fixture in
-            let (id, request) = try await fixture.order()
-            let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: fixture.minter, at: fixture.clock.now)
-            let response = try await fixture.server.send(
-                "POST", "/api/apple-pay/authorize", body: body, extraHeaders: [("traceparent", caller.headerValue)])
-            #expect(response.status == 200)
-            let charge = try #require(fixture.mock.received.last { $0.method == "POST" })
-            let sent = try #require(charge.header("traceparent").flatMap(TraceParent.init))
+            let sent = try await Self.pay(fixture, sending: caller)
             #expect(sent.traceID == caller.traceID)
             #expect(sent.spanID != caller.spanID)
             let logged = try #require(logs.metadata(ofFirst: "payment authorized"))
@@ -98,13 +103,7 @@ struct TracingTests {
         try await ProcessorFixture.with(
             .worldpay, configure: { file, _ in file.server?.acceptTraceparent = "nobody" }
         ) { fixture in
-            let (id, request) = try await fixture.order()
-            let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: fixture.minter, at: fixture.clock.now)
-            let response = try await fixture.server.send(
-                "POST", "/api/apple-pay/authorize", body: body, extraHeaders: [("traceparent", caller.headerValue)])
-            #expect(response.status == 200)
-            let charge = try #require(fixture.mock.received.last { $0.method == "POST" })
-            let sent = try #require(charge.header("traceparent").flatMap(TraceParent.init))
+            let sent = try await Self.pay(fixture, sending: caller)
             #expect(sent.traceID != caller.traceID)
             #expect(TestTracing.spans(in: caller.traceID).isEmpty)
         }
