@@ -33,8 +33,10 @@ struct RequestTracingMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var parent = InstrumentationContext.current ?? .topLevel
-        if accept.accepts(context.peerAddress, trustedProxies: trustedProxies) {
-            InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: SingleHeaderExtractor())
+        if request.headers.contains(Self.traceparent), accept.accepts(context.peerAddress, trustedProxies: trustedProxies) {
+            // Only the trace headers: a tracer may log its carrier (swift-otel's does, for an
+            // invalid traceparent), and the other headers may hold credentials.
+            InstrumentationSystem.instrument.extract(Self.traceHeaders(of: request.headers), into: &parent, using: SingleHeaderExtractor())
         }
         let span = InstrumentationSystem.tracer.startSpan("HTTP \(request.method.rawValue)", context: parent, ofKind: .server)
         defer { span.end() }
@@ -47,6 +49,18 @@ struct RequestTracingMiddleware: RouterMiddleware {
             throw error
         }
     }
+
+    /// `traceparent` and `tracestate`, as sent (repeats kept, for the extractor to refuse).
+    static func traceHeaders(of headers: HTTPFields) -> HTTPFields {
+        var trace = HTTPFields()
+        for field in headers where field.name == Self.traceparent || field.name == Self.tracestate {
+            trace.append(field)
+        }
+        return trace
+    }
+
+    static let traceparent = HTTPField.Name("traceparent")!
+    static let tracestate = HTTPField.Name("tracestate")!
 
     private func finish(_ span: any Span, request: Request, context: Context, status: Int) {
         if let route = context.endpointPath {

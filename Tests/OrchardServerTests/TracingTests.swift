@@ -1,15 +1,17 @@
 import CurlClient
 import Foundation
+import HTTPTypes
 import Instrumentation
 import Logging
 import OrchardCore
 import OrchardRuntime
-import OrchardServer
 import OrchardTesting
 import OrchardTracing
 import Synchronization
 import Testing
 import Tracing
+
+@testable import OrchardServer
 
 /// The process's tracer for these tests: Orchard's own, as `orchard serve` starts it, recording
 /// each span that ends. Bootstrapped once for the whole test process (the tracer is global).
@@ -115,5 +117,17 @@ struct TracingTests {
         #expect(accept.accepts(IPAddress("10.1.2.3"), trustedProxies: proxies) == (accept != .nobody))
         #expect(accept.accepts(IPAddress("192.0.2.7"), trustedProxies: proxies) == (accept == .anyone))
         #expect(accept.accepts(nil, trustedProxies: proxies) == (accept == .anyone))
+    }
+
+    @Test("the tracer is handed the trace headers only, repeats kept, never a credential")
+    func traceHeadersOnly() {
+        let headers: HTTPFields = [
+            .authorization: "Bearer secret", .cookie: "session=secret", HTTPField.Name("traceparent")!: "00-a-b-01",
+            HTTPField.Name("TraceState")!: "k=v", HTTPField.Name("traceparent")!: "00-c-d-01",
+        ]
+        let trace = RequestTracingMiddleware.traceHeaders(of: headers)
+        #expect(trace[values: HTTPField.Name("traceparent")!] == ["00-a-b-01", "00-c-d-01"])
+        #expect(trace[HTTPField.Name("tracestate")!] == "k=v")
+        #expect(trace.count == 3)
     }
 }
