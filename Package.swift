@@ -17,6 +17,13 @@ let package = Package(
         .library(name: "OrchardServer", targets: ["OrchardServer"]),
         .library(name: "OrchardTesting", targets: ["OrchardTesting"]),
     ],
+    // Off by default: `swift build --traits OTel` adds swift-otel's OTLP/HTTP span exporter
+    // (docs/operations.md#exporting-spans-with-swift-otel); the default build compiles none of it.
+    traits: [
+        .trait(
+            name: "OTel",
+            description: "Export spans over OTLP/HTTP with swift-otel (the configuration's tracing.otlp section)")
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
@@ -32,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        // Only with the OTel trait, and only its OTLP/HTTP exporter (no gRPC).
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // libcurl, linked through pkg-config.
@@ -231,6 +240,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTel"])),
             ],
             swiftSettings: swiftSettings
         ),

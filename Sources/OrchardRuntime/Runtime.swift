@@ -44,16 +44,23 @@ public struct LoggingOptions: ParsableArguments {
     /// configuration file's `log` section (`configured`), else text at info. Also starts the
     /// process's tracer, whose trace and span IDs the log lines carry. Once per process.
     public func bootstrap(label: String, configured: LogSettings = LogSettings()) -> Logger {
+        let logger = bootstrapLogging(label: label, configured: configured, metadataProvider: .traceContext)
+        // Trace IDs for every request and call out, in logs and in `traceparent`; no exporter
+        // (`bootstrap(label:configuration:)` starts swift-otel's instead when one is configured).
+        InstrumentationSystem.bootstrap(W3CTracer())
+        return logger
+    }
+
+    /// Sends logs to standard error (see ``bootstrap(label:configured:)``) with `metadataProvider`
+    /// giving each line its trace context. Bootstraps no tracer.
+    func bootstrapLogging(label: String, configured: LogSettings, metadataProvider: Logger.MetadataProvider) -> Logger {
         let format = logFormat.flatMap(LogFormat.init(rawValue:)) ?? configured.format ?? .text
         LoggingSystem.bootstrap(
             { label, provider -> any LogHandler in
                 format == .json
                     ? JSONLogHandler(label: label, metadataProvider: provider)
                     : DeferredMetadataLogHandler.standardError(label: label, metadataProvider: provider)
-            }, metadataProvider: .traceContext)
-        // Trace IDs for every request and call out, in logs and in `traceparent`; no exporter
-        // (docs/operations.md#traces says how to add swift-otel's).
-        InstrumentationSystem.bootstrap(W3CTracer())
+            }, metadataProvider: metadataProvider)
         var logger = Logger(label: label)
         logger.logLevel = requestedLevel.flatMap(Logger.Level.init(rawValue:)) ?? configured.level ?? .info
         return logger
@@ -69,9 +76,12 @@ public func say(_ text: String) {
 /// runs until SIGTERM or SIGINT, then drains: see ``runUntilSignalled(_:drainTimeout:activity:logger:)``.
 /// A store, vault or registry that cannot be opened or read is a ``ConfigurationError`` naming
 /// what to fix; the outbound clients are shut down whichever way it ends.
+///
+/// - Parameter traceExporter: the span exporter's service (``LoggingOptions/bootstrap(label:configuration:)``),
+///   run first and stopped last, so the spans of a draining server are still sent.
 public func runServer(
     _ configuration: ServerConfiguration, simulator: (any SimulatedApplePay)? = nil, logger: Logger,
-    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    traceExporter: (any Service)? = nil, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) async throws {
     logStartup(configuration, time: .system, logger: logger)
     if ProcessInfo.processInfo.environment["SSLKEYLOGFILE"] != nil {
@@ -96,15 +106,19 @@ public func runServer(
         registry.map { PrometheusMetrics.application(listener: listener, registry: $0, logger: logger) }
     }
     try await runUntilSignalled(
-        servicesInShutdownOrder(store: store, metrics: metrics, server: server), drainTimeout: configuration.drainTimeout,
+        servicesInShutdownOrder(store: store, metrics: metrics, server: server, traceExporter: traceExporter),
+        drainTimeout: configuration.drainTimeout,
         activity: activity, logger: logger)
 }
 
 /// The server's services as its group runs them. A group stops its services last first: the
 /// server (and its background services) drain while the metrics listener and the store still
-/// run; the store's pool stops, and its connections close, last.
-func servicesInShutdownOrder(store: any OrchardStore, metrics: (any Service)?, server: any Service) -> [any Service] {
+/// run; the store's pool stops, and its connections close, then the span exporter flushes, last.
+func servicesInShutdownOrder(
+    store: any OrchardStore, metrics: (any Service)?, server: any Service, traceExporter: (any Service)? = nil
+) -> [any Service] {
     var services: [any Service] = []
+    if let traceExporter { services.append(traceExporter) }
     if let pool = store as? PostgresStore { services.append(pool) }
     if let metrics { services.append(metrics) }
     return services + [server]
@@ -151,11 +165,14 @@ struct StartingService: Service {
 }
 
 extension ServerConfiguration {
-    /// Loads the configuration at `path` knowing every processor this program is built with.
+    /// Loads the configuration at `path` knowing every processor this program is built with, and
+    /// refusing a `tracing.otlp` section it was built without the means to export to.
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(ConfigurationError) -> ServerConfiguration
     {
-        try load(path: path, environment: environment, time: .system, processors: ProcessorFactory.drivers)
+        let configuration = try load(path: path, environment: environment, time: .system, processors: ProcessorFactory.drivers)
+        try configuration.checkTraceExportIsBuilt()
+        return configuration
     }
 
     /// Opens the configured store: PostgreSQL (connected, its schema migrated; its pool runs as a

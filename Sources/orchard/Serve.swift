@@ -22,8 +22,9 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try ServerConfiguration.load(path: config)
-        // After loading: the configuration's `log` section picks the format and level.
-        let logger = logging.bootstrap(label: "orchard", configured: configuration.log)
-        try await runServer(configuration, logger: logger)
+        // After loading: the configuration's `log` section picks the format and level, its
+        // `tracing` section the tracer (swift-otel's exporter in a build with the OTel trait).
+        let (logger, traceExporter) = try logging.bootstrap(label: "orchard", configuration: configuration)
+        try await runServer(configuration, logger: logger, traceExporter: traceExporter)
     }
 }

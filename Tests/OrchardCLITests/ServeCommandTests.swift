@@ -86,4 +86,19 @@ struct ServeCommandTests {
         #expect(result.stderr.hasPrefix("orchard: \(directory.path("site")): server.publicDirectory has no index.html"))
         #expect(result.stderr.split(separator: "\n").count == 1)
     }
+
+    #if !OTel
+        @Test("a tracing.otlp section stops a build without the OTel trait with one line naming the build to use")
+        func traceExportNeedsTheTrait() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let result = try await serve(
+                try configuration(directory) { $0["tracing"] = ["otlp": ["endpoint": "http://127.0.0.1:4318"]] })
+            #expect(result.status == 1)
+            #expect(
+                result.stderr
+                    == "orchard: tracing.otlp: this orchard was built without the OTel trait: build with --traits OTel to export spans, or remove the section\n"
+            )
+        }
+    #endif
 }

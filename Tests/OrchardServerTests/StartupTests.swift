@@ -4,6 +4,7 @@ import OrchardCore
 import OrchardRuntime
 import OrchardServer
 import OrchardTesting
+import ProcessorClients
 import Synchronization
 import Testing
 
@@ -121,6 +122,55 @@ struct StartupTests {
         #expect(loadError(directory.path("broken.json"))?.contains("not valid JSON") == true)
         try directory.write("incomplete.json", Array(#"{"merchants": [{"merchantIdentifier": "m"}]}"#.utf8))
         #expect(loadError(directory.path("incomplete.json"))?.contains("missing key merchants[0].displayName") == true)
+    }
+
+    @Test("tracing.otlp is read strictly, and a build without the OTel trait refuses it")
+    func traceExport() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        func exported(_ path: String) throws -> TraceExportSettings? {
+            let configuration = try ServerConfiguration.load(path: path, environment: [:], processors: ProcessorFactory.drivers)
+            return configuration.traceExport
+        }
+        #expect(try exported(try configuration(directory)) == nil)
+        let defaults = try configuration(directory) { $0.tracing = .init(otlp: .init()) }
+        #expect(
+            try exported(defaults)
+                == TraceExportSettings(tracesURL: "http://127.0.0.1:4318/v1/traces", protocol: .httpProtobuf, serviceName: "orchard"))
+        let chosen = try configuration(directory) {
+            $0.tracing = .init(
+                otlp: .init(endpoint: "https://collector.example:4318/otlp/", protocol: "http/json"), serviceName: "shop-pay")
+        }
+        #expect(
+            try exported(chosen)
+                == TraceExportSettings(
+                    tracesURL: "https://collector.example:4318/otlp/v1/traces", protocol: .httpJSON, serviceName: "shop-pay"))
+        let grpc = try configuration(directory) { $0.tracing = .init(otlp: .init(protocol: "grpc")) }
+        #expect(loadError(grpc)?.contains("tracing.otlp.protocol must be \"http/protobuf\" or \"http/json\"") == true)
+        let ftp = try configuration(directory) { $0.tracing = .init(otlp: .init(endpoint: "ftp://collector.example")) }
+        #expect(loadError(ftp)?.contains("tracing.otlp.endpoint") == true)
+        let credentials = try configuration(directory) {
+            $0.tracing = .init(otlp: .init(endpoint: "https://user:secret@collector.example"))
+        }
+        #expect(loadError(credentials)?.contains("without credentials") == true)
+        let nameOnly = try configuration(directory) { $0.tracing = .init(serviceName: "orchard") }
+        #expect(loadError(nameOnly)?.contains("tracing.otlp is not: nothing would be exported") == true)
+
+        var json = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: defaults))) as? [String: Any])
+        json["tracing"] = ["otlp": ["endpont": "http://127.0.0.1:4318"]]
+        try directory.write("typo.json", Array(try JSONSerialization.data(withJSONObject: json)))
+        #expect(loadError(directory.path("typo.json"))?.contains("tracing.otlp.endpont: not a setting") == true)
+
+        let exporting = try configuration(directory) { $0.tracing = .init(otlp: .init()) }
+        #if OTel
+            #expect(loadError(exporting) == nil)
+        #else
+            #expect(
+                loadError(exporting)
+                    == "tracing.otlp: this orchard was built without the OTel trait: build with --traits OTel to export spans, or remove the section"
+            )
+        #endif
     }
 }
 

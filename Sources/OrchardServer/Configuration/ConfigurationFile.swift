@@ -191,6 +191,8 @@ public struct ConfigurationFile: Codable, Sendable {
     public var webhooks: Webhooks?
     public var metrics: Metrics?
     public var log: Log?
+    /// Span export over OTLP (builds with the OTel trait only; ObservabilityConfiguration.swift).
+    public var tracing: TraceExport?
     public var limits: Limits?
     public var outbound: Outbound?
     public var orders: Orders?

@@ -52,6 +52,72 @@ extension ConfigurationFile {
     }
 }
 
+extension ConfigurationFile {
+    /// `tracing`: where spans are exported. Absent: trace IDs only, in logs and `traceparent`.
+    public struct TraceExport: Codable, Sendable {
+        /// The OTLP collector; only a build with the OTel trait can export.
+        public var otlp: OTLP?
+        /// The `service.name` the spans carry (default `orchard`).
+        public var serviceName: String?
+
+        public init(otlp: OTLP? = nil, serviceName: String? = nil) {
+            self.otlp = otlp
+            self.serviceName = serviceName
+        }
+
+        enum CodingKeys: String, CodingKey, CaseIterable { case otlp, serviceName }
+
+        public init(from decoder: any Decoder) throws {
+            try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            otlp = try container.decodeIfPresent(OTLP.self, forKey: .otlp)
+            serviceName = try container.decodeIfPresent(String.self, forKey: .serviceName)
+        }
+
+        /// `tracing.otlp`.
+        public struct OTLP: Codable, Sendable {
+            /// The collector's base URL (default `http://127.0.0.1:4318`); spans go to its `/v1/traces`.
+            public var endpoint: String?
+            /// `http/protobuf` (the default) or `http/json`.
+            public var `protocol`: String?
+
+            public init(endpoint: String? = nil, protocol: String? = nil) {
+                self.endpoint = endpoint
+                self.protocol = `protocol`
+            }
+
+            enum CodingKeys: String, CodingKey, CaseIterable { case endpoint, `protocol` }
+
+            public init(from decoder: any Decoder) throws {
+                try StrictKeys.check(decoder, known: CodingKeys.allCases.map(\.rawValue))
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                endpoint = try container.decodeIfPresent(String.self, forKey: .endpoint)
+                `protocol` = try container.decodeIfPresent(String.self, forKey: .protocol)
+            }
+        }
+    }
+}
+
+/// The `tracing.otlp` section, resolved: where and how spans are exported.
+public struct TraceExportSettings: Sendable, Equatable {
+    /// OTLP over HTTP: its two encodings.
+    public enum OTLPProtocol: String, Sendable, CaseIterable {
+        case httpProtobuf = "http/protobuf"
+        case httpJSON = "http/json"
+    }
+
+    /// Where spans are posted: the endpoint's `/v1/traces`.
+    public var tracesURL: String
+    public var `protocol`: OTLPProtocol
+    public var serviceName: String
+
+    public init(tracesURL: String, protocol: OTLPProtocol, serviceName: String) {
+        self.tracesURL = tracesURL
+        self.protocol = `protocol`
+        self.serviceName = serviceName
+    }
+}
+
 /// Where `/metrics` is served.
 public struct MetricsListener: Sendable, Equatable {
     public var host: String
@@ -122,6 +188,33 @@ extension ServerConfiguration {
             settings.level = value
         }
         return settings
+    }
+
+    static func resolveTraceExport(_ file: ConfigurationFile.TraceExport?) throws(ConfigurationError) -> TraceExportSettings? {
+        guard let file else { return nil }
+        let serviceName = file.serviceName ?? "orchard"
+        guard !serviceName.isEmpty else { throw ConfigurationError("tracing.serviceName must not be empty") }
+        guard let otlp = file.otlp else {
+            if file.serviceName != nil {
+                throw ConfigurationError("tracing.serviceName is set but tracing.otlp is not: nothing would be exported")
+            }
+            return nil
+        }
+        let protocolName = otlp.protocol ?? TraceExportSettings.OTLPProtocol.httpProtobuf.rawValue
+        guard let otlpProtocol = TraceExportSettings.OTLPProtocol(rawValue: protocolName) else {
+            throw ConfigurationError(
+                "tracing.otlp.protocol must be \"http/protobuf\" or \"http/json\", not \(protocolName.debugDescription) (gRPC is not built in)"
+            )
+        }
+        let endpoint = (otlp.endpoint ?? "http://127.0.0.1:4318").trimmingSuffix("/")
+        guard let components = URLComponents(string: endpoint), components.scheme == "http" || components.scheme == "https",
+            let host = components.host, !host.isEmpty, components.user == nil, components.password == nil, components.query == nil,
+            components.fragment == nil
+        else {
+            throw ConfigurationError(
+                "tracing.otlp.endpoint: \(endpoint.debugDescription) must be an http or https URL without credentials, query or fragment")
+        }
+        return TraceExportSettings(tracesURL: endpoint + "/v1/traces", protocol: otlpProtocol, serviceName: serviceName)
     }
 
     static func resolveDrainTimeout(_ server: ConfigurationFile.Server?) throws(ConfigurationError) -> Duration {

@@ -65,6 +65,7 @@ extension ServerConfiguration {
             metrics: try resolveMetrics(file.metrics, serverPort: port), log: try resolveLog(file.log),
             drainTimeout: try resolveDrainTimeout(file.server), store: try resolveStore(file.store, values: values))
         try resolved.resolveOperations(file, values: values)
+        resolved.traceExport = try resolveTraceExport(file.tracing)
         if case .postgres = resolved.store, resolved.vault == nil {
             // Each instance would otherwise seal with its own key file: one could not re-send
             // another's unknown payment, and client secrets would differ between instances.

@@ -42,6 +42,8 @@ public struct ServerConfiguration: Sendable {
     public var metrics: MetricsListener?
     /// The `log` section: format and level, unless the command line says otherwise.
     public var log = LogSettings()
+    /// Where spans are exported (`tracing.otlp`); nil: nowhere. Only a build with the OTel trait exports.
+    public var traceExport: TraceExportSettings?
     /// How long a SIGTERM waits for in-flight requests and background work (`server.drainTimeoutSeconds`).
     public var drainTimeout = ServerConfiguration.defaultDrainTimeout
     /// Rates, outbound bounds, client timeouts, order expiry and retention (OperationsConfiguration.swift).
