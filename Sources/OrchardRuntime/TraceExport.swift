@@ -31,6 +31,16 @@ extension ServerConfiguration {
     }
 }
 
+/// `orchard doctor`'s word on `tracing.otlp`, nil without it: a build without the OTel trait
+/// cannot export, and `orchard serve` would refuse the section.
+public func traceExportDoctorCheck(_ file: ConfigurationFile) -> DoctorCheck? {
+    guard let otlp = file.tracing?.otlp else { return nil }
+    let endpoint = otlp.endpoint ?? "http://127.0.0.1:4318"
+    return buildExportsTraces
+        ? DoctorCheck(subject: "tracing", check: "OTLP", passed: true, detail: "spans are exported to \(endpoint) (swift-otel)")
+        : DoctorCheck(subject: "tracing", check: "OTLP", passed: false, detail: ConfigurationError.traceExportNotBuilt.message)
+}
+
 extension LoggingOptions {
     /// `orchard serve`'s bootstrap: logging as ``bootstrap(label:configured:)`` does, and the
     /// process's one tracer. Without `tracing.otlp`, Orchard's own W3C tracer (IDs only, nothing

@@ -60,6 +60,7 @@ struct DoctorCommand: AsyncParsableCommand {
         let probe = domains ? try makeProbe(http: http) : nil
         var report = await Doctor(sessions: sessions, probe: probe).check(file: file, folder: folder, environment: environment)
         report.checks.insert(await storeDoctorCheck(file, folder: folder, environment: environment), at: 0)
+        if let tracing = traceExportDoctorCheck(file) { report.checks.append(tracing) }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

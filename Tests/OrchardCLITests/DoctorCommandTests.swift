@@ -70,6 +70,21 @@ struct DoctorCommandTests {
         }
     }
 
+    #if !OTel
+        @Test("a tracing.otlp section fails the check in a build without the OTel trait")
+        func traceExportNeedsTheTrait() async throws {
+            try await Self.withSetup { setup in
+                try setup.edit { $0["tracing"] = ["otlp": ["endpoint": "http://127.0.0.1:4318"]] }
+                let (status, lines) = try await setup.doctor(live: false)
+                #expect(status == 1)
+                #expect(
+                    lines.last
+                        == "✗ tracing OTLP: tracing.otlp: this orchard was built without the OTel trait: build with --traits OTel to export spans, or remove the section",
+                    "\(lines)")
+            }
+        }
+    #endif
+
     @Test(
         "each gateway failure has its own plain line and exit 1",
         arguments: [
