@@ -36,3 +36,18 @@ public struct PurgeCounts: Sendable, Equatable {
         self.tokenEvents = tokenEvents
     }
 }
+
+/// The retention purge: deletes, across aggregates, only rows no aggregate needs any more.
+public protocol RecordPurging: Sendable {
+    /// Deletes rows nothing needs any more, at most `limit` of each kind per call (the caller
+    /// repeats while a count reaches `limit`):
+    /// - orders in state `expired` whose `expiresAt` is before `cutoffs.expiredOrders` and that
+    ///   have no payment row at all, each with its payment request;
+    /// - webhook events `delivered` before `cutoffs.deliveredWebhooks`;
+    /// - webhook events `failed` or `skipped` and created before `cutoffs.failedWebhooks`;
+    /// - token-event inbox items finished before `cutoffs.finishedTokenEvents` (never pending ones).
+    ///
+    /// A nil cutoff deletes none of that kind. Payments, refunds, API keys and any order with a
+    /// payment are never deleted. Each kind is deleted in one transaction.
+    func purge(before cutoffs: PurgeCutoffs, limit: Int) async throws -> PurgeCounts
+}

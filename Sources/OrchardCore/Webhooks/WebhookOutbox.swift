@@ -1,0 +1,54 @@
+import Foundation
+
+/// The webhook outbox: events written in the transaction of the change they report, leased
+/// fairly per merchant for delivery, each attempt recorded as a compare-and-set.
+public protocol WebhookOutbox: Sendable {
+    /// Leases pending events whose next attempt is due at `date`, oldest due first: in one
+    /// transaction their next attempt moves to `leaseEnd` (the events come back so), so no other
+    /// caller gets them before then. The holder attempts each before `leaseEnd` and records it
+    /// with ``recordDelivery(_:)``; one it leaves is due again at `leaseEnd`.
+    /// Which events: `lease` says how many merchants, how many of each one's and which merchants
+    /// not (see ``WebhookLease``); the oldest due first, each merchant's in order.
+    func leaseWebhookEvents(at date: Date, until leaseEnd: Date, fairly lease: WebhookLease) async throws -> [WebhookEvent]
+    /// Records an attempt if the event is still pending at `attempt` attempts; false otherwise.
+    func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool
+    /// Newest first (by creation, then by writing).
+    func webhookEvents(merchantIdentifier: String?, state: WebhookEvent.DeliveryState?, limit: Int) async throws -> [WebhookEvent]
+    func webhookEvent(id: String) async throws -> WebhookEvent?
+    /// Makes an event pending and due now, whatever became of it; false when there is none.
+    func replayWebhookEvent(id: String, at date: Date) async throws -> Bool
+}
+
+/// How a webhook lease shares the outbox between merchants: each merchant gets at most
+/// `perMerchant` of its due events and at most `merchants` merchants are served at once, those
+/// whose oldest due event is oldest first, so one merchant's backlog (or its hanging endpoint)
+/// never takes the turn of another's.
+public struct WebhookLease: Sendable, Equatable {
+    /// How many merchants' events one lease takes, at most.
+    public var merchants: Int
+    /// How many of one merchant's due events, at most.
+    public var perMerchant: Int
+    /// How many events in all, at most.
+    public var total: Int
+    /// Merchants whose events this caller is still sending: left out, their events stay due.
+    public var excluding: Set<String>
+
+    public init(merchants: Int, perMerchant: Int, total: Int? = nil, excluding: Set<String> = []) {
+        self.merchants = max(1, merchants)
+        self.perMerchant = max(1, perMerchant)
+        self.total = max(1, total ?? merchants * perMerchant)
+        self.excluding = excluding
+    }
+
+    /// The `limit` oldest due events, whatever their merchants (for tools and tests).
+    public static func oldest(_ limit: Int) -> WebhookLease {
+        WebhookLease(merchants: limit, perMerchant: limit, total: limit)
+    }
+}
+
+extension WebhookOutbox {
+    /// The `limit` oldest due events, whatever their merchants.
+    public func leaseWebhookEvents(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [WebhookEvent] {
+        try await leaseWebhookEvents(at: date, until: leaseEnd, fairly: .oldest(limit))
+    }
+}
