@@ -290,3 +290,14 @@ extension Array where Element == UInt8 {
     /// As a `bytea` value (a plain `[UInt8]` would bind as an array of `"char"`).
     var bytea: ByteBuffer { ByteBuffer(bytes: self) }
 }
+
+extension PostgresStore {
+    /// Namespaces of the (int, int) advisory locks taken on rows that may not exist yet: two
+    /// instances inserting for the same merchant or Idempotency-Key take turns.
+    enum LockSpace: Int32 {
+        case merchantKeys = 1
+        case idempotencyKey = 2
+        /// Recording Apple's token notifications from one source (TokenEvents).
+        case tokenEventSource = 3
+    }
+}

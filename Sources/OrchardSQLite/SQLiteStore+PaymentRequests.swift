@@ -2,63 +2,8 @@ import ApplePay
 import Foundation
 import OrchardCore
 
-/// API keys, payment requests and refunds.
+/// Payment requests, their orders and their expiry.
 extension SQLiteStore {
-    public func sealedMerchantSettings() async throws -> [String: [UInt8]] {
-        let settings = try await rows("SELECT partner_id, sealed FROM merchant_settings")
-        return Dictionary(uniqueKeysWithValues: settings.map { ($0.text("partner_id"), $0.blob("sealed")) })
-    }
-
-    public func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {
-        try await write(
-            """
-            INSERT INTO merchant_settings (partner_id, sealed, updated_at) VALUES (\(partnerIdentifier), \(sealed), \(date))
-            ON CONFLICT(partner_id) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at
-            """)
-    }
-
-    // MARK: API keys
-
-    public func insertAPIKey(_ key: APIKeyRecord) async throws {
-        try await database.run { db in
-            let active =
-                try db.query(
-                    "SELECT COUNT(*) AS active FROM api_keys WHERE merchant = \(key.merchantIdentifier) AND revoked_at IS NULL"
-                ).first?.int("active") ?? 0
-            try APIKeyRecord.checkCap(adding: key, active: active)
-            try db.execute(
-                """
-                INSERT INTO api_keys (id, merchant, secret_hash, created_at, revoked_at)
-                VALUES (\(key.id), \(key.merchantIdentifier), \(key.secretHash), \(key.createdAt), NULL)
-                """)
-        }
-    }
-
-    public func apiKey(id: String) async throws -> APIKeyRecord? {
-        try await apiKeys("WHERE id = \(id)").first
-    }
-
-    public func apiKeys(merchantIdentifier: String?) async throws -> [APIKeyRecord] {
-        if let merchantIdentifier {
-            return try await apiKeys("WHERE merchant = \(merchantIdentifier) ORDER BY created_at, rowid")
-        }
-        return try await apiKeys("ORDER BY merchant, created_at, rowid")
-    }
-
-    public func revokeAPIKey(id: String, at date: Date) async throws -> Bool {
-        try await write("UPDATE api_keys SET revoked_at = \(date) WHERE id = \(id) AND revoked_at IS NULL") == 1
-    }
-
-    private func apiKeys(_ clause: SQLiteStatement) async throws -> [APIKeyRecord] {
-        try await rows("SELECT id, merchant, secret_hash, created_at, revoked_at FROM api_keys \(clause)").map { row in
-            APIKeyRecord(
-                id: row.text("id"), merchantIdentifier: row.text("merchant"), secretHash: row.blob("secret_hash"),
-                createdAt: row.date("created_at"), revokedAt: row.optionalDate("revoked_at"))
-        }
-    }
-
-    // MARK: Payment requests
-
     static let requestColumns = "id, merchant, reference, metadata, cart, idempotency_key, fingerprint, expires_at, created_at"
 
     public func createPaymentRequest(_ request: PaymentRequestRecord, order: OrderRecord) async throws -> (

@@ -1,0 +1,80 @@
+import ApplePay
+import Foundation
+import OrchardCore
+import PostgresNIO
+
+/// Registered merchants and their sealed settings.
+extension PostgresStore {
+    public func registeredMerchants() async throws -> [RegisteredMerchant] {
+        let merchants = try await rows(
+            "SELECT partner_id, name, encrypt_to, merchant_url, created_at, updated_at FROM registered_merchants ORDER BY partner_id")
+        let domains = try await rows("SELECT partner_id, domain FROM registered_domains ORDER BY partner_id, position")
+        var byPartner: [String: [String]] = [:]
+        for row in domains { byPartner[try row.text("partner_id"), default: []].append(try row.text("domain")) }
+        return try merchants.map { row in
+            let id = try row.text("partner_id")
+            return RegisteredMerchant(
+                partnerIdentifier: id, name: try row.text("name"), encryptTo: try row.text("encrypt_to"),
+                merchantUrl: try row.optionalText("merchant_url"), domains: byPartner[id] ?? [], createdAt: try row.date("created_at"),
+                updatedAt: try row.date("updated_at"))
+        }
+    }
+
+    public func saveRegistration(_ merchant: RegisteredMerchant) async throws {
+        try await transaction { connection in
+            try await connection.query(
+                """
+                INSERT INTO registered_merchants (partner_id, name, encrypt_to, merchant_url, created_at, updated_at)
+                VALUES (\(merchant.partnerIdentifier), \(merchant.name), \(merchant.encryptTo), \(merchant.merchantUrl),
+                \(merchant.createdAt), \(merchant.updatedAt))
+                ON CONFLICT (partner_id) DO UPDATE SET name = excluded.name, encrypt_to = excluded.encrypt_to,
+                merchant_url = excluded.merchant_url, updated_at = excluded.updated_at
+                """, logger: logger)
+            try await connection.query("DELETE FROM registered_domains WHERE partner_id = \(merchant.partnerIdentifier)", logger: logger)
+            for (position, domain) in merchant.domains.enumerated() {
+                do {
+                    try await connection.query(
+                        """
+                        INSERT INTO registered_domains (domain, partner_id, position)
+                        VALUES (\(domain), \(merchant.partnerIdentifier), \(Int32(position)))
+                        """, logger: logger)
+                } catch let error as PSQLError where error.sqlState == "23505" {
+                    throw RegisteredMerchant.domainTaken(domain)
+                }
+            }
+        }
+    }
+
+    public func deleteRegistration(partnerIdentifier: String, at date: Date) async throws {
+        let retired = RetiredTenant.recordKey(for: partnerIdentifier)
+        try await transaction { connection in
+            try await connection.query("DELETE FROM registered_domains WHERE partner_id = \(partnerIdentifier)", logger: logger)
+            try await connection.query("DELETE FROM registered_merchants WHERE partner_id = \(partnerIdentifier)", logger: logger)
+            try await connection.query("DELETE FROM merchant_settings WHERE partner_id = \(partnerIdentifier)", logger: logger)
+            try await connection.query(
+                "UPDATE api_keys SET revoked_at = \(date) WHERE merchant = \(partnerIdentifier) AND revoked_at IS NULL", logger: logger)
+            try await connection.query(
+                """
+                UPDATE webhook_events SET state = 'skipped', next_attempt_at = NULL, last_error = \(RetiredTenant.skippedEventError)
+                WHERE merchant = \(partnerIdentifier) AND state = 'pending'
+                """, logger: logger)
+            for table in RetiredTenant.ownedTables {
+                try await connection.query(
+                    "UPDATE \(unescaped: table) SET merchant = \(retired) WHERE merchant = \(partnerIdentifier)", logger: logger)
+            }
+        }
+    }
+
+    public func sealedMerchantSettings() async throws -> [String: [UInt8]] {
+        let settings = try await rows("SELECT partner_id, sealed FROM merchant_settings")
+        return Dictionary(uniqueKeysWithValues: try settings.map { (try $0.text("partner_id"), try $0.bytes("sealed")) })
+    }
+
+    public func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {
+        _ = try await rows(
+            """
+            INSERT INTO merchant_settings (partner_id, sealed, updated_at) VALUES (\(partnerIdentifier), \(sealed.bytea), \(date))
+            ON CONFLICT (partner_id) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at
+            """)
+    }
+}

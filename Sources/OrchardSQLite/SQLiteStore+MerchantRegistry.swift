@@ -1,0 +1,19 @@
+import ApplePay
+import Foundation
+import OrchardCore
+
+/// Registered merchants' sealed settings (the rest of the registry is in SQLiteStore.swift).
+extension SQLiteStore {
+    public func sealedMerchantSettings() async throws -> [String: [UInt8]] {
+        let settings = try await rows("SELECT partner_id, sealed FROM merchant_settings")
+        return Dictionary(uniqueKeysWithValues: settings.map { ($0.text("partner_id"), $0.blob("sealed")) })
+    }
+
+    public func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {
+        try await write(
+            """
+            INSERT INTO merchant_settings (partner_id, sealed, updated_at) VALUES (\(partnerIdentifier), \(sealed), \(date))
+            ON CONFLICT(partner_id) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at
+            """)
+    }
+}
