@@ -82,6 +82,21 @@ struct TraceParentTests {
         #expect(first.sampled)
     }
 
+    @Test("the IDs Orchard makes never hold a card-number-shaped run of 13 or more digits, which log scanners flag")
+    func noCardShapedIDs() throws {
+        // 0x4111111111111111 is "4111111111111111" in hex: a Luhn-valid test card number.
+        var generator = ScriptedGenerator(values: [0x4111_1111_1111_1111, 0x00f0_67aa_0ba9_02b7])
+        #expect(TraceParent.SpanID.random(using: &generator).description == "00f067aa0ba902b7")
+        generator = ScriptedGenerator(values: [0x1, 0x1132_2219_3063_9bee, 0x4bf9_2f35_77b3_4da6, 0xa3ce_929d_0e0e_4736])
+        #expect(TraceParent.TraceID.random(using: &generator).description == "4bf92f3577b34da6a3ce929d0e0e4736")
+        #expect(TraceParent.looksLikeCardNumber("1ff9c9acdde1132221930639beea7506"))
+        #expect(!TraceParent.looksLikeCardNumber("4bf92f3577b34da6a3ce929d0e0e4736"))
+        var system = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            #expect(!TraceParent.looksLikeCardNumber(TraceParent.TraceID.random(using: &system).description))
+        }
+    }
+
     @Test("log lines written inside a span carry its trace_id and span_id, and none outside")
     func logMetadata() throws {
         let span = W3CTracer().startSpan("a", context: .topLevel, ofKind: .server)
@@ -98,4 +113,13 @@ struct DictionaryExtractor: Extractor {
 
 struct DictionaryInjector: Injector {
     func inject(_ value: String, forKey key: String, into carrier: inout [String: String]) { carrier[key] = value }
+}
+
+/// Returns the given values in order, then repeats the last.
+struct ScriptedGenerator: RandomNumberGenerator {
+    var values: [UInt64]
+
+    mutating func next() -> UInt64 {
+        values.count > 1 ? values.removeFirst() : values[0]
+    }
 }
