@@ -99,6 +99,21 @@ struct TracingTests {
         }
     }
 
+    @Test("a route's own log line carries its span, and no hb.request.id (a hex counter that can read as a card number)")
+    func routeLogLine() async throws {
+        let caller = Self.traceparent()
+        let logs = JSONLines()
+        try await ProcessorFixture.with(.worldpay, logHandler: logs.handler) { fixture in
+            let response = try await fixture.server.send(
+                "GET", "/v1/payment-requests/unknown", host: "api.internal", extraHeaders: [("traceparent", caller.headerValue)])
+            #expect(response.status == 401)
+        }
+        let logged = try #require(logs.metadata(ofFirst: "payments API request refused: no valid API key"))
+        #expect(logged["trace_id"] as? String == "\(caller.traceID)")
+        #expect(logged["span_id"] != nil)
+        #expect(logged["hb.request.id"] == nil)
+    }
+
     @Test("server.acceptTraceparent nobody: the request starts a trace of its own, which the processor still gets")
     func refused() async throws {
         let caller = Self.traceparent()
