@@ -91,8 +91,8 @@ public struct TraceParent: Sendable, Hashable {
     }
 
     /// Whether `text` holds a run of 13 to 19 decimal digits (or longer), the shape of a card
-    /// number: log scanners for card data (PCI DSS) flag such runs, and about one random trace ID
-    /// in a hundred holds one, so the IDs Orchard makes never do (redrawing costs nothing).
+    /// number: log scanners for card data (PCI DSS) flag such runs, and about 2 random trace IDs
+    /// in a hundred hold one, so the IDs Orchard makes never do (redrawing costs nothing).
     public static func looksLikeCardNumber(_ text: String) -> Bool {
         var run = 0
         for byte in text.utf8 {

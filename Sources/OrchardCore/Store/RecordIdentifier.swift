@@ -11,7 +11,7 @@ public enum RecordIdentifier {
     public static func isLookup(_ id: String) -> Bool { id.utf8.count <= maximumLength }
 
     /// A new ID, never holding a run of 13 or more decimal digits: IDs are logged, and log
-    /// scanners for card data (PCI DSS) flag such runs as card numbers; about one random ID in a
+    /// scanners for card data (PCI DSS) flag such runs as card numbers; about 2 random IDs in a
     /// hundred would hold one. (The trace IDs of OrchardTracing follow the same rule.)
     public static func random() -> String {
         // Two 64-bit draws rather than sixteen one-byte ones: each draw is a getrandom(2) call,
