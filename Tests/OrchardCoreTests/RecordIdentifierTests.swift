@@ -1,3 +1,4 @@
+import Foundation
 import OrchardCore
 import Testing
 
@@ -14,5 +15,15 @@ struct RecordIdentifierTests {
         }
         #expect(RecordIdentifier.isLookup(String(repeating: "a", count: 64)))
         #expect(!RecordIdentifier.isLookup(String(repeating: "a", count: 65)))
+    }
+
+    @Test("API key IDs are never card-number-shaped either")
+    func apiKeyIDs() {
+        let date = Date()
+        for _ in 0..<5_000 {
+            let id = APIKeyRecord.generate(merchantIdentifier: "merchant.example", at: date).record.id
+            #expect(id.hasPrefix("key_") && id.utf8.count == 20, "\(id)")
+            #expect(id.firstMatch(of: /[0-9]{13}/) == nil, "\(id)")
+        }
     }
 }

@@ -32,7 +32,11 @@ public struct APIKeyRecord: Sendable, Codable, Equatable {
 
     /// A new key and its secret (`osk_<id>_<43 base64url characters>`, 256 random bits), shown once.
     public static func generate(merchantIdentifier: String, at date: Date) -> (record: APIKeyRecord, secret: String) {
-        let id = "key_" + Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255) })
+        // Redrawn, as record IDs are, when it would hold a card-number-shaped run of digits: IDs are logged.
+        var id: String
+        repeat {
+            id = "key_" + Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255) })
+        } while RecordIdentifier.hasCardNumberShape(id)
         let random = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         let secret = "osk_\(id)_\(random)"
