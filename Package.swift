@@ -152,17 +152,50 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Writes Public/ (the checkout page) and OrchardServer/OpenAPI/ (the API description) as Swift tables, so
-        // they ship inside the binary.
-        .executableTarget(name: "EmbedFiles"),
-        .plugin(name: "EmbedPublic", capability: .buildTool(), dependencies: ["EmbedFiles"], path: "Sources/EmbedPublicPlugin"),
-        // The Hummingbird application: configuration, controllers, middleware; handed its adapters.
+        // What runs beside the HTTP routes and what they share: the merchant directory and registry
+        // sync, the background loops (reconciliation, webhooks, token events, guard, purges, gauges),
+        // the settings values the routes read. No HTTP server, no configuration loader.
         .target(
-            name: "OrchardServer",
+            name: "OrchardServices",
+            dependencies: [
+                "ApplePay",
+                "OrchardCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The configuration file: its format, loading and checks, the doctor, and the engine and
+        // directory made from it. Used by the composition root, never by the HTTP server.
+        .target(
+            name: "OrchardConfiguration",
             dependencies: [
                 "ApplePay",
                 "CertificateTools",
                 "OrchardCore",
+                "OrchardServices",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Writes Public/ (the checkout page) and OrchardServer/OpenAPI/ (the API description) as Swift tables, so
+        // they ship inside the binary.
+        .executableTarget(name: "EmbedFiles"),
+        .plugin(name: "EmbedPublic", capability: .buildTool(), dependencies: ["EmbedFiles"], path: "Sources/EmbedPublicPlugin"),
+        // The Hummingbird application: routes, middleware, the request context and the response
+        // mapping; handed its settings, services and adapters.
+        .target(
+            name: "OrchardServer",
+            dependencies: [
+                "ApplePay",
+                "OrchardCore",
+                "OrchardServices",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -225,9 +258,11 @@ let package = Package(
                 "AppleGateway",
                 "ApplePay",
                 "CurlClient",
+                "OrchardConfiguration",
                 "OrchardCore",
                 "OrchardPostgres",
                 "OrchardServer",
+                "OrchardServices",
                 "OrchardSQLite",
                 "OrchardTracing",
                 "ProcessorClients",
@@ -248,6 +283,7 @@ let package = Package(
         .executableTarget(
             name: "orchard",
             dependencies: [
+                "OrchardConfiguration", "OrchardServices",
                 "AppleGateway",
                 "ApplePay",
                 "CertificateTools",
@@ -272,6 +308,7 @@ let package = Package(
         .executableTarget(
             name: "orchard-sandbox",
             dependencies: [
+                "OrchardConfiguration", "OrchardServices",
                 "ApplePay",
                 "OrchardCore",
                 "OrchardRuntime",
@@ -308,6 +345,7 @@ let package = Package(
         .executableTarget(
             name: "orchard-bench",
             dependencies: [
+                "OrchardConfiguration", "OrchardServices",
                 "ApplePay",
                 "CSQLite",
                 "CurlClient",
@@ -407,7 +445,9 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchardRuntimeTests",
-            dependencies: ["OrchardRuntime", "OrchardServer", "CurlClient", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "OrchardConfiguration", "OrchardRuntime", "OrchardServer", "CurlClient", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -439,7 +479,7 @@ let package = Package(
         .testTarget(
             name: "OrchardCLITests",
             dependencies: [
-                "ApplePay", "CurlClient", "OrchardTesting", "orchard", "orchard-sandbox",
+                "ApplePay", "CurlClient", "OrchardConfiguration", "OrchardServices", "OrchardTesting", "orchard", "orchard-sandbox",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -450,10 +490,12 @@ let package = Package(
             name: "OrchardServerTests",
             dependencies: [
                 "AppleGateway",
+                "OrchardConfiguration",
                 "OrchardCore",
                 "OrchardPostgres",
                 "OrchardRuntime",
                 "OrchardServer",
+                "OrchardServices",
                 "OrchardSQLite",
                 "OrchardTracing",
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

@@ -1,5 +1,6 @@
 import Logging
 import OrchardServer
+import OrchardServices
 import ServiceLifecycle
 import Synchronization
 import UnixSignals

@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import Metrics
+import OrchardConfiguration
 import OrchardServer
 import Prometheus
 

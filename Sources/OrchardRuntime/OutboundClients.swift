@@ -1,6 +1,8 @@
 import CurlClient
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import ShopCallbacks
 
 extension CurlHTTPClient.Configuration {

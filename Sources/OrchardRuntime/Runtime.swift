@@ -5,10 +5,12 @@ import CurlClient
 import Foundation
 import Hummingbird
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardPostgres
 import OrchardSQLite
 import OrchardServer
+import OrchardServices
 import OrchardTracing
 import ProcessorClients
 import ServiceLifecycle

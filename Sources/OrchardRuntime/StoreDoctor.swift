@@ -1,8 +1,10 @@
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardPostgres
 import OrchardServer
+import OrchardServices
 
 /// `orchard doctor`'s look at the store: PostgreSQL answers with a schema this Orchard can use,
 /// or SQLite's folder can be written. Nothing is created or migrated.

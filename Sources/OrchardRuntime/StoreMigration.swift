@@ -1,9 +1,11 @@
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardPostgres
 import OrchardSQLite
 import OrchardServer
+import OrchardServices
 
 /// `orchard migrate`: brings the configured store's schema to this Orchard's, and says what it
 /// did, one line each. PostgreSQL applies its numbered migrations (none when current; a schema

@@ -1,6 +1,8 @@
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import ServiceLifecycle
 import Tracing
 

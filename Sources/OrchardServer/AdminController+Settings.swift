@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OrchardCore
+import OrchardServices
 
 /// A registered merchant's processor and webhook, sealed at rest: `/admin/merchants/{id}/settings`.
 extension AdminController {

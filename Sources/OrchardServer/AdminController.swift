@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import OrchardCore
+import OrchardServices
 
 /// `/admin/merchants`: the merchant registry, domain registration and registered merchants'
 /// settings, behind the admin token (payments, API keys, webhooks and the doctor have

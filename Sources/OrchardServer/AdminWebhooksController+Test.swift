@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import OrchardCore
+import OrchardServices
 
 /// `POST /admin/webhooks/test`: a signed sample event of one type, sent now to a merchant's
 /// endpoint through the same transport, destination checks and signing as real deliveries,

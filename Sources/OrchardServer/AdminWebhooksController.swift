@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import OrchardCore
+import OrchardServices
 
 /// The webhook outbox for operators: `/admin/webhooks`, replaying an event, and sending a
 /// sample one (`/admin/webhooks/test`).

@@ -2,23 +2,28 @@ import ApplePay
 import Foundation
 import Logging
 import OrchardCore
+import OrchardServices
 
-/// What the application is built from: the loaded configuration and the adapters the composition
-/// root (or a test harness) chose. ``buildApplication(_:onServerRunning:)`` only wires them.
+/// Runs the doctor's checks for `/admin/doctor`: `live` asks Apple for a session per domain,
+/// `domains` fetches each domain's association file.
+public typealias DoctorRun = @Sendable (_ live: Bool, _ domains: Bool) async -> DoctorReport
+
+/// What the application is built from: its HTTP settings, the services it shares with the loops
+/// beside it, and the adapters the composition root (or a test harness) chose.
+/// ``buildApplication(_:onServerRunning:)`` only wires them into routes.
 public struct ApplicationDependencies: Sendable {
-    /// The loaded, checked configuration.
-    public var configuration: ServerConfiguration
+    /// What the routes read from the configuration.
+    public var settings: HTTPSettings
+    /// The payments engine, the mandate lifecycle and the background loops, made once.
+    public var services: ServerServices
     /// Where merchant sessions come from (Apple's gateway in production).
     public var sessions: any MerchantSessionService
     /// Orders, payments and everything else kept.
     public var store: any OrchardStore
-    /// Where each merchant's authorized payments go. Registered merchants' processors are set by
-    /// whoever builds these dependencies (``PaymentProcessors/register(_:maker:)``), and kept in
-    /// step by the registry's own routes and sync afterwards.
+    /// Where each merchant's authorized payments go; the registry's routes keep registered
+    /// merchants' processors in step.
     public var processors: PaymentProcessors
-    /// Seals the requests kept for re-sending unknown payments: the configured `payments.vaultKey`,
-    /// else the state folder's key file (`orchard serve`), else a random key (a restarted process
-    /// then cannot re-send them).
+    /// Seals payment requests' secrets and signs this server's association files.
     public var vault: PaymentVault
     /// The clock for certificate checks and payment records.
     public var time: TimeSource
@@ -28,62 +33,44 @@ public struct ApplicationDependencies: Sendable {
     public var directory: MerchantDirectory
     /// Apple's Web Merchant Registration API, for the admin API.
     public var registration: (any MerchantRegistrationService)?
-    /// Apple's Merchant Token Management API, for token events (fetched from the token-event
-    /// inbox in the background) and unlinking; nil: neither.
-    public var merchantTokens: (any MerchantTokenService)?
-    /// Fetches domains' association files for `/admin/doctor?domains=true`.
-    public var domainProbe: (any DomainProbe)?
-    /// Fetches registered merchants' domains for the guard, only at public addresses; nil: not fetched.
-    public var tenantDomainProbe: (any DomainProbe)?
     /// Makes registered merchants' processors from their settings; nil: they record only.
     public var processorMaker: (any ProcessorMaker)?
-    /// Sends the webhook outbox to merchants' endpoints and asks their quote URLs; nil: events are
-    /// kept, not sent, and Orchard prices every change itself.
+    /// Checks and seals registered merchants' settings; nil: no settings key, none can be set.
+    public var settingsSealer: RegisteredSettingsSealer?
+    /// Asks merchants' quote URLs and sends the admin API's test webhooks; nil: Orchard prices
+    /// every change itself.
     public var shopCalls: (any ShopTransport)?
+    /// The doctor behind `/admin/doctor`; nil: the route is not served.
+    public var doctor: DoctorRun?
     /// What `/health` answers (ready once the server listens) and the requests in flight; whoever
     /// begins a graceful shutdown calls `beginDraining()` on it first.
     public var activity: ServerActivity
     public var logger: Logger
 
-    /// Dependencies with the defaults of a server that calls nobody: record-only processors, the
-    /// configured vault (else a random key), the configured merchants only, no Apple APIs beyond
-    /// `sessions`, no shop calls.
+    /// Dependencies as given; the composition root's `ApplicationDependencies(configuration:…)`
+    /// makes them from a loaded configuration.
     public init(
-        configuration: ServerConfiguration, sessions: any MerchantSessionService, store: any OrchardStore,
-        processors: PaymentProcessors = .recordOnly, vault: PaymentVault? = nil, time: TimeSource = .system,
-        simulator: (any SimulatedApplePay)? = nil, directory: MerchantDirectory? = nil,
-        registration: (any MerchantRegistrationService)? = nil, merchantTokens: (any MerchantTokenService)? = nil,
-        domainProbe: (any DomainProbe)? = nil, tenantDomainProbe: (any DomainProbe)? = nil, processorMaker: (any ProcessorMaker)? = nil,
-        shopCalls: (any ShopTransport)? = nil,
-        activity: ServerActivity = ServerActivity(),
-        logger: Logger = Logger(label: "orchard")
+        settings: HTTPSettings, services: ServerServices, sessions: any MerchantSessionService, store: any OrchardStore,
+        processors: PaymentProcessors, vault: PaymentVault, time: TimeSource, simulator: (any SimulatedApplePay)?,
+        directory: MerchantDirectory, registration: (any MerchantRegistrationService)?, processorMaker: (any ProcessorMaker)?,
+        settingsSealer: RegisteredSettingsSealer?, shopCalls: (any ShopTransport)?, doctor: DoctorRun?, activity: ServerActivity,
+        logger: Logger
     ) {
-        self.configuration = configuration
+        self.settings = settings
+        self.services = services
         self.sessions = sessions
         self.store = store
         self.processors = processors
-        self.vault = vault ?? configuration.vault ?? .ephemeral()
+        self.vault = vault
         self.time = time
         self.simulator = simulator
-        self.directory = directory ?? MerchantDirectory(configuration: configuration)
+        self.directory = directory
         self.registration = registration
-        self.merchantTokens = merchantTokens
-        self.domainProbe = domainProbe
-        self.tenantDomainProbe = tenantDomainProbe
         self.processorMaker = processorMaker
+        self.settingsSealer = settingsSealer
         self.shopCalls = shopCalls
+        self.doctor = doctor
         self.activity = activity
         self.logger = logger
-    }
-}
-
-extension PaymentProcessors {
-    /// Gives every merchant of `directory` with sealed settings the processor `maker` makes from
-    /// them (record-only without a maker). Whoever assembles the application does it once, before
-    /// serving; the admin routes and ``RegistrySync`` keep it in step afterwards.
-    public func register(_ directory: MerchantDirectory, maker: (any ProcessorMaker)?) {
-        for (partner, settings) in directory.settings {
-            setRegistered(maker?.processor(for: settings.processor), forMerchant: partner)
-        }
     }
 }

@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import OrchardCore
+import OrchardServices
 
 /// `POST /api/apple-pay/authorize`: the payments engine authorizes the order with the token; the
 /// answer has the shape `completePayment` takes.

@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import OrchardCore
+import OrchardServices
 
 /// `GET /api/checkout`: what the page needs before it builds a cart: the products, the
 /// merchant identifier for `applePayCapabilities`, where Apple's SDK is, and, in the demo

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import OrchardCore
+import OrchardServices
 import Synchronization
 
 /// `GET /.well-known/apple-developer-merchantid-domain-association`, chosen by Host.

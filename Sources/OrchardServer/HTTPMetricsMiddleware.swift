@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import Metrics
+import OrchardServices
 import Synchronization
 
 /// Counts and times every request by route pattern (never the path: `/api/orders/{id}`, not

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import OrchardCore
+import OrchardServices
 import X509
 
 /// `GET /health` for load balancers: only whether this instance takes traffic, for any Host.

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OrchardCore
+import OrchardServices
 
 /// `POST /api/apple-pay/session`: merchant validation for the page's `onvalidatemerchant`.
 struct MerchantSessionController {

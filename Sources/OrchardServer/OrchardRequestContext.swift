@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import OrchardCore
+import OrchardServices
 
 /// Orchard's request context: the merchant serving the request's Host, resolved once by
 /// ``MerchantMiddleware``, and the body limit its JSON decoder keeps.
@@ -78,7 +79,7 @@ public struct OrchardRequestDecoder: RequestDecoder {
         do {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch {
-            throw OrchardError(.invalidJSON, "the body is not the JSON this endpoint expects (\(ServerConfiguration.describe(error)))")
+            throw OrchardError(.invalidJSON, "the body is not the JSON this endpoint expects (\(DecodingErrorText.describe(error)))")
         }
     }
 }

@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import OrchardCore
+import OrchardServices
 
 /// `POST /api/orders` and the updates the Apple Pay sheet asks for, on the `Host`'s merchant:
 /// the bodies decoded and the rates limited here, every rule in ``OrderService``.

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OrchardCore
+import OrchardServices
 import Synchronization
 
 /// Token buckets per client address and per merchant, in this process's memory (with N

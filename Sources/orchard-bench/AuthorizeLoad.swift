@@ -3,6 +3,8 @@ import ArgumentParser
 import Crypto
 import CurlClient
 import Foundation
+import OrchardConfiguration
+import OrchardServices
 import OrchardTesting
 
 /// `orchard-bench authorize-setup`: the demo's test PKI and an `orchard.json` whose merchant

@@ -1,9 +1,11 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 
 struct Demo: AsyncParsableCommand {

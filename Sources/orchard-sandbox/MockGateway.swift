@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardRuntime
+import OrchardServices
 import OrchardTesting
 
 /// Fault-injection flags shared by `mock-gateway` and `demo`.

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import OrchardConfiguration
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 
 extension Certs {
     /// `orchard certs rotate …`: a merchant's identity or processing key replaced in four steps,

@@ -3,9 +3,11 @@ import ArgumentParser
 import CurlClient
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 
 struct DoctorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

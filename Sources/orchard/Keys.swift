@@ -1,9 +1,11 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 
 /// `orchard keys …`: the merchants' secret API keys for the payments API (`/v1/`), kept in the
 /// configured store (a running Orchard sees a new key at once).

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import OrchardConfiguration
 import OrchardRuntime
+import OrchardServices
 
 @main
 struct Orchard: AsyncParsableCommand {

@@ -1,8 +1,10 @@
 import ApplePay
 import CertificateTools
 import Foundation
+import OrchardConfiguration
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 import X509
 
 /// A processing key the processor holds: the processor makes the new key and its CSR, so the

@@ -1,9 +1,11 @@
 import AppleGateway
 import CurlClient
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 import SwiftASN1
 import X509
 

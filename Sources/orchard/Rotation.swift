@@ -2,9 +2,11 @@ import ApplePay
 import CertificateTools
 import Crypto
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 import SwiftASN1
 import X509
 

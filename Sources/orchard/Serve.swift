@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,7 +1,9 @@
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Testing
 

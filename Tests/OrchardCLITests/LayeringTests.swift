@@ -12,9 +12,22 @@ struct LayeringTests {
             "Hummingbird", "CurlClient", "CSQLite", "OrchardSQLite", "AppleGateway", "ProcessorClients", "ShopCallbacks", "OrchardServer",
             "NIOPosix", "Prometheus",
         ],
+        // Routes, middleware, the request context and the response mapping: handed its settings and
+        // services, it never loads a configuration.
         "OrchardServer": [
             "CurlClient", "CSQLite", "OrchardSQLite", "AppleGateway", "ProcessorClients", "ShopCallbacks", "OrchardTesting", "NIOSSL",
-            "Prometheus",
+            "Prometheus", "OrchardConfiguration", "OrchardRuntime", "CertificateTools",
+        ],
+        // What runs beside the routes: no HTTP server, no configuration file, no adapter.
+        "OrchardServices": [
+            "Hummingbird", "HummingbirdCore", "HTTPTypes", "OrchardServer", "OrchardConfiguration", "OrchardRuntime", "CurlClient",
+            "CSQLite", "OrchardSQLite", "OrchardPostgres", "AppleGateway", "ProcessorClients", "ShopCallbacks", "OrchardTesting",
+            "Prometheus", "NIOPosix",
+        ],
+        // The configuration file and what it makes: below the composition root, beside the server.
+        "OrchardConfiguration": [
+            "Hummingbird", "HummingbirdCore", "HTTPTypes", "OrchardServer", "OrchardRuntime", "CurlClient", "CSQLite", "OrchardSQLite",
+            "OrchardPostgres", "AppleGateway", "ProcessorClients", "ShopCallbacks", "OrchardTesting", "Prometheus",
         ],
         "ShopCallbacks": ["OrchardServer", "Hummingbird", "AppleGateway", "ProcessorClients", "OrchardSQLite", "Prometheus"],
         "AppleGateway": ["OrchardServer", "Hummingbird", "ProcessorClients", "OrchardSQLite", "Prometheus"],
@@ -145,5 +158,72 @@ struct LayeringTests {
                 Issue.record("\(target)/\(file) names the whole store: \(line.trimmingCharacters(in: .whitespaces))")
             }
         }
+    }
+
+    /// What must stay out of a target's build, direct or through what it depends on: the server
+    /// is built without the configuration loader, Core's tests without any HTTP server.
+    static let unlinked: [String: Set<String>] = [
+        "OrchardServer": ["OrchardConfiguration", "OrchardRuntime", "CertificateTools"],
+        "OrchardServices": ["Hummingbird", "OrchardServer", "OrchardConfiguration"],
+        "OrchardCoreTests": ["Hummingbird", "HummingbirdTesting", "OrchardServer", "OrchardServices", "OrchardConfiguration"],
+    ]
+
+    @Test(
+        "the server holds no configuration loader, and Core's tests link no HTTP server (Package.swift, dependencies followed through)",
+        arguments: unlinked.keys.sorted())
+    func linked(target: String) throws {
+        let manifest = try PackageManifest(
+            String(contentsOf: OrchardProcess.repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8))
+        let closure = try #require(manifest.closure(of: target), "Package.swift declares \(target)")
+        #expect(closure.count > 1, "\(target) depends on something: \(closure.sorted())")
+        for module in closure.intersection(Self.unlinked[target, default: []]).sorted() {
+            Issue.record("\(target) is built with \(module)")
+        }
+    }
+
+    @Test("the server's sources name no configuration type: they read HTTPSettings, made by the composition root")
+    func serverReadsSettings() throws {
+        for (file, lines) in try Self.sources(of: "OrchardServer") {
+            for line in lines where line.contains(/\b(ServerConfiguration|ConfigurationFile|ConfigurationValues)\b/) {
+                Issue.record("OrchardServer/\(file) names the configuration: \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+    }
+}
+
+/// The targets of Package.swift and what each depends on (targets and products by name), read
+/// from its text: enough to follow dependencies without running SwiftPM inside its own tests.
+struct PackageManifest {
+    let dependencies: [String: [String]]
+
+    init(_ text: String) throws {
+        var found: [String: [String]] = [:]
+        let target = /\.(?:target|testTarget|executableTarget)\(\s*name: "([^"]+)",\s*dependencies: \[/
+        for match in text.matches(of: target) {
+            var depth = 1
+            var end = match.range.upperBound
+            while depth > 0, end < text.endIndex {
+                if text[end] == "[" { depth += 1 } else if text[end] == "]" { depth -= 1 }
+                end = text.index(after: end)
+            }
+            let list = text[match.range.upperBound..<end]
+            let products = list.matches(of: /\.product\(name: "([^"]+)"/).map { String($0.output.1) }
+            let targets = list.replacing(/\.product\([^)]*\)/, with: "").matches(of: /"([^"]+)"/).map { String($0.output.1) }
+            found[String(match.output.1)] = targets + products
+        }
+        dependencies = found
+    }
+
+    /// `target` and everything it depends on, directly or not; nil when no such target is declared.
+    func closure(of target: String) -> Set<String>? {
+        guard dependencies[target] != nil else { return nil }
+        var seen: Set<String> = [target]
+        var queue = [target]
+        while let next = queue.popLast() {
+            for dependency in dependencies[next, default: []] where seen.insert(dependency).inserted {
+                queue.append(dependency)
+            }
+        }
+        return seen
     }
 }

@@ -1,4 +1,5 @@
 import CurlClient
+import OrchardConfiguration
 import OrchardServer
 import Testing
 

@@ -4,10 +4,13 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import OrchardCore
+import OrchardRuntime
 import OrchardTesting
 import Testing
 
+@testable import OrchardConfiguration
 @testable import OrchardServer
+@testable import OrchardServices
 
 /// The admin API is one route group whose middleware checks the token: a route added to it
 /// cannot be left open, and a route outside it is not under `/admin`.

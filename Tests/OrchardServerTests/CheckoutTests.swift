@@ -2,8 +2,11 @@ import ApplePay
 import Crypto
 import CurlClient
 import Foundation
+import OrchardConfiguration
 import OrchardCore
+import OrchardRuntime
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Testing
 
@@ -63,13 +66,14 @@ struct CheckoutTests {
             file.checkout = .init(applePaySDK: value)
             let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path)
             #expect(configuration.applePaySDK?.absoluteString == (origin == nil ? nil : value))
-            #expect(configuration.contentSecurityPolicy.contains("script-src 'self'\(origin.map { " \($0)" } ?? "");"))
-            #expect(configuration.contentSecurityPolicy.contains("frame-src \(origin ?? "'none'");"))
+            #expect(configuration.httpSettings.contentSecurityPolicy.contains("script-src 'self'\(origin.map { " \($0)" } ?? "");"))
+            #expect(configuration.httpSettings.contentSecurityPolicy.contains("frame-src \(origin ?? "'none'");"))
             for directive in ["style-src 'self'", "font-src 'self'", "connect-src 'self'", "img-src 'self' data:"] {
-                #expect(configuration.contentSecurityPolicy.contains("\(directive)\(origin.map { " \($0)" } ?? "");"))
+                #expect(configuration.httpSettings.contentSecurityPolicy.contains("\(directive)\(origin.map { " \($0)" } ?? "");"))
             }
             #expect(
-                !configuration.contentSecurityPolicy.contains("object-src") && !configuration.contentSecurityPolicy.contains("worker-src"))
+                !configuration.httpSettings.contentSecurityPolicy.contains("object-src")
+                    && !configuration.httpSettings.contentSecurityPolicy.contains("worker-src"))
         }
         for bad in ["http://sdk.example/sdk.js", "javascript:alert(1)", "https://user@sdk.example/x.js", ""] {
             file.checkout = .init(applePaySDK: bad)

@@ -4,10 +4,13 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import OrchardCore
+import OrchardRuntime
 import OrchardTesting
 import Testing
 
+@testable import OrchardConfiguration
 @testable import OrchardServer
+@testable import OrchardServices
 
 /// JSON routes take `application/json` only: the bodies a page on another site can make a
 /// shopper's browser send without a CORS preflight (text/plain, form-encoded, multipart, or no

@@ -1,8 +1,10 @@
 import CurlClient
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardSQLite
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Synchronization
 import Testing

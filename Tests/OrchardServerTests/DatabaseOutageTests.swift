@@ -1,9 +1,11 @@
 import CurlClient
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardPostgres
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Synchronization
 import Testing

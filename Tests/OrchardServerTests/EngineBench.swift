@@ -2,9 +2,11 @@ import ApplePay
 import Crypto
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardSQLite
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Synchronization
 

@@ -4,10 +4,13 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import OrchardCore
+import OrchardRuntime
 import OrchardTesting
 import Testing
 
+@testable import OrchardConfiguration
 @testable import OrchardServer
+@testable import OrchardServices
 
 /// Core's refusals (one type, ``CoreError``, for the engine, the services and the business rules)
 /// become HTTP answers in one place, ``OrchardError``: routes throw them as they are, and only the authorize route adds its

@@ -5,7 +5,9 @@ import HummingbirdTesting
 import NIOCore
 import Testing
 
+@testable import OrchardConfiguration
 @testable import OrchardServer
+@testable import OrchardServices
 
 /// The API's requests run on their connection's event loop, so the database's answers resume
 /// them there; a route outside the middleware runs on Swift's default executor.

@@ -1,8 +1,10 @@
 import ApplePay
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Synchronization
 import Testing

@@ -3,8 +3,10 @@ import ApplePay
 import CurlClient
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Testing
 import X509
@@ -37,7 +39,7 @@ struct GuardTests {
             let registered = (try? await server.store.registeredMerchants()) ?? []
             let directory = MerchantDirectory(configuration: server.configuration, registered: registered, settings: [:])
             await GuardMonitor(
-                service: service, configuration: server.configuration, directory: directory, records: server.store, time: clock.source,
+                service: service, directory: directory, records: server.store, time: clock.source,
                 logger: Logger(label: "orchard.guard-test")
             ).pass()
         }

@@ -1,7 +1,9 @@
 import HTTPTypes
 import Testing
 
+@testable import OrchardConfiguration
 @testable import OrchardServer
+@testable import OrchardServices
 
 /// The HTTP metrics' handles: made once per series and reused, never one per request.
 @Suite("HTTP metrics: one handle per series")

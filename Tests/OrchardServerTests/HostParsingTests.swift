@@ -1,6 +1,8 @@
 import Testing
 
+@testable import OrchardConfiguration
 @testable import OrchardServer
+@testable import OrchardServices
 
 /// The Host header to a merchant's domain, on the fast path and the full one alike.
 @Suite("Host to domain")
@@ -15,6 +17,6 @@ struct HostParsingTests {
             ("ÉCOLE.example", "école.example"),
         ] as [(String, String?)])
     func domain(host: String, expected: String?) {
-        #expect(ServerConfiguration.domain(fromHost: host) == expected)
+        #expect(MerchantDirectory.domain(fromHost: host) == expected)
     }
 }

@@ -2,8 +2,10 @@ import ApplePay
 import Crypto
 import CurlClient
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import SwiftASN1
 import Testing

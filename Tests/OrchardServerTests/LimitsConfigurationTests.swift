@@ -1,6 +1,8 @@
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Testing
 

@@ -2,9 +2,11 @@ import ApplePay
 import CurlClient
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Synchronization
 import Testing

@@ -1,6 +1,8 @@
 import CurlClient
 import Foundation
+import OrchardConfiguration
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Testing
 

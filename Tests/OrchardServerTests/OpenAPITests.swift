@@ -6,10 +6,13 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import OrchardCore
+import OrchardRuntime
 import OrchardTesting
 import Testing
 
+@testable import OrchardConfiguration
 @testable import OrchardServer
+@testable import OrchardServices
 
 /// The OpenAPI document (`Sources/OrchardServer/OpenAPI/openapi.json`) is kept true: it is a
 /// well-formed 3.1 document, it names exactly the routes the router has, its error codes are
@@ -68,7 +71,7 @@ struct OpenAPITests {
     {
         let dependencies = ApplicationDependencies(
             configuration: configuration, sessions: StubSessions(), store: store, simulator: simulator, logger: Logger(label: "test"))
-        return buildRouter(dependencies, services: SharedServices(dependencies))
+        return buildRouter(dependencies)
     }
 
     static func withConfiguration(_ body: (ServerConfiguration) async throws -> Void) async throws {

@@ -9,7 +9,9 @@ import ProcessorClients
 import ShopCallbacks
 import Testing
 
+@testable import OrchardConfiguration
 @testable import OrchardServer
+@testable import OrchardServices
 
 /// The outbound-destination policy: which addresses are public unicast (IANA's special-purpose
 /// registries), and which URLs a tenant may set.

@@ -1,9 +1,11 @@
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardPostgres
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Testing
 

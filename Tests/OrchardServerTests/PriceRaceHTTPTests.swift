@@ -1,8 +1,10 @@
 import ApplePay
 import CurlClient
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Testing
 

@@ -3,9 +3,11 @@ import Crypto
 import CurlClient
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardSQLite
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import ProcessorClients
 import Synchronization

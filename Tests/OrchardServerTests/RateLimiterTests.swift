@@ -1,7 +1,9 @@
 import ApplePay
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import Synchronization
 import Testing
 

@@ -5,8 +5,11 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import OrchardConfiguration
 import OrchardCore
+import OrchardRuntime
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Synchronization
 import Testing
@@ -128,8 +131,8 @@ struct RouterTests {
         file.merchants[0].domains.append("localhost")
         let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
         let handler = CapturingLogHandler()  // at .trace
-        var dependencies = ApplicationDependencies(configuration: configuration, sessions: StubSessions(), store: InMemoryStore())
-        dependencies.logger = Logger(label: "t") { _ in handler }
+        let dependencies = ApplicationDependencies(
+            configuration: configuration, sessions: StubSessions(), store: InMemoryStore(), logger: Logger(label: "t") { _ in handler })
         try await buildApplication(dependencies).test(.router) { client in
             let response = try await client.execute(uri: "/no/such/page", method: .get)
             #expect(response.status == .notFound)

@@ -1,8 +1,10 @@
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardPostgres
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import ServiceLifecycle
 import Synchronization

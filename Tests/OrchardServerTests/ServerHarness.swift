@@ -5,10 +5,12 @@ import CurlClient
 import Foundation
 import Hummingbird
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardSQLite
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import ProcessorClients
 import SwiftASN1

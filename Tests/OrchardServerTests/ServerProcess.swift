@@ -1,7 +1,9 @@
 import CurlClient
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Synchronization
 import Testing

@@ -1,8 +1,10 @@
 import ApplePay
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import ProcessorClients
 import Synchronization

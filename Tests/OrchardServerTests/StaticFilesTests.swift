@@ -3,10 +3,13 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import OrchardCore
+import OrchardRuntime
 import OrchardTesting
 import Testing
 
+@testable import OrchardConfiguration
 @testable import OrchardServer
+@testable import OrchardServices
 
 /// The checkout page's files from memory: validators, 304s, ranges, and a public folder's
 /// files following the disk.

@@ -2,8 +2,10 @@ import Crypto
 import CurlClient
 import Foundation
 import Logging
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import Synchronization
 import Testing

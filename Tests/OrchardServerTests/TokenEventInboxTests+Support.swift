@@ -1,6 +1,8 @@
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 
 /// What the token-event scenarios need of this branch's API: the inbox's settings and a look

@@ -11,7 +11,9 @@ import Synchronization
 import Testing
 import Tracing
 
+@testable import OrchardConfiguration
 @testable import OrchardServer
+@testable import OrchardServices
 
 /// The process's tracer for these tests: Orchard's own, as `orchard serve` starts it, recording
 /// each span that ends. Bootstrapped once for the whole test process (the tracer is global).

@@ -1,9 +1,11 @@
 import CurlClient
 import Foundation
+import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardSQLite
 import OrchardServer
+import OrchardServices
 import OrchardTesting
 import ProcessorClients
 import ShopCallbacks

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OrchardCore
+import OrchardServices
 
 /// Authenticates `/v1/` calls by a merchant's secret API key (`Authorization: Bearer osk_…`):
 /// the key is looked up by the ID inside it and its hash compared in constant time. Any

@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import OrchardCore
+import OrchardServices
 
 /// `POST /v1/payment-requests/{id}/authorize`: the shop's backend pays one of its payment
 /// requests with the token its iOS app got from PassKit. The merchant is the API key's (an app's

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import OrchardCore
+import OrchardServices
 
 /// `POST /v1/payment-requests` and `GET /v1/payment-requests/{id}`: the shop's backend creates
 /// a payment for its own cart and reads where it stands. The page opens it with the client

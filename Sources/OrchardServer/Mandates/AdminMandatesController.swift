@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Hummingbird
 import OrchardCore
+import OrchardServices
 
 /// `/admin/mandates`: every merchant's mandates for the operator, behind the admin token, and
 /// ending one (a shopper who asked the platform rather than the shop, a card reported stolen).

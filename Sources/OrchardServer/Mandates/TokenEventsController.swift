@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OrchardCore
+import OrchardServices
 
 /// `GET /apple-pay/token-events/{merchant}/notification/merchantToken/{eventId}`: Apple's
 /// merchant token notifications. Apple appends `notification/merchantToken/{eventId}` to the

@@ -1,0 +1,60 @@
+import Foundation
+import OrchardCore
+import OrchardServices
+
+/// What the routes and middleware read from the configuration: where to listen, what to
+/// accept, the page's sources, the rates and the admin token. The composition root maps the
+/// loaded configuration onto it; the server never sees the configuration file.
+public struct HTTPSettings: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// A connection idle (or stuck in half a request) this long is closed.
+    public var idleTimeout: Duration = .seconds(60)
+    public var maxBodyBytes = 16 * 1024
+    /// The folder of static files that replaces the built-in checkout page; nil: the built-in page.
+    public var publicDirectory: String?
+    /// Peers whose client-address header (and, by default, `traceparent`) is believed.
+    public var trustedProxies: [IPNetwork] = []
+    public var clientAddressHeader = "X-Forwarded-For"
+    /// Whose `traceparent` a request's span continues.
+    public var acceptTraceparent = TraceparentTrust.trustedProxies
+    /// Where the page loads Apple's JS SDK from; nil: not loaded.
+    public var applePaySDK: URL?
+    /// How the page loads it: its SRI hash and how long it waits for it.
+    public var checkoutPage = CheckoutPageSettings()
+    public var limits = RateLimitSettings.defaults
+    /// The admin API's bearer token; nil turns the admin API off.
+    public var adminToken: AdminToken?
+    /// How long an order stays open for payment.
+    public var ordersOpenFor: Duration = .seconds(3600)
+    /// The token-event inbox's caps (for the notification route).
+    public var tokenEvents = TokenEventPolicy()
+    /// One webhook attempt's deadline (for the admin API's test delivery).
+    public var webhookTimeout: Duration = .seconds(10)
+    /// Every certificate Orchard holds, for `/health`.
+    public var certificates: [ConfiguredCertificate] = []
+
+    /// The defaults of a server on loopback port 8080 with nothing configured.
+    public init() {}
+
+    /// The policy every response carries: nothing inline, nothing from elsewhere but Apple's
+    /// SDK when one is configured. The page and the demo's simulated sheet are built for it.
+    ///
+    /// The SDK's origin (one exact host) joins the fetch directives its code window may use:
+    /// its scripts, styles, fonts and images, its requests and its frames, as PSPs that ship it
+    /// allow (`default-src` with that origin). Objects, media, workers and manifests stay closed.
+    public var contentSecurityPolicy: String {
+        let sdk = applePaySDK.flatMap(Self.origin).map { " \($0)" } ?? ""
+        return [
+            "default-src 'none'", "script-src 'self'\(sdk)", "style-src 'self'\(sdk)", "img-src 'self' data:\(sdk)",
+            "connect-src 'self'\(sdk)", "frame-src \(sdk.isEmpty ? "'none'" : String(sdk.dropFirst()))", "font-src 'self'\(sdk)",
+            "manifest-src 'self'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+        ].joined(separator: "; ")
+    }
+
+    static func origin(_ url: URL) -> String? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        return url.port.map { "\(scheme)://\(bracketed):\($0)" } ?? "\(scheme)://\(bracketed)"
+    }
+}
