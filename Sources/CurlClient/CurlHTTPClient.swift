@@ -74,6 +74,17 @@ public struct CurlResponse: Sendable {
     /// as PEM; empty unless the request asked (``CurlRequest/readsPeerCertificates``) or over plain http.
     public var peerCertificates: [String] = []
 
+    /// A response as received (or, in tests that answer in process, as a server would have sent it).
+    public init(
+        status: Int, headers: [(name: String, value: String)], body: [UInt8], newConnections: Int = 0, peerCertificates: [String] = []
+    ) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.newConnections = newConnections
+        self.peerCertificates = peerCertificates
+    }
+
     /// The first header with this name, compared case-insensitively.
     public func header(_ name: String) -> String? {
         let lowered = name.lowercased()

@@ -20,6 +20,11 @@ final class HeldAnswers: Sendable {
         kept.forEach { $0() }
     }
 
+    /// How many answers are kept now.
+    var count: Int {
+        answers.withLock { $0?.count ?? 0 }
+    }
+
     /// Keeps `answer` while answers are held; false when they are not (send it now).
     func keep(_ answer: @escaping @Sendable () -> Void) -> Bool {
         answers.withLock { answers in
@@ -40,6 +45,9 @@ extension MockAppleGateway {
     /// Keeps every unregistration call back from now on, unapplied and unanswered, until
     /// ``releaseUnregistrations()``: Apple taking its time while a merchant leaves.
     public func holdUnregistrations() { heldUnregistrations.hold() }
+
+    /// The unregistration calls received and kept back so far: a test waits for one to arrive.
+    public var heldUnregistrationCount: Int { heldUnregistrations.count }
 
     /// Applies and answers the unregistration calls kept back, and answers at once again.
     public func releaseUnregistrations() { heldUnregistrations.release() }

@@ -12,11 +12,13 @@ import Testing
 /// and as a process.
 @Suite("Admin mandates: every merchant's mandates listed, shown and ended by an operator")
 struct AdminMandatesTests {
-    static func with(receiver: MockWebhookReceiver, _ body: (ServerHarness) async throws -> Void) async throws {
+    static func with(
+        receiver: MockWebhookReceiver, transport: HarnessTransport = .router, _ body: (ServerHarness) async throws -> Void
+    ) async throws {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants,
             environment: MoreMerchants.environment.merging(["SHOP_WEBHOOK_SECRET": PaymentsAPITests.webhookSecret]) { $1 },
-            callsShops: true,
+            callsShops: true, transport: transport,
             configure: { file, directory in
                 try MoreMerchants.addSecondMerchant(&file, directory)
                 MoreMerchants.addAdmin(&file)
@@ -30,7 +32,8 @@ struct AdminMandatesTests {
         let receiver = MockWebhookReceiver(secret: PaymentsAPITests.webhookSecret)
         try await receiver.start()
         defer { Task { await receiver.stop() } }
-        try await Self.with(receiver: receiver) { server in
+        // Live: the operator's commands run as processes against the server's port.
+        try await Self.with(receiver: receiver, transport: .live) { server in
             let key = try await server.apiKey()
             let token = "DNITHE000000000000000042"
             _ = server.gateway.addTokenEvent(eventType: "UPDATED_METADATA", merchantTokenIdentifier: token)

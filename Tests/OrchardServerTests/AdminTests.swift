@@ -13,9 +13,10 @@ struct AdminTests {
     static let partner = "shop-42|eu"
     static let domains = ["shop42.example", "www.shop42.example"]
 
-    static func with(_ body: (ServerHarness) async throws -> Void) async throws {
+    static func with(transport: HarnessTransport = .router, _ body: (ServerHarness) async throws -> Void) async throws {
         try await ServerHarness.with(
-            otherMockMerchants: MoreMerchants.mockMerchants, environment: MoreMerchants.environment, configure: MoreMerchants.all, body)
+            otherMockMerchants: MoreMerchants.mockMerchants, environment: MoreMerchants.environment, transport: transport,
+            configure: MoreMerchants.all, body)
     }
 
     func admin(_ server: ServerHarness, _ method: String, _ path: String, _ body: String? = nil) async throws -> CurlResponse {
@@ -214,7 +215,7 @@ struct AdminTests {
 
     @Test("orchard domains register|show|unregister drive the admin API; a wrong token exits 1 with one line")
     func cli() async throws {
-        try await Self.with { server in
+        try await Self.with(transport: .live) { server in
             let base = ["--server", "http://127.0.0.1:\(server.port)"]
             var environment = ProcessInfo.processInfo.environment
             environment["ORCHARD_ADMIN_TOKEN"] = MoreMerchants.adminToken

@@ -24,7 +24,7 @@ struct EnvironmentProxyTests {
         let recorder = ConnectionRecorder()
         try await recorder.start()
         defer { Task { await recorder.stop() } }
-        try await AdminTests.with { server in
+        try await AdminTests.with(transport: .live) { server in
             var environment = Self.proxied(recorder)
             environment["ORCHARD_ADMIN_TOKEN"] = MoreMerchants.adminToken
             let shown = try await OrchardProcess.run(

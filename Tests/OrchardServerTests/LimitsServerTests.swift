@@ -194,9 +194,12 @@ struct LimitsServerTests {
 
     @Test("a client that connects and sends nothing, or half a request, is disconnected after server.idleTimeoutSeconds")
     func idleClients() async throws {
-        try await ServerHarness.with(configure: { file, _ in
-            file.server?.idleTimeoutSeconds = 1
-        }) { server in
+        try await ServerHarness.with(
+            transport: .live,
+            configure: { file, _ in
+                file.server?.idleTimeoutSeconds = 1
+            }
+        ) { server in
             #expect(await RawSocket.closedByServer(port: server.port, sending: [], patience: Self.idlePatience))
             let half = Array("POST /api/orders HTTP/1.1\r\nHost: shop.example\r\nContent-Ty".utf8)
             #expect(await RawSocket.closedByServer(port: server.port, sending: half, patience: Self.idlePatience))

@@ -200,7 +200,8 @@ struct MandatesAPITests {
         "Apple's notifications: an unknown event gets 200 and changes nothing; card art updates, UNLINK ends the mandate, in the background"
     )
     func tokenEvents() async throws {
-        try await PaymentsAPITests.with { server in
+        // Live: Apple's notification comes from the mock gateway over a socket.
+        try await PaymentsAPITests.with(transport: .live) { server in
             let key = try await server.apiKey()
             let token = "DNITHE000000000000000002"
             let (_, payment) = try await Self.payRecurring(server, key: key, token: token)

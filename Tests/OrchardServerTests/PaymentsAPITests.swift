@@ -22,10 +22,12 @@ struct PaymentsAPITests {
         """
 
     /// The harness with a webhook endpoint for the main merchant, fast retries and a second merchant.
-    static func with(receiver: MockWebhookReceiver? = nil, _ body: (ServerHarness) async throws -> Void) async throws {
+    static func with(
+        receiver: MockWebhookReceiver? = nil, transport: HarnessTransport = .router, _ body: (ServerHarness) async throws -> Void
+    ) async throws {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants, environment: ["SHOP_WEBHOOK_SECRET": webhookSecret],
-            callsShops: true,
+            callsShops: true, transport: transport,
             configure: { file, directory in
                 try MoreMerchants.addSecondMerchant(&file, directory)
                 file.webhooks = .init(firstRetrySeconds: 1, maximumRetrySeconds: 2, pollIntervalMilliseconds: 100)

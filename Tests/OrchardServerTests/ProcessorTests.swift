@@ -35,6 +35,7 @@ struct ProcessorFixture {
     static func with(
         _ kind: Kind, password: String = "env:WP_PASSWORD", timeout: Int? = nil, admin: Bool = false, logHandler: (any LogHandler)? = nil,
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 }, reconcileEverySecond: Bool = false,
+        transport: HarnessTransport = .router,
         configure: (inout ConfigurationFile, TemporaryDirectory) async throws -> Void = { _, _ in },
         _ body: (ProcessorFixture) async throws -> Void
     ) async throws {
@@ -45,7 +46,7 @@ struct ProcessorFixture {
         defer { Task { await mock.stop() } }
         let environment = environment.merging(admin ? MoreMerchants.environment : [:]) { $1 }
         try await ServerHarness.with(
-            environment: environment, time: clock.source, logHandler: logHandler, wrapStore: wrapStore,
+            environment: environment, time: clock.source, logHandler: logHandler, wrapStore: wrapStore, transport: transport,
             configure: { file, directory in
                 file.merchants[0].processor = processor(kind, baseURL: mock.baseURL, password: password, timeout: timeout)
                 try await configure(&file, directory)
@@ -361,7 +362,7 @@ struct ProcessorTests {
 
     @Test("orchard payments list|settle|cancel drive the back office as a process")
     func cli() async throws {
-        try await ProcessorFixture.with(.worldpay, admin: true) { fixture in
+        try await ProcessorFixture.with(.worldpay, admin: true, transport: .live) { fixture in
             let (id, request) = try await fixture.order()
             let (response, _) = try await fixture.pay(id, request)
             let paymentId = try #require(response.json?["paymentId"] as? String)

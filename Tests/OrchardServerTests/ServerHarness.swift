@@ -9,13 +9,15 @@ import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardSQLite
-import OrchardServer
 import OrchardServices
 import OrchardTesting
 import ProcessorClients
+import ServiceLifecycle
 import SwiftASN1
 import Synchronization
 import X509
+
+@testable import OrchardServer
 
 /// Counts calls that reach the session service: hostile input must never get this far.
 final class CountingSessions: MerchantSessionService {
@@ -32,7 +34,20 @@ final class CountingSessions: MerchantSessionService {
     }
 }
 
-/// The real server on a free loopback port, wired to a real mock gateway over mutual TLS.
+/// How a test's requests reach the server.
+enum HarnessTransport: String, Sendable, CustomStringConvertible {
+    /// The application's router, in process: no socket on Orchard's side (the mock gateway and
+    /// processors are still real, over mutual TLS on loopback). What most tests use.
+    case router
+    /// The HTTP server on a free loopback port: for what only a socket shows (connections,
+    /// timeouts, the port, a peer that is not loopback, a process or nginx in front).
+    case live
+
+    var description: String { rawValue }
+}
+
+/// The application wired to a real mock gateway over mutual TLS, answering in process or, with
+/// `transport: .live`, as the real server on a free loopback port.
 struct ServerHarness {
     static let domain = "shop.example"
     /// Served by Orchard but not registered at the (mock) Apple gateway.
@@ -47,7 +62,10 @@ struct ServerHarness {
     let fixture: GatewayFixture
     let sessions: CountingSessions
     let client: CurlHTTPClient
+    /// The live server's port; 0 when requests are answered in process.
     let port: Int
+    /// Answers requests in process; nil for a live server.
+    let router: RouterTransport?
     let store: any OrchardStore
     let stateDirectory: String
     let configuration: ServerConfiguration
@@ -104,10 +122,11 @@ struct ServerHarness {
         logHandler: (any LogHandler)? = nil,
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 },
         callsShops: Bool = false, resolve: [String] = [],
-        activity: ServerActivity = ServerActivity(),
+        activity: ServerActivity = ServerActivity(), transport: HarnessTransport = .router,
         configure: (inout ConfigurationFile, TemporaryDirectory) async throws -> Void = { _, _ in },
         _ body: (ServerHarness) async throws -> Void
     ) async throws {
+        TransportCount.record(transport)
         let fixture = try await GatewayFixture.start(domains: [domain], otherMerchants: otherMockMerchants, faults: faults)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -144,24 +163,38 @@ struct ServerHarness {
             merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
             processorMaker: processorMaker, shopCalls: callsShops ? clients.shopCalls : nil,
             activity: activity, logger: logger)
-        let app = buildApplication(dependencies) { port in
-            portContinuation.yield(port)
-        }
         // Longer than the server's own gateway and processor timeouts (10 s here), so a slow
         // upstream reaches the test as the server's answer, not as this client giving up first.
         let client = try CurlHTTPClient(
             configuration: .init(timeouts: CurlTimeouts(connect: .seconds(10), total: .seconds(25)), allowedSchemes: ["http"]))
-        try await withGracefulShutdown(app, logger: logger) {
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next() else { throw CancellationError() }
+        func run(port: Int, router: RouterTransport?) async throws {
             let harness = ServerHarness(
-                fixture: fixture, sessions: sessions, client: client, port: port, store: store,
+                fixture: fixture, sessions: sessions, client: client, port: port, router: router, store: store,
                 stateDirectory: configuration.stateDirectory, configuration: configuration, processors: processors, vault: vault)
             do {
                 try await body(harness)
             } catch {
                 await fixture.gateway.stop()
                 throw error
+            }
+        }
+        switch transport {
+        case .router:
+            // The loops beside the server run as they do under it; requests go to the router.
+            let loops = ServiceGroup(
+                configuration: .init(services: dependencies.services.background.map { .init(service: $0) }, logger: logger))
+            try await withGracefulShutdown(loops, logger: logger) {
+                activity.markReady()
+                try await run(port: 0, router: RouterTransport(buildRouter(dependencies), logger: logger))
+            }
+        case .live:
+            let app = buildApplication(dependencies) { port in
+                portContinuation.yield(port)
+            }
+            try await withGracefulShutdown(app, logger: logger) {
+                var iterator = ports.makeAsyncIterator()
+                guard let port = await iterator.next() else { throw CancellationError() }
+                try await run(port: port, router: nil)
             }
         }
         client.shutdown()
@@ -176,6 +209,7 @@ struct ServerHarness {
     ) async throws -> CurlResponse {
         var headers: [(name: String, value: String)] = [(name: "Host", value: host)] + extraHeaders
         if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
+        if let router { return try await router.send(method, path, host: host, headers: headers, body: body) }
         return try await client.execute(
             CurlRequest(method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body))
     }

@@ -88,6 +88,7 @@ final class ServerProcess: Sendable {
     /// Starts the server and waits until it answers /health on one of the ports it listens on
     /// (the metrics listener does not serve /health).
     func start() async throws {
+        TransportCount.record("process")
         let child = try ChildProcess(
             OrchardProcess.orchard.path, ["serve", "--config", directory.path("orchard.json")] + arguments, environment: environment,
             output: .file(directory.path("server.log")))

@@ -20,11 +20,13 @@ struct TenantIsolationTests {
     static let settingsKey = String(repeating: "7a", count: 32)
     static let webhookSecret = String(repeating: "t", count: 40)
 
-    static func with(receiver: MockWebhookReceiver, _ body: (ServerHarness) async throws -> Void) async throws {
+    static func with(
+        receiver: MockWebhookReceiver, transport: HarnessTransport = .router, _ body: (ServerHarness) async throws -> Void
+    ) async throws {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants,
             environment: MoreMerchants.environment.merging(["SETTINGS_KEY": settingsKey]) { $1 },
-            callsShops: true,
+            callsShops: true, transport: transport,
             configure: { file, directory in
                 try MoreMerchants.all(&file, directory)
                 file.platformIntegrator?.settingsKey = "env:SETTINGS_KEY"
@@ -183,11 +185,14 @@ struct TenantIsolationTests {
                     server, "POST", "/admin/merchants/\(Self.partner)/unregister",
                     #"{"domainNames": ["\#(Self.domain)"], "reason": "left"}"#)
             }
-            // The first step, before Apple answers: the registry lists it without domains.
+            // The first step is done once Apple is asked (it stops serving first), and Apple has
+            // not answered: the registry lists it without domains.
             #expect(
                 try await Eventually.until {
-                    try await server.store.registeredMerchants().first { $0.partnerIdentifier == Self.partner }?.domains.isEmpty == true
+                    server.gateway.heldUnregistrationCount == 1
                 })
+            #expect(
+                try await server.store.registeredMerchants().first { $0.partnerIdentifier == Self.partner }?.domains.isEmpty == true)
             #expect(try await server.api("GET", "/v1/mandates", key: key).status == 401, "its key is revoked")
             let charge = try await server.api(
                 "POST", "/v1/mandates/\(mandateId)/charges", key: key, json: #"{"amount": 990, "currency": "EUR"}"#, idempotencyKey: "c-1")

@@ -18,13 +18,14 @@ import Testing
 struct TokenEventInboxTests {
     static let merchant = TestMaterial.merchantIdentifier
 
-    /// The payments-API server, its token-event inbox polled every 100 ms.
+    /// The payments-API server, its token-event inbox polled every 100 ms; live, since Apple's
+    /// notifications come from the mock gateway over a socket.
     static func with(
         perClientIP: Int? = nil, perMerchant: Int? = nil, platform: Bool = false, _ body: (ServerHarness) async throws -> Void
     ) async throws {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants, environment: MoreMerchants.environment,
-            callsShops: true,
+            callsShops: true, transport: .live,
             configure: { file, directory in
                 if platform {
                     try MoreMerchants.all(&file, directory)
