@@ -416,10 +416,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What only the SQLite adapter has: its writer's group commit.
+        // What only the SQLite adapter has: its writer's group commit; the payments engine across a restart on its file.
         .testTarget(
             name: "OrchardSQLiteTests",
-            dependencies: ["ApplePay", "OrchardCore", "OrchardSQLite", "OrchardTesting"],
+            dependencies: [
+                "ApplePay", "OrchardCore", "OrchardSQLite", "OrchardTesting", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // What only the PostgreSQL adapter has: migrations, connection failures, TLS.

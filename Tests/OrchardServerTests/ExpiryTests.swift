@@ -10,41 +10,6 @@ import Synchronization
 import Testing
 import X509
 
-/// Keeps every log record, for tests that assert what was logged.
-final class CapturingLogHandler: LogHandler, Sendable {
-    struct Record: Sendable {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-    }
-
-    let records = Mutex<[Record]>([])
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-
-    func log(event: LogEvent) {
-        let record = Record(
-            level: event.level, message: event.message.description,
-            metadata: (event.metadata ?? [:]).mapValues { "\($0)" })
-        records.withLock { $0.append(record) }
-    }
-
-    func warnings(containing text: String) -> [Record] {
-        records.withLock { $0.filter { $0.level == .warning && $0.message.contains(text) } }
-    }
-}
-
 @Suite("Certificate expiry: /health, the guard warnings on an injected clock, refusal at startup")
 struct ExpiryTests {
     static let platformProcessingExpiry = Date().addingTimeInterval(20 * 86_400)

@@ -4,6 +4,7 @@ import OrchardConfiguration
 import OrchardCore
 import OrchardServer
 import OrchardServices
+import OrchardTesting
 import Synchronization
 import Testing
 

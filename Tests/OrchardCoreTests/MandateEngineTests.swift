@@ -48,7 +48,7 @@ struct MandateEngineTests {
         try await PaymentsEngineTests.withBench { bench in
             // The same public key, now as the processor's: Apple's certificate alone.
             let certificate = try TestMaterial.shared.pki.processingCertificatePEM(
-                merchantIdentifier: EngineBench.merchant, for: ServerHarness.processingKey.publicKey)
+                merchantIdentifier: EngineBench.merchant, for: EngineBench.processingKey.publicKey)
             try bench.restart(key: try ProcessingKey(processorHeldCertificatePEM: certificate))
             let order = try await Self.agreementOrder(bench)
             #expect(try await bench.tap(order).failureCode == .invalidToken)

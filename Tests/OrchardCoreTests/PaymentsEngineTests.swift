@@ -2,31 +2,20 @@ import ApplePay
 import Crypto
 import Foundation
 import Logging
-import OrchardConfiguration
 import OrchardCore
-import OrchardServer
-import OrchardServices
 import OrchardTesting
 import Synchronization
 import Testing
 
 /// The engine's rules, one test each, over the in-memory store and the processor double; what
-/// must survive a restart, over a real SQLite file.
+/// must survive a restart over a real file is OrchardSQLiteTests' PaymentsEngineRestartTests.
 @Suite("Payments engine rules")
 struct PaymentsEngineTests {
-    /// Where a bench keeps its records: in memory, unless a test restarts over a file.
-    enum BenchStorage {
-        case memory, sqlite
-    }
-
     static func withBench(
-        _ storage: BenchStorage = .memory, inProgressIsRejection: Bool = false, policy: PaymentsEngine.Policy = .init(staleAfter: 30),
+        inProgressIsRejection: Bool = false, policy: PaymentsEngine.Policy = .init(staleAfter: 30),
         _ body: (inout EngineBench) async throws -> Void
     ) async throws {
-        let directory = storage == .sqlite ? try TemporaryDirectory() : nil
-        defer { directory?.remove() }
-        var bench = try EngineBench(
-            directory.map { .sqlite(directory: $0.url.path) } ?? .memory, inProgressIsRejection: inProgressIsRejection, policy: policy)
+        var bench = try EngineBench(inProgressIsRejection: inProgressIsRejection, policy: policy)
         try await body(&bench)
     }
 
@@ -91,33 +80,6 @@ struct PaymentsEngineTests {
         }
     }
 
-    @Test("a store failure after the processor answered: payment_unknown; at restart the stale pending becomes unknown and is reconciled")
-    func storeFailureThenRestart() async throws {
-        try await Self.withBench(.sqlite) { bench in
-            let order = try await bench.order()
-            bench.payments.failing.store(true, ordering: .relaxed)
-            #expect(try await bench.tap(order).failureCode == .paymentUnknown)
-            #expect(bench.processor.charges.count == 1)
-            #expect(try await state(bench, order) == (.pending, [.pending], ["\(order.id)-1"]))
-            #expect(try await bench.tap(order).failureCode == .paymentUnknown, "pending: no second reference")
-
-            let logs = CapturingLogHandler()
-            try bench.restart(logHandler: logs)
-            #expect(await bench.engine.recoverStalePending() == 0, "not stale yet: a call could still be running")
-            bench.clock.advance(31)
-            #expect(await bench.engine.recoverStalePending() == 1)
-            let warnings = logs.records.withLock { $0.filter { $0.level == .warning } }
-            #expect(warnings.count == 1 && warnings.first?.message.contains("left pending") == true)
-            #expect(warnings.first?.metadata["reference"] == "\(order.id)-1")
-            #expect(try await state(bench, order) == (.unknown, [.unknown], ["\(order.id)-1"]))
-            let report = await bench.engine.reconcile()
-            #expect(report.resent == 1 && report.resolved == 1)
-            #expect(try await state(bench, order) == (.paid, [.authorized], ["\(order.id)-1"]))
-            #expect(bench.processor.charges == ["\(order.id)-1"])
-            #expect(try await bench.store.retryPayload(paymentId: try await bench.store.payments(orderId: order.id)[0].id) == nil)
-        }
-    }
-
     @Test("a token for a key the merchant does not list: refused, nothing sent or recorded, the log names both hashes")
     func unknownProcessingKey() async throws {
         try await Self.withBench { bench in
@@ -139,7 +101,7 @@ struct PaymentsEngineTests {
             let refusal = logs.records.withLock { $0.first { $0.message.contains("payment token refused") } }
             let detail = try #require(refusal?.metadata["detail"].map { "\($0)" })
             #expect(detail.contains("publicKeyHash \(hash(other.publicKey))"), "\(detail)")
-            #expect(detail.contains("processing keys have \(hash(ServerHarness.processingKey.publicKey))"), "\(detail)")
+            #expect(detail.contains("processing keys have \(hash(EngineBench.processingKey.publicKey))"), "\(detail)")
         }
     }
 
@@ -223,42 +185,6 @@ struct PaymentsEngineTests {
         }
     }
 
-    @Test("the reconciler re-sends unknown payments with backoff, across a restart, and leaves the hopeless ones to an operator")
-    func reconciliation() async throws {
-        let policy = PaymentsEngine.Policy(staleAfter: 30, maximumReconcileAttempts: 3, firstReconcileDelay: 10)
-        try await Self.withBench(.sqlite, policy: policy) { bench in
-            let charged = try await bench.order()
-            bench.processor.script([.dropAfterCharge])
-            _ = try await bench.tap(charged)
-            let silent = try await bench.order()
-            bench.processor.script(Array(repeating: .serverError, count: 4), for: "\(silent.id)-1")
-            _ = try await bench.tap(silent)
-            #expect(await bench.engine.reconcile() == .init(), "nothing is due before the first delay")
-
-            try bench.restart()
-            bench.clock.advance(10)
-            // charged: replayed as authorized. silent: 503 again (attempt 1 of 3).
-            #expect(await bench.engine.reconcile() == .init(stale: 0, resent: 2, resolved: 1, needOperator: 0))
-            #expect(try await state(bench, charged) == (.paid, [.authorized], ["\(charged.id)-1"]))
-            bench.clock.advance(19)
-            #expect(await bench.engine.reconcile() == .init(), "the second re-send waits twice as long")
-            bench.clock.advance(1)
-            #expect(await bench.engine.reconcile().resent == 1)
-            bench.clock.advance(40)
-            #expect(await bench.engine.reconcile() == .init(stale: 0, resent: 1, resolved: 0, needOperator: 1))
-            bench.clock.advance(100_000)
-            #expect(await bench.engine.reconcile() == .init(), "left to an operator")
-            let unknown = try await bench.store.payments(state: .unknown, limit: 10)
-            #expect(unknown.map(\.orderId) == [silent.id])
-            #expect(unknown.first?.reconcileAttempts == 3 && unknown.first?.nextReconcileAt == nil)
-            // The operator reads "no record" at the processor and resolves: the order reopens.
-            let resolved = try await bench.engine.resolve(paymentId: try #require(unknown.first).id, as: .refused)
-            #expect(resolved.state == .refused)
-            #expect(try await bench.store.order(id: silent.id)?.state == .open)
-            #expect(bench.processor.charges == ["\(charged.id)-1"])
-        }
-    }
-
     @Test("a replayed token is refused and changes nothing; settle and cancel follow the table")
     func replayAndBackOffice() async throws {
         try await Self.withBench { bench in
@@ -305,36 +231,11 @@ struct PaymentsEngineTests {
         }
     }
 
-    @Test("the vault key: created once with mode 0600 and reused; a configured key must be 64 hex digits")
-    func vaultKey() throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let path = directory.path("payments.key")
-        _ = try PaymentVault.load(path: path)
-        let first = try #require(FileManager.default.contents(atPath: path))
-        _ = try PaymentVault.load(path: path)
-        #expect(FileManager.default.contents(atPath: path) == first, "an existing key is never replaced")
-        #expect(first.count == 32)
-        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
-        #expect(mode == 0o600)
-        try directory.write("short.key", Array(first.prefix(31)))
-        #expect(throws: ConfigurationError.self) { try PaymentVault.load(path: directory.path("short.key")) }
-        _ = try PaymentVault.parseKey(Array((String(repeating: "ab", count: 32) + "\n").utf8), name: "env:KEY")
-        #expect(throws: ConfigurationError.self) { try PaymentVault.parseKey(Array("not-hex".utf8), name: "env:KEY") }
-    }
-
     @Test("the payment-states table of docs/payment-states.md is the engine's")
     func documentedTable() throws {
         let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/payment-states.md")
         let text = try String(contentsOf: page, encoding: .utf8)
         #expect(text.contains(PaymentLifecycle.markdown))
-    }
-}
-
-extension Result where Failure == CoreError {
-    var failureCode: CoreError.Code? {
-        if case .failure(let error) = self { return error.code }
-        return nil
     }
 }

@@ -1,16 +1,11 @@
 import Foundation
-import OrchardConfiguration
 import OrchardCore
-import OrchardServer
-import OrchardServices
-import OrchardTesting
 import Synchronization
-import Testing
 
 /// The invariants every quiescent moment must keep, for the orders given.
-enum PaymentInvariants {
+public enum PaymentInvariants {
     /// Problems found; empty when all hold.
-    static func check(orders: [String], store: any OrchardStore, charges: [String]) async throws -> [String] {
+    public static func check(orders: [String], store: any OrderPayments, charges: [String]) async throws -> [String] {
         var problems: [String] = []
         for id in orders {
             let payments = try await store.payments(orderId: id)
@@ -40,30 +35,33 @@ enum PaymentInvariants {
     }
 }
 
-@Suite("Payments engine: model-based sequences")
-struct PaymentsModelTests {
+/// Seeded sequences of processor behaviours, retries, resolves, restarts and reconciliation run
+/// on an ``EngineBench``: the model the engine's tests run in memory, and the SQLite adapter's
+/// over a file reopened at every restart. It reports; the tests assert.
+public enum PaymentsModel {
     enum Step: CaseIterable {
         case tap, reconcile, resolve, restart, crashDuringWrite, wait
     }
 
-    /// Where the sequences run: the engine's rules in memory, and a share of the same seeds over
-    /// a SQLite file reopened at every restart, through the adapter a real server uses.
-    enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-        case memory, sqlite
-        var sequences: Int { self == .memory ? 1000 : 250 }
-        var testDescription: String { "\(rawValue), \(sequences) sequences" }
+    /// What a run found.
+    public struct Outcome: Sendable {
+        /// The first sequence after which an invariant broke (its seed, problems and steps); the
+        /// run stops there.
+        public var broken: String?
+        /// What still broke the invariants once everything left was reconciled.
+        public var problems: [String] = []
+        /// Payments still unknown or pending once everything left was reconciled.
+        public var left = 0
+        /// Taps made, crashed ones included.
+        public var taps = 0
     }
 
-    @Test(
-        "seeded sequences of processor behaviours, retries, resolves, restarts and reconciliation keep the invariants (1,000 in memory, 250 on SQLite)",
-        arguments: Backend.allCases)
-    func engineSequences(on backend: Backend) async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        var bench = try EngineBench(backend == .memory ? .memory : .sqlite(directory: directory.url.path))
+    /// Runs `sequences` seeded sequences, one order each, checking the invariants after every
+    /// step, then settles everything left and checks them on all orders.
+    public static func run(sequences: Int, on bench: inout EngineBench) async throws -> Outcome {
+        var outcome = Outcome()
         var orders: [String] = []
-        var taps = 0
-        for seed in 0..<UInt64(backend.sequences) {
+        for seed in 0..<UInt64(sequences) {
             var random = SplitMix64(seed: seed)
             bench.processor.inProgressIsRejection.store(Bool.random(using: &random), ordering: .relaxed)
             let order = try await bench.order()
@@ -73,13 +71,13 @@ struct PaymentsModelTests {
                 let step = Step.allCases.randomElement(using: &random)!
                 let behaviour = SimulatedBehaviour.allCases.randomElement(using: &random)!
                 log.append("\(step)(\(behaviour))")
-                if step == .tap || step == .crashDuringWrite { taps += 1 }
+                if step == .tap || step == .crashDuringWrite { outcome.taps += 1 }
                 try await run(step, behaviour, order: order, bench: &bench, random: &random)
                 let problems = try await PaymentInvariants.check(
                     orders: [order.id], store: bench.store, charges: bench.processor.charges)
                 guard problems.isEmpty else {
-                    Issue.record("seed \(seed): \(problems.joined(separator: "; ")) after \(log.joined(separator: ", "))")
-                    return
+                    outcome.broken = "seed \(seed): \(problems.joined(separator: "; ")) after \(log.joined(separator: ", "))"
+                    return outcome
                 }
             }
         }
@@ -89,14 +87,14 @@ struct PaymentsModelTests {
             bench.clock.advance(3600)
             _ = await bench.engine.reconcile(limit: 10_000)
         }
-        let problems = try await PaymentInvariants.check(orders: orders, store: bench.store, charges: bench.processor.charges)
-        #expect(problems.isEmpty, "\(problems.prefix(5))")
-        let left = try await bench.store.payments(state: .unknown, limit: 10_000) + bench.store.payments(state: .pending, limit: 10_000)
-        #expect(left.isEmpty, "every unknown payment was settled by re-sends: \(left.count) left")
-        #expect(taps > backend.sequences, "the sequences tapped (\(taps) taps)")
+        outcome.problems = try await PaymentInvariants.check(orders: orders, store: bench.store, charges: bench.processor.charges)
+        outcome.left =
+            try await bench.store.payments(state: .unknown, limit: 10_000).count
+            + bench.store.payments(state: .pending, limit: 10_000).count
+        return outcome
     }
 
-    func run(
+    static func run(
         _ step: Step, _ behaviour: SimulatedBehaviour, order: OrderRecord, bench: inout EngineBench, random: inout SplitMix64
     ) async throws {
         let payments = try await bench.store.payments(orderId: order.id)
