@@ -33,9 +33,11 @@ public struct EngineBench: Sendable {
     /// The engine's timing policy, kept across restarts.
     public let policy: PaymentsEngine.Policy
     private let opening: Opener
-    /// The store the engine writes to, its payments behind ``payments``.
-    public private(set) var store: ComposedStore
-    /// The store's payments: set `failing` and the write of a processor's answer fails.
+    /// The store as opened: what a test reads and seeds directly.
+    public private(set) var store: any OrchardStore
+    /// The engine's repositories: the store's, its payments behind ``payments``.
+    public private(set) var repositories: Repositories
+    /// The engine's payments: set `failing` and the write of a processor's answer fails.
     public private(set) var payments: FailingOrderPayments
     /// The engine under test; replaced at each restart.
     public private(set) var engine: PaymentsEngine
@@ -48,27 +50,30 @@ public struct EngineBench: Sendable {
         self.policy = policy
         let memory = InMemoryStore()
         self.opening = opening ?? { memory }
-        (store, payments) = try Self.open(self.opening)
-        engine = Self.engine(store: store, processor: processor, vault: vault, clock: clock, policy: policy)
+        (store, repositories, payments) = try Self.open(self.opening)
+        engine = Self.engine(repositories: repositories, processor: processor, vault: vault, clock: clock, policy: policy)
     }
 
-    /// The bench's store, its payments behind a decorator that can fail their moves.
-    private static func open(_ opening: Opener) throws -> (ComposedStore, FailingOrderPayments) {
-        let base = try opening()
-        let payments = FailingOrderPayments(base)
-        return (ComposedStore(base, orderPayments: payments), payments)
+    /// The bench's store, and its repositories with the payments behind a decorator that can fail their moves.
+    private static func open(_ opening: Opener) throws -> (any OrchardStore, Repositories, FailingOrderPayments) {
+        let store = try opening()
+        var repositories = Repositories(store)
+        let payments = FailingOrderPayments(store)
+        repositories.orderPayments = payments
+        return (store, repositories, payments)
     }
 
-    /// An engine over `store` with the bench's merchant, trust root and processing key (or `key`).
+    /// An engine over `repositories` with the bench's merchant, trust root and processing key (or `key`).
     public static func engine(
-        store: any OrderPayments & Refunds & MandateRecords, processor: SimulatedProcessor, vault: PaymentVault, clock: ManualClock,
+        repositories: Repositories, processor: SimulatedProcessor, vault: PaymentVault, clock: ManualClock,
         policy: PaymentsEngine.Policy,
         logHandler: (any LogHandler)? = nil, key: ProcessingKey = orchardHeldKey
     ) -> PaymentsEngine {
         var logger = logHandler.map { handler in Logger(label: "engine-test") { _ in handler } } ?? Logger(label: "engine-test")
         logger.logLevel = logHandler == nil ? .critical : .info
         return PaymentsEngine(
-            store: store, processors: PaymentProcessors(byMerchant: [merchant: processor]),
+            orderPayments: repositories.orderPayments, refunds: repositories.refunds, mandates: repositories.mandates,
+            processors: PaymentProcessors(byMerchant: [merchant: processor]),
             verifier: TokenVerifier(root: tokenChain.root.certificate), decryptors: [merchant: TokenDecryptor(keys: [key])],
             vault: vault, time: clock.source, policy: policy, logger: logger)
     }
@@ -80,9 +85,9 @@ public struct EngineBench: Sendable {
     /// As after kill -9: a new engine on a store opened again (for SQLite, a new connection on the
     /// same file); nothing the engine held in memory survives. `key` replaces the bench's processing key.
     public mutating func restart(logHandler: (any LogHandler)? = nil, key: ProcessingKey = orchardHeldKey) throws {
-        (store, payments) = try Self.open(opening)
+        (store, repositories, payments) = try Self.open(opening)
         engine = Self.engine(
-            store: store, processor: processor, vault: vault, clock: clock, policy: policy, logHandler: logHandler, key: key)
+            repositories: repositories, processor: processor, vault: vault, clock: clock, policy: policy, logHandler: logHandler, key: key)
     }
 
     /// An open order of 9.90 EUR.

@@ -9,16 +9,18 @@ public struct DiskFull: Error {
 
 /// Payments whose moves fail once `failing` is set: the processor answered, and the write of
 /// its answer did not happen; and whose next claim can be preceded by another request's work
-/// (`beforeClaim`). Every other call goes to the wrapped repository.
-public final class FailingOrderPayments: ForwardingOrderPayments {
-    public let orderPaymentsTarget: any OrderPayments
+/// (`beforeClaim`). Every other call goes to the wrapped repository. Put it in
+/// ``Repositories/orderPayments`` to fail one engine's or server's payments.
+public final class FailingOrderPayments: OrderPayments {
+    /// The repository every call reaches unless it fails here.
+    public let inner: any OrderPayments
     /// True: every move fails with ``DiskFull``.
     public let failing = Atomic<Bool>(false)
     /// Runs once, before the next claim reaches the store: what another request does meanwhile.
     public let beforeClaim = Mutex<(@Sendable () async throws -> Void)?>(nil)
 
     /// `inner`, not failing yet.
-    public init(_ inner: any OrderPayments) { orderPaymentsTarget = inner }
+    public init(_ inner: any OrderPayments) { self.inner = inner }
 
     public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
         let meanwhile = beforeClaim.withLock { hook in
@@ -26,29 +28,68 @@ public final class FailingOrderPayments: ForwardingOrderPayments {
             return hook
         }
         try await meanwhile?()
-        return try await orderPaymentsTarget.claimPayment(claim)
+        return try await inner.claimPayment(claim)
     }
 
     public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
         if failing.load(ordering: .relaxed) { throw DiskFull() }
-        return try await orderPaymentsTarget.transition(change)
+        return try await inner.transition(change)
+    }
+
+    // Every other call, unchanged.
+
+    public func insert(_ order: OrderRecord) async throws { try await inner.insert(order) }
+    public func order(id: String) async throws -> OrderRecord? { try await inner.order(id: id) }
+    public func updateOpen(_ order: OrderRecord) async throws { try await inner.updateOpen(order) }
+    public func retryPayload(paymentId: String) async throws -> [UInt8]? { try await inner.retryPayload(paymentId: paymentId) }
+    public func leasePaymentsForReconciliation(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord] {
+        try await inner.leasePaymentsForReconciliation(at: date, until: leaseEnd, limit: limit)
+    }
+    public func stalePendingPayments(before date: Date) async throws -> [PaymentRecord] {
+        try await inner.stalePendingPayments(before: date)
+    }
+    public func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool {
+        try await inner.claimOperation(paymentId: paymentId, in: state, at: date, until: leaseEnd)
+    }
+    public func releaseOperation(paymentId: String) async throws { try await inner.releaseOperation(paymentId: paymentId) }
+    public func deferReconciliation(paymentId: String, until date: Date?) async throws -> Bool {
+        try await inner.deferReconciliation(paymentId: paymentId, until: date)
+    }
+    public func payments(orderId: String) async throws -> [PaymentRecord] { try await inner.payments(orderId: orderId) }
+    public func payment(id: String) async throws -> PaymentRecord? { try await inner.payment(id: id) }
+    public func payments(state: PaymentState?, limit: Int) async throws -> [PaymentRecord] {
+        try await inner.payments(state: state, limit: limit)
     }
 }
 
 /// Refunds whose outcomes fail once `failing` is set: the processor refunded, and the write of
-/// its answer did not happen. Every other call goes to the wrapped repository.
-public final class FailingRefunds: ForwardingRefunds {
-    public let refundsTarget: any Refunds
+/// its answer did not happen. Every other call goes to the wrapped repository. Put it in
+/// ``Repositories/refunds`` to fail one server's refunds.
+public final class FailingRefunds: Refunds {
+    /// The repository every call reaches unless it fails here.
+    public let inner: any Refunds
     /// True: every outcome's write fails with ``DiskFull``.
     public let failing = Atomic<Bool>(false)
 
     /// `inner`, not failing yet.
-    public init(_ inner: any Refunds) { refundsTarget = inner }
+    public init(_ inner: any Refunds) { self.inner = inner }
 
     public func finishRefund(id: String, from: RefundState, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws
         -> RefundRecord?
     {
         if failing.load(ordering: .relaxed) { throw DiskFull() }
-        return try await refundsTarget.finishRefund(id: id, from: from, state: state, outcome: outcome, at: date)
+        return try await inner.finishRefund(id: id, from: from, state: state, outcome: outcome, at: date)
+    }
+
+    // Every other call, unchanged.
+
+    public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord { try await inner.claimRefund(draft) }
+    public func deferRefund(id: String, until date: Date) async throws -> Bool { try await inner.deferRefund(id: id, until: date) }
+    public func refunds(paymentId: String) async throws -> [RefundRecord] { try await inner.refunds(paymentId: paymentId) }
+    public func leaseRefundsToReconcile(at date: Date, until leaseEnd: Date, pendingBefore: Date, maximumSends: Int, limit: Int)
+        async throws -> [RefundRecord]
+    {
+        try await inner.leaseRefundsToReconcile(
+            at: date, until: leaseEnd, pendingBefore: pendingBefore, maximumSends: maximumSends, limit: limit)
     }
 }

@@ -112,14 +112,14 @@ extension PaymentsEngine {
     func settle(_ payment: PaymentRecord, from outcome: AuthorizationOutcome, processor: String) async -> PaymentRecord? {
         let event: PaymentLifecycle.Event = outcome.status == .authorized ? .queriedAuthorized : .queriedRefused
         var mandate: MandateRecord?
-        if event == .queriedAuthorized, let order = try? await store.order(id: payment.orderId) {
+        if event == .queriedAuthorized, let order = try? await orderPayments.order(id: payment.orderId) {
             mandate = self.mandate(for: payment, of: order, outcome: outcome, processor: processor)
         }
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(event), at: time.now, outcome: outcome,
             mandate: mandate, held: payment)
         do {
-            guard let settled = try await store.transition(change) else { return nil }
+            guard let settled = try await orderPayments.transition(change) else { return nil }
             logger.notice(
                 "an unknown payment was settled from the processor's records, without a re-send",
                 metadata: [
@@ -149,7 +149,7 @@ extension PaymentsEngine {
             return .resend(sends: unknown.sends)
         case .settle(let outcome):
             if let settled = await settle(unknown, from: outcome, processor: processor.name) { return .settled(settled) }
-            if let current = try? await store.payment(id: unknown.id), PaymentLifecycle.isResolved(current.state) {
+            if let current = try? await orderPayments.payment(id: unknown.id), PaymentLifecycle.isResolved(current.state) {
                 return .settled(current)
             }
             throw CoreError.inProgress
@@ -163,10 +163,10 @@ extension PaymentsEngine {
     func settleRefund(_ refund: RefundRecord, from outcome: RefundOutcome) async throws(CoreError) -> RefundRecord {
         let state: RefundState = outcome.status == .refunded ? .refunded : .refused
         let settled = try await storage {
-            try await store.finishRefund(id: refund.id, from: .unknown, state: state, outcome: outcome, at: time.now)
+            try await refunds.finishRefund(id: refund.id, from: .unknown, state: state, outcome: outcome, at: time.now)
         }
         guard let settled else {
-            let current = try await storage { try await store.refunds(paymentId: refund.paymentId) }.first { $0.id == refund.id }
+            let current = try await storage { try await refunds.refunds(paymentId: refund.paymentId) }.first { $0.id == refund.id }
             return current ?? refund
         }
         logger.notice(

@@ -31,12 +31,12 @@ extension PaymentsEngine {
     /// merchant-initiated, through the processor that stored the credential. A retry for the same
     /// order re-sends the reference of an unknown attempt; a paid order answers its payment.
     public func charge(_ mandate: MandateRecord, orderId: String) async throws(CoreError) -> PaymentRecord {
-        guard let order = try await storage({ try await store.order(id: orderId) }),
+        guard let order = try await storage({ try await orderPayments.order(id: orderId) }),
             order.merchantIdentifier == mandate.merchantIdentifier
         else { throw CoreError(.notFound, "there is no such charge") }
         // A charge is one attempt: its answer, once definite, is the answer to every retry with
         // the same Idempotency-Key (a declined charge is charged again only under a new key).
-        let earlier = try await storage { try await store.payments(orderId: order.id) }
+        let earlier = try await storage { try await orderPayments.payments(orderId: order.id) }
         if let last = earlier.last, PaymentLifecycle.isResolved(last.state) { return last }
         guard mandate.state == .active else {
             throw CoreError(.invalidState, "the mandate has ended (\(mandate.endedReason ?? "ended")): it cannot be charged")
@@ -87,7 +87,7 @@ extension PaymentsEngine {
     func rebuildCharge(_ payment: PaymentRecord, order: OrderRecord, mandateId: String) async throws(CoreError)
         -> MandateChargeRequest
     {
-        guard let mandate = try await storage({ try await store.mandate(id: mandateId) }) else {
+        guard let mandate = try await storage({ try await mandates.mandate(id: mandateId) }) else {
             throw CoreError(.notFound, "its mandate \(mandateId) is missing")
         }
         return MandateChargeRequest(mandate: mandate, order: order, reference: payment.reference, sends: payment.sends)

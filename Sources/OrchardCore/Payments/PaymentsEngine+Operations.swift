@@ -30,7 +30,7 @@ extension PaymentsEngine {
         }
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(resolution.event), at: time.now, held: payment)
-        guard let resolved = try await storage({ try await store.transition(change) }) else {
+        guard let resolved = try await storage({ try await orderPayments.transition(change) }) else {
             throw CoreError(.invalidState, "the payment changed meanwhile (a re-send may be in progress); reload it")
         }
         logger.notice(
@@ -39,7 +39,7 @@ extension PaymentsEngine {
     }
 
     func requirePayment(_ id: String) async throws(CoreError) -> PaymentRecord {
-        guard RecordIdentifier.isLookup(id), let payment = try await storage({ try await store.payment(id: id) }) else {
+        guard RecordIdentifier.isLookup(id), let payment = try await storage({ try await orderPayments.payment(id: id) }) else {
             throw CoreError(.notFound, "there is no payment \(id)")
         }
         return payment
@@ -58,7 +58,7 @@ extension PaymentsEngine {
             throw CoreError(
                 .invalidState, "only an authorized payment can be \(move.to.rawValue); this one is \(payment.state.rawValue)")
         }
-        guard let order = try await storage({ try await store.order(id: payment.orderId) }) else {
+        guard let order = try await storage({ try await orderPayments.order(id: payment.orderId) }) else {
             throw CoreError(.notFound, "the payment's order is missing")
         }
         let processor = processors.processor(forMerchant: order.merchantIdentifier)
@@ -72,7 +72,7 @@ extension PaymentsEngine {
         let now = time.now
         guard
             try await storage({
-                try await store.claimOperation(
+                try await orderPayments.claimOperation(
                     paymentId: id, in: move.from ?? .authorized, at: now, until: now.addingTimeInterval(policy.operationLease))
             })
         else {
@@ -97,11 +97,11 @@ extension PaymentsEngine {
             logger.error(
                 "processor refused a back-office action", metadata: ["payment": "\(id)", "action": "\(event)", "error": "\(error)"])
             // Still authorized: the next settle or cancel may go at once.
-            _ = try? await store.releaseOperation(paymentId: id)
+            _ = try? await orderPayments.releaseOperation(paymentId: id)
             throw CoreError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
         }
         let change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links, held: payment)
-        guard let updated = try await storage({ try await store.transition(change) }) else {
+        guard let updated = try await storage({ try await orderPayments.transition(change) }) else {
             throw CoreError(.invalidState, "the payment changed meanwhile; reload it")
         }
         logger.info("payment \(move.to.rawValue)", metadata: ["payment": "\(id)", "processor": "\(payment.processor)"])

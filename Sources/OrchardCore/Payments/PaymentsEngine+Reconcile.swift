@@ -40,7 +40,7 @@ extension PaymentsEngine {
         let now = time.now
         let stale: [PaymentRecord]
         do {
-            stale = try await store.stalePendingPayments(before: now.addingTimeInterval(-policy.staleAfter))
+            stale = try await orderPayments.stalePendingPayments(before: now.addingTimeInterval(-policy.staleAfter))
         } catch {
             logger.error("cannot look for stale pending payments", metadata: ["error": "\(error)"])
             return 0
@@ -51,7 +51,7 @@ extension PaymentsEngine {
             let change = PaymentTransition(
                 paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(.stale), at: now,
                 nextReconcileAt: policy.nextReconcile(after: payment.reconcileAttempts, now: now).map { _ in now }, held: payment)
-            guard (try? await store.transition(change)) != nil else { continue }
+            guard (try? await orderPayments.transition(change)) != nil else { continue }
             moved += 1
             logger.warning(
                 "a payment was left pending (the process stopped or its write failed): now unknown, to be re-sent",
@@ -74,7 +74,8 @@ extension PaymentsEngine {
             let now = time.now
             let payment: PaymentRecord
             do {
-                let leased = try await store.leasePaymentsForReconciliation(at: now, until: now.addingTimeInterval(policy.lease), limit: 1)
+                let leased = try await orderPayments.leasePaymentsForReconciliation(
+                    at: now, until: now.addingTimeInterval(policy.lease), limit: 1)
                 guard let first = leased.first else { break }
                 payment = first
             } catch {
@@ -126,10 +127,10 @@ extension PaymentsEngine {
         case .settle(let outcome):
             return await settle(payment, from: outcome, processor: processor.name) == nil ? .taken : .settled
         case .wait(let until, _):
-            _ = try? await store.deferReconciliation(paymentId: payment.id, until: until)
+            _ = try? await orderPayments.deferReconciliation(paymentId: payment.id, until: until)
             return .waiting
         case .needsOperator:
-            _ = try? await store.deferReconciliation(paymentId: payment.id, until: nil)
+            _ = try? await orderPayments.deferReconciliation(paymentId: payment.id, until: nil)
             return .cannotResend
         case .resend:
             break
@@ -144,7 +145,7 @@ extension PaymentsEngine {
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(.resend), at: time.now,
             countsReconcileAttempt: true, expectedSends: payment.sends, held: payment)
-        guard let claimed = try? await store.transition(change) else { return .taken }
+        guard let claimed = try? await orderPayments.transition(change) else { return .taken }
         do {
             switch request {
             case .payment(let request): _ = try await send(claimed, request, through: processor)
@@ -180,13 +181,13 @@ extension PaymentsEngine {
         logger.error(
             "an unknown payment cannot be re-sent: resolve it with the processor's records (orchard payments resolve)",
             metadata: ["payment": "\(payment.id)", "reason": "\(error.message)"])
-        _ = try? await store.deferReconciliation(paymentId: payment.id, until: nil)
+        _ = try? await orderPayments.deferReconciliation(paymentId: payment.id, until: nil)
         return .cannotResend
     }
 
     /// The payment's order, and its processor, which must still be the merchant's.
     private func orderAndProcessor(of payment: PaymentRecord) async throws(CoreError) -> (OrderRecord, any PaymentProcessor) {
-        guard let order = try await storage({ try await store.order(id: payment.orderId) }) else {
+        guard let order = try await storage({ try await orderPayments.order(id: payment.orderId) }) else {
             throw CoreError(.notFound, "its order is missing")
         }
         let processor = processors.processor(forMerchant: order.merchantIdentifier)
@@ -199,7 +200,7 @@ extension PaymentsEngine {
     /// The request as first sent, from the sealed copy: decrypted again, not verified again (the
     /// token was verified when the shopper sent it, and its signing time has passed since).
     private func rebuild(_ payment: PaymentRecord, order: OrderRecord) async throws(CoreError) -> Resend {
-        guard let sealed = try await storage({ try await store.retryPayload(paymentId: payment.id) }) else {
+        guard let sealed = try await storage({ try await orderPayments.retryPayload(paymentId: payment.id) }) else {
             throw CoreError(.notFound, "its sealed request is gone")
         }
         do {

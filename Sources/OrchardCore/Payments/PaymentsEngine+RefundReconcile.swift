@@ -15,7 +15,7 @@ extension PaymentsEngine {
             let now = time.now
             let refund: RefundRecord
             do {
-                let leased = try await store.leaseRefundsToReconcile(
+                let leased = try await refunds.leaseRefundsToReconcile(
                     at: now, until: now.addingTimeInterval(policy.lease), pendingBefore: now.addingTimeInterval(-policy.staleAfter),
                     maximumSends: policy.maximumReconcileAttempts, limit: 1)
                 guard let first = leased.first else { break }
@@ -46,7 +46,9 @@ extension PaymentsEngine {
     private func reconcile(_ candidate: RefundRecord, now: Date) async -> RefundPass {
         var refund = candidate
         if refund.state == .pending {
-            guard let unknown = try? await store.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: now) else { return .notDue }
+            guard let unknown = try? await refunds.finishRefund(id: refund.id, state: .unknown, outcome: nil, at: now) else {
+                return .notDue
+            }
             logger.warning(
                 "a refund was left pending (the process stopped or its write failed): now unknown, to be re-sent",
                 metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)"])
@@ -59,7 +61,7 @@ extension PaymentsEngine {
         let answered = try? await self.refund(
             paymentId: refund.paymentId, merchantIdentifier: merchant, amount: refund.amount, idempotencyKey: refund.idempotencyKey
         ) { until in
-            _ = try? await store.deferRefund(id: refund.id, until: until)
+            _ = try? await refunds.deferRefund(id: refund.id, until: until)
         }
         // Not sent again: the processor's records settled it, or it waits for them.
         if let answered, answered.sends == refund.sends {
@@ -75,7 +77,7 @@ extension PaymentsEngine {
     }
 
     private func merchantOf(paymentId: String) async throws -> String? {
-        guard let payment = try await store.payment(id: paymentId) else { return nil }
-        return try await store.order(id: payment.orderId)?.merchantIdentifier
+        guard let payment = try await orderPayments.payment(id: paymentId) else { return nil }
+        return try await orderPayments.order(id: payment.orderId)?.merchantIdentifier
     }
 }

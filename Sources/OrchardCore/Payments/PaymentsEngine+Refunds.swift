@@ -22,7 +22,7 @@ extension PaymentsEngine {
         paymentId: String, merchantIdentifier: String, amount: Int64?, idempotencyKey: String, waiting: (Date) async -> Void
     ) async throws(CoreError) -> RefundRecord {
         let payment = try await requirePayment(paymentId, merchantIdentifier: merchantIdentifier)
-        let refunded = try await storage { try await store.refunds(paymentId: paymentId) }
+        let refunded = try await storage { try await refunds.refunds(paymentId: paymentId) }
         let left = payment.amount - refunded.filter(\.holdsAmount).reduce(0) { $0 + $1.amount }
         let earlier = refunded.first { $0.idempotencyKey == idempotencyKey }
         let wanted = amount ?? earlier?.amount ?? left
@@ -55,7 +55,7 @@ extension PaymentsEngine {
         }
         let claimed: RefundRecord
         do {
-            claimed = try await store.claimRefund(draft)
+            claimed = try await refunds.claimRefund(draft)
         } catch let error as CoreError {
             throw Self.refusal(error)
         } catch {
@@ -64,7 +64,7 @@ extension PaymentsEngine {
         guard claimed.state == .pending else { return claimed }
         let processor = processors.processor(forMerchant: merchantIdentifier)
         guard processor.name == payment.processor else {
-            _ = try? await store.finishRefund(id: claimed.id, state: .refused, outcome: nil, at: time.now)
+            _ = try? await refunds.finishRefund(id: claimed.id, state: .refused, outcome: nil, at: time.now)
             throw CoreError(
                 .invalidState, "this payment went through \(payment.processor), which is no longer the merchant's processor")
         }
@@ -97,7 +97,7 @@ extension PaymentsEngine {
             processor: processor.name, operation: "refund", outcome: state.rawValue, elapsed: ContinuousClock.now - started)
         let finished: RefundRecord?
         do {
-            finished = try await store.finishRefund(id: refund.id, state: state, outcome: outcome, at: time.now)
+            finished = try await refunds.finishRefund(id: refund.id, state: state, outcome: outcome, at: time.now)
         } catch {
             logger.critical("the processor answered a refund but the answer could not be stored", metadata: metadata)
             throw CoreError(.paymentUnknown, "the refund's outcome could not be recorded; retry with the same Idempotency-Key")
@@ -111,7 +111,7 @@ extension PaymentsEngine {
     /// A payment of this merchant; another merchant's is "not found".
     public func requirePayment(_ id: String, merchantIdentifier: String) async throws(CoreError) -> PaymentRecord {
         let payment = try await requirePayment(id)
-        guard let order = try await storage({ try await store.order(id: payment.orderId) }),
+        guard let order = try await storage({ try await orderPayments.order(id: payment.orderId) }),
             order.merchantIdentifier == merchantIdentifier
         else { throw CoreError(.notFound, "there is no payment \(id)") }
         return payment

@@ -67,7 +67,12 @@ public struct PaymentsEngine: Sendable {
         }
     }
 
-    let store: any OrderPayments & Refunds & MandateRecords
+    /// Orders and their payments.
+    let orderPayments: any OrderPayments
+    /// The payments' refunds.
+    let refunds: any Refunds
+    /// The mandates a merchant-initiated charge reads.
+    let mandates: any MandateRecords
     let processors: PaymentProcessors
     let verifier: TokenVerifier
     let decryptors: [String: TokenDecryptor]
@@ -79,18 +84,23 @@ public struct PaymentsEngine: Sendable {
     let logger: Logger
 
     /// - Parameters:
-    ///   - store: orders and their payments, the payments' refunds, and the mandates a charge reads.
+    ///   - orderPayments: orders and their payments.
+    ///   - refunds: the payments' refunds.
+    ///   - mandates: the mandates a charge reads.
     ///   - verifier: checks tokens against Apple's root (or the demo's test root).
     ///   - decryptors: each merchant's processing keys, by merchant identifier.
     ///   - platformDecryptor: the platform integrator's keys, for every other (registered) merchant.
     ///   - vault: seals the requests kept for re-sending unknown payments.
     public init(
-        store: any OrderPayments & Refunds & MandateRecords, processors: PaymentProcessors, verifier: TokenVerifier,
+        orderPayments: any OrderPayments, refunds: any Refunds, mandates: any MandateRecords, processors: PaymentProcessors,
+        verifier: TokenVerifier,
         decryptors: [String: TokenDecryptor],
         platformDecryptor: TokenDecryptor? = nil, vault: PaymentVault, time: TimeSource = .system, policy: Policy = Policy(),
         logger: Logger = Logger(label: "orchard.payments")
     ) {
-        self.store = store
+        self.orderPayments = orderPayments
+        self.refunds = refunds
+        self.mandates = mandates
         self.processors = processors
         self.verifier = verifier
         self.decryptors = decryptors
@@ -99,6 +109,18 @@ public struct PaymentsEngine: Sendable {
         self.time = time
         self.policy = policy
         self.logger = logger
+    }
+
+    /// An engine whose three repositories are one store's: what the server passes until it hands
+    /// the engine ``Repositories``' fields.
+    public init(
+        store: any OrderPayments & Refunds & MandateRecords, processors: PaymentProcessors, verifier: TokenVerifier,
+        decryptors: [String: TokenDecryptor], platformDecryptor: TokenDecryptor? = nil, vault: PaymentVault, time: TimeSource = .system,
+        policy: Policy = Policy(), logger: Logger = Logger(label: "orchard.payments")
+    ) {
+        self.init(
+            orderPayments: store, refunds: store, mandates: store, processors: processors, verifier: verifier, decryptors: decryptors,
+            platformDecryptor: platformDecryptor, vault: vault, time: time, policy: policy, logger: logger)
     }
 
     /// Authorizes an order with the shopper's token; returns the authorized payment.
@@ -120,7 +142,7 @@ public struct PaymentsEngine: Sendable {
         var expectedSends: Int?
         var resending: String?
         if order.state == .unknown {
-            let earlier = try await storage { try await store.payments(orderId: order.id) }
+            let earlier = try await storage { try await orderPayments.payments(orderId: order.id) }
             if let unknown = earlier.last(where: { $0.state == .unknown }) {
                 guard unknown.processor == processor.name else {
                     logger.error(
@@ -168,7 +190,8 @@ public struct PaymentsEngine: Sendable {
 
     /// The attempt's order. Whether it may be paid now is the claim's to say, after the replay check.
     private func claimableOrder(_ attempt: Attempt) async throws(CoreError) -> OrderRecord {
-        guard RecordIdentifier.isLookup(attempt.orderId), let order = try await storage({ try await store.order(id: attempt.orderId) }),
+        guard RecordIdentifier.isLookup(attempt.orderId),
+            let order = try await storage({ try await orderPayments.order(id: attempt.orderId) }),
             order.merchantIdentifier == attempt.merchantIdentifier
         else { throw CoreError(.notFound, "there is no such order") }
         return order
@@ -227,7 +250,7 @@ public struct PaymentsEngine: Sendable {
 
     func claim(_ claim: PaymentClaim) async throws(CoreError) -> PaymentRecord {
         do {
-            return try await store.claimPayment(claim)
+            return try await orderPayments.claimPayment(claim)
         } catch let error as CoreError {
             switch error.code {
             case .replayedPayment: throw CoreError(.replayedPayment, "this payment was already submitted")
@@ -313,7 +336,7 @@ public struct PaymentsEngine: Sendable {
             mandate: event == .authorized ? outcome.flatMap(mandate) : nil, held: payment)
         let recorded: PaymentRecord?
         do {
-            recorded = try await store.transition(change)
+            recorded = try await orderPayments.transition(change)
         } catch {
             logger.critical(
                 "the processor answered but the answer could not be stored: the payment stays pending until reconciled",
