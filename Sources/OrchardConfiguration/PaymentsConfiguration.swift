@@ -68,15 +68,15 @@ extension PaymentsEngine.Policy {
 extension ServerConfiguration {
     /// The payments engine for this configuration: the token root and every merchant's processing keys.
     public func makePaymentsEngine(
-        store: any OrderPayments & Refunds & MandateRecords, processors: PaymentProcessors, vault: PaymentVault, time: TimeSource,
-        logger: Logger
+        repositories: Repositories, processors: PaymentProcessors, vault: PaymentVault, time: TimeSource, logger: Logger
     ) -> PaymentsEngine {
         var decryptors: [String: TokenDecryptor] = [:]
         for merchant in merchants + (platform.map { [$0] } ?? []) where !merchant.processingKeys.isEmpty {
             decryptors[merchant.merchantIdentifier] = TokenDecryptor(keys: merchant.processingKeys)
         }
         return PaymentsEngine(
-            store: store, processors: processors, verifier: TokenVerifier(root: tokenRoot, policy: tokenPolicy),
+            orderPayments: repositories.orderPayments, refunds: repositories.refunds, mandates: repositories.mandates,
+            processors: processors, verifier: TokenVerifier(root: tokenRoot, policy: tokenPolicy),
             decryptors: decryptors, platformDecryptor: platform.flatMap { decryptors[$0.merchantIdentifier] }, vault: vault, time: time,
             policy: reconciliation, logger: logger)
     }

@@ -12,17 +12,20 @@ extension ApplicationDependencies {
     /// and the services the routes share with the loops beside the server, those loops, and the
     /// doctor. Adapters left out are those of a server that calls nobody: record-only processors,
     /// the configured vault (else a random key), the configured merchants only, no Apple APIs
-    /// beyond `sessions`, no shop calls.
+    /// beyond `sessions`, no shop calls. `repositories`, when given, replaces the ones made from
+    /// `store` (a test puts a failing repository in one field).
     public init(
-        configuration: ServerConfiguration, sessions: any MerchantSessionService, store: any OrchardStore,
-        processors: PaymentProcessors = .recordOnly, vault: PaymentVault? = nil, time: TimeSource = .system,
+        configuration: ServerConfiguration, sessions: any MerchantSessionService, store: some OrchardStore,
+        repositories: Repositories? = nil, processors: PaymentProcessors = .recordOnly, vault: PaymentVault? = nil,
+        time: TimeSource = .system,
         simulator: (any SimulatedApplePay)? = nil, directory: MerchantDirectory? = nil,
         registration: (any MerchantRegistrationService)? = nil, merchantTokens: (any MerchantTokenService)? = nil,
         domainProbe: (any DomainProbe)? = nil, tenantDomainProbe: (any DomainProbe)? = nil, processorMaker: (any ProcessorMaker)? = nil,
         shopCalls: (any ShopTransport)? = nil, activity: ServerActivity = ServerActivity(), logger: Logger = Logger(label: "orchard")
     ) {
         let parts = Parts(
-            configuration: configuration, store: store, processors: processors, vault: vault ?? configuration.vault ?? .ephemeral(),
+            configuration: configuration, stored: repositories ?? Repositories(store), processors: processors,
+            vault: vault ?? configuration.vault ?? .ephemeral(),
             time: time, directory: directory ?? MerchantDirectory(configuration: configuration), registration: registration,
             merchantTokens: merchantTokens, domainProbe: domainProbe, tenantDomainProbe: tenantDomainProbe,
             processorMaker: processorMaker, shopCalls: shopCalls, activity: activity, logger: logger)
@@ -32,7 +35,8 @@ extension ApplicationDependencies {
             ).check(configuration: configuration)
         }
         self.init(
-            settings: configuration.httpSettings, services: parts.services(), sessions: sessions, store: store, processors: processors,
+            settings: configuration.httpSettings, services: parts.services(), sessions: sessions, repositories: parts.stored,
+            processors: processors,
             vault: parts.vault, time: time, simulator: simulator, directory: parts.directory, registration: registration,
             processorMaker: processorMaker, settingsSealer: configuration.settingsSealer, shopCalls: shopCalls, doctor: doctor,
             activity: activity, logger: logger)
@@ -66,7 +70,7 @@ extension ServerConfiguration {
 /// What the shared services and the loops are made from.
 private struct Parts {
     let configuration: ServerConfiguration
-    let store: any OrchardStore
+    let stored: Repositories
     let processors: PaymentProcessors
     let vault: PaymentVault
     let time: TimeSource
@@ -83,15 +87,18 @@ private struct Parts {
     /// The engine, the mandate lifecycle, the webhook dispatcher and the token-event fetcher,
     /// each made once and shared by the routes and the loops.
     func services() -> ServerServices {
-        let engine = configuration.makePaymentsEngine(store: store, processors: processors, vault: vault, time: time, logger: logger)
+        let engine = configuration.makePaymentsEngine(
+            repositories: stored, processors: processors, vault: vault, time: time, logger: logger)
         let mandates = MandateLifecycle(
-            store: store, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
+            store: stored.mandates, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
         let webhooks = shopCalls.map {
-            WebhookDispatcher(store: store, transport: $0, directory: directory, policy: configuration.webhooks, time: time, logger: logger)
+            WebhookDispatcher(
+                store: stored.webhookOutbox, transport: $0, directory: directory, policy: configuration.webhooks, time: time, logger: logger
+            )
         }
         let tokenEvents = merchantTokens.map { _ in
             TokenEventFetcher(
-                store: store, lifecycle: mandates, budgets: TokenEventBudgets(policy: configuration.tokenEvents),
+                store: stored.tokenEventInbox, lifecycle: mandates, budgets: TokenEventBudgets(policy: configuration.tokenEvents),
                 gatewayTimeout: configuration.gateway.timeout, time: time, logger: logger)
         }
         let background = backgroundServices(engine: engine) + [tokenEvents as (any Service)?, webhooks].compactMap { $0 }
@@ -103,29 +110,31 @@ private struct Parts {
     private func backgroundServices(engine: PaymentsEngine) -> [any Service] {
         var services: [any Service] = [
             PaymentReconciler(engine: engine, interval: configuration.reconciliation.reconcileInterval, logger: logger),
-            PaymentRequestExpiry(store: store, interval: .seconds(15), time: time, logger: logger),
-            RetentionPurge(store: store, policy: configuration.retention, time: time, logger: logger),
-            StoreReadiness(store: store, activity: activity, logger: logger),
+            PaymentRequestExpiry(store: stored.paymentRequests, interval: .seconds(15), time: time, logger: logger),
+            RetentionPurge(store: stored.purging, policy: configuration.retention, time: time, logger: logger),
+            StoreReadiness(store: stored.counting, activity: activity, logger: logger),
         ]
         if configuration.guardSettings.enabled {
             let settings = configuration.guardSettings
             let service = GuardService(
-                records: store, probe: domainProbe, tenantProbe: tenantDomainProbe, signer: vault.domainFileSigner,
-                registration: registration, registry: store, policy: settings.policy, concurrency: settings.concurrency, time: time,
+                records: stored.guardRecords, probe: domainProbe, tenantProbe: tenantDomainProbe, signer: vault.domainFileSigner,
+                registration: registration, registry: stored.merchantRegistry, policy: settings.policy, concurrency: settings.concurrency,
+                time: time,
                 logger: logger)
-            services.append(GuardMonitor(service: service, directory: directory, records: store, time: time, logger: logger))
+            services.append(GuardMonitor(service: service, directory: directory, records: stored.guardRecords, time: time, logger: logger))
         }
         if configuration.platform != nil {
             // Instances sharing one database learn each other's registrations within this interval.
             services.append(
                 RegistrySync(
-                    store: store, directory: directory, processors: processors, processorMaker: processorMaker,
+                    store: stored.merchantRegistry, directory: directory, processors: processors, processorMaker: processorMaker,
                     sealer: configuration.settingsSealer, interval: .seconds(2), logger: logger))
         }
         if let metrics = configuration.metrics {
             services.append(
                 OperationalGauges(
-                    store: store, certificates: configuration.certificates, time: time, interval: metrics.refreshInterval, logger: logger))
+                    store: stored.counting, certificates: configuration.certificates, time: time, interval: metrics.refreshInterval,
+                    logger: logger))
         }
         return services
     }

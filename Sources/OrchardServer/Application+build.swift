@@ -37,7 +37,7 @@ public func buildApplication(
 /// The public port's middleware and routes (the OpenAPI document lists the same routes; `OpenAPITests` compare them).
 func buildRouter(_ dependencies: ApplicationDependencies) -> Router<OrchardRequestContext> {
     let d = dependencies
-    let (settings, store, time, directory, logger) = (d.settings, d.store, d.time, d.directory, d.logger)
+    let (settings, stored, time, directory, logger) = (d.settings, d.repositories, d.time, d.directory, d.logger)
     let (engine, mandates) = (d.services.engine, d.services.mandates)
     let router = Router(context: OrchardRequestContext.self)
     router.add(middleware: RequestTracingMiddleware(accept: settings.acceptTraceparent, trustedProxies: settings.trustedProxies))
@@ -64,25 +64,32 @@ func buildRouter(_ dependencies: ApplicationDependencies) -> Router<OrchardReque
         activity: d.activity)
     routes.addRoutes(health.routes)
     let orders = OrderService(
-        orders: store, quotes: d.shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, time: time,
+        orders: stored.orderPayments, paymentRequests: stored.paymentRequests,
+        quotes: d.shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, time: time,
         openFor: settings.ordersOpenFor.timeInterval)
     routes.addRoutes(OrdersController(service: orders, limiter: limiter).routes)
     routes.addRoutes(AuthorizeController(engine: engine, limiter: limiter).routes)
-    let v1 = routes.group("v1").add(middleware: APIKeyMiddleware(store: store, directory: directory))
-    let requestService = PaymentRequestService(store: store, vault: d.vault, time: time)
+    let v1 = routes.group("v1").add(middleware: APIKeyMiddleware(store: stored.apiKeys, directory: directory))
+    let requestService = PaymentRequestService(
+        paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, refunds: stored.refunds, vault: d.vault, time: time)
     let paymentRequests = PaymentRequestsController(
         service: requestService,
         simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter)
     v1.addRoutes(paymentRequests.apiRoutes)
     routes.addRoutes(paymentRequests.pageRoutes)
-    let paymentsAPI = PaymentsAPIController(store: store, engine: engine)
+    let paymentsAPI = PaymentsAPIController(refunds: stored.refunds, paymentRequests: stored.paymentRequests, engine: engine)
     v1.addRoutes(paymentsAPI.routes)
     v1.addRoutes(InAppAuthorizeController(requests: requestService, payments: paymentsAPI, limiter: limiter).routes)
     v1.addRoutes(
-        MandatesController(service: MandateChargeService(store: store, engine: engine, time: time), lifecycle: mandates).routes)
+        MandatesController(
+            service: MandateChargeService(
+                mandates: stored.mandates, paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, engine: engine,
+                time: time), lifecycle: mandates
+        ).routes)
     routes.addRoutes(
         TokenEventsController(
-            store: store, directory: directory, policy: settings.tokenEvents, limiter: limiter, fetching: d.services.tokenEvents != nil,
+            store: stored.tokenEventInbox, directory: directory, policy: settings.tokenEvents, limiter: limiter,
+            fetching: d.services.tokenEvents != nil,
             time: time
         ).routes)
     routes.addRoutes(
@@ -101,12 +108,14 @@ func buildRouter(_ dependencies: ApplicationDependencies) -> Router<OrchardReque
 
 /// The admin API's routes, in the group that checks the admin token.
 private func addAdminRoutes(to admin: RouterGroup<OrchardRequestContext>, _ d: ApplicationDependencies) {
-    let (services, store, directory) = (d.services, d.store, d.directory)
+    let (services, stored, directory) = (d.services, d.repositories, d.directory)
     let retirement = TenantRetirement(
-        store: store, directory: directory, processors: d.processors, lifecycle: services.mandates,
+        merchantRegistry: stored.merchantRegistry, mandates: stored.mandates, apiKeys: stored.apiKeys, directory: directory,
+        processors: d.processors, lifecycle: services.mandates,
         webhooks: services.webhooks, time: d.time, logger: services.mandates.logger)
     let registry = MerchantRegistryService(
-        store: store, directory: directory, apple: d.registration, retirement: retirement, processors: d.processors,
+        merchantRegistry: stored.merchantRegistry, directory: directory, apple: d.registration, retirement: retirement,
+        processors: d.processors,
         processorMaker: d.processorMaker, time: d.time)
     admin.addRoutes(
         AdminController(
@@ -114,20 +123,20 @@ private func addAdminRoutes(to admin: RouterGroup<OrchardRequestContext>, _ d: A
             sealer: d.settingsSealer
         )
         .routes)
-    admin.addRoutes(AdminPaymentsController(store: store, engine: services.engine).routes)
-    admin.addRoutes(AdminKeysController(store: store, directory: directory, time: d.time).routes)
+    admin.addRoutes(AdminPaymentsController(store: stored.orderPayments, engine: services.engine).routes)
+    admin.addRoutes(AdminKeysController(store: stored.apiKeys, directory: directory, time: d.time).routes)
     admin.addRoutes(
         AdminWebhooksController(
-            store: store, time: d.time, directory: directory, transport: d.shopCalls, timeout: d.settings.webhookTimeout
+            store: stored.webhookOutbox, time: d.time, directory: directory, transport: d.shopCalls, timeout: d.settings.webhookTimeout
         )
         .routes)
-    admin.addRoutes(AdminGuardController(records: store, time: d.time).routes)
+    admin.addRoutes(AdminGuardController(records: stored.guardRecords, time: d.time).routes)
     if let doctor = d.doctor {
         admin.addRoutes(AdminDoctorController(doctor: doctor).routes)
     }
     admin.addRoutes(
         AdminMandatesController(
-            store: store, directory: directory, configuredMerchants: directory.merchants.map(\.merchantIdentifier),
+            store: stored.mandates, directory: directory, configuredMerchants: directory.merchants.map(\.merchantIdentifier),
             lifecycle: services.mandates
         ).routes)
 }

@@ -18,8 +18,9 @@ public struct ApplicationDependencies: Sendable {
     public var services: ServerServices
     /// Where merchant sessions come from (Apple's gateway in production).
     public var sessions: any MerchantSessionService
-    /// Orders, payments and everything else kept.
-    public var store: any OrchardStore
+    /// Orders, payments and everything else kept, one repository per field: each route is given
+    /// the ones it uses, and a test puts a failing one in its field.
+    public var repositories: Repositories
     /// Where each merchant's authorized payments go; the registry's routes keep registered
     /// merchants' processors in step.
     public var processors: PaymentProcessors
@@ -50,7 +51,7 @@ public struct ApplicationDependencies: Sendable {
     /// Dependencies as given; the composition root's `ApplicationDependencies(configuration:…)`
     /// makes them from a loaded configuration.
     public init(
-        settings: HTTPSettings, services: ServerServices, sessions: any MerchantSessionService, store: any OrchardStore,
+        settings: HTTPSettings, services: ServerServices, sessions: any MerchantSessionService, repositories: Repositories,
         processors: PaymentProcessors, vault: PaymentVault, time: TimeSource, simulator: (any SimulatedApplePay)?,
         directory: MerchantDirectory, registration: (any MerchantRegistrationService)?, processorMaker: (any ProcessorMaker)?,
         settingsSealer: RegisteredSettingsSealer?, shopCalls: (any ShopTransport)?, doctor: DoctorRun?, activity: ServerActivity,
@@ -59,7 +60,7 @@ public struct ApplicationDependencies: Sendable {
         self.settings = settings
         self.services = services
         self.sessions = sessions
-        self.store = store
+        self.repositories = repositories
         self.processors = processors
         self.vault = vault
         self.time = time

@@ -21,7 +21,11 @@ struct OrderServiceQuoteTests {
         draft.shippingMethods = [.init(identifier: "post", label: "Post", detail: nil, amount: 300, countries: nil)]
         let requests = PaymentRequestService(store: store, vault: .ephemeral(), time: clock.source)
         let id = try await requests.create(draft, idempotencyKey: "k-7", merchant: merchant).view.id
-        return (OrderService(orders: store, quotes: .inMemory(shop, clock: clock), time: clock.source, openFor: 3600), merchant, id)
+        return (
+            OrderService(
+                orders: store, paymentRequests: store, quotes: .inMemory(shop, clock: clock), time: clock.source, openFor: 3600), merchant,
+            id
+        )
     }
 
     @Test("the shop is asked with a signed question and its amount, methods and selected method are taken")

@@ -12,7 +12,7 @@ struct OrderServiceTests {
     let clock = TestClock()
 
     func service(quotes: QuoteClient? = nil) -> OrderService {
-        OrderService(orders: store, quotes: quotes, time: clock.source, openFor: 3600)
+        OrderService(orders: store, paymentRequests: store, quotes: quotes, time: clock.source, openFor: 3600)
     }
 
     func refusal(_ body: () async throws -> Void) async -> CoreError? { await ServiceFixtures.refusal(body) }

@@ -34,7 +34,7 @@ struct ProcessorFixture {
 
     static func with(
         _ kind: Kind, password: String = "env:WP_PASSWORD", timeout: Int? = nil, admin: Bool = false, logHandler: (any LogHandler)? = nil,
-        wrapStore: (SQLiteStore) -> any OrchardStore = { $0 }, reconcileEverySecond: Bool = false,
+        repositories: (Repositories) -> Repositories = { $0 }, reconcileEverySecond: Bool = false,
         transport: HarnessTransport = .router,
         configure: (inout ConfigurationFile, TemporaryDirectory) async throws -> Void = { _, _ in },
         _ body: (ProcessorFixture) async throws -> Void
@@ -46,7 +46,8 @@ struct ProcessorFixture {
         defer { Task { await mock.stop() } }
         let environment = environment.merging(admin ? MoreMerchants.environment : [:]) { $1 }
         try await ServerHarness.with(
-            environment: environment, time: clock.source, logHandler: logHandler, wrapStore: wrapStore, transport: transport,
+            environment: environment, time: clock.source, logHandler: logHandler, repositories: repositories,
+            transport: transport,
             configure: { file, directory in
                 file.merchants[0].processor = processor(kind, baseURL: mock.baseURL, password: password, timeout: timeout)
                 try await configure(&file, directory)
@@ -234,10 +235,12 @@ struct ProcessorTests {
         nonisolated(unsafe) var failing: FailingOrderPayments?
         try await ProcessorFixture.with(
             .worldlineEncrypted,
-            wrapStore: { store in
-                let payments = FailingOrderPayments(store)
+            repositories: { repositories in
+                var repositories = repositories
+                let payments = FailingOrderPayments(repositories.orderPayments)
                 failing = payments
-                return ComposedStore(store, orderPayments: payments)
+                repositories.orderPayments = payments
+                return repositories
             }
         ) { fixture in
             let (id, request) = try await fixture.order()

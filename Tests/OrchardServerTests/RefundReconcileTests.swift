@@ -47,10 +47,12 @@ struct RefundReconcileTests {
         // answer could miss it on a loaded machine (seen once in a full suite run).
         try await ProcessorFixture.with(
             .worldlineEncrypted, timeout: 3000, admin: true,
-            wrapStore: { store in
-                let refunds = FailingRefunds(store)
+            repositories: { repositories in
+                var repositories = repositories
+                let refunds = FailingRefunds(repositories.refunds)
                 failing = refunds
-                return ComposedStore(store, refunds: refunds)
+                repositories.refunds = refunds
+                return repositories
             }, reconcileEverySecond: true
         ) { fixture in
             let settled = try await SettledPayment.make(fixture)

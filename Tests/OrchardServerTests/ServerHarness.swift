@@ -121,6 +121,7 @@ struct ServerHarness {
         environment: [String: String] = [:], time: TimeSource = .system,
         logHandler: (any LogHandler)? = nil,
         wrapStore: (SQLiteStore) -> any OrchardStore = { $0 },
+        repositories: (Repositories) -> Repositories = { $0 },
         callsShops: Bool = false, resolve: [String] = [],
         activity: ServerActivity = ServerActivity(), transport: HarnessTransport = .router,
         configure: (inout ConfigurationFile, TemporaryDirectory) async throws -> Void = { _, _ in },
@@ -154,7 +155,8 @@ struct ServerHarness {
         processors.register(merchants, maker: processorMaker)
         let vault = configuration.vault ?? .ephemeral()
         let dependencies = ApplicationDependencies(
-            configuration: configuration, sessions: sessions, store: store, processors: processors, vault: vault, time: time,
+            configuration: configuration, sessions: sessions, store: store, repositories: repositories(Repositories(store)),
+            processors: processors, vault: vault, time: time,
             simulator: simulator,
             directory: merchants,
             registration: configuration.platform.map {

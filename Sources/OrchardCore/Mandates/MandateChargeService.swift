@@ -50,7 +50,12 @@ public struct MandateChargeView: Encodable, Sendable {
 /// that order, so an unknown attempt is re-sent under the same reference and a definite answer
 /// is answered again, never charged twice. Another merchant's mandate is "not found".
 public struct MandateChargeService: Sendable {
-    let store: any MandateRecords & PaymentRequests & OrderPayments
+    /// Mandates.
+    let mandates: any MandateRecords
+    /// Payment requests and the orders they open.
+    let paymentRequests: any PaymentRequests
+    /// Orders and their payments.
+    let orderPayments: any OrderPayments
     let engine: PaymentsEngine
     let time: TimeSource
 
@@ -59,22 +64,34 @@ public struct MandateChargeService: Sendable {
     /// The most mandates one list answers.
     public static let listLimit = 100
 
-    public init(store: any MandateRecords & PaymentRequests & OrderPayments, engine: PaymentsEngine, time: TimeSource) {
-        self.store = store
+    /// A service over the repositories it uses: mandates, the charge's payment request and order, and its payments.
+    public init(
+        mandates: any MandateRecords, paymentRequests: any PaymentRequests, orderPayments: any OrderPayments, engine: PaymentsEngine,
+        time: TimeSource
+    ) {
+        self.mandates = mandates
+        self.paymentRequests = paymentRequests
+        self.orderPayments = orderPayments
         self.engine = engine
         self.time = time
     }
 
+    /// A service whose repositories are one store's.
+    public init(store: any MandateRecords & PaymentRequests & OrderPayments, engine: PaymentsEngine, time: TimeSource) {
+        self.init(mandates: store, paymentRequests: store, orderPayments: store, engine: engine, time: time)
+    }
+
     /// The merchant's mandate `id`; another merchant's is "not found", never "forbidden".
     public func mandate(id: String, merchantIdentifier: String) async throws -> MandateRecord {
-        guard RecordIdentifier.isLookup(id), let mandate = try await store.mandate(id: id), mandate.merchantIdentifier == merchantIdentifier
+        guard RecordIdentifier.isLookup(id), let mandate = try await mandates.mandate(id: id),
+            mandate.merchantIdentifier == merchantIdentifier
         else { throw CoreError(.notFound, "there is no mandate \(id.prefix(64))") }
         return mandate
     }
 
     /// The merchant's mandates, newest first, of every state when `state` is nil.
     public func mandates(merchantIdentifier: String, state: MandateRecord.State?) async throws -> [MandateRecord] {
-        try await store.mandates(merchantIdentifier: merchantIdentifier, state: state, limit: Self.listLimit)
+        try await mandates.mandates(merchantIdentifier: merchantIdentifier, state: state, limit: Self.listLimit)
     }
 
     /// Charges the merchant's mandate `mandateId` for `draft`, once per Idempotency-Key: the first
@@ -106,7 +123,7 @@ public struct MandateChargeService: Sendable {
             expiresAt: now.addingTimeInterval(Self.chargeOpenFor), createdAt: now)
         let (stored, created): (PaymentRequestRecord, Bool)
         do {
-            (stored, created) = try await store.createPaymentRequest(record, order: order)
+            (stored, created) = try await paymentRequests.createPaymentRequest(record, order: order)
         } catch let error as CoreError where error.code == .idempotencyMismatch {
             throw CoreError(.idempotencyMismatch, "this Idempotency-Key was used for another charge or body")
         }
@@ -117,7 +134,7 @@ public struct MandateChargeService: Sendable {
         case .refused: throw CoreError(.declined, "the issuer declined the charge: nothing was charged")
         case .failed: throw CoreError(.processorRejected, "the processor refused the charge request: nothing was charged")
         default:
-            let current = try await store.mandate(id: mandate.id) ?? mandate
+            let current = try await mandates.mandate(id: mandate.id) ?? mandate
             return (
                 MandateChargeView(payment: PaymentView(payment: payment, request: stored, refunded: 0), mandate: MandateView(current)),
                 created
@@ -148,7 +165,7 @@ public struct MandateChargeService: Sendable {
 
     /// The agreement the shopper accepted bounds the charge (``MandateChargeBound``).
     func checkBound(_ draft: MandateChargeDraft, of mandate: MandateRecord, logger: Logger) async throws {
-        guard let agreement = try await store.order(id: mandate.orderId)?.priced.agreement else {
+        guard let agreement = try await orderPayments.order(id: mandate.orderId)?.priced.agreement else {
             throw CoreError(.inconsistent, "the order that set up this mandate is missing: it cannot be charged")
         }
         do throws(MandateChargeBound.Refusal) {

@@ -49,15 +49,20 @@ public enum SheetEvent: Sendable, Equatable {
 /// catalogue, the shop's payment request, or the shop's quote URL, never from the page. An order
 /// is visible only to its own merchant.
 public struct OrderService: Sendable {
-    let orders: any OrderPayments & PaymentRequests
+    let orders: any OrderPayments
+    /// The shop's payment requests an order may come from.
+    let paymentRequests: any PaymentRequests
     /// The shops' quote URLs, for merchants that price sheet changes themselves; nil: none is asked.
     let quotes: QuoteClient?
     let time: TimeSource
     /// How long a catalogue order takes payments before it expires (and is purged later).
     let openFor: TimeInterval
 
-    public init(orders: any OrderPayments & PaymentRequests, quotes: QuoteClient?, time: TimeSource, openFor: TimeInterval) {
+    public init(
+        orders: any OrderPayments, paymentRequests: any PaymentRequests, quotes: QuoteClient?, time: TimeSource, openFor: TimeInterval
+    ) {
         self.orders = orders
+        self.paymentRequests = paymentRequests
         self.quotes = quotes
         self.time = time
         self.openFor = openFor
@@ -100,7 +105,7 @@ public struct OrderService: Sendable {
         var updated = order
         var errors: [ApplePayErrorItem] = []
         let available: [Catalogue.ShippingMethod]
-        if let request = try await orders.paymentRequest(id: order.id) {
+        if let request = try await paymentRequests.paymentRequest(id: order.id) {
             var cart = request.cart
             if let endpoint = merchant.quote, let quotes {
                 let address = event.address ?? order.priced.shippingAddress ?? RedactedAddress(countryCode: change.shippingCountry)

@@ -5,7 +5,12 @@ import Foundation
 /// shopper's page see of them. A request and its open order are created together, once per
 /// Idempotency-Key; a request is visible only to its own merchant.
 public struct PaymentRequestService: Sendable {
-    let store: any PaymentRequests & OrderPayments & Refunds
+    /// Payment requests and the orders they open.
+    let paymentRequests: any PaymentRequests
+    /// Orders and their payments.
+    let orderPayments: any OrderPayments
+    /// The payments' refunds.
+    let refunds: any Refunds
     let vault: PaymentVault
     let time: TimeSource
 
@@ -13,10 +18,20 @@ public struct PaymentRequestService: Sendable {
     public static let defaultExpiry = 1800
     public static let expiryRange = 60...604_800
 
-    public init(store: any PaymentRequests & OrderPayments & Refunds, vault: PaymentVault, time: TimeSource) {
-        self.store = store
+    /// A service over the repositories it uses: payment requests, their orders and payments, and the payments' refunds.
+    public init(
+        paymentRequests: any PaymentRequests, orderPayments: any OrderPayments, refunds: any Refunds, vault: PaymentVault, time: TimeSource
+    ) {
+        self.paymentRequests = paymentRequests
+        self.orderPayments = orderPayments
+        self.refunds = refunds
         self.vault = vault
         self.time = time
+    }
+
+    /// A service whose repositories are one store's.
+    public init(store: any PaymentRequests & OrderPayments & Refunds, vault: PaymentVault, time: TimeSource) {
+        self.init(paymentRequests: store, orderPayments: store, refunds: store, vault: vault, time: time)
     }
 
     /// Creates the request and its open order, or, for an Idempotency-Key the merchant used
@@ -45,7 +60,7 @@ public struct PaymentRequestService: Sendable {
         let record = PaymentRequestRecord(
             id: order.id, merchantIdentifier: merchant.merchantIdentifier, reference: reference, metadata: metadata, cart: cart,
             idempotencyKey: key, fingerprint: try draft.fingerprint(), expiresAt: order.expiresAt ?? now, createdAt: now)
-        let (stored, created) = try await store.createPaymentRequest(record, order: order)
+        let (stored, created) = try await paymentRequests.createPaymentRequest(record, order: order)
         return (try await view(stored, merchant: merchant), created)
     }
 
@@ -99,7 +114,7 @@ public struct PaymentRequestService: Sendable {
 
     /// The merchant's request `id`; another merchant's is "not found", never "forbidden".
     public func request(id: String, merchant: MerchantConfiguration) async throws -> PaymentRequestRecord {
-        guard RecordIdentifier.isLookup(id), let record = try await store.paymentRequest(id: id),
+        guard RecordIdentifier.isLookup(id), let record = try await paymentRequests.paymentRequest(id: id),
             record.merchantIdentifier == merchant.merchantIdentifier
         else { throw CoreError(.notFound, "there is no payment request \(id.prefix(64))") }
         return record
@@ -118,12 +133,12 @@ public struct PaymentRequestService: Sendable {
 
     /// The request with its order's status and total, and its payments with what each had refunded.
     public func view(_ record: PaymentRequestRecord, merchant: MerchantConfiguration) async throws -> PaymentRequestView {
-        guard let order = try await store.order(id: record.id) else {
+        guard let order = try await orderPayments.order(id: record.id) else {
             throw CoreError(.inconsistent, "the payment request's order is missing")
         }
         var payments: [PaymentView] = []
-        for payment in try await store.payments(orderId: record.id) {
-            let refunded = try await store.refunds(paymentId: payment.id).filter { $0.state == .refunded }.reduce(0) { $0 + $1.amount }
+        for payment in try await orderPayments.payments(orderId: record.id) {
+            let refunded = try await refunds.refunds(paymentId: payment.id).filter { $0.state == .refunded }.reduce(0) { $0 + $1.amount }
             payments.append(PaymentView(payment: payment, request: record, refunded: refunded))
         }
         return PaymentRequestView(

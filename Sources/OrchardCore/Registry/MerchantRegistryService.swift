@@ -40,7 +40,8 @@ public struct MerchantUnregistrationDraft: Decodable, Sendable {
 /// record says to repeat the call (Apple's calls are idempotent). Every refusal before Apple's
 /// call changes nothing anywhere.
 public struct MerchantRegistryService: Sendable {
-    let store: any MerchantRegistry & MandateRecords & APIKeys
+    /// Registered merchants and their sealed settings.
+    let merchantRegistry: any MerchantRegistry
     let directory: any RegistryDirectory
     /// Apple's registration API; nil without a platform integrator.
     let apple: (any MerchantRegistrationService)?
@@ -50,17 +51,28 @@ public struct MerchantRegistryService: Sendable {
     let processorMaker: (any ProcessorMaker)?
     let time: TimeSource
 
+    /// A service over the one repository it uses, the registry.
     public init(
-        store: any MerchantRegistry & MandateRecords & APIKeys, directory: any RegistryDirectory, apple: (any MerchantRegistrationService)?,
+        merchantRegistry: any MerchantRegistry, directory: any RegistryDirectory, apple: (any MerchantRegistrationService)?,
         retirement: TenantRetirement, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?, time: TimeSource
     ) {
-        self.store = store
+        self.merchantRegistry = merchantRegistry
         self.directory = directory
         self.apple = apple
         self.retirement = retirement
         self.processors = processors
         self.processorMaker = processorMaker
         self.time = time
+    }
+
+    /// A service whose registry is one store's: the server's call, unchanged (the service uses only the registry).
+    public init(
+        store: any MerchantRegistry & MandateRecords & APIKeys, directory: any RegistryDirectory, apple: (any MerchantRegistrationService)?,
+        retirement: TenantRetirement, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?, time: TimeSource
+    ) {
+        self.init(
+            merchantRegistry: store, directory: directory, apple: apple, retirement: retirement, processors: processors,
+            processorMaker: processorMaker, time: time)
     }
 
     /// Apple's registration API, or the refusal that says what to configure.
@@ -93,14 +105,14 @@ public struct MerchantRegistryService: Sendable {
         }
         try checkAvailable(registration, registered: directory.registrations)
         // The store too: another instance may have registered a case variant a moment ago.
-        try checkAvailable(registration, registered: try await store.registeredMerchants())
+        try checkAvailable(registration, registered: try await merchantRegistry.registeredMerchants())
         try await call { () async throws(GatewayError) in try await apple.register(registration) }
         let id = registration.partnerInternalMerchantIdentifier
         // The store, not this instance's copy, says whether the merchant is new: another instance
         // may have registered it a moment ago.
         var existing: RegisteredMerchant?
         do {
-            existing = try await store.registeredMerchants().first { $0.partnerIdentifier == id }
+            existing = try await merchantRegistry.registeredMerchants().first { $0.partnerIdentifier == id }
             // A registration without domains was leaving: its retirement finishes before anyone new starts.
             if existing?.isLeaving ?? true {
                 existing = nil
@@ -186,8 +198,8 @@ public struct MerchantRegistryService: Sendable {
             if leaving {
                 try await retirement.retire(id)
             } else {
-                try await store.saveRegistration(merchant)
-                directory.replaceRegistrations(try await store.registeredMerchants())
+                try await merchantRegistry.saveRegistration(merchant)
+                directory.replaceRegistrations(try await merchantRegistry.registeredMerchants())
             }
         } catch {
             throw CoreError(.unrecorded, "Apple unregistered the domains but the registry could not record it; repeat the call")
@@ -242,7 +254,7 @@ public struct MerchantRegistryService: Sendable {
             throw CoreError(.invalidRequest, error.message)
         }
         do {
-            try await store.saveSealedMerchantSettings(
+            try await merchantRegistry.saveSealedMerchantSettings(
                 partnerIdentifier: id, sealed: try sealer.seal(file, partnerIdentifier: id), at: time.now)
         } catch {
             throw CoreError(.unrecorded, "the settings could not be stored; nothing changed")
@@ -268,8 +280,8 @@ public struct MerchantRegistryService: Sendable {
     /// gave the domain away meanwhile).
     func save(_ merchant: RegisteredMerchant, after what: String) async throws {
         do {
-            try await store.saveRegistration(merchant)
-            directory.replaceRegistrations(try await store.registeredMerchants())
+            try await merchantRegistry.saveRegistration(merchant)
+            directory.replaceRegistrations(try await merchantRegistry.registeredMerchants())
         } catch let error as CoreError where error.code == .domainTaken {
             throw error
         } catch {

@@ -9,7 +9,12 @@ import Logging
 /// skipped (after one last attempt each). Its merchant tokens are not unlinked one by one: Apple has already deleted the
 /// merchant with its last domain, and refuses token calls for a merchant it does not have.
 public struct TenantRetirement: Sendable {
-    let store: any MerchantRegistry & MandateRecords & APIKeys
+    /// Registered merchants and their sealed settings.
+    let merchantRegistry: any MerchantRegistry
+    /// Mandates.
+    let mandates: any MandateRecords
+    /// Merchants' API keys.
+    let apiKeys: any APIKeys
     let directory: any RegistryDirectory
     let processors: PaymentProcessors
     let lifecycle: MandateLifecycle
@@ -18,17 +23,31 @@ public struct TenantRetirement: Sendable {
     let time: TimeSource
     let logger: Logger
 
+    /// A retirement over the repositories it uses: the registry, the tenant's mandates and its API keys.
     public init(
-        store: any MerchantRegistry & MandateRecords & APIKeys, directory: any RegistryDirectory, processors: PaymentProcessors,
+        merchantRegistry: any MerchantRegistry, mandates: any MandateRecords, apiKeys: any APIKeys, directory: any RegistryDirectory,
+        processors: PaymentProcessors,
         lifecycle: MandateLifecycle, webhooks: (any PendingDeliveries)?, time: TimeSource, logger: Logger
     ) {
-        self.store = store
+        self.merchantRegistry = merchantRegistry
+        self.mandates = mandates
+        self.apiKeys = apiKeys
         self.directory = directory
         self.processors = processors
         self.lifecycle = lifecycle
         self.webhooks = webhooks
         self.time = time
         self.logger = logger
+    }
+
+    /// A retirement whose repositories are one store's.
+    public init(
+        store: any MerchantRegistry & MandateRecords & APIKeys, directory: any RegistryDirectory, processors: PaymentProcessors,
+        lifecycle: MandateLifecycle, webhooks: (any PendingDeliveries)?, time: TimeSource, logger: Logger
+    ) {
+        self.init(
+            merchantRegistry: store, mandates: store, apiKeys: store, directory: directory, processors: processors, lifecycle: lifecycle,
+            webhooks: webhooks, time: time, logger: logger)
     }
 
     /// The `endedReason` of the mandates a retirement ends.
@@ -43,11 +62,11 @@ public struct TenantRetirement: Sendable {
         var leaving = merchant
         leaving.domains = []
         leaving.updatedAt = time.now
-        try await store.saveRegistration(leaving)
-        for key in try await store.apiKeys(merchantIdentifier: merchant.partnerIdentifier) where key.revokedAt == nil {
-            _ = try await store.revokeAPIKey(id: key.id, at: time.now)
+        try await merchantRegistry.saveRegistration(leaving)
+        for key in try await apiKeys.apiKeys(merchantIdentifier: merchant.partnerIdentifier) where key.revokedAt == nil {
+            _ = try await apiKeys.revokeAPIKey(id: key.id, at: time.now)
         }
-        directory.replaceRegistrations(try await store.registeredMerchants())
+        directory.replaceRegistrations(try await merchantRegistry.registeredMerchants())
     }
 
     /// Retires `partner`: first its mandates, while its processor and its registration at Apple
@@ -57,7 +76,7 @@ public struct TenantRetirement: Sendable {
         // Pages of active mandates until none is left; each end is a compare-and-set, so a page
         // never comes back, and the bound only guards against a store that ignores the filter.
         for _ in 0..<10_000 {
-            let active = try await store.mandates(merchantIdentifier: partner, state: .active, limit: 100)
+            let active = try await mandates.mandates(merchantIdentifier: partner, state: .active, limit: 100)
             if active.isEmpty { break }
             for mandate in active where try await lifecycle.end(mandate, reason: Self.endedReason, unlinkAtApple: false) != nil {
                 ended += 1
@@ -65,8 +84,8 @@ public struct TenantRetirement: Sendable {
         }
         // The shop hears that its mandates ended while its endpoint is still known here.
         let tried = await webhooks?.deliverPending(merchant: partner) ?? 0
-        try await store.deleteRegistration(partnerIdentifier: partner, at: time.now)
-        directory.replaceRegistrations(try await store.registeredMerchants())
+        try await merchantRegistry.deleteRegistration(partnerIdentifier: partner, at: time.now)
+        directory.replaceRegistrations(try await merchantRegistry.registeredMerchants())
         processors.setRegistered(nil, forMerchant: partner)
         logger.notice(
             "registered merchant retired: API keys revoked, settings dropped, undelivered events skipped",

@@ -5,7 +5,8 @@ import OrchardCore
 /// `/v1/payments/{id}`: read a payment, capture or cancel it, refund it, through the processor
 /// that authorized it. Another merchant's payment is "not found".
 struct PaymentsAPIController {
-    let store: any Refunds & PaymentRequests
+    let refunds: any Refunds
+    let paymentRequests: any PaymentRequests
     let engine: PaymentsEngine
 
     struct RefundBody: Decodable {
@@ -36,7 +37,7 @@ struct PaymentsAPIController {
         }
         v1.get("payments/{id}/refunds") { _, context in
             let payment = try await engine(context) { try await $0.requirePayment($1, merchantIdentifier: $2) }
-            return RefundList(refunds: try await store.refunds(paymentId: payment.id))
+            return RefundList(refunds: try await self.refunds.refunds(paymentId: payment.id))
         }
         v1.postJSON("payments/{id}/refunds") { request, context in
             let key = try idempotencyKey(request)
@@ -64,8 +65,8 @@ struct PaymentsAPIController {
     }
 
     func detail(_ payment: PaymentRecord) async throws -> Detail {
-        let refunds = try await store.refunds(paymentId: payment.id)
-        let request = try await store.paymentRequest(id: payment.orderId)
+        let refunds = try await self.refunds.refunds(paymentId: payment.id)
+        let request = try await paymentRequests.paymentRequest(id: payment.orderId)
         let refunded = refunds.filter { $0.state == .refunded }.reduce(0) { $0 + $1.amount }
         return Detail(payment: PaymentView(payment: payment, request: request, refunded: refunded), refunds: refunds)
     }
