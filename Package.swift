@@ -489,6 +489,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "OrchardConfigurationTests",
+            dependencies: ["OrchardConfiguration", "OrchardCore", "OrchardServices", "OrchardTesting", "ProcessorClients"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "OrchardServicesTests",
+            dependencies: ["OrchardServices"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "OrchardServerTests",
             dependencies: [
                 "AppleGateway",

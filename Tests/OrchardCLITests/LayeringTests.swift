@@ -75,6 +75,11 @@ struct LayeringTests {
             "OrchardServer", "Hummingbird", "HummingbirdTesting", "OrchardSQLite", "OrchardPostgres", "AppleGateway", "ShopCallbacks",
             "OrchardRuntime",
         ],
+        // The configuration's and the services' tests run without the HTTP server.
+        "OrchardConfigurationTests": [
+            "OrchardServer", "Hummingbird", "HummingbirdTesting", "OrchardRuntime", "OrchardSQLite", "OrchardPostgres",
+        ],
+        "OrchardServicesTests": ["OrchardServer", "Hummingbird", "HummingbirdTesting", "OrchardConfiguration", "OrchardRuntime"],
         "CurlClientTests": ["OrchardCore", "OrchardServer", "AppleGateway", "ProcessorClients", "OrchardSQLite", "OrchardPostgres"],
     ]
 

@@ -1,7 +1,5 @@
 import Testing
 
-@testable import OrchardConfiguration
-@testable import OrchardServer
 @testable import OrchardServices
 
 /// The Host header to a merchant's domain, on the fast path and the full one alike.

@@ -1,7 +1,6 @@
 import Foundation
 import OrchardConfiguration
 import OrchardCore
-import OrchardServer
 import OrchardServices
 import OrchardTesting
 import ProcessorClients
