@@ -229,12 +229,19 @@ let package = Package(
             dependencies: ["CurlClient", "OrchardCore"],
             swiftSettings: swiftSettings
         ),
+        // Adapter: the in-memory store, for tests and the engine's bench (no file, no socket).
+        .target(
+            name: "OrchardInMemory",
+            dependencies: ["ApplePay", "OrchardCore"],
+            swiftSettings: swiftSettings
+        ),
         // Test PKI and the mock Apple gateway (mutual TLS on loopback).
         .target(
             name: "OrchardTesting",
             dependencies: [
                 "ApplePay",
                 "OrchardCore",
+                "OrchardInMemory",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -399,6 +406,7 @@ let package = Package(
         .testTarget(
             name: "OrchardCoreTests",
             dependencies: [
+                "OrchardInMemory",
                 "OrchardCore", "ApplePay", "OrchardTesting", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -408,6 +416,7 @@ let package = Package(
         .testTarget(
             name: "StoreContractTests",
             dependencies: [
+                "OrchardInMemory",
                 "ApplePay", "OrchardCore", "OrchardPostgres", "OrchardSQLite", "OrchardTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -501,6 +510,7 @@ let package = Package(
         .testTarget(
             name: "OrchardServerTests",
             dependencies: [
+                "OrchardInMemory",
                 "AppleGateway",
                 "OrchardConfiguration",
                 "OrchardCore",

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Logging
 import OrchardCore
+import OrchardInMemory
 
 /// The engine over a store, a processor double and a hand-moved clock. The store is in memory
 /// for the engine's rules; a test about what survives a crash passes an opener of a real store

@@ -43,6 +43,11 @@ struct LayeringTests {
         "CertificateTools": ["OrchardCore", "OrchardServer", "CurlClient", "Hummingbird", "OrchardTesting"],
         // The test doubles stand below the server, so Core's tests build no HTTP server.
         "OrchardTesting": ["OrchardServer", "Hummingbird", "HummingbirdCore", "OrchardRuntime", "OrchardSQLite", "OrchardPostgres"],
+        // The in-memory store is an adapter like the others: Core's contracts, nothing above them.
+        "OrchardInMemory": [
+            "Hummingbird", "OrchardServer", "OrchardServices", "OrchardConfiguration", "OrchardRuntime", "OrchardTesting", "CurlClient",
+            "CSQLite", "OrchardSQLite", "OrchardPostgres", "NIOCore", "NIOPosix", "Prometheus",
+        ],
         // Trace context knows nothing of Orchard: the server and the clients reach it through swift-distributed-tracing.
         "OrchardTracing": ["OrchardCore", "OrchardServer", "CurlClient", "Hummingbird", "ApplePay"],
         "OrchardRuntime": ["OrchardTesting", "NIOSSL"],

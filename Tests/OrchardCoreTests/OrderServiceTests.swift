@@ -1,6 +1,7 @@
 import ApplePay
 import Foundation
 import OrchardCore
+import OrchardInMemory
 import OrchardTesting
 import Testing
 

@@ -2,6 +2,7 @@ import ApplePay
 import Crypto
 import Foundation
 import OrchardCore
+import OrchardInMemory
 import OrchardTesting
 import Testing
 

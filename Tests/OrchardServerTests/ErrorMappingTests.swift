@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import OrchardCore
+import OrchardInMemory
 import OrchardRuntime
 import OrchardTesting
 import Testing

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Logging
 import OrchardCore
+import OrchardInMemory
 import OrchardTesting
 import Synchronization
 import Testing

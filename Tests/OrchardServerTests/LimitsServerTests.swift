@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import OrchardConfiguration
 import OrchardCore
+import OrchardInMemory
 import OrchardServer
 import OrchardServices
 import OrchardTesting

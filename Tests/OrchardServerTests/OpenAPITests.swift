@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import OrchardCore
+import OrchardInMemory
 import OrchardRuntime
 import OrchardTesting
 import Testing

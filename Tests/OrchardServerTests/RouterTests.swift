@@ -7,6 +7,7 @@ import HummingbirdTesting
 import Logging
 import OrchardConfiguration
 import OrchardCore
+import OrchardInMemory
 import OrchardRuntime
 import OrchardServer
 import OrchardServices

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import OrchardCore
+import OrchardInMemory
 import OrchardRuntime
 import OrchardTesting
 import Testing

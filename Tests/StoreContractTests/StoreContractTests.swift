@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import Logging
 import OrchardCore
+import OrchardInMemory
 import OrchardPostgres
 import OrchardSQLite
 import OrchardTesting
