@@ -187,11 +187,15 @@ struct ProcessorTests {
             .unreadableAfterCharge(status: 402),
         ])
     func unknownThenRetry(kind: ProcessorFixture.Kind, fault: MockProcessorBehaviour) async throws {
-        try await ProcessorFixture.with(kind, timeout: 1000) { fixture in
+        // 3 s: only the held charge waits for it, and the first send must reach the mock before
+        // it runs out (the mutual TLS handshake alone has taken over 1 s on a loaded machine; the
+        // send then never arrived, and the early retry below was charged as a first send).
+        try await ProcessorFixture.with(kind, timeout: 3000) { fixture in
             fixture.mock.behaviour = fault
             let (id, request) = try await fixture.order()
             let (response, _) = try await fixture.pay(id, request)
             #expect(response.status == 504)
+            if fault == .hold { #expect(fixture.mock.isInProgress("\(id)-1"), "the slow charge reached the processor") }
             #expect(response.json?["status"] as? String == "failure")
             #expect(response.errorCode == "payment_unknown")
             let unknown = try #require(try await fixture.server.store.payments(orderId: id).first)
