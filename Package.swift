@@ -503,6 +503,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "ShopCallbacksTests",
+            dependencies: ["CurlClient", "OrchardCore", "OrchardTesting", "ShopCallbacks"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "OrchardServicesTests",
             dependencies: ["OrchardServices"],
             swiftSettings: swiftSettings

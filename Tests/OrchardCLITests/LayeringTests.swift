@@ -84,6 +84,7 @@ struct LayeringTests {
         "OrchardConfigurationTests": [
             "OrchardServer", "Hummingbird", "HummingbirdTesting", "OrchardRuntime", "OrchardSQLite", "OrchardPostgres",
         ],
+        "ShopCallbacksTests": ["OrchardServer", "Hummingbird", "AppleGateway", "ProcessorClients", "OrchardSQLite", "OrchardRuntime"],
         "OrchardServicesTests": ["OrchardServer", "Hummingbird", "HummingbirdTesting", "OrchardConfiguration", "OrchardRuntime"],
         "CurlClientTests": ["OrchardCore", "OrchardServer", "AppleGateway", "ProcessorClients", "OrchardSQLite", "OrchardPostgres"],
     ]
