@@ -258,6 +258,26 @@ let package = Package(
             resources: [.copy("SimulatedSheet"), .copy("demo-catalogue.json")],
             swiftSettings: swiftSettings
         ),
+        // The server's test fixtures (the harness, in process or live, the mock-processor fixture, a
+        // server process, nginx in front), shared by the server's and the command line's tests.
+        // In no product: nothing that ships links it.
+        .target(
+            name: "OrchardServerTesting",
+            dependencies: [
+                "AppleGateway", "ApplePay", "CurlClient", "OrchardConfiguration", "OrchardCore", "OrchardInMemory", "OrchardRuntime",
+                "OrchardServer", "OrchardServices", "OrchardSQLite", "OrchardTesting", "ProcessorClients",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // What both executables run: the server's composition root and the command-line basics.
         .target(
             name: "OrchardRuntime",
@@ -490,7 +510,10 @@ let package = Package(
         .testTarget(
             name: "OrchardCLITests",
             dependencies: [
-                "ApplePay", "CurlClient", "OrchardConfiguration", "OrchardServices", "OrchardTesting", "orchard", "orchard-sandbox",
+                "OrchardServerTesting",
+                "ApplePay", "CurlClient", "OrchardConfiguration", "OrchardCore", "OrchardPostgres", "OrchardRuntime", "OrchardServer",
+                "OrchardServices", "OrchardSQLite", "OrchardTesting", "ShopCallbacks", "orchard", "orchard-sandbox",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -515,6 +538,7 @@ let package = Package(
         .testTarget(
             name: "OrchardServerTests",
             dependencies: [
+                "OrchardServerTesting",
                 "OrchardInMemory",
                 "AppleGateway",
                 "OrchardConfiguration",
@@ -534,8 +558,6 @@ let package = Package(
                 "ShopCallbacks",
                 "OrchardTesting",
                 "CurlClient",
-                "orchard",
-                "orchard-sandbox",
             ],
             swiftSettings: swiftSettings
         ),

@@ -34,8 +34,9 @@ public func buildApplication(
     return app
 }
 
-/// The public port's middleware and routes (the OpenAPI document lists the same routes; `OpenAPITests` compare them).
-func buildRouter(_ dependencies: ApplicationDependencies) -> Router<OrchardRequestContext> {
+/// The public port's middleware and routes (the OpenAPI document lists the same routes; `OpenAPITests` compare them):
+/// what `buildApplication` serves, and what router tests send requests to in process.
+public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<OrchardRequestContext> {
     let d = dependencies
     let (settings, stored, time, directory, logger) = (d.settings, d.repositories, d.time, d.directory, d.logger)
     let (engine, mandates) = (d.services.engine, d.services.mandates)

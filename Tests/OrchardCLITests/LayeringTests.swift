@@ -50,8 +50,8 @@ struct LayeringTests {
         ],
         // Trace context knows nothing of Orchard: the server and the clients reach it through swift-distributed-tracing.
         "OrchardTracing": ["OrchardCore", "OrchardServer", "CurlClient", "Hummingbird", "ApplePay"],
-        "OrchardRuntime": ["OrchardTesting", "NIOSSL"],
-        "orchard": ["OrchardTesting", "NIOSSL"],
+        "OrchardRuntime": ["OrchardTesting", "OrchardServerTesting", "NIOSSL"],
+        "orchard": ["OrchardTesting", "OrchardServerTesting", "NIOSSL"],
     ]
 
     /// What each test target, named after what it tests, must not reach for: a test of Core's rules
@@ -179,6 +179,8 @@ struct LayeringTests {
     /// What must stay out of a target's build, direct or through what it depends on: the server
     /// is built without the configuration loader, Core's tests without any HTTP server.
     static let unlinked: [String: Set<String>] = [
+        // The server's tests run it in process or on a port; the executables are the CLI tests'.
+        "OrchardServerTests": ["orchard", "orchard-sandbox"],
         "OrchardServer": ["OrchardConfiguration", "OrchardRuntime", "CertificateTools"],
         "OrchardServices": ["Hummingbird", "OrchardServer", "OrchardConfiguration"],
         "OrchardCoreTests": ["Hummingbird", "HummingbirdTesting", "OrchardServer", "OrchardServices", "OrchardConfiguration"],

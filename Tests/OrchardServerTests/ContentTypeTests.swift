@@ -6,6 +6,7 @@ import HummingbirdTesting
 import OrchardCore
 import OrchardInMemory
 import OrchardRuntime
+import OrchardServerTesting
 import OrchardTesting
 import Testing
 

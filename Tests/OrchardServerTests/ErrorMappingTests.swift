@@ -6,6 +6,7 @@ import NIOCore
 import OrchardCore
 import OrchardInMemory
 import OrchardRuntime
+import OrchardServerTesting
 import OrchardTesting
 import Testing
 

@@ -5,6 +5,7 @@ import OrchardConfiguration
 import OrchardCore
 import OrchardInMemory
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Synchronization

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import OrchardCore
 import OrchardInMemory
+import OrchardServerTesting
 import OrchardTesting
 import Synchronization
 import Testing

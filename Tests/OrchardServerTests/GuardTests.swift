@@ -6,6 +6,7 @@ import Logging
 import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Testing

@@ -6,6 +6,7 @@ import OrchardConfiguration
 import OrchardCore
 import OrchardInMemory
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Testing

@@ -5,6 +5,7 @@ import Foundation
 import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import ShopCallbacks
@@ -15,13 +16,8 @@ import Testing
 /// merchant-initiated charges, ending it, and Apple's token events from the mock gateway.
 @Suite("Mandates API (/v1/mandates): agreements, merchant tokens, charges, token events")
 struct MandatesAPITests {
-    static let start = ISO8601DateFormatter().string(from: Date().addingTimeInterval(30 * 86_400))
-    static let recurring = """
-        {"amount": 990, "currency": "EUR", "reference": "sub-1",
-         "agreement": {"type": "recurring", "paymentDescription": "Coffee club", "billingAgreement": "Cancel any time.",
-           "managementURL": "https://shop.example/account",
-           "regularBilling": {"label": "Monthly beans", "amount": 990, "startDate": "\(start)", "intervalUnit": "month"}}}
-        """
+    static let start = RecurringPayment.start
+    static let recurring = RecurringPayment.request
 
     /// A body with `agreement` replaced.
     static func body(agreement: String) -> String {
@@ -87,35 +83,9 @@ struct MandatesAPITests {
         }
     }
 
-    /// Creates the recurring request and pays it with a merchant token, as the page would.
     static func payRecurring(_ server: ServerHarness, key: String, token: String) async throws -> (request: String, payment: [String: Any])
     {
-        let created = try await server.api("POST", "/v1/payment-requests", key: key, json: Self.recurring, idempotencyKey: "sub-1")
-        #expect(created.status == 201)
-        let id = try #require(created.json?["id"] as? String)
-        let secret = try #require(created.json?["clientSecret"] as? String)
-        let opened = try await server.send("POST", "/api/payment-requests/open", body: Array(#"{"clientSecret": "\#(secret)"}"#.utf8))
-        let request = try #require(opened.json?["paymentRequest"] as? [String: Any])
-        let agreement = try #require(request["recurringPaymentRequest"] as? [String: Any])
-        #expect(agreement["paymentDescription"] as? String == "Coffee club")
-        #expect(agreement["managementURL"] as? String == "https://shop.example/account")
-        let regular = try #require(agreement["regularBilling"] as? [String: Any])
-        #expect(regular["amount"] as? String == "9.90" && regular["paymentTiming"] as? String == "recurring")
-        #expect(regular["recurringPaymentIntervalUnit"] as? String == "month" && regular["recurringPaymentStartDate"] as? String == start)
-        let path = try #require(opened.json?["tokenNotificationPath"] as? String)
-        #expect(path == "apple-pay/token-events/\(TestMaterial.merchantIdentifier)")
-
-        let appData = try #require(Data(base64Encoded: request["applicationData"] as? String ?? ""))
-        let minted = try OrdersAuthorizeTests().minter.mintEC(
-            payload: TokenMinter.merchantTokenPayload(amount: 990, merchantTokenIdentifier: token),
-            to: ServerHarness.processingKey.publicKey, merchantIdentifier: TestMaterial.merchantIdentifier,
-            applicationDataHash: Array(SHA256.hash(data: appData)))
-        let authorized = try await server.send(
-            "POST", "/api/apple-pay/authorize", body: try OrdersAuthorizeTests().paymentBody(orderId: id, token: minted))
-        #expect(authorized.status == 200)
-        let paymentId = try #require(authorized.json?["paymentId"] as? String)
-        let detail = try await server.api("GET", "/v1/payments/\(paymentId)", key: key)
-        return (id, try #require(detail.json?["payment"] as? [String: Any]))
+        try await RecurringPayment.pay(server, key: key, token: token)
     }
 
     @Test(

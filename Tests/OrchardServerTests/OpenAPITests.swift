@@ -8,6 +8,7 @@ import Logging
 import OrchardCore
 import OrchardInMemory
 import OrchardRuntime
+import OrchardServerTesting
 import OrchardTesting
 import Testing
 

@@ -5,6 +5,7 @@ import Foundation
 import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Testing
@@ -34,11 +35,7 @@ struct OrdersAuthorizeTests {
     }
 
     func paymentBody(orderId: String, token: PaymentData) throws -> [UInt8] {
-        let payment = PaymentToken(
-            paymentData: token, paymentMethod: .init(displayName: "Visa 1111", network: "Visa", type: "debit"),
-            transactionIdentifier: token.header.transactionId)
-        let tokenJSON = try JSONSerialization.jsonObject(with: JSONEncoder().encode(payment))
-        return Array(try JSONSerialization.data(withJSONObject: ["orderId": orderId, "payment": ["token": tokenJSON]]))
+        try ServerHarness.paymentBody(orderId: orderId, token: token)
     }
 
     @Test("an order's payment request is priced by the server")

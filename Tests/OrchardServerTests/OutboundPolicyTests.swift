@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Logging
 import OrchardCore
+import OrchardServerTesting
 import OrchardTesting
 import ProcessorClients
 import Testing

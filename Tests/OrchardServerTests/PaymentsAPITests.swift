@@ -3,6 +3,7 @@ import Foundation
 import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import ShopCallbacks
@@ -12,7 +13,7 @@ import Testing
 /// the page paying one, capture, refunds and the signed webhooks that report each step.
 @Suite("Payments API (/v1): keys, payment requests, refunds, webhooks")
 struct PaymentsAPITests {
-    static let webhookSecret = "whsec-" + String(repeating: "5eb63bbbe01eeed0", count: 3)
+    static let webhookSecret = MoreMerchants.webhookSecret
     static let cart = """
         {"amount": 1234, "currency": "EUR", "reference": "order-1001", "metadata": {"cart": "c-77"},
          "lineItems": [{"label": "Tea", "amount": 1034}, {"label": "Gift wrap", "amount": 200}],

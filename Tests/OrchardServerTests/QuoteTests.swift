@@ -4,6 +4,7 @@ import Foundation
 import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import ShopCallbacks

@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import OrchardCore
+import OrchardServerTesting
 import OrchardTesting
 import Synchronization
 import Testing

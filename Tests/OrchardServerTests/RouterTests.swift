@@ -10,6 +10,7 @@ import OrchardCore
 import OrchardInMemory
 import OrchardRuntime
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Synchronization

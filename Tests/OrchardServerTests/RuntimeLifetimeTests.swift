@@ -4,6 +4,7 @@ import OrchardConfiguration
 import OrchardCore
 import OrchardPostgres
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import ServiceLifecycle
@@ -40,7 +41,7 @@ struct RuntimeLifetimeTests {
 
     @Test(
         "the PostgreSQL store answers for the server's whole drain, and its connections close after it",
-        .enabled(if: PostgresStoreTests.enabled))
+        .enabled(if: PostgresServer.enabled))
     func storeOutlivesDrain() async throws {
         let server = try await PostgresServer.shared()
         try await server.withDatabase(poolSize: 2) { settings in

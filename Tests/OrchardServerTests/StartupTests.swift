@@ -4,6 +4,7 @@ import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import ProcessorClients

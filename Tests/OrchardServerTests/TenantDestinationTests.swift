@@ -5,6 +5,7 @@ import Logging
 import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Synchronization

@@ -5,6 +5,7 @@ import Instrumentation
 import Logging
 import OrchardCore
 import OrchardRuntime
+import OrchardServerTesting
 import OrchardTesting
 import OrchardTracing
 import Synchronization

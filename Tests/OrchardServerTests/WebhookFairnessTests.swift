@@ -5,6 +5,7 @@ import OrchardCore
 import OrchardRuntime
 import OrchardSQLite
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import ProcessorClients

@@ -5,22 +5,22 @@ import Testing
 /// Real nginx (Debian's package) on loopback, running the cluster configuration Orchard ships
 /// (`Config/nginx/orchard-cluster.conf`) with only its `ADAPT` lines changed: the instances'
 /// ports, loopback listeners, the test certificate and a log in a temporary folder.
-final class NginxProcess: Sendable {
-    let directory: TemporaryDirectory
+public final class NginxProcess: Sendable {
+    public let directory: TemporaryDirectory
     /// HTTPS (HTTP/2 when the client offers it) for shoppers.
-    let httpsPort: Int
+    public let httpsPort: Int
     /// The internal listener for the shop's backend (the payments API).
-    let internalPort: Int
+    public let internalPort: Int
     private let child: ChildProcess
 
-    static var binary: String? {
+    public static var binary: String? {
         ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     /// Starts nginx in front of Orchard instances on `upstreamPorts`, serving `domain` with
     /// `certificate`. nginx cannot be told to pick its own ports, so the free ports chosen for it
     /// may be taken by another process before it binds them: then it starts again on others.
-    init(upstreamPorts: [Int], domain: String, certificate: TestCertificate) async throws {
+    public init(upstreamPorts: [Int], domain: String, certificate: TestCertificate) async throws {
         guard let nginx = Self.binary else {
             Issue.record("nginx is not installed: scripts/test installs it (or apt-get install nginx)")
             throw CancellationError()
@@ -104,18 +104,18 @@ final class NginxProcess: Sendable {
     }
 
     /// The access log: one line per request with `upstream=<address>`.
-    var accessLog: String {
+    public var accessLog: String {
         (try? String(contentsOfFile: directory.path("access.log"), encoding: .utf8)) ?? ""
     }
 
-    static var shippedConfiguration: String {
+    public static var shippedConfiguration: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Config/nginx/orchard-cluster.conf").path
     }
 
     /// The shipped file with its `ADAPT` lines changed; fails when a line to change is missing, so
     /// the test notices when the shipped file changes shape.
-    static func adapt(
+    public static func adapt(
         _ text: String, upstreamPorts: [Int], domain: String, directory: TemporaryDirectory, https: Int, backend: Int
     ) throws -> String {
         var text = text

@@ -14,10 +14,10 @@ import Testing
 /// The server listens on a port the kernel picks (`server.port` 0), read from what the process
 /// listens on once it runs: a free port chosen beforehand can be taken by another process
 /// before the server binds it ("Address already in use"). Each start may get a new port.
-final class ServerProcess: Sendable {
-    let directory: TemporaryDirectory
-    let client: CurlHTTPClient
-    let minter = TokenMinter(chain: ServerHarness.tokenChain)
+public final class ServerProcess: Sendable {
+    public let directory: TemporaryDirectory
+    public let client: CurlHTTPClient
+    public let minter = TokenMinter(chain: ServerHarness.tokenChain)
     private let process = Mutex<ChildProcess?>(nil)
     private let bound = Mutex(0)
     private let environment: [String: String]
@@ -28,7 +28,7 @@ final class ServerProcess: Sendable {
     /// changes; `environment` joins the process's, `arguments` join `serve`'s, and sessions go to a
     /// mock gateway on `gatewayPort` (nothing listens on the default). `prepare` runs first and may
     /// write files to the server's folder.
-    init(
+    public init(
         processorURL: String?, processorTimeoutMilliseconds: Int = 1000, environment extra: [String: String] = [:],
         arguments: [String] = [], gatewayPort: Int = 9, configure: (inout ConfigurationFile) -> Void = { _ in },
         prepare: (inout ConfigurationFile, TemporaryDirectory) throws -> Void = { _, _ in }
@@ -69,25 +69,25 @@ final class ServerProcess: Sendable {
     }
 
     /// The port the running server answers on (0 before its first start).
-    var port: Int { bound.withLock { $0 } }
+    public var port: Int { bound.withLock { $0 } }
 
     /// Every TCP port the running process listens on: the public port, and the metrics
     /// listener's when one is configured.
-    var listeners: Set<Int> {
+    public var listeners: Set<Int> {
         guard let child = process.withLock({ $0 }) else { return [] }
         return LoopbackPort.listening(pid: child.pid)
     }
 
-    var databasePath: String { directory.path("state/orchard.sqlite") }
+    public var databasePath: String { directory.path("state/orchard.sqlite") }
 
     /// What the server logged so far.
-    var log: String {
+    public var log: String {
         (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? ""
     }
 
     /// Starts the server and waits until it answers /health on one of the ports it listens on
     /// (the metrics listener does not serve /health).
-    func start() async throws {
+    public func start() async throws {
         TransportCount.record("process")
         let child = try ChildProcess(
             OrchardProcess.orchard.path, ["serve", "--config", directory.path("orchard.json")] + arguments, environment: environment,
@@ -110,32 +110,32 @@ final class ServerProcess: Sendable {
     }
 
     /// Runs another `orchard` command on this server's configuration and environment.
-    func command(_ arguments: [String]) async throws -> OrchardProcess.Result {
+    public func command(_ arguments: [String]) async throws -> OrchardProcess.Result {
         try await OrchardProcess.run(arguments + ["--config", directory.path("orchard.json")], environment: environment)
     }
 
     /// SIGKILL: no shutdown, no last write.
-    func kill() async {
+    public func kill() async {
         guard let child = process.withLock({ $0.take() }) else { return }
         child.send(SIGKILL)
         await child.waitOffPool()
     }
 
     /// SIGTERM, and waits for the exit (off the cooperative pool: a graceful shutdown takes a while).
-    func stop() async {
+    public func stop() async {
         guard let child = process.withLock({ $0.take() }) else { return }
         child.send(SIGTERM)
         await child.waitOffPool()
     }
 
     /// Sends `signal` and returns at once.
-    func signal(_ signal: Int32) {
+    public func signal(_ signal: Int32) {
         process.withLock { $0 }?.send(signal)
     }
 
     /// Waits for the process to end, without blocking a thread: its exit status, or 128 + the
     /// signal that ended it; nil if it still runs when ``Eventually/patience`` is out (or was never started).
-    func exitStatus() async -> Int32? {
+    public func exitStatus() async -> Int32? {
         guard let child = process.withLock({ $0 }) else { return nil }
         guard (try? await Eventually.until { !child.isRunning }) == true else { return nil }
         process.withLock { $0 = nil }
@@ -143,9 +143,9 @@ final class ServerProcess: Sendable {
     }
 
     /// What the process wrote to standard output and error so far.
-    var output: String { (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? "" }
+    public var output: String { (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? "" }
 
-    func send(_ method: String, _ path: String, body: [UInt8]? = nil, admin: Bool = false, port: Int? = nil) async throws
+    public func send(_ method: String, _ path: String, body: [UInt8]? = nil, admin: Bool = false, port: Int? = nil) async throws
         -> CurlResponse
     {
         let port = port ?? self.port
@@ -156,7 +156,7 @@ final class ServerProcess: Sendable {
     }
 
     /// A new order of 9.90 EUR: its ID and Apple Pay request.
-    func order() async throws -> (id: String, request: [String: Any]) {
+    public func order() async throws -> (id: String, request: [String: Any]) {
         let response = try await send("POST", "/api/orders", body: Array(#"{"items": [{"productId": "apple", "quantity": 2}]}"#.utf8))
         guard response.status == 201, let json = response.json, let id = json["orderId"] as? String,
             let request = json["paymentRequest"] as? [String: Any]
@@ -165,22 +165,22 @@ final class ServerProcess: Sendable {
     }
 
     /// The shopper taps Pay with a fresh token.
-    func pay(_ id: String, _ request: [String: Any]) async throws -> CurlResponse {
+    public func pay(_ id: String, _ request: [String: Any]) async throws -> CurlResponse {
         let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: minter)
         return try await send("POST", "/api/apple-pay/authorize", body: body)
     }
 
     /// The order's payments as the admin API lists them: (id, state, reference).
-    func payments(order: String) async throws -> [(id: String, state: String, reference: String)] {
+    public func payments(order: String) async throws -> [(id: String, state: String, reference: String)] {
         let response = try await send("GET", "/admin/payments?order=\(order)", admin: true)
         let list = response.json?["payments"] as? [[String: Any]] ?? []
         return list.map { ($0["id"] as? String ?? "", $0["state"] as? String ?? "", $0["reference"] as? String ?? "") }
     }
 
-    struct ServerUnavailable: Error {}
+    public struct ServerUnavailable: Error {}
 
     /// A loopback port nothing listens on now.
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         guard let port = LoopbackPort.free() else { throw ServerUnavailable() }
         return port
     }

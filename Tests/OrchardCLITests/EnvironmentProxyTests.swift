@@ -1,5 +1,6 @@
 import CurlClient
 import Foundation
+import OrchardServerTesting
 import OrchardTesting
 import Testing
 
@@ -24,7 +25,7 @@ struct EnvironmentProxyTests {
         let recorder = ConnectionRecorder()
         try await recorder.start()
         defer { Task { await recorder.stop() } }
-        try await AdminTests.with(transport: .live) { server in
+        try await MoreMerchants.with(transport: .live) { server in
             var environment = Self.proxied(recorder)
             environment["ORCHARD_ADMIN_TOKEN"] = MoreMerchants.adminToken
             let shown = try await OrchardProcess.run(

@@ -5,7 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOEmbedded
-@testable import OrchardServer
+import OrchardServer
 import Synchronization
 import Testing
 
@@ -13,18 +13,18 @@ import Testing
 /// do, with no socket: what most of the server's tests need, since the routes, middleware and
 /// error mapping are the same. Unlike `app.test(.router)` it keeps the request's `Host` (the
 /// merchant is chosen by it) and gives each request a loopback peer, as the live tests' client has.
-struct RouterTransport: Sendable {
-    let responder: RouterResponder<OrchardRequestContext>
-    let logger: Logger
+public struct RouterTransport: Sendable {
+    public let responder: RouterResponder<OrchardRequestContext>
+    public let logger: Logger
 
-    init(_ router: Router<OrchardRequestContext>, logger: Logger) {
+    public init(_ router: Router<OrchardRequestContext>, logger: Logger) {
         responder = router.buildResponder()
         self.logger = logger
     }
 
     /// `method path` on `host`, answered as the HTTP server would answer it; an error no middleware
     /// turned into a response is a bare 500, as the server sends.
-    func send(_ method: String, _ path: String, host: String, headers: [(name: String, value: String)], body: [UInt8]?)
+    public func send(_ method: String, _ path: String, host: String, headers: [(name: String, value: String)], body: [UInt8]?)
         async throws -> CurlResponse
     {
         var fields = HTTPFields()
@@ -59,18 +59,18 @@ struct RouterTransport: Sendable {
     }
 }
 
-enum RouterTransportError: Error {
+public enum RouterTransportError: Error {
     case badHeader(String)
     case badMethod(String)
 }
 
 /// A response's body as the server would write it.
 private final class Collected: Sendable {
-    let bytes = Mutex<[UInt8]>([])
+    public let bytes = Mutex<[UInt8]>([])
 }
 
 private struct CollectingWriter: ResponseBodyWriter {
-    let collected: Collected
+    public let collected: Collected
 
     mutating func write(_ buffer: ByteBuffer) async throws {
         collected.bytes.withLock { $0 += buffer.readableBytesView }
@@ -81,8 +81,8 @@ private struct CollectingWriter: ResponseBodyWriter {
 
 /// Counts the tests that start the harness (by transport) or the server as a process, when `ORCHARD_COUNT_TRANSPORTS` names a
 /// file: one line per test and transport, for the router-against-live figure.
-enum TransportCount {
-    static func record(_ transport: some CustomStringConvertible) {
+public enum TransportCount {
+    public static func record(_ transport: some CustomStringConvertible) {
         guard let path = ProcessInfo.processInfo.environment["ORCHARD_COUNT_TRANSPORTS"], let test = Test.current else { return }
         // O_APPEND: tests run in parallel, and each short line lands whole.
         let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)

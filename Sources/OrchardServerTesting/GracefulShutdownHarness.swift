@@ -8,7 +8,7 @@ import ServiceLifecycle
 /// connection has been accepted but not yet handed to the server: it crashed the whole test
 /// process when the suite ran on one core. A graceful shutdown hands every accepted connection
 /// over and closes it.
-func withGracefulShutdown<T: Sendable>(
+public func withGracefulShutdown<T: Sendable>(
     _ service: some Service, logger: Logger, _ body: () async throws -> T
 ) async throws -> T {
     var configuration = ServiceGroupConfiguration(services: [.init(service: service)], logger: logger)

@@ -9,6 +9,7 @@ import OrchardConfiguration
 import OrchardCore
 import OrchardRuntime
 import OrchardSQLite
+import OrchardServer
 import OrchardServices
 import OrchardTesting
 import ProcessorClients
@@ -17,25 +18,24 @@ import SwiftASN1
 import Synchronization
 import X509
 
-@testable import OrchardServer
-
 /// Counts calls that reach the session service: hostile input must never get this far.
-final class CountingSessions: MerchantSessionService {
-    let inner: any MerchantSessionService
-    let calls = Atomic<Int>(0)
+public final class CountingSessions: MerchantSessionService {
+    public let inner: any MerchantSessionService
+    public let calls = Atomic<Int>(0)
 
-    init(inner: any MerchantSessionService) { self.inner = inner }
+    public init(inner: any MerchantSessionService) { self.inner = inner }
 
-    var count: Int { calls.load(ordering: .relaxed) }
+    public var count: Int { calls.load(ordering: .relaxed) }
 
-    func createSession(_ request: MerchantSessionRequest, for merchant: MerchantConfiguration) async throws(GatewayError) -> [UInt8] {
+    public func createSession(_ request: MerchantSessionRequest, for merchant: MerchantConfiguration) async throws(GatewayError) -> [UInt8]
+    {
         calls.add(1, ordering: .relaxed)
         return try await inner.createSession(request, for: merchant)
     }
 }
 
 /// How a test's requests reach the server.
-enum HarnessTransport: String, Sendable, CustomStringConvertible {
+public enum HarnessTransport: String, Sendable, CustomStringConvertible {
     /// The application's router, in process: no socket on Orchard's side (the mock gateway and
     /// processors are still real, over mutual TLS on loopback). What most tests use.
     case router
@@ -43,41 +43,41 @@ enum HarnessTransport: String, Sendable, CustomStringConvertible {
     /// timeouts, the port, a peer that is not loopback, a process or nginx in front).
     case live
 
-    var description: String { rawValue }
+    public var description: String { rawValue }
 }
 
 /// The application wired to a real mock gateway over mutual TLS, answering in process or, with
 /// `transport: .live`, as the real server on a free loopback port.
-struct ServerHarness {
-    static let domain = "shop.example"
+public struct ServerHarness: Sendable {
+    public static let domain = "shop.example"
     /// Served by Orchard but not registered at the (mock) Apple gateway.
-    static let unregisteredDomain = "unregistered.example"
+    public static let unregisteredDomain = "unregistered.example"
     /// Bytes no text processing would keep intact.
-    static let associationFile: [UInt8] = Array("7B227073704964223A22\r\n".utf8) + [0x00, 0xFF, 0xFE, 0x0A] + Array("end".utf8)
+    public static let associationFile: [UInt8] = Array("7B227073704964223A22\r\n".utf8) + [0x00, 0xFF, 0xFE, 0x0A] + Array("end".utf8)
 
-    static let processingKey = P256.KeyAgreement.PrivateKey()
-    static let tokenChain = try! TestAppleChain.make()
-    static let catalogueJSON = TestRecords.catalogueJSON
+    public static let processingKey = P256.KeyAgreement.PrivateKey()
+    public static let tokenChain = try! TestAppleChain.make()
+    public static let catalogueJSON = TestRecords.catalogueJSON
 
-    let fixture: GatewayFixture
-    let sessions: CountingSessions
-    let client: CurlHTTPClient
+    public let fixture: GatewayFixture
+    public let sessions: CountingSessions
+    public let client: CurlHTTPClient
     /// The live server's port; 0 when requests are answered in process.
-    let port: Int
+    public let port: Int
     /// Answers requests in process; nil for a live server.
-    let router: RouterTransport?
-    let store: any OrchardStore
-    let stateDirectory: String
-    let configuration: ServerConfiguration
+    public let router: RouterTransport?
+    public let store: any OrchardStore
+    public let stateDirectory: String
+    public let configuration: ServerConfiguration
     /// The processors the server calls, each merchant's as configured.
-    let processors: PaymentProcessors
+    public let processors: PaymentProcessors
     /// The server's vault: what its association file's signature is derived from.
-    let vault: PaymentVault
+    public let vault: PaymentVault
 
-    var gateway: MockAppleGateway { fixture.gateway }
+    public var gateway: MockAppleGateway { fixture.gateway }
 
     /// A configuration file for the shared test merchant, written to `directory`.
-    static func configurationFile(gatewayPort: Int, directory: TemporaryDirectory, timeoutMilliseconds: Int = 10_000) throws
+    public static func configurationFile(gatewayPort: Int, directory: TemporaryDirectory, timeoutMilliseconds: Int = 10_000) throws
         -> ConfigurationFile
     {
         let material = TestMaterial.shared
@@ -109,13 +109,13 @@ struct ServerHarness {
     }
 
     /// Every rate limit off.
-    static let noLimits = ConfigurationFile.Limits(
+    public static let noLimits = ConfigurationFile.Limits(
         merchantSessions: .init(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0)),
         orders: .init(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0)),
         paymentRequests: .init(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0)))
 
     /// Runs `body` against a started server and gateway, then stops both.
-    static func with(
+    public static func with(
         faults: MockGatewayFaults = .none, timeoutMilliseconds: Int = 10_000, simulator: (any SimulatedApplePay)? = nil,
         checkout: ConfigurationFile.Checkout? = nil, otherMockMerchants: [MockMerchant] = [],
         environment: [String: String] = [:], time: TimeSource = .system,
@@ -205,7 +205,7 @@ struct ServerHarness {
     }
 
     /// A request to the server, as a browser on `host` would send it.
-    func send(
+    public func send(
         _ method: String, _ path: String, host: String = domain, body: [UInt8]? = nil,
         extraHeaders: [(name: String, value: String)] = []
     ) async throws -> CurlResponse {
@@ -217,14 +217,14 @@ struct ServerHarness {
     }
 
     /// Creates a secret API key for `merchant` straight in the store, as `orchard keys create` does.
-    func apiKey(for merchant: String = TestMaterial.merchantIdentifier) async throws -> String {
+    public func apiKey(for merchant: String = TestMaterial.merchantIdentifier) async throws -> String {
         let (record, secret) = APIKeyRecord.generate(merchantIdentifier: merchant, at: Date())
         try await store.insertAPIKey(record)
         return secret
     }
 
     /// A payments-API call from the shop's backend.
-    func api(
+    public func api(
         _ method: String, _ path: String, key: String, json: String? = nil, idempotencyKey: String? = nil
     ) async throws -> CurlResponse {
         var headers = [(name: "Authorization", value: "Bearer \(key)")]
@@ -232,7 +232,7 @@ struct ServerHarness {
         return try await send(method, path, host: "api.internal", body: json.map { Array($0.utf8) }, extraHeaders: headers)
     }
 
-    func requestSession(
+    public func requestSession(
         validationURL: String? = "https://apple-pay-gateway.apple.com/paymentservices/paymentSession", host: String = domain
     )
         async throws -> CurlResponse
@@ -242,30 +242,43 @@ struct ServerHarness {
     }
 }
 
+extension ServerHarness {
+    /// The page's authorize body for `token`, paid with a Visa debit card.
+    public static func paymentBody(orderId: String, token: PaymentData) throws -> [UInt8] {
+        let payment = PaymentToken(
+            paymentData: token, paymentMethod: .init(displayName: "Visa 1111", network: "Visa", type: "debit"),
+            transactionIdentifier: token.header.transactionId)
+        let tokenJSON = try JSONSerialization.jsonObject(with: JSONEncoder().encode(payment))
+        return Array(try JSONSerialization.data(withJSONObject: ["orderId": orderId, "payment": ["token": tokenJSON]]))
+    }
+}
+
 extension CurlResponse {
-    var json: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] }
-    var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
-    var errorMessage: String? { (json?["error"] as? [String: Any])?["message"] as? String }
+    public var json: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] }
+    public var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
+    public var errorMessage: String? { (json?["error"] as? [String: Any])?["message"] as? String }
 }
 
 /// A second merchant, a platform integrator and an admin token, added to the harness configuration.
-enum MoreMerchants {
-    static let secondDomain = "second.example"
-    static let secondAssociation: [UInt8] = Array("second merchant's association file\n".utf8)
-    static let platformAssociation: [UInt8] = Array("platform integrator's association file\n".utf8)
-    static let secondProcessingKey = P256.KeyAgreement.PrivateKey()
-    static let platformProcessingKey = P256.KeyAgreement.PrivateKey()
-    static let adminToken = "orchard-admin-" + String(repeating: "0123456789abcdef", count: 3)
-    static let environment = ["ORCHARD_ADMIN_TOKEN": adminToken]
-    static var authorization: [(name: String, value: String)] { [(name: "Authorization", value: "Bearer \(adminToken)")] }
+public enum MoreMerchants {
+    public static let secondDomain = "second.example"
+    public static let secondAssociation: [UInt8] = Array("second merchant's association file\n".utf8)
+    public static let platformAssociation: [UInt8] = Array("platform integrator's association file\n".utf8)
+    public static let secondProcessingKey = P256.KeyAgreement.PrivateKey()
+    public static let platformProcessingKey = P256.KeyAgreement.PrivateKey()
+    public static let adminToken = "orchard-admin-" + String(repeating: "0123456789abcdef", count: 3)
+    public static let environment = ["ORCHARD_ADMIN_TOKEN": adminToken]
+    /// The shop's webhook signing secret, in the `whsec_`-less form the payments API's tests use.
+    public static let webhookSecret = "whsec-" + String(repeating: "5eb63bbbe01eeed0", count: 3)
+    public static var authorization: [(name: String, value: String)] { [(name: "Authorization", value: "Bearer \(adminToken)")] }
 
     /// The mock gateway's view: the second merchant with its domain, and the platform.
-    static let mockMerchants = [
+    public static let mockMerchants = [
         MockMerchant(merchantIdentifier: TestMaterial.secondMerchantIdentifier, domains: [secondDomain]),
         MockMerchant(merchantIdentifier: TestMaterial.platformMerchantIdentifier, domains: []),
     ]
 
-    static func addSecondMerchant(_ file: inout ConfigurationFile, _ directory: TemporaryDirectory) throws {
+    public static func addSecondMerchant(_ file: inout ConfigurationFile, _ directory: TemporaryDirectory) throws {
         try TestMaterial.secondIdentity.write(certificateTo: directory.path("second.pem"), keyTo: directory.path("second.key"))
         try directory.write("second-association", secondAssociation)
         try directory.write("second-processing.key", Array(secondProcessingKey.pemRepresentation.utf8))
@@ -276,7 +289,7 @@ enum MoreMerchants {
                 catalogue: "catalogue.json", processingKeys: [.init(privateKey: "second-processing.key")]))
     }
 
-    static func addPlatform(
+    public static func addPlatform(
         _ file: inout ConfigurationFile, _ directory: TemporaryDirectory, processingCertificateValidUntil: Date? = nil
     ) throws {
         try TestMaterial.platformIdentity.write(certificateTo: directory.path("platform.pem"), keyTo: directory.path("platform.key"))
@@ -298,12 +311,18 @@ enum MoreMerchants {
             identityKey: "platform.key", domainAssociationFile: "platform-association", processingKeys: [key])
     }
 
-    static func addAdmin(_ file: inout ConfigurationFile) {
+    public static func addAdmin(_ file: inout ConfigurationFile) {
         file.admin = .init(token: "env:ORCHARD_ADMIN_TOKEN")
     }
 
+    /// A server with the second merchant, the platform integrator and the admin API on.
+    public static func with(transport: HarnessTransport = .router, _ body: (ServerHarness) async throws -> Void) async throws {
+        try await ServerHarness.with(
+            otherMockMerchants: mockMerchants, environment: environment, transport: transport, configure: all, body)
+    }
+
     /// Second merchant, platform and admin API, all on.
-    static func all(_ file: inout ConfigurationFile, _ directory: TemporaryDirectory) throws {
+    public static func all(_ file: inout ConfigurationFile, _ directory: TemporaryDirectory) throws {
         try addSecondMerchant(&file, directory)
         try addPlatform(&file, directory)
         addAdmin(&file)

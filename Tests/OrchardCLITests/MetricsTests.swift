@@ -2,6 +2,7 @@ import CurlClient
 import Foundation
 import OrchardConfiguration
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Testing

@@ -5,6 +5,7 @@ import OrchardCore
 import OrchardPostgres
 import OrchardRuntime
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Testing

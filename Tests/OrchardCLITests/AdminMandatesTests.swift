@@ -3,6 +3,7 @@ import Foundation
 import OrchardConfiguration
 import OrchardCore
 import OrchardServer
+import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import ShopCallbacks
@@ -17,7 +18,7 @@ struct AdminMandatesTests {
     ) async throws {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants,
-            environment: MoreMerchants.environment.merging(["SHOP_WEBHOOK_SECRET": PaymentsAPITests.webhookSecret]) { $1 },
+            environment: MoreMerchants.environment.merging(["SHOP_WEBHOOK_SECRET": MoreMerchants.webhookSecret]) { $1 },
             callsShops: true, transport: transport,
             configure: { file, directory in
                 try MoreMerchants.addSecondMerchant(&file, directory)
@@ -29,7 +30,7 @@ struct AdminMandatesTests {
 
     @Test("an operator lists, shows and ends a mandate; the shop hears mandate.ended (operator) and Apple unlinks the token")
     func operatorEnds() async throws {
-        let receiver = MockWebhookReceiver(secret: PaymentsAPITests.webhookSecret)
+        let receiver = MockWebhookReceiver(secret: MoreMerchants.webhookSecret)
         try await receiver.start()
         defer { Task { await receiver.stop() } }
         // Live: the operator's commands run as processes against the server's port.
@@ -37,7 +38,7 @@ struct AdminMandatesTests {
             let key = try await server.apiKey()
             let token = "DNITHE000000000000000042"
             _ = server.gateway.addTokenEvent(eventType: "UPDATED_METADATA", merchantTokenIdentifier: token)
-            let (_, payment) = try await MandatesAPITests.payRecurring(server, key: key, token: token)
+            let (_, payment) = try await RecurringPayment.pay(server, key: key, token: token)
             let mandateId = try #require(payment["mandateId"] as? String)
 
             func admin(_ method: String, _ path: String) async throws -> (status: Int, json: [String: Any]?) {
