@@ -258,13 +258,21 @@ let package = Package(
             resources: [.copy("SimulatedSheet"), .copy("demo-catalogue.json")],
             swiftSettings: swiftSettings
         ),
+        // The shared test merchant's configuration files, for the configuration's and the server's
+        // tests. In no product.
+        .target(
+            name: "OrchardConfigurationTesting",
+            dependencies: ["OrchardConfiguration", "OrchardTesting", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
         // The server's test fixtures (the harness, in process or live, the mock-processor fixture, a
         // server process, nginx in front), shared by the server's and the command line's tests.
         // In no product: nothing that ships links it.
         .target(
             name: "OrchardServerTesting",
             dependencies: [
-                "AppleGateway", "ApplePay", "CurlClient", "OrchardConfiguration", "OrchardCore", "OrchardInMemory", "OrchardRuntime",
+                "AppleGateway", "ApplePay", "CurlClient", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore",
+                "OrchardInMemory", "OrchardRuntime",
                 "OrchardServer", "OrchardServices", "OrchardSQLite", "OrchardTesting", "ProcessorClients",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -522,7 +530,10 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchardConfigurationTests",
-            dependencies: ["OrchardConfiguration", "OrchardCore", "OrchardServices", "OrchardTesting", "ProcessorClients"],
+            dependencies: [
+                "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore", "OrchardServices", "OrchardTesting", "ProcessorClients",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -6,6 +6,7 @@ import Foundation
 import Hummingbird
 import Logging
 import OrchardConfiguration
+import OrchardConfigurationTesting
 import OrchardCore
 import OrchardRuntime
 import OrchardSQLite
@@ -49,15 +50,12 @@ public enum HarnessTransport: String, Sendable, CustomStringConvertible {
 /// The application wired to a real mock gateway over mutual TLS, answering in process or, with
 /// `transport: .live`, as the real server on a free loopback port.
 public struct ServerHarness: Sendable {
-    public static let domain = "shop.example"
-    /// Served by Orchard but not registered at the (mock) Apple gateway.
-    public static let unregisteredDomain = "unregistered.example"
-    /// Bytes no text processing would keep intact.
-    public static let associationFile: [UInt8] = Array("7B227073704964223A22\r\n".utf8) + [0x00, 0xFF, 0xFE, 0x0A] + Array("end".utf8)
-
-    public static let processingKey = P256.KeyAgreement.PrivateKey()
-    public static let tokenChain = try! TestAppleChain.make()
-    public static let catalogueJSON = TestRecords.catalogueJSON
+    public static let domain = TestConfiguration.domain
+    public static let unregisteredDomain = TestConfiguration.unregisteredDomain
+    public static let associationFile = TestConfiguration.associationFile
+    public static let processingKey = TestConfiguration.processingKey
+    public static let tokenChain = TestConfiguration.tokenChain
+    public static let catalogueJSON = TestConfiguration.catalogueJSON
 
     public let fixture: GatewayFixture
     public let sessions: CountingSessions
@@ -80,39 +78,11 @@ public struct ServerHarness: Sendable {
     public static func configurationFile(gatewayPort: Int, directory: TemporaryDirectory, timeoutMilliseconds: Int = 10_000) throws
         -> ConfigurationFile
     {
-        let material = TestMaterial.shared
-        try material.identity.write(certificateTo: directory.path("identity.pem"), keyTo: directory.path("identity.key"))
-        try directory.write("ca.pem", material.caPEM)
-        try directory.write("association", associationFile)
-        try directory.write("catalogue.json", Array(catalogueJSON.utf8))
-        try directory.write("processing.key", Array(processingKey.pemRepresentation.utf8))
-        try directory.write("token-root.pem", Array(try tokenChain.root.certificatePEM.utf8))
-        var file = ConfigurationFile(
-            server: .init(host: "127.0.0.1", port: 0, publicDirectory: nil, maxBodyBytes: 16 * 1024),
-            appleGateway: .init(
-                baseURL: "https://127.0.0.1:\(gatewayPort)", caFile: "ca.pem", allowNonAppleHost: true,
-                // The connect phase includes the mutual TLS handshake, which a loaded CI machine has
-                // been seen to take over a second for; only tests of timeouts set short ones.
-                connectTimeoutMilliseconds: timeoutMilliseconds, timeoutMilliseconds: timeoutMilliseconds),
-            payments: .init(testTokenRootCertificate: "token-root.pem"),
-            merchants: [
-                .init(
-                    merchantIdentifier: TestMaterial.merchantIdentifier, displayName: "Orchard Test Shop",
-                    domains: [domain, unregisteredDomain], identityCertificate: "identity.pem", identityKey: "identity.key",
-                    domainAssociationFile: "association", catalogue: "catalogue.json",
-                    processingKeys: [.init(privateKey: "processing.key")])
-            ])
-        // The test domains are not this machine's: a guard would look them up in DNS. GuardTests
-        // runs it in process against a loopback host.
-        file.guard = .init(enabled: false)
-        return file
+        try TestConfiguration.file(gatewayPort: gatewayPort, directory: directory, timeoutMilliseconds: timeoutMilliseconds)
     }
 
     /// Every rate limit off.
-    public static let noLimits = ConfigurationFile.Limits(
-        merchantSessions: .init(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0)),
-        orders: .init(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0)),
-        paymentRequests: .init(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0)))
+    public static let noLimits = TestConfiguration.noLimits
 
     /// Runs `body` against a started server and gateway, then stops both.
     public static func with(

@@ -50,8 +50,10 @@ struct LayeringTests {
         ],
         // Trace context knows nothing of Orchard: the server and the clients reach it through swift-distributed-tracing.
         "OrchardTracing": ["OrchardCore", "OrchardServer", "CurlClient", "Hummingbird", "ApplePay"],
-        "OrchardRuntime": ["OrchardTesting", "OrchardServerTesting", "NIOSSL"],
-        "orchard": ["OrchardTesting", "OrchardServerTesting", "NIOSSL"],
+        "OrchardRuntime": ["OrchardTesting", "OrchardServerTesting", "OrchardConfigurationTesting", "NIOSSL"],
+        "orchard": ["OrchardTesting", "OrchardServerTesting", "OrchardConfigurationTesting", "NIOSSL"],
+        // The test merchant's configuration is below the HTTP server: the configuration's tests use it.
+        "OrchardConfigurationTesting": ["Hummingbird", "OrchardServer", "OrchardServerTesting", "OrchardRuntime"],
     ]
 
     /// What each test target, named after what it tests, must not reach for: a test of Core's rules
@@ -181,6 +183,7 @@ struct LayeringTests {
     static let unlinked: [String: Set<String>] = [
         // The server's tests run it in process or on a port; the executables are the CLI tests'.
         "OrchardServerTests": ["orchard", "orchard-sandbox"],
+        "OrchardConfigurationTests": ["Hummingbird", "OrchardServer", "OrchardServerTesting", "OrchardRuntime"],
         "OrchardServer": ["OrchardConfiguration", "OrchardRuntime", "CertificateTools"],
         "OrchardServices": ["Hummingbird", "OrchardServer", "OrchardConfiguration"],
         "OrchardCoreTests": ["Hummingbird", "HummingbirdTesting", "OrchardServer", "OrchardServices", "OrchardConfiguration"],

@@ -2,8 +2,8 @@ import ApplePay
 import Crypto
 import Foundation
 import Logging
+import OrchardConfigurationTesting
 import OrchardCore
-import OrchardServerTesting
 import OrchardTesting
 import ProcessorClients
 import Testing
@@ -57,7 +57,7 @@ struct OutboundPolicyTests {
         }
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let file = try ServerHarness.configurationFile(gatewayPort: 1, directory: directory)
+        let file = try TestConfiguration.file(gatewayPort: 1, directory: directory)
         var json = try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(file)) as? [String: Any])
         json["outbound"] = ["registeredMerchants": ["privateNetwork": ["127.0.0.0/8"]]]
         let path = directory.path("orchard.json")

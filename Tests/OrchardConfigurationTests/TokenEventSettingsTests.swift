@@ -1,8 +1,7 @@
 import Foundation
 import OrchardConfiguration
+import OrchardConfigurationTesting
 import OrchardCore
-import OrchardServer
-import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Testing
@@ -39,7 +38,7 @@ struct TokenEventSettingsTests {
 
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let file = try ServerHarness.configurationFile(gatewayPort: 1, directory: directory)
+        let file = try TestConfiguration.file(gatewayPort: 1, directory: directory)
         var json = try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(file)) as? [String: Any])
         json["tokenEvents"] = ["pollInterval": 100]
         let path = directory.path("orchard.json")

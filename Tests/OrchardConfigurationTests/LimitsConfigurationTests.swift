@@ -1,8 +1,7 @@
 import Foundation
 import OrchardConfiguration
+import OrchardConfigurationTesting
 import OrchardCore
-import OrchardServer
-import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Testing
@@ -13,7 +12,7 @@ struct LimitsConfigurationTests {
     static func resolve(_ change: (inout ConfigurationFile) -> Void = { _ in }) throws -> ServerConfiguration {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        var file = try ServerHarness.configurationFile(gatewayPort: 1, directory: directory)
+        var file = try TestConfiguration.file(gatewayPort: 1, directory: directory)
         change(&file)
         return try ServerConfiguration.resolve(file, relativeTo: directory.url.path)
     }
@@ -100,7 +99,7 @@ struct LimitsConfigurationTests {
     func unknownKeys() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let file = try ServerHarness.configurationFile(gatewayPort: 1, directory: directory)
+        let file = try TestConfiguration.file(gatewayPort: 1, directory: directory)
         var json = try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(file)) as? [String: Any])
         let cases: [(String, Any, String)] = [
             ("limits", ["merchantSession": ["perClientIP": ["perMinute": 1]]], "limits.merchantSession: not a setting"),
