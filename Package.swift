@@ -531,7 +531,8 @@ let package = Package(
         .testTarget(
             name: "OrchardConfigurationTests",
             dependencies: [
-                "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore", "OrchardServices", "OrchardTesting", "ProcessorClients",
+                "ApplePay", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore", "OrchardServices", "OrchardTesting",
+                "ProcessorClients",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
