@@ -25,11 +25,15 @@ struct MandateChargeServiceTests {
 
     init() {
         engine = PaymentsEngine(
-            store: store, processors: PaymentProcessors(fallback: processor), verifier: TokenVerifier(), decryptors: [:],
+            orderPayments: store, refunds: store, mandates: store, processors: PaymentProcessors(fallback: processor),
+            verifier: TokenVerifier(), decryptors: [:],
             vault: .ephemeral(), time: clock.source, logger: Self.quiet)
     }
 
-    var service: MandateChargeService { MandateChargeService(store: store, engine: engine, time: clock.source) }
+    var service: MandateChargeService {
+        MandateChargeService(
+            mandates: store, paymentRequests: store, orderPayments: store, engine: engine, time: clock.source)
+    }
 
     func charge(_ draft: MandateChargeDraft, _ mandate: MandateRecord, key: String, merchant: String = Self.merchant) async throws -> (
         view: MandateChargeView, created: Bool

@@ -26,10 +26,12 @@ struct MerchantRegistryServiceTests {
         let lifecycle = MandateLifecycle(
             store: store, processors: processors, tokens: nil, directory: NoMerchants(), time: clock.source, logger: Self.quiet)
         let retirement = TenantRetirement(
-            store: store, directory: directory, processors: processors, lifecycle: lifecycle, webhooks: nil, time: clock.source,
+            merchantRegistry: store, mandates: store, apiKeys: store, directory: directory, processors: processors, lifecycle: lifecycle,
+            webhooks: nil, time: clock.source,
             logger: Self.quiet)
         return MerchantRegistryService(
-            store: store, directory: directory, apple: apple, retirement: retirement, processors: processors, processorMaker: maker,
+            merchantRegistry: store, directory: directory, apple: apple, retirement: retirement, processors: processors,
+            processorMaker: maker,
             time: clock.source)
     }
 

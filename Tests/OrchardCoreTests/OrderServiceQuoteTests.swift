@@ -20,7 +20,8 @@ struct OrderServiceQuoteTests {
         var draft = PaymentRequestDraft(amount: 2_000, currency: "EUR", countryCode: "FR", reference: "order-7")
         draft.metadata = ["cart": "c-7"]
         draft.shippingMethods = [.init(identifier: "post", label: "Post", detail: nil, amount: 300, countries: nil)]
-        let requests = PaymentRequestService(store: store, vault: .ephemeral(), time: clock.source)
+        let requests = PaymentRequestService(
+            paymentRequests: store, orderPayments: store, refunds: store, vault: .ephemeral(), time: clock.source)
         let id = try await requests.create(draft, idempotencyKey: "k-7", merchant: merchant).view.id
         return (
             OrderService(

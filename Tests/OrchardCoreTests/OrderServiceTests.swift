@@ -118,7 +118,8 @@ struct OrderServiceTests {
             .init(identifier: "post", label: "Post", detail: nil, amount: 300, countries: nil),
             .init(identifier: "courier", label: "Courier", detail: nil, amount: 800, countries: ["FR"]),
         ]
-        let requests = PaymentRequestService(store: store, vault: .ephemeral(), time: clock.source)
+        let requests = PaymentRequestService(
+            paymentRequests: store, orderPayments: store, refunds: store, vault: .ephemeral(), time: clock.source)
         return try await requests.create(draft, idempotencyKey: "k-1", merchant: merchant).view.id
     }
 

@@ -14,7 +14,9 @@ struct PaymentRequestServiceTests {
     let clock = TestClock()
     let vault = PaymentVault.ephemeral()
 
-    var service: PaymentRequestService { PaymentRequestService(store: store, vault: vault, time: clock.source) }
+    var service: PaymentRequestService {
+        PaymentRequestService(paymentRequests: store, orderPayments: store, refunds: store, vault: vault, time: clock.source)
+    }
 
     static func draft(amount: Int64 = 2_500, reference: String = "order-42") -> PaymentRequestDraft {
         var draft = PaymentRequestDraft(amount: amount, currency: "EUR", countryCode: "FR", reference: reference)

@@ -75,12 +75,6 @@ public struct MandateChargeService: Sendable {
         self.engine = engine
         self.time = time
     }
-
-    /// A service whose repositories are one store's.
-    public init(store: any MandateRecords & PaymentRequests & OrderPayments, engine: PaymentsEngine, time: TimeSource) {
-        self.init(mandates: store, paymentRequests: store, orderPayments: store, engine: engine, time: time)
-    }
-
     /// The merchant's mandate `id`; another merchant's is "not found", never "forbidden".
     public func mandate(id: String, merchantIdentifier: String) async throws -> MandateRecord {
         guard RecordIdentifier.isLookup(id), let mandate = try await mandates.mandate(id: id),

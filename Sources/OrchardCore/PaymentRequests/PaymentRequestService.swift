@@ -28,12 +28,6 @@ public struct PaymentRequestService: Sendable {
         self.vault = vault
         self.time = time
     }
-
-    /// A service whose repositories are one store's.
-    public init(store: any PaymentRequests & OrderPayments & Refunds, vault: PaymentVault, time: TimeSource) {
-        self.init(paymentRequests: store, orderPayments: store, refunds: store, vault: vault, time: time)
-    }
-
     /// Creates the request and its open order, or, for an Idempotency-Key the merchant used
     /// before with the same draft, answers the earlier one (`created` false).
     public func create(_ draft: PaymentRequestDraft, idempotencyKey key: String, merchant: MerchantConfiguration) async throws -> (

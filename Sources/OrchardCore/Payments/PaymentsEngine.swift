@@ -111,18 +111,6 @@ public struct PaymentsEngine: Sendable {
         self.logger = logger
     }
 
-    /// An engine whose three repositories are one store's: what the server passes until it hands
-    /// the engine ``Repositories``' fields.
-    public init(
-        store: any OrderPayments & Refunds & MandateRecords, processors: PaymentProcessors, verifier: TokenVerifier,
-        decryptors: [String: TokenDecryptor], platformDecryptor: TokenDecryptor? = nil, vault: PaymentVault, time: TimeSource = .system,
-        policy: Policy = Policy(), logger: Logger = Logger(label: "orchard.payments")
-    ) {
-        self.init(
-            orderPayments: store, refunds: store, mandates: store, processors: processors, verifier: verifier, decryptors: decryptors,
-            platformDecryptor: platformDecryptor, vault: vault, time: time, policy: policy, logger: logger)
-    }
-
     /// Authorizes an order with the shopper's token; returns the authorized payment.
     public func authorize(_ attempt: Attempt) async throws(CoreError) -> PaymentRecord {
         do {

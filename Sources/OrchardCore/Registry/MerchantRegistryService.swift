@@ -65,16 +65,6 @@ public struct MerchantRegistryService: Sendable {
         self.time = time
     }
 
-    /// A service whose registry is one store's: the server's call, unchanged (the service uses only the registry).
-    public init(
-        store: any MerchantRegistry & MandateRecords & APIKeys, directory: any RegistryDirectory, apple: (any MerchantRegistrationService)?,
-        retirement: TenantRetirement, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?, time: TimeSource
-    ) {
-        self.init(
-            merchantRegistry: store, directory: directory, apple: apple, retirement: retirement, processors: processors,
-            processorMaker: processorMaker, time: time)
-    }
-
     /// Apple's registration API, or the refusal that says what to configure.
     func registrationAPI() throws(CoreError) -> any MerchantRegistrationService {
         guard let apple else {

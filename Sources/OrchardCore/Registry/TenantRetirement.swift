@@ -40,16 +40,6 @@ public struct TenantRetirement: Sendable {
         self.logger = logger
     }
 
-    /// A retirement whose repositories are one store's.
-    public init(
-        store: any MerchantRegistry & MandateRecords & APIKeys, directory: any RegistryDirectory, processors: PaymentProcessors,
-        lifecycle: MandateLifecycle, webhooks: (any PendingDeliveries)?, time: TimeSource, logger: Logger
-    ) {
-        self.init(
-            merchantRegistry: store, mandates: store, apiKeys: store, directory: directory, processors: processors, lifecycle: lifecycle,
-            webhooks: webhooks, time: time, logger: logger)
-    }
-
     /// The `endedReason` of the mandates a retirement ends.
     public static let endedReason = "unregistered"
 
