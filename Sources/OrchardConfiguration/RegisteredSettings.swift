@@ -65,7 +65,7 @@ extension ServerConfiguration {
     }
 
     /// One registered merchant's sealed settings, opened and checked.
-    func openSettings(_ sealed: [UInt8], partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettings {
+    public func openSettings(_ sealed: [UInt8], partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettings {
         guard let sealer = settingsSealer else {
             throw ConfigurationError("platformIntegrator.settingsKey is not set: \(partnerIdentifier)'s settings cannot be opened")
         }

@@ -46,24 +46,11 @@ extension ApplicationDependencies {
 extension ServerConfiguration {
     /// What the routes read.
     public var httpSettings: HTTPSettings {
-        var settings = HTTPSettings()
-        settings.host = host
-        settings.port = port
-        settings.idleTimeout = idleTimeout
-        settings.maxBodyBytes = maxBodyBytes
-        settings.publicDirectory = publicDirectory
-        settings.trustedProxies = trustedProxies
-        settings.clientAddressHeader = clientAddressHeader
-        settings.acceptTraceparent = acceptTraceparent
-        settings.applePaySDK = applePaySDK
-        settings.checkoutPage = checkoutPage
-        settings.limits = limits
-        settings.adminToken = adminToken
-        settings.ordersOpenFor = ordersOpenFor
-        settings.tokenEvents = tokenEvents
-        settings.webhookTimeout = webhooks.timeout
-        settings.certificates = certificates
-        return settings
+        HTTPSettings(
+            host: host, port: port, idleTimeout: idleTimeout, maxBodyBytes: maxBodyBytes, publicDirectory: publicDirectory,
+            trustedProxies: trustedProxies, clientAddressHeader: clientAddressHeader, acceptTraceparent: acceptTraceparent,
+            applePaySDK: applePaySDK, checkoutPage: checkoutPage, limits: limits, adminToken: adminToken, ordersOpenFor: ordersOpenFor,
+            tokenEvents: tokenEvents, webhookTimeout: webhooks.timeout, certificates: certificates)
     }
 }
 
@@ -128,7 +115,7 @@ private struct Parts {
             services.append(
                 RegistrySync(
                     store: stored.merchantRegistry, directory: directory, processors: processors, processorMaker: processorMaker,
-                    sealer: configuration.settingsSealer, interval: .seconds(2), logger: logger))
+                    openSettings: configuration.openSettings, interval: .seconds(2), logger: logger))
         }
         if let metrics = configuration.metrics {
             services.append(

@@ -6,36 +6,59 @@ import OrchardServices
 /// accept, the page's sources, the rates and the admin token. The composition root maps the
 /// loaded configuration onto it; the server never sees the configuration file.
 public struct HTTPSettings: Sendable {
-    public var host = "127.0.0.1"
-    public var port = 8080
+    public var host: String
+    public var port: Int
     /// A connection idle (or stuck in half a request) this long is closed.
-    public var idleTimeout: Duration = .seconds(60)
-    public var maxBodyBytes = 16 * 1024
+    public var idleTimeout: Duration
+    public var maxBodyBytes: Int
     /// The folder of static files that replaces the built-in checkout page; nil: the built-in page.
     public var publicDirectory: String?
     /// Peers whose client-address header (and, by default, `traceparent`) is believed.
-    public var trustedProxies: [IPNetwork] = []
-    public var clientAddressHeader = "X-Forwarded-For"
+    public var trustedProxies: [IPNetwork]
+    public var clientAddressHeader: String
     /// Whose `traceparent` a request's span continues.
-    public var acceptTraceparent = TraceparentTrust.trustedProxies
+    public var acceptTraceparent: TraceparentTrust
     /// Where the page loads Apple's JS SDK from; nil: not loaded.
     public var applePaySDK: URL?
     /// How the page loads it: its SRI hash and how long it waits for it.
-    public var checkoutPage = CheckoutPageSettings()
-    public var limits = RateLimitSettings.defaults
+    public var checkoutPage: CheckoutPageSettings
+    public var limits: RateLimitSettings
     /// The admin API's bearer token; nil turns the admin API off.
     public var adminToken: AdminToken?
     /// How long an order stays open for payment.
-    public var ordersOpenFor: Duration = .seconds(3600)
+    public var ordersOpenFor: Duration
     /// The token-event inbox's caps (for the notification route).
-    public var tokenEvents = TokenEventPolicy()
+    public var tokenEvents: TokenEventPolicy
     /// One webhook attempt's deadline (for the admin API's test delivery).
-    public var webhookTimeout: Duration = .seconds(10)
+    public var webhookTimeout: Duration
     /// Every certificate Orchard holds, for `/health`.
-    public var certificates: [ConfiguredCertificate] = []
+    public var certificates: [ConfiguredCertificate]
 
-    /// The defaults of a server on loopback port 8080 with nothing configured.
-    public init() {}
+    /// Settings as given; the composition root maps a loaded configuration onto them, whose
+    /// loader holds the defaults.
+    public init(
+        host: String, port: Int, idleTimeout: Duration, maxBodyBytes: Int, publicDirectory: String?, trustedProxies: [IPNetwork],
+        clientAddressHeader: String, acceptTraceparent: TraceparentTrust, applePaySDK: URL?, checkoutPage: CheckoutPageSettings,
+        limits: RateLimitSettings, adminToken: AdminToken?, ordersOpenFor: Duration, tokenEvents: TokenEventPolicy,
+        webhookTimeout: Duration, certificates: [ConfiguredCertificate]
+    ) {
+        self.host = host
+        self.port = port
+        self.idleTimeout = idleTimeout
+        self.maxBodyBytes = maxBodyBytes
+        self.publicDirectory = publicDirectory
+        self.trustedProxies = trustedProxies
+        self.clientAddressHeader = clientAddressHeader
+        self.acceptTraceparent = acceptTraceparent
+        self.applePaySDK = applePaySDK
+        self.checkoutPage = checkoutPage
+        self.limits = limits
+        self.adminToken = adminToken
+        self.ordersOpenFor = ordersOpenFor
+        self.tokenEvents = tokenEvents
+        self.webhookTimeout = webhookTimeout
+        self.certificates = certificates
+    }
 
     /// The policy every response carries: nothing inline, nothing from elsewhere but Apple's
     /// SDK when one is configured. The page and the demo's simulated sheet are built for it.

@@ -13,20 +13,21 @@ public struct RegistrySync: Service {
     let directory: MerchantDirectory
     let processors: PaymentProcessors
     let processorMaker: (any ProcessorMaker)?
-    /// Opens the sealed settings; nil when no settings key is configured.
-    let sealer: RegisteredSettingsSealer?
+    /// Opens and checks one merchant's sealed settings, as the configuration allows them.
+    let openSettings: @Sendable (_ sealed: [UInt8], _ partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettings
     let interval: Duration
     let logger: Logger
 
     public init(
         store: any MerchantRegistry, directory: MerchantDirectory, processors: PaymentProcessors, processorMaker: (any ProcessorMaker)?,
-        sealer: RegisteredSettingsSealer?, interval: Duration, logger: Logger
+        openSettings: @escaping @Sendable (_ sealed: [UInt8], _ partnerIdentifier: String) throws(ConfigurationError) -> MerchantSettings,
+        interval: Duration, logger: Logger
     ) {
         self.store = store
         self.directory = directory
         self.processors = processors
         self.processorMaker = processorMaker
-        self.sealer = sealer
+        self.openSettings = openSettings
         self.interval = interval
         self.logger = logger
     }
@@ -62,10 +63,7 @@ public struct RegistrySync: Service {
         for (partner, bytes) in sealed where seenSettings[partner] != bytes {
             applied[partner] = bytes
             do throws(ConfigurationError) {
-                guard let sealer else {
-                    throw ConfigurationError("platformIntegrator.settingsKey is not set: \(partner)'s settings cannot be opened")
-                }
-                changed[partner] = try sealer.open(bytes, partnerIdentifier: partner)
+                changed[partner] = try openSettings(bytes, partner)
             } catch {
                 logger.error(
                     "a registered merchant's settings changed in the store but do not open here",
