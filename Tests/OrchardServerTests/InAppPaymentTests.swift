@@ -119,4 +119,39 @@ struct InAppPaymentTests {
             #expect(try await server.api("POST", path, key: key, json: body).status == 200)
         }
     }
+
+    /// Each value a hostile app (or a shop that passes the app's body on unchanged) can put where
+    /// `PKPaymentToken`'s fields go: none may reach an API that traps, each is a 400.
+    static let hostileValues = [
+        #""Visa""#, "null", "7", "-0", "1e400", "9223372036854775808", "true", "[]", #"[{"network": "Visa"}]"#,
+        #""\#(String(repeating: "x", count: 10_000))""#, #""\ud800""#,
+        String(repeating: "[", count: 600) + String(repeating: "]", count: 600),
+    ]
+
+    @Test("paymentMethod and paymentData of every JSON type get a 400, nothing is paid, and the server keeps answering")
+    func hostileFieldTypes() async throws {
+        // Fifty refusals in a row: the authorization rate limits would answer 429 before the parser.
+        let unlimited = ConfigurationFile.RateRules(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0))
+        try await ServerHarness.with(configure: { file, _ in file.limits = .init(authorizations: unlimited) }) { server in
+            let key = try await server.apiKey()
+            let request = try await Self.create(server, key: key, idempotencyKey: "app-hostile")
+            let path = "/v1/payment-requests/\(request.id)/authorize"
+            let paymentData = String(decoding: try JSONEncoder().encode(try Self.mint(request.applicationData)), as: UTF8.self)
+            var bodies = Self.hostileValues.map { #"{"token": {"paymentData": \#(paymentData), "paymentMethod": \#($0)}}"# }
+            bodies += Self.hostileValues.map { #"{"token": {"paymentData": \#($0), "paymentMethod": {"network": "Visa"}}}"# }
+            bodies += Self.hostileValues.map { #"{"token": \#($0)}"# } + Self.hostileValues
+            bodies += [#"{"token": {"paymentData": \#(paymentData), "transactionIdentifier": 12}}"#, "", "{"]
+            for body in bodies {
+                let refused = try await server.api("POST", path, key: key, json: body)
+                #expect(refused.status == 400, "\(body.prefix(120)): \(refused.status) \(String(describing: refused.json))")
+                #expect(["invalid_json", "invalid_token"].contains(refused.errorCode ?? ""), "\(body.prefix(120))")
+                #expect(try await server.send("GET", "/health").status == 200)
+            }
+            let invalidUTF8 = try await server.send(
+                "POST", path, host: "api.internal", body: [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D],
+                extraHeaders: [(name: "Authorization", value: "Bearer \(key)")])
+            #expect(invalidUTF8.status == 400 && invalidUTF8.errorCode == "invalid_json")
+            #expect(try await server.store.payments(orderId: request.id).isEmpty)
+        }
+    }
 }
