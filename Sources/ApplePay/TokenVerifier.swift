@@ -94,7 +94,7 @@ public struct TokenVerifier: Sendable {
         guard cms.signers.count == 1, let signer = cms.signers.first else {
             throw ApplePayError(.signerMismatch, "the signature must have exactly one signer, has \(cms.signers.count)")
         }
-        guard try chain.isLeafIssuer(signer.issuer), signer.serialNumber.elementsEqual(chain.leaf.serialNumber.bytes) else {
+        guard try chain.isLeafIssuer(signer.issuer), chain.isLeafSerial(signer.serialNumber) else {
             throw ApplePayError(.signerMismatch, "the CMS signer is not Apple's leaf certificate")
         }
         guard signer.digestAlgorithm.elementsEqual(CMSSignedData.OID.sha256) else {
@@ -176,6 +176,10 @@ struct VerifiedChain: Sendable {
     let intermediateValidity: (notBefore: Date, notAfter: Date)
     /// The leaf's issuer as DER, to compare with the signer's by bytes.
     let leafIssuerDER: [UInt8]
+    /// The leaf's serial number as an INTEGER's value (``ASN1IntegerValue``), read from the
+    /// certificate's own DER: swift-certificates strips every leading zero byte, which drops the
+    /// sign octet that a serial with its top bit set carries in the signer's identifier.
+    let leafSerial: ASN1IntegerValue?
 
     init(leaf: Certificate, leafDER: ArraySlice<UInt8>, intermediate: Certificate) {
         self.leaf = leaf
@@ -183,19 +187,28 @@ struct VerifiedChain: Sendable {
         // Converted once: a certificate computes these Dates from its ASN.1 times on every access.
         leafValidity = (leaf.notValidBefore, leaf.notValidAfter)
         intermediateValidity = (intermediate.notValidBefore, intermediate.notValidAfter)
-        leafIssuerDER = Self.issuer(ofCertificate: leafDER)
+        let fields = Self.identity(ofCertificate: leafDER)
+        leafIssuerDER = fields.issuer
+        leafSerial = fields.serial
     }
 
-    /// The issuer Name's encoding in a certificate (TBSCertificate: [0] version, serial, signature algorithm,
-    /// issuer); empty if it cannot be found.
-    static func issuer(ofCertificate der: ArraySlice<UInt8>) -> [UInt8] {
+    /// The issuer Name's encoding and the serial number's value in a certificate (TBSCertificate:
+    /// [0] version, serial, signature algorithm, issuer); empty and nil if they cannot be found.
+    static func identity(ofCertificate der: ArraySlice<UInt8>) -> (issuer: [UInt8], serial: ASN1IntegerValue?) {
         let reader = BERReader(bytes: Array(der))
         guard let certificate = try? reader.children(of: try reader.root(), tag: 0x30), let tbs = certificate.first,
             var fields = try? reader.children(of: tbs, tag: 0x30)
-        else { return [] }
+        else { return ([], nil) }
         if fields.first?.tag == 0xA0 { fields.removeFirst() }
-        guard fields.count > 2, fields[2].tag == 0x30 else { return [] }
-        return Array(reader.bytes[fields[2].encoding])
+        guard fields.count > 2, fields[2].tag == 0x30, fields[0].tag == 0x02, !fields[0].constructed else { return ([], nil) }
+        return (Array(reader.bytes[fields[2].encoding]), ASN1IntegerValue(content: reader.bytes[fields[0].content]))
+    }
+
+    /// Whether a signer's serial number (an INTEGER's content octets) is the leaf's: equal as
+    /// numbers, whatever sign or padding octets either encoding carries.
+    func isLeafSerial(_ serial: ArraySlice<UInt8>) -> Bool {
+        guard let leafSerial, let value = ASN1IntegerValue(content: serial) else { return false }
+        return value == leafSerial
     }
 
     /// Whether a signer's issuer Name is the leaf's issuer: equal DER bytes, or (another encoding

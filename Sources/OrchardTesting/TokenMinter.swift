@@ -38,7 +38,9 @@ public struct TestAppleChain: Sendable {
         return TestAppleChain(root: pairs[0], intermediate: pairs[1], ecLeaf: pairs[2], rsaLeaf: pairs[3])
     }
 
-    public static func make(now: Date = Date()) throws -> TestAppleChain {
+    /// A new chain; `leafSerial` gives both leaves that serial number (random by default), to
+    /// test serials whose DER needs a sign octet.
+    public static func make(now: Date = Date(), leafSerial: Certificate.SerialNumber? = nil) throws -> TestAppleChain {
         let validFrom = now.addingTimeInterval(-30 * 86_400)
         let validTo = now.addingTimeInterval(2 * 365 * 86_400)
         let rootKey = Certificate.PrivateKey(P256.Signing.PrivateKey())
@@ -60,16 +62,17 @@ public struct TestAppleChain: Sendable {
             issuer: rootPair, isCA: true, marker: TokenVerifier.intermediateOID, validFrom: validFrom, validTo: validTo)
         let ecLeaf = try issue(
             name: "test-ecc-smp-broker-sign", key: Certificate.PrivateKey(P256.Signing.PrivateKey()), issuer: intermediate,
-            isCA: false, marker: TokenVerifier.leafOID, validFrom: validFrom, validTo: validTo)
+            isCA: false, marker: TokenVerifier.leafOID, validFrom: validFrom, validTo: validTo, serial: leafSerial)
         let rsaLeaf = try issue(
             name: "test-rsa-smp-broker-sign", key: Certificate.PrivateKey(try _RSA.Signing.PrivateKey(keySize: .bits2048)),
-            issuer: intermediate, isCA: false, marker: TokenVerifier.leafOID, validFrom: validFrom, validTo: validTo)
+            issuer: intermediate, isCA: false, marker: TokenVerifier.leafOID, validFrom: validFrom, validTo: validTo,
+            serial: leafSerial)
         return TestAppleChain(root: rootPair, intermediate: intermediate, ecLeaf: ecLeaf, rsaLeaf: rsaLeaf)
     }
 
     private static func issue(
         name: String, key: Certificate.PrivateKey, issuer: TestCertificate, isCA: Bool, marker: ASN1ObjectIdentifier,
-        validFrom: Date, validTo: Date
+        validFrom: Date, validTo: Date, serial: Certificate.SerialNumber? = nil
     ) throws -> TestCertificate {
         let subject = try DistinguishedName {
             OrganizationName("Orchard test PKI")
@@ -88,7 +91,7 @@ public struct TestAppleChain: Sendable {
         try null.serialize(ASN1Null())
         try extensions.append(Certificate.Extension(oid: marker, critical: false, value: null.serializedBytes[...]))
         let certificate = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: key.publicKey, notValidBefore: validFrom, notValidAfter: validTo,
+            version: .v3, serialNumber: serial ?? .init(), publicKey: key.publicKey, notValidBefore: validFrom, notValidAfter: validTo,
             issuer: issuer.certificate.subject, subject: subject, signatureAlgorithm: .ecdsaWithSHA256, extensions: extensions,
             issuerPrivateKey: issuer.privateKey)
         return TestCertificate(certificate: certificate, privateKey: key)
@@ -229,7 +232,9 @@ enum CMSWriter {
                             try signer.serialize(1)
                             try signer.appendConstructedNode(identifier: .sequence) { sid in
                                 try sid.serialize(leaf.certificate.issuer)
-                                sid.appendPrimitiveNode(identifier: .integer) { $0.append(contentsOf: leaf.certificate.serialNumber.bytes) }
+                                // As an unsigned INTEGER, as the certificate holds it: a serial whose top bit is
+                                // set gets its 00 sign octet, as Apple's signer (and any DER encoder) writes it.
+                                try sid.serialize(leaf.certificate.serialNumber.bytes)
                             }
                             try algorithm(&signer, OID.sha256, null: true)
                             signer.serializeRawBytes([0xA0] + signedAttributes.dropFirst())
