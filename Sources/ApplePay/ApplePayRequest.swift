@@ -102,7 +102,10 @@ public struct ApplePayPaymentRequest: Sendable, Codable, Equatable {
     }
 
     static func money(_ minorUnits: Int64, _ order: PricedOrder) -> String {
-        Money(minorUnits: minorUnits, currency: Currency(code: order.currency)!).decimalString
+        // A stored order's currency was checked when it was made; one a later release added and an
+        // older one reads back is shown with two decimals rather than trapping.
+        let currency = Currency(code: order.currency) ?? Currency(code: order.currency, numericCode: "000", exponent: 2)
+        return Money(minorUnits: minorUnits, currency: currency).decimalString
     }
 
     public static func total(_ order: PricedOrder, displayName: String) -> ApplePayLineItem {

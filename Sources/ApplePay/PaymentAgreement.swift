@@ -145,11 +145,16 @@ extension PaymentAgreement {
         }
         if let zone = freeCancellationDateTimeZone {
             guard freeCancellationDate != nil else { throw Self.invalid("freeCancellationDateTimeZone needs freeCancellationDate") }
-            guard TimeZone(identifier: zone) != nil else {
+            // Looked up among the known names, never parsed: Foundation's own parsing of
+            // `GMT+01:x0`-like names overflows a UInt8 and traps (swift-foundation 6.3.1).
+            guard Self.timeZones.contains(zone) else {
                 throw Self.invalid("freeCancellationDateTimeZone must be an IANA time zone like Europe/Paris")
             }
         }
     }
+
+    /// The IANA time zone names this system knows, and UTC.
+    static let timeZones = Set(TimeZone.knownTimeZoneIdentifiers).union(["UTC", "GMT"])
 
     private func checkReload() throws(ApplePayError) {
         guard let billing = automaticReloadBilling else { throw Self.invalid("an automaticReload agreement needs automaticReloadBilling") }

@@ -123,7 +123,7 @@ public struct ShopCart: Sendable, Codable, Equatable {
         }
         var order = PricedOrder(
             currency: currency, lines: priced, items: [], subtotal: amount, shippingMethod: method, couponCode: nil, discount: 0,
-            shippingCountry: country, total: amount + (method?.amount ?? 0))
+            shippingCountry: country, total: Money.sum([amount, method?.amount ?? 0]) ?? .max)
         order.agreement = agreement
         return order
     }

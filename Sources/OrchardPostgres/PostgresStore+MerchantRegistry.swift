@@ -67,7 +67,7 @@ extension PostgresStore {
 
     public func sealedMerchantSettings() async throws -> [String: [UInt8]] {
         let settings = try await rows("SELECT partner_id, sealed FROM merchant_settings")
-        return Dictionary(uniqueKeysWithValues: try settings.map { (try $0.text("partner_id"), try $0.bytes("sealed")) })
+        return Dictionary(try settings.map { (try $0.text("partner_id"), try $0.bytes("sealed")) }, uniquingKeysWith: { first, _ in first })
     }
 
     public func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {

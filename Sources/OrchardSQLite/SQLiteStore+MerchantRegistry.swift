@@ -6,7 +6,9 @@ import OrchardCore
 extension SQLiteStore {
     public func sealedMerchantSettings() async throws -> [String: [UInt8]] {
         let settings = try await rows("SELECT partner_id, sealed FROM merchant_settings")
-        return Dictionary(uniqueKeysWithValues: settings.map { ($0.text("partner_id"), $0.blob("sealed")) })
+        // Not uniqueKeysWithValues, which traps on a repeated key: SQLite lets a hand-edited table
+        // hold several NULL keys, each read back as "".
+        return Dictionary(settings.map { ($0.text("partner_id"), $0.blob("sealed")) }, uniquingKeysWith: { first, _ in first })
     }
 
     public func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {

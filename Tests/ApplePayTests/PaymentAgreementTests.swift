@@ -102,6 +102,11 @@ struct PaymentAgreementTests {
                 "freeCancellationDate must be in the future and not after"
             ),
             Breakage(PaymentAgreementTests.hotel, { $0.freeCancellationDateTimeZone = "Mars/Olympus" }, "must be an IANA time zone"),
+            // Foundation's GMT-offset parser traps on a minute that is not a digit: never parsed.
+            Breakage(PaymentAgreementTests.hotel, { $0.freeCancellationDateTimeZone = "GMT+01:x0" }, "must be an IANA time zone"),
+            Breakage(PaymentAgreementTests.hotel, { $0.freeCancellationDateTimeZone = "GMT+01:/0" }, "must be an IANA time zone"),
+            Breakage(PaymentAgreementTests.hotel, { $0.freeCancellationDateTimeZone = "GMT+01:é0" }, "must be an IANA time zone"),
+            Breakage(PaymentAgreementTests.hotel, { $0.freeCancellationDateTimeZone = "GMT-1:0" }, "must be an IANA time zone"),
             Breakage(PaymentAgreementTests.topUp, { $0.automaticReloadBilling?.thresholdAmount = nil }, "thresholdAmount is required"),
             Breakage(PaymentAgreementTests.topUp, { $0.automaticReloadBilling?.thresholdAmount = 0 }, "thresholdAmount must be 1–"),
             Breakage(PaymentAgreementTests.topUp, { $0.regularBilling = .init(label: "x", amount: 1) }, "regularBilling does not belong"),
