@@ -44,6 +44,7 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
     router.add(middleware: RequestTracingMiddleware(accept: settings.acceptTraceparent, trustedProxies: settings.trustedProxies))
     router.add(middleware: HTTPMetricsMiddleware(activity: d.activity))
     router.add(middleware: SecurityHeadersMiddleware(contentSecurityPolicy: settings.contentSecurityPolicy))
+    router.add(middleware: JSONErrorsMiddleware())
     // Each request's line is logged at debug; the level is set once at startup, so above it the
     // middleware would only cost its call on every request.
     if logger.logLevel <= .debug {
