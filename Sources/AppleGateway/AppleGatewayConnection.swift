@@ -49,8 +49,13 @@ struct AppleGatewayConnection: Sendable {
 
     /// Apple's `statusMessage` from an error body, or the body's first bytes.
     static func appleMessage(_ body: [UInt8]) -> String {
-        let json = (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]) ?? [:]
-        return (json["statusMessage"] as? String) ?? String(decoding: body.prefix(200), as: UTF8.self)
+        (try? JSONDecoder().decode(AppleErrorBody.self, from: Data(body)))?.statusMessage
+            ?? String(decoding: body.prefix(200), as: UTF8.self)
+    }
+
+    /// Apple's error answer: `{"statusCode": "400", "statusMessage": "…"}`.
+    private struct AppleErrorBody: Decodable {
+        var statusMessage: String
     }
 }
 

@@ -313,7 +313,7 @@ extension ConfigurationFile {
         } catch {
             throw ConfigurationError("\(path): invalid configuration: \(ServerConfiguration.describe(error))")
         }
-        if let json = try? JSONSerialization.jsonObject(with: data), let unknown = unknownKey(in: json) {
+        if let json = try? JSONDecoder().decode(JSONShape.self, from: data), let unknown = unknownKey(in: json) {
             throw ConfigurationError(
                 "\(path): invalid configuration: \(unknown.path): not a setting (this section reads: \(unknown.known))")
         }
@@ -328,14 +328,17 @@ extension ConfigurationFile {
     /// The first key the file sets that the loader does not read (a typo would otherwise be
     /// ignored silently), with the keys read beside it. Sections the loader reads as they come
     /// (a processor's, whose driver checks its keys itself) are left to their reader.
-    static func unknownKey(in json: Any, path: String = "") -> (path: String, known: String)? {
-        if let list = json as? [Any] {
+    static func unknownKey(in json: JSONShape, path: String = "") -> (path: String, known: String)? {
+        let object: [String: JSONShape]
+        switch json {
+        case .array(let list):
             for element in list {
                 if let unknown = unknownKey(in: element, path: path + "[]") { return unknown }
             }
             return nil
+        case .scalar: return nil
+        case .object(let fields): object = fields
         }
-        guard let object = json as? [String: Any] else { return nil }
         let prefix = path.isEmpty ? "" : path + "."
         let known = Set(
             readKeys.filter { $0.hasPrefix(prefix) }.compactMap { key -> String? in
@@ -348,7 +351,7 @@ extension ConfigurationFile {
         guard !known.isEmpty || checksItself else { return nil }
         for key in object.keys.sorted() {
             guard known.contains(key) || checksItself else { return (prefix + key, known.sorted().joined(separator: ", ")) }
-            if let unknown = unknownKey(in: object[key] as Any, path: prefix + key) { return unknown }
+            if let value = object[key], let unknown = unknownKey(in: value, path: prefix + key) { return unknown }
         }
         return nil
     }
@@ -356,5 +359,34 @@ extension ConfigurationFile {
     /// The `appleGateway` section, checked: where live checks go.
     public func gatewayEndpoint(relativeTo folder: String, environment: [String: String]) throws(ConfigurationError) -> RemoteEndpoint {
         try ServerConfiguration.resolveGateway(appleGateway, values: ConfigurationValues(folder: folder, environment: environment))
+    }
+}
+
+/// A JSON document's shape only, decoded by type: its objects' keys and its arrays, for the
+/// unknown-key check (the values themselves are read by the configuration's own types).
+indirect enum JSONShape: Decodable {
+    case object([String: JSONShape])
+    case array([JSONShape])
+    case scalar
+
+    init(from decoder: any Decoder) throws {
+        if let object = try? decoder.container(keyedBy: Key.self) {
+            var fields: [String: JSONShape] = [:]
+            for key in object.allKeys { fields[key.stringValue] = try object.decode(JSONShape.self, forKey: key) }
+            self = .object(fields)
+        } else if var list = try? decoder.unkeyedContainer() {
+            var elements: [JSONShape] = []
+            while !list.isAtEnd { elements.append(try list.decode(JSONShape.self)) }
+            self = .array(elements)
+        } else {
+            self = .scalar
+        }
+    }
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 }

@@ -45,34 +45,55 @@ struct HealthController {
     }
 
     /// Every certificate's and merchant identity's expiry on the server's clock.
-    func detail() -> [String: Any] {
+    func detail() -> Detail {
         let now = time.now
-        let merchants: [[String: Any]] = self.merchants.map { merchant in
-            [
-                "merchantIdentifier": merchant.merchantIdentifier,
-                "identityCertificate": [
-                    "notValidAfter": merchant.identity.certificate.notValidAfter.formatted(.iso8601),
-                    "daysLeft": merchant.identity.daysLeft(at: now),
-                ],
-            ]
+        let merchants = self.merchants.map { merchant in
+            Detail.Merchant(
+                merchantIdentifier: merchant.merchantIdentifier,
+                identityCertificate: .init(
+                    notValidAfter: merchant.identity.certificate.notValidAfter.formatted(.iso8601),
+                    daysLeft: merchant.identity.daysLeft(at: now)))
         }
-        let certificates: [[String: Any]] = self.certificates.map { entry in
-            [
-                "owner": entry.owner, "kind": entry.kind, "subject": entry.certificate.subject.description,
-                "notValidAfter": entry.certificate.notValidAfter.formatted(.iso8601), "daysLeft": entry.daysLeft(at: now),
-            ]
+        let certificates = self.certificates.map { entry in
+            Detail.Certificate(
+                owner: entry.owner, kind: entry.kind, subject: entry.certificate.subject.description,
+                notValidAfter: entry.certificate.notValidAfter.formatted(.iso8601), daysLeft: entry.daysLeft(at: now))
         }
         let expiring = self.certificates.contains { $0.daysLeft(at: now) < GuardPolicy.warningDays[0] }
-        return [
-            "status": expiring ? "certificates_expiring" : "ok", "readiness": Self.readiness(activity), "merchants": merchants,
-            "certificates": certificates, "registeredMerchants": directory.registrations.count,
-        ]
+        return Detail(
+            status: expiring ? "certificates_expiring" : "ok", readiness: Self.readiness(activity), merchants: merchants,
+            certificates: certificates, registeredMerchants: directory.registrations.count)
     }
 
-    static func json(_ body: [String: Any], status: HTTPResponse.Status) throws -> Response {
-        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])
+    /// `/admin/health`'s body.
+    struct Detail: Encodable {
+        struct Merchant: Encodable {
+            struct Identity: Encodable {
+                var notValidAfter: String
+                var daysLeft: Int
+            }
+            var merchantIdentifier: String
+            var identityCertificate: Identity
+        }
+        struct Certificate: Encodable {
+            var owner: String
+            var kind: String
+            var subject: String
+            var notValidAfter: String
+            var daysLeft: Int
+        }
+        var status: String
+        var readiness: String
+        var merchants: [Merchant]
+        var certificates: [Certificate]
+        var registeredMerchants: Int
+    }
+
+    static func json(_ body: some Encodable, status: HTTPResponse.Status) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
         return Response(
             status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(body))))
     }
 }

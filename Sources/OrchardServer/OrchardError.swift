@@ -171,14 +171,13 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var error: [String: Any] = ["code": code.rawValue, "message": message]
-        if let upstreamStatus { error["appleStatus"] = upstreamStatus }
-        var body: [String: Any] = ["error": error]
-        if isPaymentAnswer {
-            body["status"] = "failure"
-            body["errors"] = [["code": "unknown", "message": message]]
-        }
-        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        let body = Body(
+            error: .init(code: code.rawValue, message: message, appleStatus: upstreamStatus),
+            status: isPaymentAnswer ? "failure" : nil,
+            errors: isPaymentAnswer ? [.init(code: "unknown", message: message)] : nil)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(body)
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"]
         if code == .unauthorized { headers[.wwwAuthenticate] = "Bearer" }
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
@@ -189,6 +188,22 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
 }
 
 extension OrchardError {
+    /// The error body: `error`, and for the page's authorize call Apple Pay JS's `status` and `errors`.
+    struct Body: Encodable {
+        struct Detail: Encodable {
+            var code: String
+            var message: String
+            var appleStatus: Int?
+        }
+        struct PaymentError: Encodable {
+            var code: String
+            var message: String
+        }
+        var error: Detail
+        var status: String?
+        var errors: [PaymentError]?
+    }
+
     /// Any of Orchard's typed refusals as the API answers it: the one place a route's error
     /// becomes a status, a code and a message. Nil for an error that is no refusal (a store's own
     /// failure, a bug), which Hummingbird answers with a bare 500.
