@@ -104,8 +104,8 @@ public final class ServerProcess: Sendable {
             return ready || !child.isRunning
         }
         if ready { return }
-        let output = (try? String(contentsOfFile: directory.path("server.log"), encoding: .utf8)) ?? ""
-        Issue.record("orchard serve did not start: \(output.suffix(2000))")
+        let ended = child.isRunning ? "still running, not answering /health" : ChildProcess.describe(child.wait())
+        Issue.record("orchard serve did not start (\(ended)); the last 40 lines of its output:\n\(child.stderrTail())")
         throw CancellationError()
     }
 

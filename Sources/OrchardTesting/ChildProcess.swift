@@ -27,6 +27,13 @@ public final class ChildProcess: Sendable {
     let stdoutDescriptor: Int32
     let stderrDescriptor: Int32
     private let exit = Mutex<Int32?>(nil)
+    /// The command line, for a crash report.
+    let commandLine: String
+    /// Where stderr goes when it is not captured: the file whose tail a crash report shows.
+    let outputPath: String?
+    /// What ``readToEnd()`` read of stderr, for a crash report.
+    private let capturedStderr = Mutex<[UInt8]>([])
+    var capturedStderrBytes: [UInt8] { capturedStderr.withLock { $0 } }
 
     /// Starts `executable` with `arguments`; `environment` nil inherits the test process's.
     public init(
@@ -111,6 +118,8 @@ public final class ChildProcess: Sendable {
         pid = child
         stdoutDescriptor = out[0]
         stderrDescriptor = err[0]
+        commandLine = ([URL(fileURLWithPath: executable).lastPathComponent] + arguments.prefix(3)).joined(separator: " ")
+        if case .file(let path) = output { outputPath = path } else { outputPath = nil }
         if let stdin {
             Self.writeAll(input[1], stdin)
             close(input[1])
@@ -134,6 +143,7 @@ public final class ChildProcess: Sendable {
             var raw: Int32 = 0
             guard waitpid(pid, &raw, WNOHANG) == pid else { return true }
             status = Self.decode(raw)
+            reportCrash(Self.decode(raw))
             return false
         }
     }
@@ -145,7 +155,11 @@ public final class ChildProcess: Sendable {
         var raw: Int32 = 0
         while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
         let status = Self.decode(raw)
-        exit.withLock { $0 = $0 ?? status }
+        let first = exit.withLock { recorded in
+            defer { recorded = recorded ?? status }
+            return recorded == nil
+        }
+        if first { reportCrash(status) }
         return exit.withLock { $0 } ?? status
     }
 
@@ -168,7 +182,9 @@ public final class ChildProcess: Sendable {
         }.start()
         let stdout = Self.readAll(stdoutDescriptor)
         done.wait()
-        return (stdout, errors.withLock { $0 })
+        let stderr = errors.withLock { $0 }
+        capturedStderr.withLock { $0 = stderr }
+        return (stdout, stderr)
     }
 
     /// The next bytes of captured stdout (empty at its end).

@@ -26,6 +26,9 @@ public enum OrchardProcess {
         public var status: Int32
         public var stdout: [UInt8]
         public var stderr: String
+
+        /// "exit status 1", or "killed by SIGABRT": for a test's failure message.
+        public var exit: String { ChildProcess.describe(status) }
     }
 
     /// The `orchard` executable built beside the test bundle.

@@ -43,6 +43,7 @@ struct DoctorCommandTests {
 
         func doctor(live: Bool = true) async throws -> (status: Int32, lines: [String]) {
             let result = try await OrchardProcess.run(["doctor", "--config", configuration] + (live ? ["--live"] : []))
+            #expect(!ChildProcess.isCrash(result.status), "orchard doctor was \(result.exit): \(result.stderr.suffix(4000))")
             return (result.status, String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init))
         }
     }

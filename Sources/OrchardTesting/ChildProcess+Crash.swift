@@ -1,0 +1,50 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension ChildProcess {
+    /// Signals that only a crash sends: a trap (Swift's `fatalError`, a failed precondition, an
+    /// overflow), an abort, a bad memory access. Tests send SIGTERM, SIGINT and SIGKILL themselves.
+    static let crashSignals: [Int32: String] = [
+        SIGABRT: "SIGABRT", SIGSEGV: "SIGSEGV", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE",
+    ]
+    static let otherSignals: [Int32: String] = [
+        SIGKILL: "SIGKILL", SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGHUP: "SIGHUP", SIGPIPE: "SIGPIPE", SIGQUIT: "SIGQUIT",
+    ]
+
+    /// "exit status 1", or "killed by SIGABRT" for 128 + a signal's number (as ``wait()`` returns).
+    public static func describe(_ status: Int32) -> String {
+        guard status > 128 else { return "exit status \(status)" }
+        let signal = status - 128
+        return "killed by \(crashSignals[signal] ?? otherSignals[signal] ?? "signal \(signal)")"
+    }
+
+    /// Whether `status` (as ``wait()`` returns it) is a crash: killed by one of ``crashSignals``.
+    public static func isCrash(_ status: Int32) -> Bool {
+        status > 128 && crashSignals[status - 128] != nil
+    }
+
+    /// The last `count` lines of what the child wrote to stderr: captured, or its output file.
+    public func stderrTail(lines count: Int = 40) -> String {
+        var text = String(decoding: capturedStderrBytes, as: UTF8.self)
+        if text.isEmpty, let file = outputPath, let written = try? String(contentsOfFile: file, encoding: .utf8) {
+            text = written
+        }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(count).joined(separator: "\n")
+    }
+
+    /// Written to the test process's stderr (the test log) once, when the child crashed: the status
+    /// alone ("134") loses the crash's own message, which is what finds its cause.
+    func reportCrash(_ status: Int32) {
+        guard Self.isCrash(status) else { return }
+        let report = """
+            ‼ \(commandLine) (pid \(pid)) was \(Self.describe(status)); the last 40 lines of its stderr:
+            \(stderrTail())
+            ‼ end of \(commandLine)'s stderr
+
+            """
+        FileHandle.standardError.write(Data(report.utf8))
+    }
+}
