@@ -1,4 +1,5 @@
 import CCurlShims
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -34,6 +35,10 @@ final class CurlEngine: @unchecked Sendable {
     private let opened = Atomic<Int>(0)
     /// Touched only by the engine thread.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    /// Signalled once the engine thread has cleaned up the multi and share handles.
+    private let stopped = DispatchSemaphore(value: 0)
+    /// The engine thread, so a shutdown it starts itself does not wait for itself.
+    private let engineThread = Mutex<pthread_t?>(nil)
 
     /// - Parameters:
     ///   - maxTotalConnections, maxHostConnections: libcurl's own connection caps. ``Admission``
@@ -85,6 +90,14 @@ final class CurlEngine: @unchecked Sendable {
             return !inbox.stopping
         }
         if first { curl_multi_wakeup(multi) }
+        // Waits for the engine thread's cleanup (its connections' TLS state freed): a process that
+        // exits right after shutting its client down, as `orchard doctor` does, otherwise runs
+        // OpenSSL's exit-time cleanup while this thread still frees connections, and now and then
+        // aborts (SIGABRT) on the freed memory. Bounded: libcurl's cleanup never blocks for long,
+        // and a shutdown must not hang on it.
+        let onEngineThread = engineThread.withLock { thread in thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        guard !onEngineThread else { return }
+        if stopped.wait(timeout: .now() + .seconds(5)) == .success { stopped.signal() }
     }
 
     private func startThread() throws(CurlError) {
@@ -105,6 +118,7 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     private func run() {
+        engineThread.withLock { $0 = pthread_self() }
         var running: Int32 = 0
         while true {
             let (submitted, cancelled, stopping) = inbox.withLock { inbox in
@@ -128,6 +142,7 @@ final class CurlEngine: @unchecked Sendable {
                 active.removeAll()
                 curl_multi_cleanup(multi)
                 curl_share_cleanup(share)
+                stopped.signal()
                 return
             }
             for transfer in submitted {

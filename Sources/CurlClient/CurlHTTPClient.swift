@@ -188,7 +188,8 @@ public final class CurlHTTPClient: Sendable {
     /// Total new connections opened by all finished transfers.
     public var connectionsOpened: Int { engine.connectionsOpened }
 
-    /// Stops the engine thread; transfers still running fail with ``CurlError/Kind/shutdown``.
+    /// Stops the engine thread and waits (at most 5 s) until it has closed its connections;
+    /// transfers still running fail with ``CurlError/Kind/shutdown``.
     public func shutdown() {
         engine.shutdown()
     }
