@@ -145,10 +145,10 @@ PARAM_VALUES = [("number", "7"), ("-0", "-0"), ("1e400", "1e400"), ("2^63", "922
                 ("invalid UTF-8", "%FF%FE"), ("lone surrogate", "%ED%A0%80"), ("NUL", "%00"), ("encoded slash", "a%2Fb"),
                 ("dot-dot", ".."), ("non-ASCII", "%E2%82%AC"), ("10,000 characters", "x" * 10_000),
                 ("100,000 characters", "x" * 100_000)]
-# Values after which the request reaches no operation: an empty path segment or `..` matches no route (or the
-# static files' guard), and a 100,000-character request line is refused by the HTTP layer before routing.
-# Their answers need no 5xx, but not the operation's error shape (see Mutant.routed).
-UNROUTED = {"", "..", "x" * 100_000}
+# Values after which the request reaches no router at all: a 100,000-character request line is refused by the
+# HTTP layer (a bare 400) before routing. Its answer needs no 5xx, but not the operation's error shape (see
+# Mutant.routed). An empty segment or `..` does reach the router, whose 404 and 400 are JSON like every route's.
+UNROUTED = {"x" * 100_000}
 
 
 def fill(template, values):
