@@ -32,7 +32,8 @@ public enum InAppPayment {
         }
         var method: PaymentToken.PaymentMethod?
         if let fields = token["paymentMethod"] {
-            guard let json = try? JSONSerialization.data(withJSONObject: fields),
+            // An object only: JSONSerialization traps (it does not throw) on a top-level string or number.
+            guard let fields = fields as? [String: Any], let json = try? JSONSerialization.data(withJSONObject: fields),
                 let decoded = try? JSONDecoder().decode(PaymentToken.PaymentMethod.self, from: json)
             else { throw ApplePayError(.malformedToken, "paymentMethod is not {displayName, network, type}") }
             method = decoded
