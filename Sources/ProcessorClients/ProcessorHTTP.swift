@@ -11,8 +11,8 @@ struct ProcessorHTTP: Sendable {
     struct Answer {
         var status: Int
         /// Always an object: a body that is not a JSON object (empty, HTML from a proxy, a number
-        /// past `Double`, invalid UTF-8, nesting too deep) reads as an empty one, so every field is
-        /// missing and each processor's rules give no definite outcome from it.
+        /// past `Double`, invalid UTF-8, nesting too deep) reads as an empty one: every field is
+        /// missing, and each processor's rules go by the status alone (a 2xx is then no answer).
         var json: JSONValue
 
         init(status: Int, body: [UInt8]) {
