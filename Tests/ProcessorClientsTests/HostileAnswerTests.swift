@@ -268,7 +268,7 @@ extension HostileAnswerTests {
         let requested: JSONValue = [
             "id": "3000000000_0_r1", "status": "REFUND_REQUESTED",
             "statusOutput": ["statusCategory": "PENDING_CONNECT_OR_3RD_PARTY", "statusCode": 81],
-            "refundOutput": ["references": ["merchantReference": .string(reference)]],
+            "refundOutput": ["references": ["merchantReference": .string(Self.reference)]],
         ]
         #expect(
             try WorldlineProcessor.refundOutcome(status: 201, body: requested.encoded(), reference: Self.reference, sends: 1).status
