@@ -357,11 +357,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // libFuzzer harness for token parsing and verification (scripts/fuzz builds it with -sanitize=fuzzer).
+        // libFuzzer harness for what Orchard reads from outside: tokens, in-app bodies, payment data,
+        // Apple's token events, processors' answers (scripts/fuzz builds it with -sanitize=fuzzer).
+        // A tool, never shipped.
         .target(name: "CFuzzerDriver"),
         .executableTarget(
             name: "TokenFuzzer",
-            dependencies: ["ApplePay", "CFuzzerDriver"],
+            dependencies: ["ApplePay", "CFuzzerDriver", "OrchardCore", "ProcessorClients"],
             swiftSettings: swiftSettings
         ),
         // Verify+decrypt throughput on the real vectors (scripts/bench-tokens).

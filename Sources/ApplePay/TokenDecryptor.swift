@@ -354,7 +354,9 @@ public struct DecryptedPayment: Sendable, CustomStringConvertible {
     public let json: [UInt8]
     public let fields: Fields
 
-    init(json: [UInt8]) throws(ApplePayError) {
+    /// Reads decrypted plaintext: Apple's common shape through ``PlaintextReader``, anything else
+    /// through JSONDecoder. Public so that the fuzzer (scripts/fuzz) can hand it any bytes.
+    public init(json: [UInt8]) throws(ApplePayError) {
         do {
             fields = try PlaintextReader.fields(json) ?? JSONDecoder().decode(Fields.self, from: Data(json))
         } catch {

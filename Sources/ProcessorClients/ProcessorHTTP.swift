@@ -7,9 +7,25 @@ struct ProcessorHTTP: Sendable {
     let http: CurlHTTPClient
     let endpoint: RemoteEndpoint
 
+    /// A processor's answer: its status and its body's JSON object, decoded by type.
     struct Answer {
         var status: Int
-        var json: [String: Any]
+        /// Always an object: a body that is not a JSON object (empty, HTML from a proxy, a number
+        /// past `Double`, invalid UTF-8, nesting too deep) reads as an empty one: every field is
+        /// missing, and each processor's rules go by the status alone (a 2xx is then no answer).
+        var json: JSONValue
+
+        init(status: Int, body: [UInt8]) {
+            self.status = status
+            if let decoded = JSONValue.decode(body), decoded.object != nil {
+                json = decoded
+            } else {
+                json = [:]
+            }
+        }
+
+        /// Whether the body held no field at all.
+        var isEmpty: Bool { json.object?.isEmpty ?? true }
     }
 
     /// Sends `body`; a transport failure (timeout, reset, refused) is ``ProcessorNoAnswer``.
@@ -30,11 +46,32 @@ struct ProcessorHTTP: Sendable {
         } catch {
             throw ProcessorNoAnswer("\(error.kind.rawValue): \(error.message)")
         }
-        let json = (try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]) ?? [:]
-        return Answer(status: response.status, json: json)
+        return Answer(status: response.status, body: response.body)
     }
 
-    static func encode(_ object: [String: Any]) throws -> [UInt8] {
-        Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+    /// A request body: keys sorted, `/` unescaped. Throws (never traps) on a value JSON cannot
+    /// hold, such as a non-finite number.
+    static func encode(_ body: JSONValue) throws -> [UInt8] {
+        try body.encoded()
+    }
+}
+
+extension JSONValue {
+    /// A code or identifier as processors write it: a string, or a number as its decimal text
+    /// (`1409`); nil for any other type (a boolean is no code).
+    var code: String? {
+        switch self {
+        case .string(let value): value
+        case .integer(let value): String(value)
+        case .number(let value): String(value)
+        default: nil
+        }
+    }
+
+    /// An array whose elements are all objects (a list of payments, events or errors); nil when
+    /// any element is not one, so a list Worldpay or Worldline did not send is not half read.
+    var objects: [JSONValue]? {
+        guard let array, array.allSatisfy({ $0.object != nil }) else { return nil }
+        return array
     }
 }

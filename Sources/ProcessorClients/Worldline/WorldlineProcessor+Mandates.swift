@@ -17,17 +17,18 @@ import OrchardCore
 extension WorldlineProcessor {
     /// `paymentProduct302SpecificInput` for a first payment that sets up a mandate: tokenize, and
     /// for a scheduled series, mark it as the first of a recurring sequence.
-    static func tokenization(_ usage: CredentialUsage) -> [String: Any] {
-        var input: [String: Any] = ["tokenize": true, "isRecurring": usage == .scheduled]
+    static func tokenization(_ usage: CredentialUsage) -> JSONValue {
+        var input: JSONValue = ["tokenize": true, "isRecurring": .bool(usage == .scheduled)]
         if usage == .scheduled { input["recurring"] = ["recurringPaymentSequenceIndicator": "first"] }
         return input
     }
 
     /// The token of a tokenized first payment, from `creationOutput`; nil when Worldline did not
     /// tokenize it (or sent a token that could not be named in a later call's path).
-    static func storedCredential(_ json: [String: Any]) -> StoredCredential? {
-        guard let output = json["creationOutput"] as? [String: Any], output["tokenizationSucceeded"] as? Bool != false,
-            let token = tokenId(output["token"] as? String)
+    static func storedCredential(_ json: JSONValue) -> StoredCredential? {
+        // `tokenizationSucceeded` absent or true: any other value (false, or not a boolean) makes no mandate.
+        guard let output = json["creationOutput"], output.object != nil, output["tokenizationSucceeded"].map({ $0.bool == true }) ?? true,
+            let token = tokenId(output["token"]?.string)
         else { return nil }
         return StoredCredential(reference: token)
     }
@@ -43,9 +44,9 @@ extension WorldlineProcessor {
     /// `cardPaymentMethodSpecificInput` for a merchant-initiated charge of the token: a scheduled
     /// series says `isRecurring`, an unscheduled charge the card-on-file indicators, never both
     /// (Worldline refuses `unscheduledCardOnFile*` when `isRecurring` is true).
-    func mandateInput(token: String, usage: CredentialUsage) -> [String: Any] {
-        var input: [String: Any] = [
-            "authorizationMode": settings.authorizationMode, "transactionChannel": "ECOMMERCE", "token": token,
+    func mandateInput(token: String, usage: CredentialUsage) -> JSONValue {
+        var input: JSONValue = [
+            "authorizationMode": .string(settings.authorizationMode), "transactionChannel": "ECOMMERCE", "token": .string(token),
         ]
         switch usage {
         case .scheduled:
@@ -69,15 +70,15 @@ extension WorldlineProcessor {
         }
         let body = try ProcessorHTTP.encode([
             "order": [
-                "amountOfMoney": ["amount": request.order.priced.total, "currencyCode": request.order.priced.currency],
-                "references": ["merchantReference": request.reference],
+                "amountOfMoney": ["amount": .integer(request.order.priced.total), "currencyCode": .string(request.order.priced.currency)],
+                "references": ["merchantReference": .string(request.reference)],
             ],
             "cardPaymentMethodSpecificInput": mandateInput(token: token, usage: CredentialUsage(request.mandate.kind)),
         ])
         let answer = try await client.send(
             "POST", url: settings.connection.baseURL + paymentsPath,
             headers: signedHeaders(method: "POST", path: paymentsPath, idempotenceKey: request.reference), body: body)
-        return try outcome(answer, reference: request.reference).definite(
+        return try Self.outcome(answer, reference: request.reference, paymentsURL: settings.connection.baseURL + paymentsPath).definite(
             sends: request.sends, processor: "Worldline", reference: request.reference, status: answer.status)
     }
 
@@ -99,7 +100,7 @@ extension WorldlineProcessor {
             throw ProcessorActionError("Worldline did not answer the token deletion (\(error)); try again later")
         }
         guard [200, 204, 404].contains(answer.status) else {
-            let message = ((answer.json["errors"] as? [[String: Any]])?.first?["message"] as? String) ?? ""
+            let message = answer.json["errors"]?.objects?.first?["message"]?.string ?? ""
             throw ProcessorActionError("Worldline answered the token deletion with HTTP \(answer.status): \(message)")
         }
     }

@@ -25,18 +25,32 @@ extension WorldlineProcessor {
     public func lookup(_ payment: PaymentRecord) async throws -> PaymentLookup {
         guard let id = Self.paymentId(payment) else { return .deduplicated(window: Self.idempotenceWindow) }
         let answer = try await get("\(paymentsPath)/\(id)")
+        return try Self.paymentLookup(
+            answer, id: id, reference: payment.reference, paymentsURL: settings.connection.baseURL + paymentsPath)
+    }
+
+    /// What a GetPayment answer (`status`, `body`) says of payment `id`, sent as `reference`: a
+    /// pure function of the answer, for the tests and the fuzzer. Throws ``ProcessorNoAnswer`` for
+    /// anything but a 200 about that reference.
+    public static func paymentLookup(status: Int, body: [UInt8], id: String, reference: String, paymentsURL: String) throws
+        -> PaymentLookup
+    {
+        try paymentLookup(ProcessorHTTP.Answer(status: status, body: body), id: id, reference: reference, paymentsURL: paymentsURL)
+    }
+
+    static func paymentLookup(_ answer: ProcessorHTTP.Answer, id: String, reference: String, paymentsURL: String) throws
+        -> PaymentLookup
+    {
         guard answer.status == 200 else {
             throw ProcessorNoAnswer("Worldline answered GetPayment \(id) with HTTP \(answer.status)")
         }
-        let echoed =
-            ((answer.json["paymentOutput"] as? [String: Any])?["references"] as? [String: Any])?["merchantReference"] as? String
-        if let echoed, echoed != payment.reference {
-            throw ProcessorNoAnswer("Worldline's payment \(id) is reference \(echoed), not \(payment.reference)")
+        if let echoed = answer.json["paymentOutput"]?["references"]?["merchantReference"]?.string, echoed != reference {
+            throw ProcessorNoAnswer("Worldline's payment \(id) is reference \(echoed), not \(reference)")
         }
-        let status = answer.json["status"] as? String
+        let status = answer.json["status"]?.string
         switch WorldlineStatus.payment(answer.json) {
         case .succeeded:
-            return .found(authorized(id: id, status: status))
+            return .found(authorized(id: id, status: status, paymentsURL: paymentsURL))
         case .refused:
             return .found(AuthorizationOutcome(status: .refused, processorReference: id, code: status))
         case .pending, .unreadable:
@@ -49,21 +63,36 @@ extension WorldlineProcessor {
     public func lookupRefund(_ refund: RefundRecord, of payment: PaymentRecord) async throws -> RefundLookup {
         guard let id = Self.paymentId(payment) else { return .deduplicated(window: Self.idempotenceWindow) }
         let answer = try await get("\(paymentsPath)/\(id)/refunds")
-        guard answer.status == 200, let refunds = answer.json["refunds"] as? [[String: Any]] else {
+        return try Self.refundLookup(answer, id: id, reference: refund.reference, processorReference: refund.processorReference)
+    }
+
+    /// What a GetRefunds answer (`status`, `body`) of payment `id` says of the refund sent as
+    /// `reference` (with Worldline's ID `processorReference`, when it answered one): a pure
+    /// function of the answer, for the tests and the fuzzer.
+    public static func refundLookup(status: Int, body: [UInt8], id: String, reference: String, processorReference: String?) throws
+        -> RefundLookup
+    {
+        try refundLookup(
+            ProcessorHTTP.Answer(status: status, body: body), id: id, reference: reference, processorReference: processorReference)
+    }
+
+    static func refundLookup(_ answer: ProcessorHTTP.Answer, id: String, reference: String, processorReference: String?) throws
+        -> RefundLookup
+    {
+        guard answer.status == 200, let refunds = answer.json["refunds"]?.objects else {
             throw ProcessorNoAnswer("Worldline answered GetRefunds of \(id) with HTTP \(answer.status)")
         }
         let found = refunds.first { entry in
-            let reference = ((entry["refundOutput"] as? [String: Any])?["references"] as? [String: Any])?["merchantReference"] as? String
-            return reference == refund.reference
-                || (refund.processorReference != nil && entry["id"] as? String == refund.processorReference)
+            entry["refundOutput"]?["references"]?["merchantReference"]?.string == reference
+                || (processorReference != nil && entry["id"]?.string == processorReference)
         }
-        guard let found else { return .deduplicated(window: Self.idempotenceWindow) }
-        let status = found["status"] as? String
+        guard let found else { return .deduplicated(window: idempotenceWindow) }
+        let status = found["status"]?.string
         switch WorldlineStatus.refund(found) {
         case .succeeded:
-            return .found(RefundOutcome(status: .refunded, processorReference: found["id"] as? String, code: status))
+            return .found(RefundOutcome(status: .refunded, processorReference: found["id"]?.string, code: status))
         case .refused:
-            return .found(RefundOutcome(status: .refused, processorReference: found["id"] as? String, code: status))
+            return .found(RefundOutcome(status: .refused, processorReference: found["id"]?.string, code: status))
         case .pending, .unreadable:
             return .pending
         }

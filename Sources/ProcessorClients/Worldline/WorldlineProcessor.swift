@@ -78,34 +78,34 @@ public struct WorldlineProcessor: PaymentProcessor {
     /// The CreatePayment body for the configured decryption mode.
     func body(_ request: AuthorizationRequest) throws -> [UInt8] {
         let paymentData = request.token.paymentData
-        var input: [String: Any] = [
-            "paymentProductId": Self.applePayProductId, "authorizationMode": settings.authorizationMode,
+        var input: JSONValue = [
+            "paymentProductId": .integer(Int64(Self.applePayProductId)), "authorizationMode": .string(settings.authorizationMode),
         ]
-        input["publicKeyHash"] = paymentData.header.publicKeyHash
-        if let ephemeralKey = paymentData.header.ephemeralPublicKey { input["ephemeralKey"] = ephemeralKey }
+        input["publicKeyHash"] = .string(paymentData.header.publicKeyHash)
+        input["ephemeralKey"] = paymentData.header.ephemeralPublicKey.map(JSONValue.string)
         switch settings.decryption {
         case .processor:
             guard paymentData.version == "EC_v1" else {
                 throw UnsupportedToken("Worldline decrypts EC_v1 tokens only; set decryption to orchard for \(paymentData.version)")
             }
-            input["encryptedPaymentData"] = paymentData.data
+            input["encryptedPaymentData"] = .string(paymentData.data)
         case .orchard:
             // Configuration refuses a processor-held key with decryption orchard; never send less than Worldline needs.
             guard let payment = request.payment else {
                 throw UnsupportedToken("decryption is orchard, but the processor holds this token's key: Orchard cannot decrypt it")
             }
-            var decrypted: [String: Any] = ["dpan": payment.fields.applicationPrimaryAccountNumber]
-            decrypted["cryptogram"] = payment.fields.paymentData?.onlinePaymentCryptogram
-            decrypted["expiryDate"] = payment.expiryMMYY
-            decrypted["eci"] = payment.fields.paymentData?.eciIndicator
-            decrypted["cardholderName"] = request.cardholderName ?? payment.fields.cardholderName
+            var decrypted: JSONValue = ["dpan": .string(payment.fields.applicationPrimaryAccountNumber)]
+            decrypted["cryptogram"] = payment.fields.paymentData?.onlinePaymentCryptogram.map(JSONValue.string)
+            decrypted["expiryDate"] = payment.expiryMMYY.map(JSONValue.string)
+            decrypted["eci"] = payment.fields.paymentData?.eciIndicator.map(JSONValue.string)
+            decrypted["cardholderName"] = (request.cardholderName ?? payment.fields.cardholderName).map(JSONValue.string)
             input["decryptedPaymentData"] = decrypted
         }
         if let usage = request.storeCredential { input["paymentProduct302SpecificInput"] = Self.tokenization(usage) }
         return try ProcessorHTTP.encode([
             "order": [
-                "amountOfMoney": ["amount": request.order.priced.total, "currencyCode": request.order.priced.currency],
-                "references": ["merchantReference": request.reference],
+                "amountOfMoney": ["amount": .integer(request.order.priced.total), "currencyCode": .string(request.order.priced.currency)],
+                "references": ["merchantReference": .string(request.reference)],
             ],
             "mobilePaymentMethodSpecificInput": input,
         ])
@@ -126,10 +126,30 @@ public struct WorldlineProcessor: PaymentProcessor {
         let answer = try await client.send(
             "POST", url: settings.connection.baseURL + paymentsPath,
             headers: signedHeaders(method: "POST", path: paymentsPath, idempotenceKey: request.reference), body: bytes)
-        var outcome = try outcome(answer, reference: request.reference)
-        if request.storeCredential != nil && outcome.status == .authorized {
+        return try Self.authorizationOutcome(
+            answer, reference: request.reference, paymentsURL: settings.connection.baseURL + paymentsPath,
+            storesCredential: request.storeCredential != nil)
+    }
+
+    /// What a CreatePayment answer (`status`, `body`) says: a pure function of the answer, for
+    /// the tests and the fuzzer. Throws ``ProcessorNoAnswer`` for anything that is not a definite
+    /// outcome: a status never seen, or an unreadable answer, is never `failed` on a 2xx.
+    /// `paymentsURL`: the origin and `/v2/{merchantId}/payments`, for the capture and cancel links.
+    public static func authorizationOutcome(
+        status: Int, body: [UInt8], reference: String, paymentsURL: String, storesCredential: Bool
+    ) throws -> AuthorizationOutcome {
+        try authorizationOutcome(
+            ProcessorHTTP.Answer(status: status, body: body), reference: reference, paymentsURL: paymentsURL,
+            storesCredential: storesCredential)
+    }
+
+    static func authorizationOutcome(
+        _ answer: ProcessorHTTP.Answer, reference: String, paymentsURL: String, storesCredential: Bool
+    ) throws -> AuthorizationOutcome {
+        var outcome = try outcome(answer, reference: reference, paymentsURL: paymentsURL)
+        if storesCredential && outcome.status == .authorized {
             // Authorized without a token: the payment stands; the engine reports that no mandate was made.
-            outcome.storedCredential = Self.storedCredential(answer.json)
+            outcome.storedCredential = storedCredential(answer.json)
         }
         return outcome
     }
@@ -139,41 +159,39 @@ public struct WorldlineProcessor: PaymentProcessor {
     /// authorization that holds funds; rejected or cancelled is refused; any other status of a
     /// payment Worldline created (a redirect, a payment pending, an authorization requested) is
     /// `pending`, keeping Worldline's payment ID for GetPayment: it is never re-sent.
-    func outcome(_ answer: ProcessorHTTP.Answer, reference: String) throws -> AuthorizationOutcome {
-        let payment =
-            (answer.json["payment"] as? [String: Any]) ?? ((answer.json["paymentResult"] as? [String: Any])?["payment"] as? [String: Any])
-        let status = payment?["status"] as? String
-        let id = payment?["id"] as? String
-        let firstError = (answer.json["errors"] as? [[String: Any]])?.first
-        let echoed = ((payment?["paymentOutput"] as? [String: Any])?["references"] as? [String: Any])?["merchantReference"] as? String
-        if let echoed, echoed != reference {
+    static func outcome(_ answer: ProcessorHTTP.Answer, reference: String, paymentsURL: String) throws -> AuthorizationOutcome {
+        let payment = answer.json["payment"]?.object != nil ? answer.json["payment"] : answer.json["paymentResult"]?["payment"]
+        let readable = payment?.object != nil ? payment : nil
+        let status = readable?["status"]?.string
+        let id = readable?["id"]?.string
+        let firstError = answer.json["errors"]?.objects?.first
+        let errorCode = firstError.flatMap { $0["errorCode"] ?? $0["code"] }?.code
+        if let echoed = readable?["paymentOutput"]?["references"]?["merchantReference"]?.string, echoed != reference {
             throw ProcessorNoAnswer("Worldline answered for reference \(echoed), not \(reference)")
         }
-        let errorCode = firstError.flatMap { Self.string($0["errorCode"] ?? $0["code"]) }
         switch answer.status {
-        case 200..<300 where payment != nil, 402 where payment != nil:
-            switch WorldlineStatus.payment(payment) {
+        case 200..<300 where readable != nil, 402 where readable != nil:
+            switch WorldlineStatus.payment(readable) {
             case .succeeded where answer.status != 402:
-                return authorized(id: id, status: status)
+                return authorized(id: id, status: status, paymentsURL: paymentsURL)
             case .refused:
                 return AuthorizationOutcome(
-                    status: .refused, processorReference: id, code: errorCode ?? status, message: firstError?["message"] as? String)
+                    status: .refused, processorReference: id, code: errorCode ?? status, message: firstError?["message"]?.string)
             default:
                 // Worldline holds a payment without an outcome (or one it reads otherwise): asked later, never re-sent.
-                guard let id = Self.paymentId(id) else {
+                guard let id = paymentId(id) else {
                     throw ProcessorNoAnswer("Worldline answered HTTP \(answer.status) with a payment status it cannot be asked about")
                 }
                 return AuthorizationOutcome(
-                    status: .pending, processorReference: id, code: status,
-                    message: (payment?["statusOutput"] as? [String: Any])?["statusCategory"] as? String)
+                    status: .pending, processorReference: id, code: status, message: readable?["statusOutput"]?["statusCategory"]?.string)
             }
         case 402 where firstError != nil:
             // A 402 is a refusal only with Worldline's body: a bare 402 from anything in between says nothing.
-            return AuthorizationOutcome(status: .refused, code: errorCode, message: firstError?["message"] as? String)
+            return AuthorizationOutcome(status: .refused, code: errorCode, message: firstError?["message"]?.string)
         case 400, 401, 403, 404, 415:
             // The request itself was refused (schema, signature, merchant, media type).
             return AuthorizationOutcome(
-                status: .failed, code: errorCode ?? "http_\(answer.status)", message: firstError?["message"] as? String)
+                status: .failed, code: errorCode ?? "http_\(answer.status)", message: firstError?["message"]?.string)
         default:
             // 5xx, 409 (the idempotence key is still in progress), a 2xx or 402 without a
             // readable payment, and every other status say nothing about the charge.
@@ -182,18 +200,18 @@ public struct WorldlineProcessor: PaymentProcessor {
     }
 
     /// An authorization of payment `id`, with its capture and cancel actions.
-    func authorized(id: String?, status: String?) -> AuthorizationOutcome {
+    static func authorized(id: String?, status: String?, paymentsURL: String) -> AuthorizationOutcome {
         var links: [String: String] = [:]
-        if let id = Self.paymentId(id) {
-            links["settle"] = settings.connection.baseURL + "\(paymentsPath)/\(id)/capture"
-            links["cancel"] = settings.connection.baseURL + "\(paymentsPath)/\(id)/cancel"
+        if let id = paymentId(id) {
+            links["settle"] = "\(paymentsURL)/\(id)/capture"
+            links["cancel"] = "\(paymentsURL)/\(id)/cancel"
         }
         return AuthorizationOutcome(status: .authorized, processorReference: id, code: status, links: links)
     }
 
     /// Captures the payment; a refund needs only the payment ID, so there are no links to learn.
     public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] {
-        try await act(payment, "capture", body: ["amount": payment.amount, "isFinal": true])
+        try await act(payment, "capture", body: ["amount": .integer(payment.amount), "isFinal": true])
         return [:]
     }
 
@@ -222,34 +240,44 @@ public struct WorldlineProcessor: PaymentProcessor {
         }
         let path = "\(paymentsPath)/\(id)/refund"
         let body = try ProcessorHTTP.encode([
-            "amountOfMoney": ["amount": request.amount, "currencyCode": request.payment.currency],
-            "references": ["merchantReference": request.reference],
+            "amountOfMoney": ["amount": .integer(request.amount), "currencyCode": .string(request.payment.currency)],
+            "references": ["merchantReference": .string(request.reference)],
         ])
         let answer = try await client.send(
             "POST", url: settings.connection.baseURL + path,
             headers: signedHeaders(method: "POST", path: path, idempotenceKey: request.reference), body: body)
-        let declined = answer.json["refundResult"] as? [String: Any]
+        return try Self.refundOutcome(answer, reference: request.reference, sends: request.sends)
+    }
+
+    /// What a RefundPayment answer (`status`, `body`) says of refund `reference` on its `sends`th
+    /// send: a pure function of the answer, for the tests and the fuzzer. Throws
+    /// ``ProcessorNoAnswer`` when it is not definite.
+    public static func refundOutcome(status: Int, body: [UInt8], reference: String, sends: Int) throws -> RefundOutcome {
+        try refundOutcome(ProcessorHTTP.Answer(status: status, body: body), reference: reference, sends: sends)
+    }
+
+    static func refundOutcome(_ answer: ProcessorHTTP.Answer, reference: String, sends: Int) throws -> RefundOutcome {
+        let declined = answer.json["refundResult"]?.object != nil ? answer.json["refundResult"] : nil
         let refund = declined ?? ((200..<300).contains(answer.status) ? answer.json : nil)
-        let status = refund?["status"] as? String
-        let firstError = (answer.json["errors"] as? [[String: Any]])?.first
-        let code = firstError.flatMap { Self.string($0["errorCode"] ?? $0["code"]) }
-        let echoed = ((refund?["refundOutput"] as? [String: Any])?["references"] as? [String: Any])?["merchantReference"] as? String
-        if let echoed, echoed != request.reference {
-            throw ProcessorNoAnswer("Worldline answered for refund reference \(echoed), not \(request.reference)")
+        let status = refund?["status"]?.string
+        let firstError = answer.json["errors"]?.objects?.first
+        let code = firstError.flatMap { $0["errorCode"] ?? $0["code"] }?.code
+        if let echoed = refund?["refundOutput"]?["references"]?["merchantReference"]?.string, echoed != reference {
+            throw ProcessorNoAnswer("Worldline answered for refund reference \(echoed), not \(reference)")
         }
         let refusal = RefundOutcome(
-            status: .refused, processorReference: refund?["id"] as? String, code: code ?? status ?? "http_\(answer.status)",
-            message: firstError?["message"] as? String)
+            status: .refused, processorReference: refund?["id"]?.string, code: code ?? status ?? "http_\(answer.status)",
+            message: firstError?["message"]?.string)
         let reading = WorldlineStatus.refund(refund)
         if (200..<300).contains(answer.status), reading == .succeeded {
-            return RefundOutcome(status: .refunded, processorReference: refund?["id"] as? String, code: status)
+            return RefundOutcome(status: .refunded, processorReference: refund?["id"]?.string, code: status)
         }
         if (200..<500).contains(answer.status), reading == .refused {
             return refusal
         }
         // A bare 402 from anything in between says nothing; Worldline's carries its errors.
         let requestRefused = [400, 401, 403, 404, 415].contains(answer.status) || (answer.status == 402 && firstError != nil)
-        if requestRefused && status == nil && request.sends == 1 {
+        if requestRefused && status == nil && sends == 1 {
             return refusal
         }
         throw ProcessorNoAnswer(
@@ -269,7 +297,7 @@ public struct WorldlineProcessor: PaymentProcessor {
         return id
     }
 
-    func act(_ payment: PaymentRecord, _ action: String, body: [String: Any]) async throws(ProcessorActionError) {
+    func act(_ payment: PaymentRecord, _ action: String, body: JSONValue) async throws(ProcessorActionError) {
         guard let id = Self.paymentId(payment) else { throw ProcessorActionError("this payment has no Worldline payment ID") }
         let path = "\(paymentsPath)/\(id)/\(action)"
         let answer: ProcessorHTTP.Answer
@@ -285,16 +313,8 @@ public struct WorldlineProcessor: PaymentProcessor {
             throw ProcessorActionError("Worldline did not answer (\(error)); check the payment in Worldline before retrying")
         }
         guard (200..<300).contains(answer.status) else {
-            let message = ((answer.json["errors"] as? [[String: Any]])?.first?["message"] as? String) ?? ""
+            let message = answer.json["errors"]?.objects?.first?["message"]?.string ?? ""
             throw ProcessorActionError("Worldline answered HTTP \(answer.status): \(message)")
-        }
-    }
-
-    static func string(_ value: Any?) -> String? {
-        switch value {
-        case let text as String: text
-        case let number as NSNumber: number.stringValue
-        default: nil
         }
     }
 }

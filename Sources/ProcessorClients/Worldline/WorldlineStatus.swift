@@ -1,4 +1,5 @@
 import Foundation
+import OrchardCore
 
 /// Worldline Direct's status model, read as its status reference defines it
 /// (docs.direct.worldline-solutions.com, "Statuses", and "Authorisation and direct sale"): every
@@ -36,11 +37,11 @@ enum WorldlineStatus {
     static let pendingCategories: Set = ["CREATED", "PENDING_PAYMENT", "PENDING_MERCHANT", "PENDING_CONNECT_OR_3RD_PARTY"]
 
     /// A payment (CreatePayment's `payment`, GetPayment's answer).
-    static func payment(_ payment: [String: Any]?) -> Reading {
-        guard let payment, let status = payment["status"] as? String,
-            let output = payment["statusOutput"] as? [String: Any], let category = output["statusCategory"] as? String
+    static func payment(_ payment: JSONValue?) -> Reading {
+        guard let status = payment?["status"]?.string, let output = payment?["statusOutput"], output.object != nil,
+            let category = output["statusCategory"]?.string
         else { return .unreadable }
-        let authorized = boolean(output["isAuthorized"]) == true
+        let authorized = output["isAuthorized"]?.bool == true
         let code = integer(output["statusCode"])
         /// The status, its category and (when present) its code, as Worldline pairs them.
         func holds(_ statuses: Set<String>, in categories: Set<String>, codes: Set<Int64>) -> Bool {
@@ -64,10 +65,10 @@ enum WorldlineStatus {
     /// A refund (RefundPayment's answer or `refundResult`, an entry of GetRefunds). Worldline's
     /// `REFUND_REQUESTED` has taken the refund for its acquirer: refunded, as Orchard counts it
     /// (the payout follows), as Worldpay's accepted refund is.
-    static func refund(_ refund: [String: Any]?) -> Reading {
-        guard let refund, let status = refund["status"] as? String else { return .unreadable }
-        let output = refund["statusOutput"] as? [String: Any]
-        let category = output?["statusCategory"] as? String
+    static func refund(_ refund: JSONValue?) -> Reading {
+        guard let status = refund?["status"]?.string else { return .unreadable }
+        let output = refund?["statusOutput"]
+        let category = output?["statusCategory"]?.string
         let code = integer(output?["statusCode"])
         switch status {
         case "REFUND_REQUESTED" where (category ?? "PENDING_CONNECT_OR_3RD_PARTY") == "PENDING_CONNECT_OR_3RD_PARTY",
@@ -80,17 +81,10 @@ enum WorldlineStatus {
         }
     }
 
-    /// A JSON boolean, not a number.
-    static func boolean(_ value: Any?) -> Bool? {
-        guard let number = value as? NSNumber, String(cString: number.objCType) == "c" else { return nil }
-        return number.boolValue
-    }
-
-    /// A JSON integer, not a boolean or a fraction.
-    static func integer(_ value: Any?) -> Int64? {
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return nil }
-        let double = number.doubleValue
-        guard double.isFinite, double == double.rounded(), abs(double) < 1e15 else { return nil }
-        return number.int64Value
+    /// A JSON integer, not a boolean or a fraction, and below 10^15 in magnitude (a status code
+    /// is a few digits; `magnitude` rather than `abs`, which traps on `Int64.min`).
+    static func integer(_ value: JSONValue?) -> Int64? {
+        guard let integer = value?.int64, integer.magnitude < 1_000_000_000_000_000 else { return nil }
+        return integer
     }
 }

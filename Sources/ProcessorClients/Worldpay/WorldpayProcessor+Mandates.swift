@@ -27,9 +27,9 @@ extension WorldpayProcessor {
     /// encrypted Apple Pay wallet payment at all, and that its answer names it in
     /// `tokenPaymentInstrument` (the Tokens API's field) beside `scheme.reference`. Worldpay's
     /// guides stop short of a wallet payment's answer; this shape is the mock processor's.
-    static func storedCredential(_ json: [String: Any]) -> StoredCredential? {
-        guard let href = (json["tokenPaymentInstrument"] as? [String: Any])?["href"] as? String, !href.isEmpty else { return nil }
-        let scheme = (json["scheme"] as? [String: Any])?["reference"] as? String
+    static func storedCredential(_ json: JSONValue) -> StoredCredential? {
+        guard let href = json["tokenPaymentInstrument"]?["href"]?.string, !href.isEmpty else { return nil }
+        let scheme = json["scheme"]?["reference"]?.string
         return StoredCredential(reference: href, schemeReference: scheme.flatMap(schemeReference))
     }
 
@@ -42,15 +42,15 @@ extension WorldpayProcessor {
     /// The merchant-initiated body: no `channel` (Worldpay refuses it on this route), and no
     /// `requestAutoSettlement`, as for first payments: settling stays the back office's call.
     func mandateBody(_ request: MandateChargeRequest) throws -> [UInt8] {
-        var agreement: [String: Any] = ["type": Self.agreementType(CredentialUsage(request.mandate.kind))]
-        agreement["schemeReference"] = request.mandate.credential.schemeReference
+        var agreement: JSONValue = ["type": .string(Self.agreementType(CredentialUsage(request.mandate.kind)))]
+        agreement["schemeReference"] = request.mandate.credential.schemeReference.map(JSONValue.string)
         return try ProcessorHTTP.encode([
-            "transactionReference": request.reference,
-            "merchant": ["entity": settings.entity],
+            "transactionReference": .string(request.reference),
+            "merchant": ["entity": .string(settings.entity)],
             "instruction": [
-                "narrative": ["line1": settings.narrative],
-                "value": ["currency": request.order.priced.currency, "amount": request.order.priced.total],
-                "paymentInstrument": ["type": "card/token", "href": request.mandate.credential.reference],
+                "narrative": ["line1": .string(settings.narrative)],
+                "value": ["currency": .string(request.order.priced.currency), "amount": .integer(request.order.priced.total)],
+                "paymentInstrument": ["type": "card/token", "href": .string(request.mandate.credential.reference)],
                 "customerAgreement": agreement,
             ],
         ])
@@ -69,7 +69,7 @@ extension WorldpayProcessor {
         let answer = try await client.send(
             "POST", url: settings.connection.baseURL + "/cardPayments/merchantInitiatedTransactions", headers: headers,
             body: try mandateBody(request), fresh: true)
-        return try outcome(answer, reference: request.reference).definite(
+        return try Self.outcome(answer, reference: request.reference, baseURL: settings.connection.baseURL).definite(
             sends: request.sends, processor: "Worldpay", reference: request.reference, status: answer.status)
     }
 
@@ -97,7 +97,7 @@ extension WorldpayProcessor {
         }
         guard [200, 204, 404].contains(answer.status) else {
             throw ProcessorActionError(
-                "Worldpay answered the token deletion with HTTP \(answer.status): \(answer.json["message"] as? String ?? "")")
+                "Worldpay answered the token deletion with HTTP \(answer.status): \(answer.json["message"]?.string ?? "")")
         }
     }
 }

@@ -32,33 +32,48 @@ extension WorldpayProcessor {
     static let paymentEventsLag: TimeInterval = 15 * 60
 
     public func lookup(_ payment: PaymentRecord) async throws -> PaymentLookup {
+        let baseURL = settings.connection.baseURL
         if let listed = try await queriedPayment(payment.reference) {
-            switch listed["lastEvent"] as? String {
+            switch listed["lastEvent"]?.string {
             case "authorizationSucceeded", "settlementRequested", "settlementRequestSubmitted":
-                var links = Self.actions(listed, ["settle", "cancel"], baseURL: settings.connection.baseURL)
+                var links = Self.actions(listed, ["settle", "cancel"], baseURL: baseURL)
                 if links.isEmpty, let id = Self.paymentId(listed["paymentId"]) {
-                    links = Self.actions(try await paymentDetail(id), ["settle", "cancel"], baseURL: settings.connection.baseURL)
+                    links = Self.actions(try await paymentDetail(id), ["settle", "cancel"], baseURL: baseURL)
                 }
                 if links.isEmpty, let events = try? await paymentEvents(payment.reference) {
-                    links = Self.actions(events, ["settle", "cancel"], baseURL: settings.connection.baseURL)
+                    links = Self.actions(events, ["settle", "cancel"], baseURL: baseURL)
                 }
                 return .found(AuthorizationOutcome(status: .authorized, processorReference: payment.reference, links: links))
             case "authorizationRefused", "authorizationFailed":
-                return .found(AuthorizationOutcome(status: .refused, code: listed["lastEvent"] as? String))
+                return .found(AuthorizationOutcome(status: .refused, code: listed["lastEvent"]?.string))
             default:
                 return .pending
             }
         }
         // Not (yet) in Payment Queries: the recovery query.
         guard let events = try await paymentEvents(payment.reference) else { return .notFound(lag: Self.paymentEventsLag) }
-        switch events["lastEvent"] as? String {
+        return Self.eventsLookup(events, reference: payment.reference, baseURL: baseURL)
+    }
+
+    /// What the recovery query's answer (`status`, `body`) says of payment `reference`: a pure
+    /// function of the answer, for the tests and the fuzzer. Throws ``ProcessorNoAnswer`` for an
+    /// answer that is neither a readable 200 nor a 404.
+    public static func paymentEventsLookup(status: Int, body: [UInt8], reference: String, baseURL: String) throws -> PaymentLookup {
+        guard let events = try paymentEvents(ProcessorHTTP.Answer(status: status, body: body)) else {
+            return .notFound(lag: paymentEventsLag)
+        }
+        return eventsLookup(events, reference: reference, baseURL: baseURL)
+    }
+
+    /// The recovery query's `lastEvent`: authorized, refused, or not final.
+    static func eventsLookup(_ events: JSONValue, reference: String, baseURL: String) -> PaymentLookup {
+        switch events["lastEvent"]?.string {
         case "Authorized", "Sent for Settlement", "Settled":
             return .found(
                 AuthorizationOutcome(
-                    status: .authorized, processorReference: payment.reference,
-                    links: Self.actions(events, ["settle", "cancel"], baseURL: settings.connection.baseURL)))
+                    status: .authorized, processorReference: reference, links: actions(events, ["settle", "cancel"], baseURL: baseURL)))
         case "Refused", "Error":
-            return .found(AuthorizationOutcome(status: .refused, code: events["lastEvent"] as? String))
+            return .found(AuthorizationOutcome(status: .refused, code: events["lastEvent"]?.string))
         default:
             return .pending
         }
@@ -68,17 +83,22 @@ extension WorldpayProcessor {
         guard let listed = try await queriedPayment(payment.reference), let id = Self.paymentId(listed["paymentId"]) else {
             throw ProcessorNoAnswer("Payment Queries does not list payment \(payment.reference): its refunds cannot be looked up")
         }
-        let detail = try await paymentDetail(id)
-        guard let events = detail["events"] as? [[String: Any]] else {
+        return try Self.refundLookup(detail: try await paymentDetail(id), paymentId: id, refundReference: refund.reference)
+    }
+
+    /// What a payment's Payment Queries detail says of its refund `refundReference`: the last
+    /// event naming it. Throws ``ProcessorNoAnswer`` for a detail without its list of events.
+    static func refundLookup(detail: JSONValue, paymentId id: String, refundReference: String) throws -> RefundLookup {
+        guard let events = detail["events"]?.objects else {
             throw ProcessorNoAnswer("Payment Queries answered payment \(id) without its events")
         }
-        guard let last = events.last(where: { $0["reference"] as? String == refund.reference }) else {
-            return .notFound(lag: Self.paymentQueriesLag)
+        guard let last = events.last(where: { $0["reference"]?.string == refundReference }) else {
+            return .notFound(lag: paymentQueriesLag)
         }
-        let name = last["eventName"] as? String
+        let name = last["eventName"]?.string
         switch name {
         case "refundRequested", "refundRequestSubmitted":
-            return .found(RefundOutcome(status: .refunded, processorReference: Self.string(last["commandId"]), code: name))
+            return .found(RefundOutcome(status: .refunded, processorReference: last["commandId"]?.code, code: name))
         case "refundFailed":
             return .found(RefundOutcome(status: .refused, code: name))
         default:
@@ -86,39 +106,57 @@ extension WorldpayProcessor {
         }
     }
 
+    /// What a payment's Payment Queries detail answer (`status`, `body`) says of its refund: a
+    /// pure function of the answer, for the tests and the fuzzer.
+    public static func refundLookup(status: Int, body: [UInt8], paymentId id: String, refundReference: String) throws -> RefundLookup {
+        try refundLookup(
+            detail: paymentDetail(ProcessorHTTP.Answer(status: status, body: body), id: id), paymentId: id, refundReference: refundReference
+        )
+    }
+
     /// The Payment Queries entry for the reference; nil when it lists none.
-    func queriedPayment(_ reference: String) async throws -> [String: Any]? {
+    func queriedPayment(_ reference: String) async throws -> JSONValue? {
         let answer = try await client.send(
             "GET", url: settings.connection.baseURL + "/paymentQueries/payments?transactionReference=\(Self.query(reference))",
             headers: queryHeaders, body: nil)
-        guard answer.status == 200, let embedded = answer.json["_embedded"] as? [String: Any],
-            let payments = embedded["payments"] as? [[String: Any]]
-        else {
+        return try Self.listedPayment(answer, reference: reference)
+    }
+
+    /// The entry for `reference` in a Payment Queries list answer; nil when it lists none.
+    static func listedPayment(_ answer: ProcessorHTTP.Answer, reference: String) throws -> JSONValue? {
+        guard answer.status == 200, let payments = answer.json["_embedded"]?["payments"]?.objects else {
             throw ProcessorNoAnswer("Payment Queries answered HTTP \(answer.status) without a list of payments")
         }
-        let matching = payments.filter { $0["transactionReference"] as? String == reference }
-        return matching.first
+        return payments.first { $0["transactionReference"]?.string == reference }
     }
 
     /// `GET /paymentQueries/payments/{paymentId}`: the payment with its events and action links.
-    func paymentDetail(_ id: String) async throws -> [String: Any] {
+    func paymentDetail(_ id: String) async throws -> JSONValue {
         let answer = try await client.send(
             "GET", url: settings.connection.baseURL + "/paymentQueries/payments/\(id)", headers: queryHeaders, body: nil)
-        guard answer.status == 200, !answer.json.isEmpty else {
+        return try Self.paymentDetail(answer, id: id)
+    }
+
+    static func paymentDetail(_ answer: ProcessorHTTP.Answer, id: String) throws -> JSONValue {
+        guard answer.status == 200, !answer.isEmpty else {
             throw ProcessorNoAnswer("Payment Queries answered payment \(id) with HTTP \(answer.status)")
         }
         return answer.json
     }
 
     /// The recovery query's answer; nil for Worldpay's 404 (no payment with that reference).
-    func paymentEvents(_ reference: String) async throws -> [String: Any]? {
+    func paymentEvents(_ reference: String) async throws -> JSONValue? {
         let answer = try await client.send(
             "GET",
             url: settings.connection.baseURL
                 + "/payments/events?transactionRef=\(Self.query(reference))&entity=\(Self.query(settings.entity))",
             headers: headers, body: nil)
+        return try Self.paymentEvents(answer)
+    }
+
+    static func paymentEvents(_ answer: ProcessorHTTP.Answer) throws -> JSONValue? {
         switch answer.status {
-        case 200 where answer.json["lastEvent"] is String: return answer.json
+        case 200 where answer.json["lastEvent"]?.string != nil: return answer.json
         case 404: return nil
         default: throw ProcessorNoAnswer("Worldpay answered the payment events query with HTTP \(answer.status)")
         }
@@ -138,8 +176,8 @@ extension WorldpayProcessor {
     static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// A Payment Queries payment ID that is safe in a path (Worldpay's: letters, digits, `_`, `-`).
-    static func paymentId(_ value: Any?) -> String? {
-        guard let id = value as? String, (1...64).contains(id.utf8.count),
+    static func paymentId(_ value: JSONValue?) -> String? {
+        guard let id = value?.string, (1...64).contains(id.utf8.count),
             id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") })
         else { return nil }
         return id

@@ -34,17 +34,17 @@ public struct WorldpayProcessor: PaymentProcessor {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let walletToken = String(decoding: try encoder.encode(request.token.paymentData), as: UTF8.self)
-        var instruction: [String: Any] = [
-            "narrative": ["line1": settings.narrative],
-            "value": ["currency": request.order.priced.currency, "amount": request.order.priced.total],
-            "paymentInstrument": ["type": "card/wallet+applepay", "walletToken": walletToken],
+        var instruction: JSONValue = [
+            "narrative": ["line1": .string(settings.narrative)],
+            "value": ["currency": .string(request.order.priced.currency), "amount": .integer(request.order.priced.total)],
+            "paymentInstrument": ["type": "card/wallet+applepay", "walletToken": .string(walletToken)],
         ]
         if let usage = request.storeCredential {
-            instruction["customerAgreement"] = ["type": Self.agreementType(usage), "storedCardUsage": "first"]
+            instruction["customerAgreement"] = ["type": .string(Self.agreementType(usage)), "storedCardUsage": "first"]
             instruction["tokenCreation"] = ["type": "worldpay"]
         }
         return try ProcessorHTTP.encode([
-            "transactionReference": request.reference, "channel": "ecom", "merchant": ["entity": settings.entity],
+            "transactionReference": .string(request.reference), "channel": "ecom", "merchant": ["entity": .string(settings.entity)],
             "instruction": instruction,
         ])
     }
@@ -53,10 +53,28 @@ public struct WorldpayProcessor: PaymentProcessor {
         let answer = try await client.send(
             "POST", url: settings.connection.baseURL + "/cardPayments/customerInitiatedTransactions", headers: headers,
             body: try body(request), fresh: true)
-        var outcome = try outcome(answer, reference: request.reference)
-        if request.storeCredential != nil && outcome.status == .authorized {
+        return try Self.authorizationOutcome(
+            answer, reference: request.reference, baseURL: settings.connection.baseURL, storesCredential: request.storeCredential != nil)
+    }
+
+    /// What an authorization answer (`status`, `body`) says: a pure function of the answer, for
+    /// the tests and the fuzzer. Throws ``ProcessorNoAnswer`` for anything that is not a definite
+    /// outcome: an unknown or unreadable `outcome` on a 2xx is never `failed`.
+    /// `storesCredential`: the payment asked for a token, read from an authorized answer.
+    public static func authorizationOutcome(
+        status: Int, body: [UInt8], reference: String, baseURL: String, storesCredential: Bool
+    ) throws -> AuthorizationOutcome {
+        try authorizationOutcome(
+            ProcessorHTTP.Answer(status: status, body: body), reference: reference, baseURL: baseURL, storesCredential: storesCredential)
+    }
+
+    static func authorizationOutcome(
+        _ answer: ProcessorHTTP.Answer, reference: String, baseURL: String, storesCredential: Bool
+    ) throws -> AuthorizationOutcome {
+        var outcome = try outcome(answer, reference: reference, baseURL: baseURL)
+        if storesCredential && outcome.status == .authorized {
             // Authorized without a token: the payment stands; the engine reports that no mandate was made.
-            outcome.storedCredential = Self.storedCredential(answer.json)
+            outcome.storedCredential = storedCredential(answer.json)
         }
         return outcome
     }
@@ -64,25 +82,22 @@ public struct WorldpayProcessor: PaymentProcessor {
     /// What an authorization answer says, for a first payment and a merchant-initiated one alike.
     /// Worldpay knows the payment by our `transactionReference`, which is its processor reference;
     /// the settle and cancel links are read under v6's and v7's relation names alike.
-    func outcome(_ answer: ProcessorHTTP.Answer, reference: String) throws -> AuthorizationOutcome {
+    static func outcome(_ answer: ProcessorHTTP.Answer, reference: String, baseURL: String) throws -> AuthorizationOutcome {
         switch answer.status {
         case 200..<300:
-            switch answer.json["outcome"] as? String {
+            switch answer.json["outcome"]?.string {
             case "authorized":
                 return AuthorizationOutcome(
-                    status: .authorized, processorReference: reference,
-                    links: Self.actions(answer.json, ["settle", "cancel"], baseURL: settings.connection.baseURL))
+                    status: .authorized, processorReference: reference, links: actions(answer.json, ["settle", "cancel"], baseURL: baseURL))
             case "refused":
-                return AuthorizationOutcome(
-                    status: .refused, code: Self.string(answer.json["code"]), message: answer.json["description"] as? String)
+                return AuthorizationOutcome(status: .refused, code: answer.json["code"]?.code, message: answer.json["description"]?.string)
             default:
                 throw ProcessorNoAnswer("Worldpay answered HTTP \(answer.status) without a known outcome")
             }
         case 400, 401, 403, 404, 415:
             // The request itself was refused (schema, credentials, route, media type).
             return AuthorizationOutcome(
-                status: .failed, code: (answer.json["errorName"] as? String) ?? "http_\(answer.status)",
-                message: answer.json["message"] as? String)
+                status: .failed, code: answer.json["errorName"]?.string ?? "http_\(answer.status)", message: answer.json["message"]?.string)
         default:
             // 5xx, 409 and every other status say nothing about whether the card was charged.
             throw ProcessorNoAnswer("Worldpay answered HTTP \(answer.status), not a definite outcome")
@@ -103,12 +118,11 @@ public struct WorldpayProcessor: PaymentProcessor {
     /// The answer's `_links` for these actions, as absolute URLs keyed by action. Worldpay's
     /// guides name the relations `payments:<action>` up to v6 and `cardPayments:<action>` in
     /// v7; either is read. An href without an origin is taken as on the configured one.
-    static func actions(_ json: [String: Any], _ names: [String], baseURL: String) -> [String: String] {
-        let links = json["_links"] as? [String: Any] ?? [:]
+    static func actions(_ json: JSONValue, _ names: [String], baseURL: String) -> [String: String] {
         var actions: [String: String] = [:]
         for action in names {
-            let link = links["payments:\(action)"] ?? links["cardPayments:\(action)"]
-            guard let href = (link as? [String: Any])?["href"] as? String else { continue }
+            let link = json["_links"]?["payments:\(action)"] ?? json["_links"]?["cardPayments:\(action)"]
+            guard let href = link?["href"]?.string else { continue }
             actions[action] = href.hasPrefix("/") ? baseURL + href : href
         }
         return actions
@@ -132,8 +146,8 @@ public struct WorldpayProcessor: PaymentProcessor {
                 status: .refused, code: "no_refund_link",
                 message: "Worldpay gave no \(action) link for this payment (not settled, or settled before Orchard kept refund links)")
         }
-        var body: [String: Any] = ["reference": request.reference]
-        if !request.isFull { body["value"] = ["amount": request.amount, "currency": request.payment.currency] }
+        var body: JSONValue = ["reference": .string(request.reference)]
+        if !request.isFull { body["value"] = ["amount": .integer(request.amount), "currency": .string(request.payment.currency)] }
         let answer: ProcessorHTTP.Answer
         do {
             answer = try await client.send("POST", url: url, headers: headers, body: try ProcessorHTTP.encode(body), fresh: true)
@@ -141,19 +155,30 @@ public struct WorldpayProcessor: PaymentProcessor {
             // Refused before sending (a link off the configured origin): nothing left Orchard.
             return RefundOutcome(status: .refused, code: "link_not_on_origin", message: error.description)
         }
-        let accepted = (200..<300).contains(answer.status) && !answer.json.isEmpty
-        let refusal = [400, 401, 403, 404, 415].contains(answer.status) && request.sends == 1
+        return try Self.refundOutcome(answer, sends: request.sends)
+    }
+
+    /// What a refund answer (`status`, `body`) says on the refund's `sends`th send: a pure
+    /// function of the answer, for the tests and the fuzzer. Throws ``ProcessorNoAnswer`` when it
+    /// is not definite.
+    public static func refundOutcome(status: Int, body: [UInt8], sends: Int) throws -> RefundOutcome {
+        try refundOutcome(ProcessorHTTP.Answer(status: status, body: body), sends: sends)
+    }
+
+    static func refundOutcome(_ answer: ProcessorHTTP.Answer, sends: Int) throws -> RefundOutcome {
+        let accepted = (200..<300).contains(answer.status) && !answer.isEmpty
+        let refusal = [400, 401, 403, 404, 415].contains(answer.status) && sends == 1
         if accepted {
             // Worldpay's 202 says it took the refund; it pays out later.
-            return RefundOutcome(status: .refunded, processorReference: Self.string(answer.json["commandId"]))
+            return RefundOutcome(status: .refunded, processorReference: answer.json["commandId"]?.code)
         }
         if refusal {
             return RefundOutcome(
-                status: .refused, code: (answer.json["errorName"] as? String) ?? "http_\(answer.status)",
-                message: answer.json["message"] as? String)
+                status: .refused, code: answer.json["errorName"]?.string ?? "http_\(answer.status)", message: answer.json["message"]?.string
+            )
         }
         // 5xx, 409, a 2xx without Worldpay's body, a re-send's 4xx: nothing definite.
-        throw ProcessorNoAnswer("Worldpay answered the refund with HTTP \(answer.status), not a definite outcome (send \(request.sends))")
+        throw ProcessorNoAnswer("Worldpay answered the refund with HTTP \(answer.status), not a definite outcome (send \(sends))")
     }
 
     @discardableResult
@@ -168,16 +193,9 @@ public struct WorldpayProcessor: PaymentProcessor {
             throw ProcessorActionError("Worldpay did not answer (\(error)); check the payment in Worldpay before retrying")
         }
         guard (200..<300).contains(answer.status) else {
-            throw ProcessorActionError("Worldpay answered HTTP \(answer.status): \(answer.json["message"] as? String ?? "")")
+            throw ProcessorActionError("Worldpay answered HTTP \(answer.status): \(answer.json["message"]?.string ?? "")")
         }
         return answer
     }
 
-    static func string(_ value: Any?) -> String? {
-        switch value {
-        case let text as String: text
-        case let number as NSNumber: number.stringValue
-        default: nil
-        }
-    }
 }
