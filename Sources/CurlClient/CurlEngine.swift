@@ -90,11 +90,13 @@ final class CurlEngine: @unchecked Sendable {
             return !inbox.stopping
         }
         if first { curl_multi_wakeup(multi) }
-        // Waits for the engine thread's cleanup (its connections' TLS state freed): a process that
-        // exits right after shutting its client down, as `orchard doctor` does, otherwise runs
-        // OpenSSL's exit-time cleanup while this thread still frees connections, and now and then
-        // aborts (SIGABRT) on the freed memory. Bounded: libcurl's cleanup never blocks for long,
-        // and a shutdown must not hang on it.
+    }
+
+    /// Waits (blocking this thread, at most 5 s) until the engine thread has cleaned up: for a
+    /// process about to exit, whose exit handlers (OpenSSL's OPENSSL_cleanup among them) must not
+    /// run while this thread still frees its connections' TLS state. Returns at once on the engine
+    /// thread itself.
+    func waitUntilStopped() {
         let onEngineThread = engineThread.withLock { thread in thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
         guard !onEngineThread else { return }
         if stopped.wait(timeout: .now() + .seconds(5)) == .success { stopped.signal() }

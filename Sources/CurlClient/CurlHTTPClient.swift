@@ -188,10 +188,18 @@ public final class CurlHTTPClient: Sendable {
     /// Total new connections opened by all finished transfers.
     public var connectionsOpened: Int { engine.connectionsOpened }
 
-    /// Stops the engine thread and waits (at most 5 s) until it has closed its connections;
-    /// transfers still running fail with ``CurlError/Kind/shutdown``.
+    /// Stops the engine thread; transfers still running fail with ``CurlError/Kind/shutdown``.
     public func shutdown() {
         engine.shutdown()
+    }
+
+    /// ``shutdown()``, then blocks this thread (at most 5 s) until the engine thread has closed its
+    /// connections: for a process about to exit. `exit()` runs OpenSSL's cleanup, and a connection
+    /// still being freed on the engine thread then reads freed memory (`orchard doctor` aborted now
+    /// and then). Not for a process that goes on: it holds a thread of the cooperative pool.
+    public func shutdownBeforeExit() {
+        engine.shutdown()
+        engine.waitUntilStopped()
     }
 
     /// Requests in flight now (queued for libcurl or running).

@@ -54,4 +54,11 @@ public struct OutboundClients: Sendable {
         http.shutdown()
         tenantProcessors.shutdown()
     }
+
+    /// ``shutdown()``, waiting for both threads' cleanup: `orchard serve` is about to exit
+    /// (``CurlHTTPClient/shutdownBeforeExit()``).
+    public func shutdownBeforeExit() {
+        http.shutdownBeforeExit()
+        tenantProcessors.shutdownBeforeExit()
+    }
 }

@@ -92,7 +92,7 @@ public func runServer(
     // Before anything records a metric: a swift-metrics object keeps the backend it was made with.
     let registry = configuration.metrics.map { _ in PrometheusMetrics.registry }
     let clients = try OutboundClients(configuration.outbound)
-    defer { clients.shutdown() }
+    defer { clients.shutdownBeforeExit() }
     // The store first: SQLite's creates the state folder the vault's key file may go in.
     let store = try await configuration.openStore(logger: logger)
     let vault = try configuration.openPaymentVault()

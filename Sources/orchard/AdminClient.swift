@@ -50,7 +50,7 @@ struct AdminAPIOptions: ParsableArguments {
     func answer(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> Any? {
         let token = try token()
         let client = try CurlHTTPClient(configuration: .init(allowedSchemes: ["http", "https"]))
-        defer { client.shutdown() }
+        defer { client.shutdownBeforeExit() }
         var headers: [(name: String, value: String)] = [(name: "Authorization", value: "Bearer \(token)")]
         var bytes: [UInt8]?
         if let body {

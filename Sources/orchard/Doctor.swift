@@ -56,7 +56,7 @@ struct DoctorCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         // The configured proxy, if any; never one from the environment.
         let http = try CurlHTTPClient(configuration: .init(proxy: file.outbound?.proxy))
-        defer { http.shutdown() }
+        defer { http.shutdownBeforeExit() }
         var sessions: (any MerchantSessionService)?
         if live { sessions = try Self.sessionService(file: file, folder: folder, environment: environment, http: http) }
         let probe = domains ? try makeProbe(http: http) : nil

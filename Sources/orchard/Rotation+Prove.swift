@@ -40,7 +40,7 @@ extension Rotation {
             }
         } else {
             let http = try CurlHTTPClient(configuration: .init(proxy: file.outbound?.proxy))
-            defer { http.shutdown() }
+            defer { http.shutdownBeforeExit() }
             let sessions = try DoctorCommand.sessionService(file: file, folder: folder, environment: environment, http: http)
             checks = await Doctor(sessions: sessions).checkIdentity(
                 certificate: "\(state.folder)/identity.pem", key: "\(state.folder)/identity.key", merchant: merchant, folder: folder,
