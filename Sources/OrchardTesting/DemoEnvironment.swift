@@ -142,12 +142,13 @@ public struct DemoEnvironment: Sendable {
 
     /// Writes `orchard.json` for `orchard serve`, pointed at a mock gateway on `gatewayPort` and,
     /// when `processor` is `worldpay` or `worldline`, at mock processors on `processorPort`; with
-    /// `processorHoldsKey`, the merchant's processing key is the mock processor's certificate alone.
+    /// `processorHoldsKey`, the merchant's processing key is the mock processor's certificate alone;
+    /// with `reconcileEverySecond`, an unknown payment is reconciled a second after it became unknown.
     @discardableResult
     public func writeServerConfiguration(
         gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
         processor: DemoProcessor = .record, processorPort: Int = 0, webhookURL: String? = nil, webhookRotation: Bool = false,
-        processorHoldsKey: Bool = false, applePayMode: String? = nil
+        processorHoldsKey: Bool = false, applePayMode: String? = nil, reconcileEverySecond: Bool = false
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -185,7 +186,13 @@ public struct DemoEnvironment: Sendable {
                 _ = try processorHeldKey()
                 merchant["processingKeys"] = [["certificate": "test-processor-held.pem"]]
             }
-            configuration["payments"] = ["testTokenRootCertificate": "test-apple-root.pem"]
+            var payments: [String: Any] = ["testTokenRootCertificate": "test-apple-root.pem"]
+            if reconcileEverySecond {
+                // The defaults (30 s) would make a test of the reconciler wait half a minute.
+                payments["reconcileIntervalSeconds"] = 1
+                payments["reconcileFirstDelaySeconds"] = 1
+            }
+            configuration["payments"] = payments
             configuration["admin"] = ["token": try adminTokenFile()]
             let base = "https://127.0.0.1:\(processorPort)"
             switch processor {

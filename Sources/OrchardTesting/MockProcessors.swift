@@ -102,6 +102,8 @@ public final class MockProcessors: Sendable {
 
     struct State {
         var behaviour: MockProcessorBehaviour = .authorize
+        /// Behaviours for the next authorization requests, one each, before ``behaviour`` again.
+        var upcoming: [MockProcessorBehaviour] = []
         var charges: [MockCharge] = []
         var answers: [String: (status: Int, body: [UInt8])] = [:]
         /// References whose (slow) charge is still being processed, until when.
@@ -209,6 +211,8 @@ public final class MockProcessors: Sendable {
     }
 
     func handle(_ request: MockProcessorRequest) -> Reply {
+        // A test reading the mock is no processor traffic: ``received`` leaves it out.
+        if let control = controlRoute(request) { return control }
         state.withLock { $0.received.append(request) }
         let path = request.path
         if let refund = refundRoute(request) { return refund }
@@ -264,7 +268,8 @@ public final class MockProcessors: Sendable {
         errorBody: (Int) -> [UInt8], inProgress: InProgressAnswer, replayHeaders: [(String, String)],
         declined: (code: String, description: String)? = nil, taken onTaken: (inout State, MockCharge) -> Void = { _, _ in }
     ) -> Reply {
-        let behaviour = state.withLock { $0.behaviour }
+        // A queued fault is used up by the first request that reaches it, a retry's included.
+        let behaviour = state.withLock { $0.upcoming.isEmpty ? $0.behaviour : $0.upcoming.removeFirst() }
         if case .status(let status) = behaviour { return .answer(status: status, body: errorBody(status), headers: []) }
         if state.withLock({ $0.inProgress[reference].map { $0 > .now } ?? false }) {
             return .answer(status: inProgress.status, body: inProgress.body, headers: [])

@@ -62,6 +62,17 @@ struct Demo: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            """
+            With --processor worldpay or worldline: the mock processor's first authorization request fails this way (drop: \
+            it takes the payment, then resets the connection; unavailable: it answers 503 and takes nothing), so the \
+            payment's outcome is unknown; the reconciler runs every second and settles it from the processor's records \
+            or re-sends it under the same reference.
+            """,
+            valueName: ProcessorFault.allCases.map(\.rawValue).joined(separator: "|")))
+    var processorFaultOnce: ProcessorFault?
+
+    @Option(
+        help: ArgumentHelp(
             "Send the merchant's webhooks here (https, or http on loopback); the signing secret is written to <state-dir>/webhook-secret.",
             valueName: "url"))
     var webhookUrl: String?
@@ -76,6 +87,12 @@ struct Demo: AsyncParsableCommand {
     @OptionGroup var faults: FaultOptions
     @OptionGroup var logging: LoggingOptions
 
+    func validate() throws {
+        if processorFaultOnce != nil && processor == .record {
+            throw ValidationError("--processor-fault-once needs --processor worldpay or worldline: record calls no processor")
+        }
+    }
+
     func run() async throws {
         let logger = logging.bootstrap(label: "orchard")
         let environment = try DemoEnvironment.prepare(directory: stateDir)
@@ -88,6 +105,7 @@ struct Demo: AsyncParsableCommand {
         let processors = processor == .record ? nil : try environment.makeProcessors()
         let heldKey = processorHoldsKey ? try environment.processorHeldKey() : nil
         if let heldKey { processors?.heldKeys = [heldKey.held] }
+        if let processorFaultOnce { processors?.answerNext([processorFaultOnce.behaviour]) }
         let processorPort = try await processors?.start() ?? 0
         // In a checkout of the repository the page and catalogue are served from their files, so
         // edits show without a rebuild; anywhere else, the page and catalogue built into the binary.
@@ -100,7 +118,8 @@ struct Demo: AsyncParsableCommand {
         let path = try environment.writeServerConfiguration(
             gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue,
             applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort, webhookURL: webhookUrl,
-            webhookRotation: webhookRotation, processorHoldsKey: processorHoldsKey, applePayMode: paymentRequest ? "paymentrequest" : nil)
+            webhookRotation: webhookRotation, processorHoldsKey: processorHoldsKey, applePayMode: paymentRequest ? "paymentrequest" : nil,
+            reconcileEverySecond: processorFaultOnce != nil)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)
@@ -156,3 +175,15 @@ struct Demo: AsyncParsableCommand {
 }
 
 extension DemoProcessor: ExpressibleByArgument {}
+
+/// How `demo --processor-fault-once` makes the mock processor's first authorization fail.
+enum ProcessorFault: String, CaseIterable, ExpressibleByArgument {
+    case drop, unavailable
+
+    var behaviour: MockProcessorBehaviour {
+        switch self {
+        case .drop: .dropAfterCharge
+        case .unavailable: .status(503)
+        }
+    }
+}

@@ -8,165 +8,20 @@ whole into the client's models (nothing dropped, added or changed): an operation
 answer it cannot decode whole, is a defect in the document. Loopback only; no network (the wheel bundles
 openapi-generator's JAR)."""
 
-import base64
-import datetime
-import enum
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
-import tempfile
-import threading
-import time
 import unittest
-import urllib.request
 import uuid
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-# ORCHARD_BUILD=release runs the flow on the release build (scripts/test does): what ships is what is tested.
-BUILD = ROOT / ".build" / os.environ.get("ORCHARD_BUILD", "debug")
-ORCHARD = Path(os.environ.get("ORCHARD_BINARY", BUILD / "orchard"))
-SANDBOX = Path(os.environ.get("ORCHARD_SANDBOX_BINARY", BUILD / "orchard-sandbox"))
-DOCUMENT = ROOT / "Sources" / "OrchardServer" / "OpenAPI" / "openapi.json"
-MERCHANT = "merchant.dev.orchard.demo"
-PACKAGE = "orchard_client"
-
-
-def generate_client(folder):
-    """Generates the Python client into `folder` with the wheel's own JAR (no download) and imports it."""
-    started = time.monotonic()
-    run = subprocess.run(
-        [sys.executable, "-c", "import sys, openapi_generator_cli; openapi_generator_cli.cli(sys.argv)",
-         "generate", "--input-spec", str(DOCUMENT),
-         "--generator-name", "python", "--output", str(folder), "--package-name", PACKAGE,
-         "--global-property", "apiTests=false,modelTests=false,apiDocs=false,modelDocs=false"],
-        capture_output=True, text=True, timeout=300)
-    if run.returncode != 0:
-        raise RuntimeError(f"openapi-generator-cli failed:\n{run.stdout[-5000:]}\n{run.stderr[-5000:]}")
-    sys.path.insert(0, str(folder))
-    import orchard_client  # noqa: F401  (the generated package)
-    return time.monotonic() - started
-
-
-class Demo:
-    """`orchard-sandbox demo --processor worldpay` on a free loopback port with its own state folder: the mock
-    Apple gateway, a mock Worldpay (which captures and refunds) and the demo's token minter."""
-
-    def __init__(self):
-        self.folder = tempfile.TemporaryDirectory(prefix="orchard-client-")
-        self.state_dir = Path(self.folder.name)
-        self.process = subprocess.Popen(
-            [str(SANDBOX), "demo", "--port", "0", "--state-dir", str(self.state_dir), "--processor", "worldpay"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        self.output = []
-        self.port = None
-        self.admin_token_file = None
-        started = threading.Event()
-
-        def read():
-            for line in self.process.stdout:
-                self.output.append(line)
-                match = re.search(r"checkout page:\s+http://localhost:(\d+)/", line)
-                if match:
-                    self.port = int(match.group(1))
-                match = re.search(r"--token-file (\S+)", line)
-                if match:
-                    self.admin_token_file = Path(match.group(1))
-                if self.port is not None and self.admin_token_file is not None:
-                    started.set()
-            started.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        if not started.wait(120) or self.port is None or self.admin_token_file is None:
-            self.stop()
-            raise RuntimeError("orchard-sandbox demo did not start:\n" + "".join(self.output))
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def stop(self):
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self.process.stdout.close()
-        self.folder.cleanup()
-
-    def api_key(self):
-        """The shop developer's first step: a secret API key for the merchant, shown once."""
-        created = subprocess.run(
-            [str(ORCHARD), "keys", "create", "--config", str(self.state_dir / "orchard.json"), "--merchant", MERCHANT],
-            check=True, capture_output=True, text=True, timeout=120).stdout
-        return next(line for line in created.splitlines() if line.startswith("osk_"))
-
-    def admin_token(self):
-        """The admin token the demo made, from the file its banner names."""
-        return self.admin_token_file.read_text().strip()
-
-    def mint_token(self, amount, application_data_base64):
-        """A token from `orchard-sandbox token mint`, as the shopper's iPhone would sign it for this request."""
-        application_data = base64.b64decode(application_data_base64).decode()
-        output = subprocess.run(
-            [str(SANDBOX), "token", "mint", "--state-dir", str(self.state_dir), "--amount", str(amount),
-             "--application-data", application_data], check=True, capture_output=True, text=True, timeout=120).stdout
-        return json.loads(output)
-
-    def mint_merchant_token(self, amount, currency, application_data_base64):
-        """A merchant token (an MPAN, as Apple gives for an agreement) from the demo's own minter, `POST /demo/token`:
-        a stand-in for the device, outside the API and its document. It acts for the merchant the Host names."""
-        body = json.dumps({"amount": f"{amount // 100}.{amount % 100:02d}", "currencyCode": currency,
-                           "applicationData": application_data_base64, "merchantToken": True}).encode()
-        request = urllib.request.Request(
-            self.url + "/demo/token", data=body, method="POST",
-            headers={"Content-Type": "application/json", "Host": f"localhost:{self.port}"})
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.load(response)
-
-
-def undecoded(raw, decoded, path="$"):
-    """Where the client's model of an answer differs from the JSON the server sent: a field the model dropped
-    (one the document does not describe), one it added, or a value it changed. [] when the model holds it all."""
-    if hasattr(decoded, "to_dict"):
-        decoded = decoded.to_dict()
-    if isinstance(decoded, enum.Enum):
-        decoded = decoded.value
-    if isinstance(decoded, datetime.datetime) and isinstance(raw, str):
-        same = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00")) == decoded
-        return [] if same else [f"{path}: sent {raw!r}, decoded {decoded!r}"]
-    if isinstance(raw, dict) and isinstance(decoded, dict):
-        found = [f"{path}.{key}: sent {json.dumps(raw[key])[:80]}, dropped by the model" for key in raw if key not in decoded]
-        found += [f"{path}.{key}: not sent, added by the model as {decoded[key]!r}" for key in decoded if key not in raw]
-        for key in raw.keys() & decoded.keys():
-            found += undecoded(raw[key], decoded[key], f"{path}.{key}")
-        return found
-    if isinstance(raw, list) and isinstance(decoded, list) and len(raw) == len(decoded):
-        return [difference for index, (sent, model) in enumerate(zip(raw, decoded))
-                for difference in undecoded(sent, model, f"{path}[{index}]")]
-    if raw != decoded or type(raw) is not type(decoded):
-        return [f"{path}: sent {raw!r}, decoded {decoded!r}"]
-    return []
-
-
-GENERATED = tempfile.TemporaryDirectory(prefix="orchard-generated-client-")
+from harness import DOCUMENT, MERCHANT, ClientTestCase, generated_client, undecoded
 
 
 def setUpModule():
-    seconds = generate_client(Path(GENERATED.name))
-    print(f"client generated in {seconds:.1f} s", file=sys.stderr)
-
-
-def tearDownModule():
-    sys.path.remove(GENERATED.name)
-    GENERATED.cleanup()
+    generated_client()
 
 
 class DecodingCheckTests(unittest.TestCase):
     def test_the_check_finds_what_a_model_drops_or_changes(self):
-        from orchard_client import models
+        models = generated_client().models
         refund = {"id": "re_1", "paymentId": "pay_1", "amount": 500, "currency": "EUR", "state": "refunded",
                   "reference": "r", "idempotencyKey": "k", "sends": 1, "createdAt": "2026-11-27T08:00:00Z",
                   "updatedAt": "2026-11-27T08:00:01Z"}
@@ -178,40 +33,9 @@ class DecodingCheckTests(unittest.TestCase):
         self.assertEqual(undecoded(refund, changed), ["$.amount: sent 500, decoded 499"])
 
 
-class GeneratedClientTests(unittest.TestCase):
+class GeneratedClientTests(ClientTestCase):
     def setUp(self):
-        import orchard_client
-        self.client = orchard_client
-        self.models = orchard_client.models
-        self.demo = Demo()
-        self.addCleanup(self.demo.stop)
-        self.payments = orchard_client.PaymentsAPIApi(
-            orchard_client.ApiClient(orchard_client.Configuration(host=self.demo.url, access_token=self.demo.api_key())))
-        # The admin token is another bearer scheme: the generated Configuration has one access token, so another client.
-        self.admin = orchard_client.AdminApi(
-            orchard_client.ApiClient(orchard_client.Configuration(host=self.demo.url, access_token=self.demo.admin_token())))
-        self.operations = orchard_client.OperationsApi(orchard_client.ApiClient(orchard_client.Configuration(host=self.demo.url)))
-
-    def call(self, operation, *arguments, status=200, model=None, **options):
-        """`operation` (a generated `…_with_http_info` method) answers `status` with a `model` that holds the whole answer."""
-        answer = operation(*arguments, **options)
-        self.assertEqual(answer.status_code, status, operation.__name__)
-        if model is not None:
-            self.assertIsInstance(answer.data, model, operation.__name__)
-        self.assertEqual(undecoded(json.loads(answer.raw_data), answer.data), [],
-                         f"{operation.__name__}: the model differs from the answer")
-        return answer.data
-
-    def refused(self, operation, *arguments, status, code):
-        """`operation` raises the client's ApiException for `status`, its body decoded into Error with `code`."""
-        with self.assertRaises(self.client.ApiException) as raised:
-            operation(*arguments)
-        error = raised.exception
-        self.assertEqual(error.status, status, error.body)
-        self.assertIsInstance(error.data, self.models.Error)
-        self.assertEqual(error.data.error.code, code)
-        self.assertEqual(undecoded(json.loads(error.body), error.data), [])
-        return error.data
+        self.start("worldpay")
 
     def test_the_document_is_the_one_the_server_serves(self):
         served = self.operations.get_open_api_document()
@@ -282,7 +106,7 @@ class GeneratedClientTests(unittest.TestCase):
             amount=490, currency="EUR", reference="sub-42", agreement=agreement), status=201)
         self.assertEqual(subscription.payment_request.recurring_payment_request.payment_description, "Coffee club")
         self.assertTrue(subscription.token_notification_path)
-        merchant_token = self.demo.mint_merchant_token(490, "EUR", subscription.payment_request.application_data)
+        merchant_token = self.demo.sheet_token(490, "EUR", subscription.payment_request.application_data, merchant_token=True)
         first = self.call(payments.authorize_payment_request_in_app_with_http_info, subscription.id,
                           models.InAppAuthorizeRequest.from_dict({"token": merchant_token}))
         self.assertEqual(first.payment.state, models.PaymentState.AUTHORIZED)

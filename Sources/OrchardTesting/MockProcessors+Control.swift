@@ -1,0 +1,63 @@
+import ApplePay
+import Foundation
+import Synchronization
+
+/// The mock processors as a test in another process sees them: `orchard-sandbox demo` runs the
+/// mock beside the server, so a test that drives the demo from outside (the generated client's
+/// test) reads what the mock took through a route, and queues its faults through the demo's flags.
+extension MockProcessors {
+    /// The read-only test route: `GET /_mock/charges` answers 200 `{"charges", "authorizations",
+    /// "refunds", "decrypted"}`: every payment taken (``charges``), every authorization request
+    /// received with its processor and idempotency reference (retries and re-sends each count),
+    /// every refund made (``refunds``), and the amount and numeric currency of every token the mock
+    /// decrypted with a held key. Real processors have no such path, so it never shadows one.
+    static let chargesControlPath = "/_mock/charges"
+
+    /// Answers the next authorization requests with `behaviours`, one each in order, then as
+    /// ``behaviour`` says again: a fault that happens once, whatever the test does next.
+    public func answerNext(_ behaviours: [MockProcessorBehaviour]) {
+        state.withLock { $0.upcoming += behaviours }
+    }
+
+    /// The control routes, or nil for a processor's request.
+    func controlRoute(_ request: MockProcessorRequest) -> Reply? {
+        guard request.path.hasPrefix("/_mock/") else { return nil }
+        guard request.path == Self.chargesControlPath else { return Self.reply(404, ["error": "no such control route"]) }
+        guard request.method == "GET" else { return Self.reply(405, ["error": "use GET"]) }
+        let (charges, received, refunds, decrypted) = state.withLock { ($0.charges, $0.received, $0.refunds, $0.decrypted) }
+        return Self.reply(
+            200,
+            [
+                "charges": charges.map { charge in
+                    [
+                        "processor": charge.processor, "reference": charge.reference, "id": charge.id, "amount": charge.amount,
+                        "currency": charge.currency, "state": charge.state.rawValue, "mode": charge.mode,
+                    ] as [String: Any]
+                },
+                "authorizations": received.compactMap(authorizationSummary),
+                "refunds": refunds.map { refund in
+                    [
+                        "processor": refund.processor, "paymentReference": refund.paymentReference, "id": refund.id,
+                        "amount": refund.amount, "currency": refund.currency,
+                    ] as [String: Any]
+                },
+                "decrypted": decrypted.map {
+                    ["amount": $0.fields.transactionAmount, "currency": $0.fields.currencyCode] as [String: Any]
+                },
+            ])
+    }
+
+    /// The processor and idempotency reference of an authorization request (Worldpay's
+    /// `transactionReference`, Worldline's `X-GCS-Idempotence-Key`); nil for any other request.
+    private func authorizationSummary(_ request: MockProcessorRequest) -> [String: String]? {
+        guard request.method == "POST" else { return nil }
+        if request.path == "/cardPayments/customerInitiatedTransactions" {
+            let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
+            return ["processor": "worldpay", "reference": body?["transactionReference"] as? String ?? ""]
+        }
+        if request.path == "/v2/\(worldline.merchantId)/payments" {
+            return ["processor": "worldline", "reference": request.header("X-GCS-Idempotence-Key") ?? ""]
+        }
+        return nil
+    }
+}
