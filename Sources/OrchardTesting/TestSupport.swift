@@ -130,7 +130,13 @@ public enum LoopbackPort {
             let link = String(decoding: target.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             if link.hasPrefix("socket:["), link.hasSuffix("]") { sockets.insert(Substring(link.dropFirst(8).dropLast())) }
         }
-        guard let table = try? String(contentsOfFile: "/proc/\(pid)/net/tcp", encoding: .utf8) else { return [] }
+        // Read to its end with read(2): Foundation's String(contentsOfFile:) stops after the first
+        // page of a procfs file (4 KB, about 26 sockets), and during the whole suite the table holds
+        // hundreds of connections, so a server's listening row was often not seen at all.
+        let descriptor = open("/proc/\(pid)/net/tcp", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return [] }
+        let table = String(decoding: ChildProcess.readAll(descriptor), as: UTF8.self)
+        close(descriptor)
         var ports = Set<Int>()
         // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode …; st 0A is LISTEN.
         for row in table.split(separator: "\n").dropFirst() {
