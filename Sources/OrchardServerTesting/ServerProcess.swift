@@ -94,19 +94,40 @@ public final class ServerProcess: Sendable {
             output: .file(directory.path("server.log")))
         process.withLock { $0 = child }
         var ready = false
+        var lastTry = "no port listened on"
         _ = try await Eventually.until {
             for candidate in LoopbackPort.listening(pid: child.pid).sorted() where !ready {
-                if let health = try? await send("GET", "/health", port: candidate), health.status == 200 {
-                    bound.withLock { $0 = candidate }
-                    ready = true
+                do {
+                    let health = try await send("GET", "/health", port: candidate)
+                    lastTry = "port \(candidate) answered /health \(health.status)"
+                    if health.status == 200 {
+                        bound.withLock { $0 = candidate }
+                        ready = true
+                    }
+                } catch {
+                    lastTry = "port \(candidate): \(error)"
                 }
             }
             return ready || !child.isRunning
         }
         if ready { return }
-        let ended = child.isRunning ? "still running, not answering /health" : ChildProcess.describe(child.wait())
-        Issue.record("orchard serve did not start (\(ended)); the last 40 lines of its output:\n\(child.stderrTail())")
+        let ended = child.isRunning ? "still running, not answering /health: \(lastTry)" : ChildProcess.describe(child.wait())
+        let stacks = child.isRunning ? await Self.threadStacks(child.pid) : ""
+        Issue.record("orchard serve did not start (\(ended)); the last 40 lines of its output:\n\(child.stderrTail())\(stacks)")
         throw CancellationError()
+    }
+
+    /// Where each thread of a process that hangs is, from gdb (Debian's, when installed): what it
+    /// waits for is the cause, and the process's own log says nothing of it.
+    static func threadStacks(_ pid: pid_t) async -> String {
+        let gdb = ["/usr/bin/gdb", "-p", "\(pid)", "-batch", "-ex", "thread apply all bt 14"]
+        guard FileManager.default.isExecutableFile(atPath: gdb[0]),
+            let result = try? await OrchardProcess.run(Array(gdb.dropFirst()), executable: URL(fileURLWithPath: gdb[0]))
+        else { return "" }
+        let frames = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").filter {
+            $0.hasPrefix("#") || $0.hasPrefix("Thread")
+        }
+        return "\nits threads (gdb):\n" + frames.prefix(400).joined(separator: "\n")
     }
 
     /// Runs another `orchard` command on this server's configuration and environment.

@@ -35,12 +35,26 @@ extension ChildProcess {
         return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(count).joined(separator: "\n")
     }
 
+    /// The crash's own words in the child's stderr: the runtime's message (`Fatal error: …`) and the
+    /// crashed thread's first frames, which Swift's backtrace prints long before its last 40 lines.
+    public func crashMessage(lines count: Int = 24) -> String? {
+        var text = String(decoding: capturedStderrBytes, as: UTF8.self)
+        if text.isEmpty, let file = outputPath, let written = try? String(contentsOfFile: file, encoding: .utf8) {
+            text = written
+        }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let markers = ["Fatal error", "Precondition failed", "Assertion failed", "Program crashed", "crashed:"]
+        guard let first = lines.firstIndex(where: { line in markers.contains { line.contains($0) } }) else { return nil }
+        return lines[first..<min(lines.count, first + count)].joined(separator: "\n")
+    }
+
     /// Written to the test process's stderr (the test log) once, when the child crashed: the status
     /// alone ("134") loses the crash's own message, which is what finds its cause.
     func reportCrash(_ status: Int32) {
         guard Self.isCrash(status) else { return }
+        let message = crashMessage().map { "its crash:\n\($0)\n" } ?? ""
         let report = """
-            ‼ \(commandLine) (pid \(pid)) was \(Self.describe(status)); the last 40 lines of its stderr:
+            ‼ \(commandLine) (pid \(pid)) was \(Self.describe(status)); \(message)the last 40 lines of its stderr:
             \(stderrTail())
             ‼ end of \(commandLine)'s stderr
 
