@@ -27,7 +27,13 @@ struct PostgresOutageTests {
         settings.acquireTimeout = .milliseconds(500)
         let store = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: PostgresServer.storeLoops)
         try await store.withRunning { store in
-            try await store.insert(Self.order("outage-order"))
+            // The 500 ms acquire bound is for the outage; before it, on a loaded machine running the
+            // whole suite, a first connection can take longer: wait for the store to be up.
+            #expect(
+                try await Eventually.until(every: .milliseconds(100)) {
+                    if (try? await store.insert(Self.order("outage-order"))) != nil { return true }
+                    return (try? await store.order(id: "outage-order")) != nil  // written, its answer lost
+                })
             try await store.checkAvailable()
 
             try await server.halt()
