@@ -228,17 +228,23 @@ struct TokenEventInboxTests {
             let started = ContinuousClock.now
             var accepted = 0
             var refused: [String?] = []
+            var refusedIds: [String] = []
             for index in 0..<40 {
                 let answer = try await Self.notify(server, eventId: "made-up-\(index)", from: "203.0.113.7")
                 if answer.status == 200 { accepted += 1 } else if answer.status == 429 { refused.append(answer.retryAfter) }
+                if answer.status == 429 { refusedIds.append("made-up-\(index)") }
             }
             let elapsed = started.duration(to: .now)
             // Each made-up ID Apple has answered for meanwhile frees a place; probation bounds those.
             let finished = TokenEventInboxSupport.probationAllowance(seconds: Double(elapsed.components.seconds) + 1)
             #expect(accepted >= 20 && accepted <= 20 + finished, "\(accepted) recorded")
             #expect(accepted + refused.count == 40 && refused.allSatisfy { $0 == "60" })
-            let refusedId = "made-up-39"
-            #expect(try await TokenEventInboxSupport.failedAttempts(server.store, merchant: Self.merchant, eventId: refusedId) == nil)
+            // Which ones were refused depends on when Apple's answers freed places (a loaded machine
+            // frees some late in the run): none of those refused is recorded.
+            #expect(!refusedIds.isEmpty)
+            for refusedId in refusedIds {
+                #expect(try await TokenEventInboxSupport.failedAttempts(server.store, merchant: Self.merchant, eventId: refusedId) == nil)
+            }
         }
     }
 
