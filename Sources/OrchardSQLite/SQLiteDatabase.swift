@@ -315,8 +315,17 @@ private final class GroupCommitMember: @unchecked Sendable {
 
     init<T: Sendable>(body: @escaping @Sendable (SQLiteDatabase) throws -> T, continuation: CheckedContinuation<T, any Error>) {
         self.body = body
-        // The batch only ever hands back what this member's own body returned.
-        answer = { result in continuation.resume(with: result.map { $0 as! T }) }
+        // The batch only ever hands back what this member's own body returned; were that ever
+        // broken, the caller gets a storage error, not a trap that stops every tenant.
+        answer = { result in
+            continuation.resume(
+                with: result.flatMap { value in
+                    guard let typed = value as? T else {
+                        return .failure(StoreError(code: .storage, message: "a group-commit answer was not of its member's type"))
+                    }
+                    return .success(typed)
+                })
+        }
     }
 
     func perform(in database: SQLiteDatabase) {

@@ -38,7 +38,8 @@ struct AdminAPIOptions: ParsableArguments {
     /// Sends one admin call and prints the JSON answer; a refusal prints one line and exits 1.
     func call(_ method: String, _ path: String, body: [String: Any]? = nil) async throws {
         let json = try await answer(method, path, body: body)
-        if let json,
+        // isValidJSONObject first: data(withJSONObject:) traps, rather than throws, on what it cannot write.
+        if let json, JSONSerialization.isValidJSONObject(json),
             let pretty = try? JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         {
             // The answer holds outside text (tenants' names, processors' and Apple's messages).
@@ -54,6 +55,7 @@ struct AdminAPIOptions: ParsableArguments {
         var headers: [(name: String, value: String)] = [(name: "Authorization", value: "Bearer \(token)")]
         var bytes: [UInt8]?
         if let body {
+            guard JSONSerialization.isValidJSONObject(body) else { throw CommandFailure("the request body cannot be written as JSON") }
             headers.append((name: "Content-Type", value: "application/json"))
             bytes = Array(try JSONSerialization.data(withJSONObject: body))
         }
