@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import OrchardConfiguration
 import OrchardCore
@@ -90,7 +91,9 @@ struct DeploymentFilesTests {
     func kubernetes() async throws {
         let (status, output) = try await Self.tool("kubectl", ["kustomize", "Config/kubernetes"], in: Self.root)
         #expect(status == 0, "\(output)")
-        for kind in ["ConfigMap", "Secret", "Service", "Deployment", "Job"] { #expect(output.contains("kind: \(kind)\n"), "\(kind)") }
+        for kind in ["ConfigMap", "Secret", "Service", "Deployment", "Job", "Ingress", "NetworkPolicy"] {
+            #expect(output.contains("kind: \(kind)\n"), "\(kind)")
+        }
         #expect(
             output.contains("readinessProbe:\n          failureThreshold: 2\n          httpGet:\n            path: /health"), "\(output)")
         #expect(
@@ -100,15 +103,85 @@ struct DeploymentFilesTests {
         #expect(output.contains("- serve\n        - --config\n        - /etc/orchard/orchard.json"), "\(output)")
     }
 
-    @Test("the Kubernetes example's configuration is one Orchard reads, on PostgreSQL with its secrets from the environment")
+    @Test("the Kubernetes example is hardened: no service-account token, secrets as files, images by digest, a NetworkPolicy")
+    func kubernetesHardened() async throws {
+        let (status, output) = try await Self.tool("kubectl", ["kustomize", "Config/kubernetes"], in: Self.root)
+        #expect(status == 0, "\(output)")
+        let documents = output.components(separatedBy: "\n---\n")
+        func document(_ kind: String) -> String { documents.first { $0.contains("\nkind: \(kind)\n") } ?? "" }
+        // Both pod templates, the Deployment's and the Job's.
+        #expect(output.components(separatedBy: "automountServiceAccountToken: false").count - 1 == 2, "\(output)")
+        // Secrets reach the process as files only: an environment variable shows in `kubectl describe` and /proc.
+        for leak in ["envFrom:", "secretKeyRef:", "env:\n"] { #expect(!output.contains(leak), "\(leak)") }
+        for kind in ["Deployment", "Job"] {
+            #expect(document(kind).contains("mountPath: /etc/orchard/secrets"), "\(kind) mounts the secrets")
+            #expect(document(kind).contains("secretName: orchard-secrets"), "\(kind)")
+        }
+        // Every image by digest, none by a tag that can move.
+        let images = output.split(separator: "\n").filter { $0.contains("image: ") }
+        #expect(images.count == 2 && images.allSatisfy { $0.contains("@sha256:") && !$0.contains(":latest") }, "\(images)")
+        // The Ingress routes no private API; the policy admits only the ingress controller and this namespace.
+        let ingress = document("Ingress")
+        #expect(ingress.contains("path: /api\n") && ingress.contains("path: /.well-known/apple-developer-merchantid-domain-association"))
+        for path in ["path: /\n", "path: /v1", "path: /admin", "path: /metrics", "path: /openapi.json"] {
+            #expect(!ingress.contains(path), "the Ingress routes \(path)")
+        }
+        let policy = document("NetworkPolicy")
+        #expect(policy.contains("- Ingress") && policy.contains("namespaceSelector:") && policy.contains("podSelector: {}"), "\(policy)")
+    }
+
+    /// The example's folder as a pod sees it, under `root` instead of /etc/orchard: its
+    /// configuration with `trustedProxies` filled in as `proxies`, the test PKI's files for its
+    /// merchant, and the secret files the Secret mounts.
+    static func kubernetesFolder(_ root: TemporaryDirectory, proxies: String?) throws -> String {
+        let example = try String(contentsOf: Self.root.appendingPathComponent("Config/kubernetes/orchard.json"), encoding: .utf8)
+        var text = example.replacingOccurrences(of: "/etc/orchard/", with: root.path("") + "/")
+        if let proxies {
+            let placeholder = try #require(
+                text.range(of: #""ADAPT: [^"]*""#, options: .regularExpression), "trustedProxies is an ADAPT value to fill in")
+            text.replaceSubrange(placeholder, with: "\"\(proxies)\"")
+        }
+        try root.write("orchard.json", Array(text.utf8))
+        let merchant = "merchant.com.example.shop"
+        let pki = TestMaterial.shared.pki
+        try FileManager.default.createDirectory(atPath: root.path("keys"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root.path("secrets"), withIntermediateDirectories: true)
+        try pki.issueMerchantIdentity(merchantIdentifier: merchant)
+            .write(certificateTo: root.path("keys/identity.pem"), keyTo: root.path("keys/identity.key"))
+        let processingKey = P256.KeyAgreement.PrivateKey()
+        let processing = try pki.processingCertificatePEM(merchantIdentifier: merchant, for: processingKey.publicKey)
+        try root.write("keys/apple_pay.cer", Array(processing.utf8))
+        try root.write("keys/apple_pay.key", Array(processingKey.pemRepresentation.utf8))
+        try root.write("keys/apple-developer-merchantid-domain-association", Array("association".utf8))
+        // As `kubectl create secret --from-file` stores them: with the file's trailing line break.
+        try root.write("secrets/db-password", Array("correct horse\n".utf8))
+        try root.write("secrets/vault-key", Array((String(repeating: "7e", count: 32) + "\n").utf8))
+        return root.path("orchard.json")
+    }
+
+    @Test("the Kubernetes example's configuration loads with the real loader, its secrets from the mounted files")
     func kubernetesConfiguration() throws {
-        let path = Self.root.appendingPathComponent("Config/kubernetes/orchard.json").path
-        let file = try ConfigurationFile.load(path: path)
-        let (store, state) = try file.storeSettings(
-            relativeTo: "/etc/orchard", environment: ["ORCHARD_DB_PASSWORD": "x", "ORCHARD_VAULT_KEY": String(repeating: "7e", count: 32)])
-        guard case .postgres(let settings) = store else { throw Failure("the example shares PostgreSQL") }
-        #expect(settings.database == "orchard" && state == "/var/lib/orchard")
-        #expect(file.server?.host == "0.0.0.0" && file.payments?.vaultKey == "env:ORCHARD_VAULT_KEY")
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let path = try Self.kubernetesFolder(root, proxies: "10.244.0.0/16")
+        let configuration = try ServerConfiguration.load(path: path, environment: [:], processors: [RecordOnlyDriver()])
+        guard case .postgres(let settings) = configuration.store else { throw Failure("the example shares PostgreSQL") }
+        #expect(settings.database == "orchard" && configuration.stateDirectory == "/var/lib/orchard")
+        #expect(settings.password?.value == "correct horse", "the file's trailing line break is not part of the password")
+        #expect(configuration.vault != nil && configuration.host == "0.0.0.0")
+        #expect(configuration.trustedProxies == [try #require(IPNetwork("10.244.0.0/16"))])
+    }
+
+    @Test("the Kubernetes example as shipped trusts no proxy it does not name: serve refuses it until trustedProxies is filled in")
+    func kubernetesConfigurationUnadapted() throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        let path = try Self.kubernetesFolder(root, proxies: nil)
+        #expect {
+            try ServerConfiguration.load(path: path, environment: [:], processors: [RecordOnlyDriver()])
+        } throws: { error in
+            "\(error)".contains("server.trustedProxies: ADAPT")
+        }
     }
 
     struct Failure: Error, CustomStringConvertible {
