@@ -95,7 +95,8 @@ public final class InMemoryStore: OrchardStore {
             if let type = PaymentLifecycle.reportedEvent(change.move, moved: payment) {
                 try Self.appendPaymentEvent(type, payment: payment, to: &state, at: change.at)
             }
-            if let mandate = change.mandate {
+            // The order's owner as this move finds it, which a retirement may have changed.
+            if let mandate = change.mandate(ownedBy: state.orders[change.orderId]?.merchantIdentifier ?? "") {
                 state.mandates.append(mandate)
                 state.events.append(try WebhookEvent.make(.mandateCreated, mandate: mandate, payment: payment, at: mandate.createdAt))
             }
@@ -165,7 +166,9 @@ public final class InMemoryStore: OrchardStore {
         }
     }
 
-    public func deleteRegistration(partnerIdentifier: String, at date: Date) async throws {
+    @discardableResult
+    public func deleteRegistration(partnerIdentifier: String, at date: Date) async throws -> String {
+        let retired = RetiredTenant.recordKey(for: partnerIdentifier)
         state.withLock { state in
             state.merchants[partnerIdentifier] = nil
             state.settings[partnerIdentifier] = nil
@@ -179,7 +182,6 @@ public final class InMemoryStore: OrchardStore {
                 state.events[index].nextAttemptAt = nil
                 state.events[index].lastError = RetiredTenant.skippedEventError
             }
-            let retired = RetiredTenant.recordKey(for: partnerIdentifier)
             for (id, order) in state.orders where order.merchantIdentifier == partnerIdentifier {
                 state.orders[id]?.merchantIdentifier = retired
             }
@@ -199,6 +201,7 @@ public final class InMemoryStore: OrchardStore {
                 state.tokenEvents[index].merchantIdentifier = retired
             }
         }
+        return retired
     }
 }
 

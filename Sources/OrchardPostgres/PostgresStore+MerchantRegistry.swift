@@ -45,7 +45,8 @@ extension PostgresStore {
         }
     }
 
-    public func deleteRegistration(partnerIdentifier: String, at date: Date) async throws {
+    @discardableResult
+    public func deleteRegistration(partnerIdentifier: String, at date: Date) async throws -> String {
         let retired = RetiredTenant.recordKey(for: partnerIdentifier)
         try await transaction { connection in
             try await connection.query("DELETE FROM registered_domains WHERE partner_id = \(partnerIdentifier)", logger: logger)
@@ -63,6 +64,7 @@ extension PostgresStore {
                     "UPDATE \(unescaped: table) SET merchant = \(retired) WHERE merchant = \(partnerIdentifier)", logger: logger)
             }
         }
+        return retired
     }
 
     public func sealedMerchantSettings() async throws -> [String: [UInt8]] {

@@ -89,10 +89,14 @@ extension PostgresStore {
     /// write the order first too, never deadlock with a move. The payment's compare-and-set
     /// requires every column the events report (or decide on) and the move keeps from `read`
     /// unchanged, and the order's merchant and payment request to be the context's, so the row
-    /// written is the one the events report; if one differs, the statement fails as a whole
-    /// (``partialGuard``) and the move reads (again). Times are written as given (a time read back
-    /// and bound again may move by a microsecond), never compared: the one the events report
-    /// beside the new ones, `created_at`, is written only when the payment is inserted.
+    /// written is the one the events report. The merchant is compared on the order's row as the
+    /// order's compare-and-set wrote it (`moved_order`), not as the statement's snapshot had it:
+    /// a retirement that moved the order to its record key while the move waited for the row
+    /// lock would otherwise go unseen, and the mandate (``PaymentTransition/mandate(ownedBy:)``)
+    /// be created under the identifier a later tenant may take. If one differs, the statement
+    /// fails as a whole (``partialGuard``) and the move reads (again). Times are written as given
+    /// (a time read back and bound again may move by a microsecond), never compared: the one the
+    /// events report beside the new ones, `created_at`, is written only when the payment is inserted.
     private func write(_ change: PaymentTransition, read: MoveSnapshot) async throws -> PaymentRecord? {
         let old = read.payment
         let moved = change.applied(to: old, stored: Self.stored)
@@ -102,14 +106,15 @@ extension PostgresStore {
                 $0, merchantIdentifier: read.context.merchant, payment: moved, request: read.context.request,
                 refunded: moved.state == .settled ? read.refunded : 0, at: change.at)
         }
-        let mandate = change.mandate
+        // The order's owner as this statement's compare-and-set finds it (``MoveContext/merchant``, checked on the row it writes).
+        let mandate = change.mandate(ownedBy: read.context.merchant)
         let mandateEvent = try mandate.map { try WebhookEvent.make(.mandateCreated, mandate: $0, payment: moved, at: $0.createdAt) }
         let credential = try mandate.map { try Self.json($0.credential) }
         let mandateMetadata = try mandate?.merchantTokenMetadata.map(Self.json)
         let query: PostgresQuery = """
             WITH moved_order AS (
                 UPDATE orders SET state = \(change.move.order.to.rawValue)::text
-                WHERE id = \(change.orderId)::text AND state = \(change.move.order.from.rawValue)::text RETURNING id),
+                WHERE id = \(change.orderId)::text AND state = \(change.move.order.from.rawValue)::text RETURNING id, merchant),
             attempt AS (
                 UPDATE payments SET state = \(moved.state.rawValue)::text, updated_at = \(change.at)::timestamptz, operation_until = NULL,
                 processor_reference = \(moved.processorReference)::text, processor_code = \(moved.processorCode)::text,
@@ -127,11 +132,10 @@ extension PostgresStore {
                 AND amount = \(old.amount)::bigint AND currency = \(old.currency)::text AND network IS NOT DISTINCT FROM \(old.network)::text
                 AND last_four = \(old.lastFour)::text AND processor = \(old.processor)::text AND reference = \(old.reference)::text
                 AND merchant_token_id IS NOT DISTINCT FROM \(old.merchantTokenIdentifier)::text
-                AND EXISTS (SELECT 1 FROM orders WHERE id = \(change.orderId)::text AND merchant = \(read.context.merchant)::text)
                 AND (SELECT COUNT(*) FROM payment_requests WHERE id = \(change.orderId)::text) = \(Int64(read.context.request == nil ? 0 : 1))::bigint
                 AND (SELECT COUNT(*) FROM payment_requests WHERE id = \(change.orderId)::text AND reference = \(read.context.request?.reference)::text
                     AND metadata = \(read.context.requestMetadata)::text) = \(Int64(read.context.request == nil ? 0 : 1))::bigint
-                AND EXISTS (SELECT 1 FROM moved_order)
+                AND EXISTS (SELECT 1 FROM moved_order WHERE merchant = \(read.context.merchant)::text)
                 RETURNING \(unescaped: Self.paymentColumns)),
             mandate AS (
                 INSERT INTO mandates (\(unescaped: Self.mandateColumns)) SELECT

@@ -104,12 +104,18 @@ extension SQLiteStore {
                     "UPDATE orders SET state = \(change.move.order.to) WHERE id = \(change.orderId) AND state = \(change.move.order.from)")
                 guard order == 1 else { throw Conflict() }
                 var payment = try Self.payment(id: change.paymentId, in: db)
+                // Owned by the order's owner as this transaction reads it, which a retirement may have changed.
+                var mandate: MandateRecord?
+                if change.mandate != nil {
+                    let owner = try db.query("SELECT merchant FROM orders WHERE id = \(change.orderId)").first?.text("merchant")
+                    mandate = change.mandate(ownedBy: owner ?? "")
+                }
                 // The payment's own event first, naming its mandate.
-                if let mandate = change.mandate { payment.mandateId = mandate.id }
+                if let mandate { payment.mandateId = mandate.id }
                 if let type = PaymentLifecycle.reportedEvent(change.move, moved: payment) {
                     try Self.insertPaymentEvent(type, paymentId: change.paymentId, payment: payment, in: db, at: change.at)
                 }
-                if let mandate = change.mandate { try Self.insertMandate(mandate, payment: payment, in: db) }
+                if let mandate { try Self.insertMandate(mandate, payment: payment, in: db) }
                 return payment
             }
         } catch is Conflict {

@@ -97,7 +97,8 @@ public final class SQLiteStore: OrchardStore {
         }
     }
 
-    public func deleteRegistration(partnerIdentifier id: String, at date: Date) async throws {
+    @discardableResult
+    public func deleteRegistration(partnerIdentifier id: String, at date: Date) async throws -> String {
         let retired = RetiredTenant.recordKey(for: id)
         try await database.run { db in
             try db.execute("DELETE FROM registered_domains WHERE partner_id = \(id)")
@@ -113,6 +114,7 @@ public final class SQLiteStore: OrchardStore {
                 try db.execute("UPDATE \(unescaped: table) SET merchant = \(retired) WHERE merchant = \(id)")
             }
         }
+        return retired
     }
 
     /// JSON with sorted keys, as every JSON column is stored.

@@ -19,6 +19,24 @@ extension MockProcessors {
         state.withLock { $0.upcoming += behaviours }
     }
 
+    /// How many answers ``MockProcessorBehaviour/awaitRelease`` keeps back now: a test waits for
+    /// its request to have arrived before it does what must come before the answer.
+    public var awaitedAnswers: Int { state.withLock { $0.awaiting.count } }
+
+    /// Sends every answer ``MockProcessorBehaviour/awaitRelease`` kept back.
+    public func releaseAwaitedAnswers() {
+        let answers = state.withLock { state in
+            defer { state.awaiting = [] }
+            return state.awaiting
+        }
+        for answer in answers { answer() }
+    }
+
+    /// Keeps `answer` back until ``releaseAwaitedAnswers()``.
+    func keepBack(_ answer: @escaping @Sendable () -> Void) {
+        state.withLock { $0.awaiting.append(answer) }
+    }
+
     /// The control routes, or nil for a processor's request.
     func controlRoute(_ request: MockProcessorRequest) -> Reply? {
         guard request.path.hasPrefix("/_mock/") else { return nil }

@@ -20,6 +20,10 @@ public enum MockProcessorBehaviour: Sendable, Equatable {
     /// sees it requested) until ``MockProcessors/finishHeldCharges()``. A slow charge whose end
     /// the test chooses, instead of one it waits out.
     case hold
+    /// Authorize, and answer only when the test calls ``MockProcessors/releaseAwaitedAnswers()``:
+    /// the caller waits on its request meanwhile (within its timeout), as on a slow processor,
+    /// while the test does what must happen before the answer arrives.
+    case awaitRelease
     /// Record the authorization, then reset the connection without answering.
     case dropAfterCharge
     /// Record the authorization, then answer with this status and a body that is not JSON
@@ -110,6 +114,8 @@ public final class MockProcessors: Sendable {
         var inProgress: [String: ContinuousClock.Instant] = [:]
         /// References of held charges, in progress until the test finishes them.
         var held: Set<String> = []
+        /// The answers ``MockProcessorBehaviour/awaitRelease`` keeps back, each sending its own.
+        var awaiting: [@Sendable () -> Void] = []
         var received: [MockProcessorRequest] = []
         var refundBehaviour: MockRefundBehaviour = .accept
         var refunds: [MockRefund] = []
@@ -208,6 +214,8 @@ public final class MockProcessors: Sendable {
         case delayed(Duration, status: Int, body: [UInt8])
         /// No answer: the caller's timeout ends the request.
         case unanswered
+        /// This answer, once the test releases it (``MockProcessors/releaseAwaitedAnswers()``).
+        case awaiting(status: Int, body: [UInt8])
     }
 
     func handle(_ request: MockProcessorRequest) -> Reply {
@@ -304,6 +312,7 @@ public final class MockProcessors: Sendable {
             return .answer(status: status, body: Array("<html><body>Bad gateway</body></html>".utf8), headers: [])
         case .delay(let duration): return .delayed(duration, status: outcome.status, body: outcome.body)
         case .hold: return .unanswered
+        case .awaitRelease: return .awaiting(status: outcome.status, body: outcome.body)
         default: return .answer(status: outcome.status, body: outcome.body, headers: outcome.replayed ? replayHeaders : [])
         }
     }
@@ -341,6 +350,12 @@ final class MockProcessorHandler: ChannelInboundHandler {
         case .delayed(let duration, let status, let body):
             context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(duration)) {
                 self.respond(status, body, [], head, context)
+            }
+        case .awaiting(let status, let body):
+            let loop = context.eventLoop
+            let bound = NIOLoopBound((handler: self, context: context), eventLoop: loop)
+            mock.keepBack {
+                loop.execute { bound.value.handler.respond(status, body, [], head, bound.value.context) }
             }
         }
     }

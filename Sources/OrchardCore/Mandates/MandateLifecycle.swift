@@ -47,10 +47,30 @@ public struct MandateLifecycle: Sendable {
 
     /// Ends an active mandate; then deletes the credential at its processor and, when the shop
     /// ended it, unlinks the merchant token at Apple. Nil when it was not active.
-    public func end(_ mandate: MandateRecord, reason: String, unlinkAtApple: Bool) async throws -> MandateRecord? {
-        guard let ended = try await store.endMandate(id: mandate.id, reason: reason, at: time.now) else { return nil }
+    /// - Parameter processor: the processor to delete the credential at; nil: its merchant's now.
+    ///   A retirement names its tenant's, which the mandate's owner (its record key) does not find.
+    public func end(
+        _ mandate: MandateRecord, reason: String, unlinkAtApple: Bool, through processor: (any PaymentProcessor)? = nil
+    ) async throws -> MandateRecord? {
+        let processor = processor ?? processors.processor(forMerchant: mandate.merchantIdentifier)
+        guard let ended = try await Self.end(mandate, reason: reason, in: store, through: processor, at: time.now, logger: logger)
+        else { return nil }
+        if unlinkAtApple, let token = mandate.merchantTokenIdentifier {
+            await unlink(token, mandate: mandate)
+        }
+        return ended
+    }
+
+    /// Ends an active mandate by compare-and-set, then deletes its stored credential at
+    /// `processor` when that is the one that stored it: only the caller whose compare-and-set won
+    /// deletes, so two that meet the same mandate (a retirement and the payment move that created
+    /// it) call the processor once. Nil, calling nothing, when it was not active.
+    static func end(
+        _ mandate: MandateRecord, reason: String, in store: any MandateRecords, through processor: any PaymentProcessor, at date: Date,
+        logger: Logger
+    ) async throws -> MandateRecord? {
+        guard let ended = try await store.endMandate(id: mandate.id, reason: reason, at: date) else { return nil }
         logger.notice("mandate ended", metadata: ["mandate": "\(mandate.id)", "reason": "\(reason)"])
-        let processor = processors.processor(forMerchant: mandate.merchantIdentifier)
         if processor.name == mandate.processor {
             do {
                 try await processor.deleteCredential(mandate)
@@ -59,9 +79,10 @@ public struct MandateLifecycle: Sendable {
                     "the processor did not delete the mandate's stored credential: delete it there",
                     metadata: ["mandate": "\(mandate.id)", "processor": "\(mandate.processor)", "error": "\(error)"])
             }
-        }
-        if unlinkAtApple, let token = mandate.merchantTokenIdentifier {
-            await unlink(token, mandate: mandate)
+        } else {
+            logger.warning(
+                "the mandate's stored credential was not deleted: its merchant no longer uses \(mandate.processor); delete it there",
+                metadata: ["mandate": "\(mandate.id)", "processor": "\(mandate.processor)"])
         }
         return ended
     }

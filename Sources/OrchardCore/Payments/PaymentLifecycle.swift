@@ -142,7 +142,9 @@ public struct PaymentTransition: Sendable {
     /// processor answered with this way.
     public var links: [String: String]?
     /// A mandate the move creates (an `authorized` move of an agreement's first payment): inserted
-    /// with its `mandate.created` event and named on the payment, in the move's transaction.
+    /// with its `mandate.created` event and named on the payment, in the move's transaction, as
+    /// ``mandate(ownedBy:)`` makes it. Its owner here is the order's as the engine read it, which
+    /// the store does not write.
     public var mandate: MandateRecord?
     /// Set on a re-send: the payment must have been sent this often (the move fails otherwise),
     /// and ``at`` becomes its last send.
@@ -170,6 +172,18 @@ public struct PaymentTransition: Sendable {
         self.nextReconcileAt = nextReconcileAt
         self.links = links
     }
+    /// The mandate the move creates, owned by `owner`: the order's owner as the move's own
+    /// transaction reads it (where it compares and sets the order's state), never as the engine
+    /// read it when it claimed the payment. A retirement moves a tenant's orders to its
+    /// ``RetiredTenant/recordKey(for:)`` while their payments may be at the processor, and a
+    /// later registration under the same identifier must not own what an answer arriving after
+    /// that creates.
+    public func mandate(ownedBy owner: String) -> MandateRecord? {
+        guard var mandate else { return nil }
+        mandate.merchantIdentifier = owner
+        return mandate
+    }
+
     /// `payment` as this move leaves it: what every store writes and what the move's events
     /// report. `stored` turns a new time into the one the store reads back (PostgreSQL keeps
     /// microseconds), so the events report exactly what is written.

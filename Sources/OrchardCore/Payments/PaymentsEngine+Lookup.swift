@@ -109,11 +109,11 @@ extension PaymentsEngine {
     /// Records the outcome the processor's records hold for an unknown payment (an authorized
     /// first payment of an agreement sets its mandate up when the records name a stored
     /// credential); nil when the payment moved meanwhile.
-    func settle(_ payment: PaymentRecord, from outcome: AuthorizationOutcome, processor: String) async -> PaymentRecord? {
+    func settle(_ payment: PaymentRecord, from outcome: AuthorizationOutcome, processor: any PaymentProcessor) async -> PaymentRecord? {
         let event: PaymentLifecycle.Event = outcome.status == .authorized ? .queriedAuthorized : .queriedRefused
         var mandate: MandateRecord?
         if event == .queriedAuthorized, let order = try? await orderPayments.order(id: payment.orderId) {
-            mandate = self.mandate(for: payment, of: order, outcome: outcome, processor: processor)
+            mandate = self.mandate(for: payment, of: order, outcome: outcome, processor: processor.name)
         }
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(event), at: time.now, outcome: outcome,
@@ -126,6 +126,7 @@ extension PaymentsEngine {
                     "payment": "\(payment.id)", "reference": "\(payment.reference)", "state": "\(settled.state.rawValue)",
                     "code": "\(outcome.code ?? "-")",
                 ])
+            if mandate != nil { await endIfRetired(settled, through: processor) }
             return settled
         } catch {
             logger.error("the processor's records could not be stored", metadata: ["payment": "\(payment.id)", "error": "\(error)"])
@@ -148,7 +149,7 @@ extension PaymentsEngine {
         case .resend:
             return .resend(sends: unknown.sends)
         case .settle(let outcome):
-            if let settled = await settle(unknown, from: outcome, processor: processor.name) { return .settled(settled) }
+            if let settled = await settle(unknown, from: outcome, processor: processor) { return .settled(settled) }
             if let current = try? await orderPayments.payment(id: unknown.id), PaymentLifecycle.isResolved(current.state) {
                 return .settled(current)
             }

@@ -20,11 +20,39 @@ extension PaymentsEngine {
                 metadata: ["payment": "\(payment.id)", "order": "\(order.id)", "processor": "\(processor)"])
             return nil
         }
+        // Owned, once stored, by the order's owner as the move reads it (``PaymentTransition/mandate(ownedBy:)``).
         return MandateRecord(
             id: MandateRecord.newIdentifier(), merchantIdentifier: order.merchantIdentifier, kind: agreement.type, paymentId: payment.id,
             orderId: order.id, processor: processor, credential: credential, merchantTokenIdentifier: payment.merchantTokenIdentifier,
             merchantTokenMetadata: payment.merchantTokenMetadata, currency: payment.currency, network: payment.network,
             lastFour: payment.lastFour, description: agreement.paymentDescription, createdAt: time.now)
+    }
+
+    /// Ends the mandate a move just created when the order's owner, as the move read it, was a
+    /// retired tenant (``PaymentTransition/mandate(ownedBy:)``): the payment was at the processor
+    /// while its merchant was retired, so no one may charge the mandate and nothing else would
+    /// delete its credential. `processor` is the one that answered, the retired tenant's: the
+    /// engine still holds it, though the merchant's settings are gone. A retirement that moved
+    /// the mandate to its record key after the move may end it too; the compare-and-set lets one
+    /// of them delete. A failure is logged: the mandate stays active under a key no one charges.
+    func endIfRetired(_ payment: PaymentRecord, through processor: any PaymentProcessor) async {
+        guard let id = payment.mandateId else { return }
+        do {
+            guard let mandate = try await mandates.mandate(id: id), mandate.state == .active,
+                RetiredTenant.isRecordKey(mandate.merchantIdentifier)
+            else { return }
+            if try await MandateLifecycle.end(
+                mandate, reason: TenantRetirement.endedReason, in: mandates, through: processor, at: time.now, logger: logger) != nil
+            {
+                logger.warning(
+                    "an agreement's first payment was answered after its merchant was retired: its mandate was ended",
+                    metadata: ["payment": "\(payment.id)", "mandate": "\(id)", "owner": "\(mandate.merchantIdentifier)"])
+            }
+        } catch {
+            logger.error(
+                "the mandate of a retired merchant's payment could not be ended: end it and delete its credential at the processor",
+                metadata: ["payment": "\(payment.id)", "mandate": "\(id)", "error": "\(error)"])
+        }
     }
 
     /// Charges an active mandate for its charge order (created by the caller with the amount):

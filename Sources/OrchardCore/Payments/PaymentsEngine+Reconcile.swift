@@ -125,7 +125,7 @@ extension PaymentsEngine {
         }
         switch await consult(payment, through: processor) {
         case .settle(let outcome):
-            return await settle(payment, from: outcome, processor: processor.name) == nil ? .taken : .settled
+            return await settle(payment, from: outcome, processor: processor) == nil ? .taken : .settled
         case .wait(let until, _):
             _ = try? await orderPayments.deferReconciliation(paymentId: payment.id, until: until)
             return .waiting

@@ -341,6 +341,7 @@ public struct PaymentsEngine: Sendable {
         case .authorized:
             logger.info(
                 "payment authorized", metadata: metadata().merging(["amount": "\(payment.amount) \(payment.currency)"]) { $1 })
+            if change.mandate != nil { await endIfRetired(recorded, through: processor) }
             return recorded
         case .declined:
             logger.notice("payment refused", metadata: metadata())

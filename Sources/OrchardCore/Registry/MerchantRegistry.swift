@@ -15,8 +15,10 @@ public protocol MerchantRegistry: Sendable {
     /// settings, revokes its API keys at `date`, and marks its undelivered webhook events
     /// `skipped` (``RetiredTenant/skippedEventError``), so nothing of this tenant reaches a later
     /// one registered under the same identifier. Also run before a new registration under an
-    /// identifier that has none, to clear what an earlier tenant left.
-    func deleteRegistration(partnerIdentifier: String, at date: Date) async throws
+    /// identifier that has none, to clear what an earlier tenant left. Returns the
+    /// ``RetiredTenant/recordKey(for:)`` the tenant's records moved to.
+    @discardableResult
+    func deleteRegistration(partnerIdentifier: String, at date: Date) async throws -> String
     /// Registered merchants' settings (processor, webhook), sealed by the server: opaque here.
     func sealedMerchantSettings() async throws -> [String: [UInt8]]
     /// Creates or replaces one registered merchant's sealed settings.

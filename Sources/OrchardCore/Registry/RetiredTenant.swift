@@ -18,4 +18,10 @@ public enum RetiredTenant {
     public static func recordKey(for partner: String) -> String {
         "retired/\(partner)/\(RecordIdentifier.random().prefix(16))"
     }
+
+    /// Whether `owner` is a retirement's ``recordKey(for:)``: records of a tenant that has gone.
+    /// A mandate such an owner holds can be charged by no one, so it must not stay active.
+    public static func isRecordKey(_ owner: String) -> Bool {
+        owner.hasPrefix("retired/")
+    }
 }

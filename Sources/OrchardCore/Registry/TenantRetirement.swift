@@ -74,11 +74,39 @@ public struct TenantRetirement: Sendable {
         }
         // The shop hears that its mandates ended while its endpoint is still known here.
         let tried = await webhooks?.deliverPending(merchant: partner) ?? 0
-        try await merchantRegistry.deleteRegistration(partnerIdentifier: partner, at: time.now)
+        let retired = try await merchantRegistry.deleteRegistration(partnerIdentifier: partner, at: time.now)
+        let late = try await endLate(retired, partner: partner)
         directory.replaceRegistrations(try await merchantRegistry.registeredMerchants())
         processors.setRegistered(nil, forMerchant: partner)
         logger.notice(
             "registered merchant retired: API keys revoked, settings dropped, undelivered events skipped",
-            metadata: ["partner": "\(partner)", "mandatesEnded": "\(ended)", "lastEventsTried": "\(tried)"])
+            metadata: [
+                "partner": "\(partner)", "mandatesEnded": "\(ended + late)", "lastEventsTried": "\(tried)", "recordKey": "\(retired)",
+            ])
+    }
+
+    /// Ends the mandates that reached `retired` active: a first payment's move that committed
+    /// after the loop above and before the registry's transaction created its mandate under the
+    /// partner ID, and that transaction moved it here. A move that commits after the transaction
+    /// finds the order's owner retired and ends its own mandate (``PaymentsEngine``): the order's
+    /// row orders the two, on every store and across instances, so each such mandate is met by
+    /// one of them, and ended (and its credential deleted) by whichever wins the compare-and-set.
+    /// The credential is deleted through the tenant's processor, still known here until the end
+    /// of ``retire(_:)``.
+    private func endLate(_ retired: String, partner: String) async throws -> Int {
+        let processor = processors.processor(forMerchant: partner)
+        var ended = 0
+        for _ in 0..<10_000 {
+            let active = try await mandates.mandates(merchantIdentifier: retired, state: .active, limit: 100)
+            if active.isEmpty { break }
+            for mandate in active
+            where try await lifecycle.end(mandate, reason: Self.endedReason, unlinkAtApple: false, through: processor) != nil {
+                ended += 1
+                logger.warning(
+                    "a mandate created while its merchant was being retired was ended",
+                    metadata: ["partner": "\(partner)", "mandate": "\(mandate.id)"])
+            }
+        }
+        return ended
     }
 }
