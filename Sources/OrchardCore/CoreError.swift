@@ -65,6 +65,9 @@ public struct CoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case notConfigured
         /// Apple accepted the change but the registry could not record it: repeat the call.
         case unrecorded
+        /// Another call to Apple for the same registered merchant is under way (the guard's
+        /// repair, another unregistration): nothing was changed; repeat the call.
+        case registrationBusy
 
         // The records.
         /// The records disagree with each other (a payment request without its order).

@@ -22,6 +22,8 @@ public final class InMemoryStore: OrchardStore {
         var tokenEvents: [TokenEventItem] = []
         var mandates: [MandateRecord] = []
         var settings: [String: [UInt8]] = [:]
+        /// Registrations claimed for calls to Apple: holder and until when, by partner ID.
+        var claims: [String: (holder: String, until: Date)] = [:]
         /// Until when a reconciler holds each refund.
         var refundLeases: [String: Date] = [:]
         var guardRecords: [GuardSubject: GuardRecord] = [:]
@@ -153,6 +155,10 @@ public final class InMemoryStore: OrchardStore {
 
     public func saveRegistration(_ merchant: RegisteredMerchant) async throws {
         try state.withLock { state in
+            let id = merchant.partnerIdentifier
+            if let variant = state.merchants.keys.first(where: { $0 != id && $0.lowercased() == id.lowercased() }) {
+                throw RegisteredMerchant.caseVariant(id, of: variant)
+            }
             for domain in merchant.domains {
                 if state.merchants.values.contains(where: {
                     $0.partnerIdentifier != merchant.partnerIdentifier && $0.domains.contains(domain)
@@ -171,6 +177,7 @@ public final class InMemoryStore: OrchardStore {
         let retired = RetiredTenant.recordKey(for: partnerIdentifier)
         state.withLock { state in
             state.merchants[partnerIdentifier] = nil
+            state.claims[partnerIdentifier] = nil
             state.settings[partnerIdentifier] = nil
             for index in state.apiKeys.indices
             where state.apiKeys[index].merchantIdentifier == partnerIdentifier && state.apiKeys[index].revokedAt == nil {

@@ -14,6 +14,8 @@ enum PostgresMigrations {
         var version: Int
         var description: String
         var statements: [String]
+        /// Refuses (throws) before the statements run when the data would break them, saying what to do.
+        var check: (@Sendable (PostgresConnection, Logger) async throws -> Void)? = nil
     }
 
     /// Held (for the transaction) by whoever migrates: the bigint lock space, apart from the
@@ -39,7 +41,28 @@ enum PostgresMigrations {
             ]),
         Migration(
             version: 8, description: "the guard's records: what it watches, where each stands, when each is due", statements: guardRecords),
+        Migration(
+            version: 9,
+            description: "one registered merchant per partner ID in any letter case, and a claim on a registration for calls to Apple",
+            statements: [
+                "ALTER TABLE registered_merchants ADD COLUMN claim text, ADD COLUMN claimed_until timestamptz",
+                "CREATE UNIQUE INDEX registered_merchants_lower ON registered_merchants (lower(partner_id))",
+            ], check: refuseCaseVariants),
     ]
+
+    /// Refuses the case-insensitive index while partner IDs that differ only in letter case are
+    /// registered (possible before it): which to keep is the operator's call, not a migration's.
+    @Sendable static func refuseCaseVariants(_ connection: PostgresConnection, logger: Logger) async throws {
+        let rows = try await connection.query(
+            """
+            SELECT string_agg(partner_id, ', ' ORDER BY partner_id) FROM registered_merchants
+            GROUP BY lower(partner_id) HAVING count(*) > 1 ORDER BY 1
+            """, logger: logger
+        ).collect()
+        let groups = try rows.map { try $0.makeRandomAccess()[0].decode(String.self) }
+        guard !groups.isEmpty else { return }
+        throw ConfigurationError(RegisteredMerchant.caseVariantsRefusal(groups))
+    }
 
     /// One row per watched (merchant, check, target). The key's columns sort by byte (`C`), as the
     /// other stores list them, whatever the database's collation; the lease reads by due time.
@@ -180,6 +203,7 @@ enum PostgresMigrations {
                 // skipped (a gap left by a branch merged later, a row removed by hand) still runs.
                 var applied: [Int] = []
                 for migration in all where !present.contains(migration.version) {
+                    try await migration.check?(connection, logger)
                     for statement in migration.statements {
                         try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }

@@ -21,15 +21,27 @@ extension PostgresStore {
     }
 
     public func saveRegistration(_ merchant: RegisteredMerchant) async throws {
+        let id = merchant.partnerIdentifier
         try await transaction { connection in
-            try await connection.query(
-                """
-                INSERT INTO registered_merchants (partner_id, name, encrypt_to, merchant_url, created_at, updated_at)
-                VALUES (\(merchant.partnerIdentifier), \(merchant.name), \(merchant.encryptTo), \(merchant.merchantUrl),
-                \(merchant.createdAt), \(merchant.updatedAt))
-                ON CONFLICT (partner_id) DO UPDATE SET name = excluded.name, encrypt_to = excluded.encrypt_to,
-                merchant_url = excluded.merchant_url, updated_at = excluded.updated_at
-                """, logger: logger)
+            let variants = try await connection.query(
+                "SELECT partner_id FROM registered_merchants WHERE lower(partner_id) = lower(\(id)) AND partner_id <> \(id)", logger: logger
+            ).collect()
+            if let variant = variants.first {
+                throw RegisteredMerchant.caseVariant(id, of: try variant.makeRandomAccess()[0].decode(String.self))
+            }
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO registered_merchants (partner_id, name, encrypt_to, merchant_url, created_at, updated_at)
+                    VALUES (\(id), \(merchant.name), \(merchant.encryptTo), \(merchant.merchantUrl),
+                    \(merchant.createdAt), \(merchant.updatedAt))
+                    ON CONFLICT (partner_id) DO UPDATE SET name = excluded.name, encrypt_to = excluded.encrypt_to,
+                    merchant_url = excluded.merchant_url, updated_at = excluded.updated_at
+                    """, logger: logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                // The lowered ID's index: a case variant committed after the read above (another instance).
+                throw RegisteredMerchant.caseVariant(id, of: nil)
+            }
             try await connection.query("DELETE FROM registered_domains WHERE partner_id = \(merchant.partnerIdentifier)", logger: logger)
             for (position, domain) in merchant.domains.enumerated() {
                 do {
@@ -77,6 +89,26 @@ extension PostgresStore {
             """
             INSERT INTO merchant_settings (partner_id, sealed, updated_at) VALUES (\(partnerIdentifier), \(sealed.bytea), \(date))
             ON CONFLICT (partner_id) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at
+            """)
+    }
+
+    public func claimRegistration(partnerIdentifier: String, holder: String, until: Date, at now: Date) async throws -> RegistrationClaim {
+        let claimed = try await rows(
+            """
+            UPDATE registered_merchants SET claim = \(holder), claimed_until = \(until)
+            WHERE partner_id = \(partnerIdentifier) AND (claim IS NULL OR claim = \(holder) OR claimed_until <= \(now))
+            RETURNING partner_id
+            """)
+        guard claimed.isEmpty else { return .claimed }
+        let found = try await rows("SELECT 1 FROM registered_merchants WHERE partner_id = \(partnerIdentifier)")
+        return found.isEmpty ? .absent : .held
+    }
+
+    public func releaseRegistration(partnerIdentifier: String, holder: String) async throws {
+        _ = try await rows(
+            """
+            UPDATE registered_merchants SET claim = NULL, claimed_until = NULL
+            WHERE partner_id = \(partnerIdentifier) AND claim = \(holder)
             """)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import OrchardCore
 
 /// The store's schema in one place: tables as the first release created them, the columns added
 /// since (added in place, so an existing database keeps its rows), then the indexes.
@@ -71,6 +72,8 @@ extension SQLiteStore {
         // Until when a reconciler holds the refund (another process passes it by), and when its
         // reference was last sent (older rows read their last change).
         ("refunds", [("leased_until", "INTEGER"), ("last_sent_at", "INTEGER")]),
+        // Who holds a registration for calls to Apple (the guard's repair, an unregistration), until when.
+        ("registered_merchants", [("claim", "TEXT"), ("claimed_until", "INTEGER")]),
     ]
 
     static let indexes = """
@@ -85,6 +88,7 @@ extension SQLiteStore {
         CREATE INDEX IF NOT EXISTS token_events_due ON token_events(state, next_attempt_at);
         CREATE INDEX IF NOT EXISTS token_events_by_source ON token_events(source, state, finished_at);
         CREATE INDEX IF NOT EXISTS guard_records_due ON guard_records(next_check_at);
+        CREATE UNIQUE INDEX IF NOT EXISTS registered_merchants_lower ON registered_merchants(lower(partner_id));
         """
 
     /// Creates what is missing; leaves every row in place.
@@ -98,11 +102,25 @@ extension SQLiteStore {
                 try database.execute("ALTER TABLE \(unescaped: table) ADD COLUMN \(unescaped: column.name) \(unescaped: column.definition)")
             }
         }
+        try refuseCaseVariants(database)
         try database.executeScript(indexes)
         if !hadTransactions {
             try database.execute("INSERT OR IGNORE INTO payment_transactions SELECT transaction_id, id, created_at FROM payments")
         }
         // Unknown payments from before the reconciler are due for it now.
         try database.execute("UPDATE payments SET next_reconcile_at = updated_at WHERE state = 'unknown' AND next_reconcile_at IS NULL")
+    }
+
+    /// Refuses the case-insensitive index while partner IDs that differ only in letter case are
+    /// registered (possible before it): which to keep is the operator's call, not a migration's.
+    static func refuseCaseVariants(_ database: SQLiteDatabase) throws {
+        let groups = try database.query(
+            """
+            SELECT group_concat(partner_id, ', ') AS ids FROM (SELECT partner_id FROM registered_merchants ORDER BY partner_id)
+            GROUP BY lower(partner_id) HAVING count(*) > 1 ORDER BY 1
+            """
+        ).map { $0.text("ids") }
+        guard !groups.isEmpty else { return }
+        throw ConfigurationError(RegisteredMerchant.caseVariantsRefusal(groups))
     }
 }

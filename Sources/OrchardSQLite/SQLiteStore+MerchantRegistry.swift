@@ -18,4 +18,22 @@ extension SQLiteStore {
             ON CONFLICT(partner_id) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at
             """)
     }
+
+    public func claimRegistration(partnerIdentifier: String, holder: String, until: Date, at now: Date) async throws -> RegistrationClaim {
+        try await database.run { db in
+            let claimed = try db.execute(
+                """
+                UPDATE registered_merchants SET claim = \(holder), claimed_until = \(until)
+                WHERE partner_id = \(partnerIdentifier) AND (claim IS NULL OR claim = \(holder) OR claimed_until <= \(now))
+                """)
+            guard claimed == 0 else { return .claimed }
+            return try db.query("SELECT 1 FROM registered_merchants WHERE partner_id = \(partnerIdentifier)").isEmpty ? .absent : .held
+        }
+    }
+
+    public func releaseRegistration(partnerIdentifier: String, holder: String) async throws {
+        try await write(
+            "UPDATE registered_merchants SET claim = NULL, claimed_until = NULL WHERE partner_id = \(partnerIdentifier) AND claim = \(holder)"
+        )
+    }
 }

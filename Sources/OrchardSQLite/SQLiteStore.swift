@@ -79,13 +79,20 @@ public final class SQLiteStore: OrchardStore {
     public func saveRegistration(_ merchant: RegisteredMerchant) async throws {
         let id = merchant.partnerIdentifier
         try await database.run { db in
-            try db.execute(
-                """
-                INSERT INTO registered_merchants (partner_id, name, encrypt_to, merchant_url, created_at, updated_at)
-                VALUES (\(id), \(merchant.name), \(merchant.encryptTo), \(merchant.merchantUrl), \(merchant.createdAt), \(merchant.updatedAt))
-                ON CONFLICT(partner_id) DO UPDATE SET name = excluded.name, encrypt_to = excluded.encrypt_to,
-                merchant_url = excluded.merchant_url, updated_at = excluded.updated_at
-                """)
+            do {
+                try db.execute(
+                    """
+                    INSERT INTO registered_merchants (partner_id, name, encrypt_to, merchant_url, created_at, updated_at)
+                    VALUES (\(id), \(merchant.name), \(merchant.encryptTo), \(merchant.merchantUrl), \(merchant.createdAt), \(merchant.updatedAt))
+                    ON CONFLICT(partner_id) DO UPDATE SET name = excluded.name, encrypt_to = excluded.encrypt_to,
+                    merchant_url = excluded.merchant_url, updated_at = excluded.updated_at
+                    """)
+            } catch let failure as SQLiteDatabase.Failure where failure.isConstraint {
+                // The lowered ID's index: another merchant holds this ID in other letter case.
+                let variant = try db.query(
+                    "SELECT partner_id FROM registered_merchants WHERE lower(partner_id) = lower(\(id)) AND partner_id <> \(id)")
+                throw RegisteredMerchant.caseVariant(id, of: variant.first?.text("partner_id"))
+            }
             try db.execute("DELETE FROM registered_domains WHERE partner_id = \(id)")
             for (position, domain) in merchant.domains.enumerated() {
                 do {

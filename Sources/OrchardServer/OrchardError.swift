@@ -35,6 +35,8 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         case invalidRegistration = "invalid_registration"
         case domainTaken = "domain_taken"
         case identifierTaken = "identifier_taken"
+        /// Another call to Apple for the same registered merchant is under way: repeat the call.
+        case registrationBusy = "registration_busy"
         case registrationRejected = "registration_rejected"
         case platformNotConfigured = "platform_not_configured"
         case refundTooLarge = "refund_too_large"
@@ -86,7 +88,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
         switch code {
         case .invalidJSON, .invalidValidationURL, .invalidRequest, .invalidRegistration: .badRequest
         case .unauthorized: .unauthorized
-        case .domainTaken, .identifierTaken: .conflict
+        case .domainTaken, .identifierTaken, .registrationBusy: .conflict
         case .registrationRejected, .quoteFailed: .badGateway
         case .platformNotConfigured: .notImplemented
         case .unknownHost: .misdirectedRequest
@@ -133,6 +135,7 @@ public struct OrchardError: Error, Sendable, Equatable, HTTPResponseError {
             case .limitReached: .tooManyKeys
             case .domainTaken: .domainTaken
             case .identifierTaken: .identifierTaken
+            case .registrationBusy: .registrationBusy
             case .invalidRegistration: .invalidRegistration
             case .notConfigured: .platformNotConfigured
             case .unrecorded, .inconsistent, .storage: .internalError

@@ -51,4 +51,15 @@ extension MockAppleGateway {
 
     /// Applies and answers the unregistration calls kept back, and answers at once again.
     public func releaseUnregistrations() { heldUnregistrations.release() }
+
+    /// Keeps every registration call back from now on, unapplied and unanswered, until
+    /// ``releaseRegistrations()``: Apple taking its time over a `register` (the guard's repair).
+    /// ``receivedRegistrationCalls`` lists a call once it is applied, so it keeps Apple's order.
+    public func holdRegistrations() { heldRegistrations.hold() }
+
+    /// The registration calls received and kept back so far: a test waits for one to arrive.
+    public var heldRegistrationCount: Int { heldRegistrations.count }
+
+    /// Applies and answers the registration calls kept back, and answers at once again.
+    public func releaseRegistrations() { heldRegistrations.release() }
 }

@@ -54,6 +54,8 @@ public final class MockAppleGateway: Sendable {
     let heldSessions = HeldAnswers()
     /// Unregistration calls kept back, neither applied nor answered, while a test holds them.
     let heldUnregistrations = HeldAnswers()
+    /// Registration calls kept back, neither applied nor answered, while a test holds them.
+    let heldRegistrations = HeldAnswers()
     /// The Merchant Token Management API's tokens, events and calls (MockAppleGateway+MerchantTokens.swift).
     let merchantTokens = MockMerchantTokens()
     /// The test CA, which a loopback https notification URL's certificate must chain to.
@@ -261,7 +263,8 @@ final class MockGatewayHandler: ChannelInboundHandler {
                     let answer = self.gateway.registration(call)
                     self.respond(answer.status, answer.body, head, context)
                 }, eventLoop: loop)
-            if path.hasSuffix("unregisterMerchant"), gateway.heldUnregistrations.keep({ loop.execute { apply.value() } }) { return }
+            let held = path.hasSuffix("unregisterMerchant") ? gateway.heldUnregistrations : gateway.heldRegistrations
+            if held.keep({ loop.execute { apply.value() } }) { return }
             apply.value()
         case (_, _) where path.hasPrefix(MockAppleGateway.merchantTokenPrefix) && gateway.merchantTokenCallsReset:
             gateway.logger.debug("fault: resetting a merchant token call's connection")

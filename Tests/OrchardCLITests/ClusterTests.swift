@@ -25,6 +25,7 @@ struct ClusterTests {
         let mock: MockProcessors
         let receiver: MockWebhookReceiver
         let client: CurlHTTPClient
+        let gateway: MockAppleGateway
 
         /// One call through nginx's public HTTPS listener.
         func shopper(_ method: String, _ path: String, body: [UInt8]? = nil) async throws -> CurlResponse {
@@ -74,7 +75,7 @@ struct ClusterTests {
             upstreamPorts: [a.port, b.port], domain: ServerHarness.domain, certificate: TestMaterial.shared.server)
         let client = try CurlHTTPClient()
         do {
-            try await body(Cluster(a: a, b: b, nginx: nginx, mock: mock, receiver: receiver, client: client))
+            try await body(Cluster(a: a, b: b, nginx: nginx, mock: mock, receiver: receiver, client: client, gateway: gateway.gateway))
         } catch {
             Issue.record("instance logs: \(a.log.suffix(1500)) \(b.log.suffix(1500))")
             throw error
@@ -146,6 +147,47 @@ struct ClusterTests {
                 url: "http://127.0.0.1:\(cluster.b.port)/.well-known/apple-developer-merchantid-domain-association",
                 headers: [(name: "Host", value: Self.newDomain)])
             #expect(try await Eventually.until { try await cluster.b.client.execute(association).status == 200 })
+        }
+    }
+
+    @Test("the two instances register ACME and acme at the same moment: exactly one wins, the other is told 409 and undone at Apple")
+    func caseVariantsAtOnce() async throws {
+        try await Self.withCluster { cluster in
+            // Apple holds both registrations until both have reached it: both instances are past
+            // every check made before Apple, as when the two requests come at the same moment.
+            cluster.gateway.holdRegistrations()
+            let calls = [(cluster.a, "ACME", "acme-one.example"), (cluster.b, "acme", "acme-two.example")].map { instance, id, domain in
+                Task {
+                    try await instance.send(
+                        "POST", "/admin/merchants",
+                        body: Array(
+                            #"{"partnerInternalMerchantIdentifier": "\#(id)", "partnerMerchantName": "Acme", "domainNames": ["\#(domain)"]}"#
+                                .utf8),
+                        admin: true)
+                }
+            }
+            #expect(try await Eventually.until { cluster.gateway.heldRegistrationCount == 2 })
+            cluster.gateway.releaseRegistrations()
+            var answers: [CurlResponse] = []
+            for call in calls { answers.append(try await call.value) }
+            let statuses = answers.map(\.status).sorted()
+            #expect(statuses == [201, 409], "\(answers.map { "\($0.status) \(String(decoding: $0.body, as: UTF8.self))" })")
+            let refused = try #require(answers.first { $0.status == 409 })
+            #expect((refused.json?["error"] as? [String: Any])?["code"] as? String == "identifier_taken")
+            let message = (refused.json?["error"] as? [String: Any])?["message"] as? String ?? ""
+            #expect(message.contains("only in letter case") && message.contains("was undone"), "\(message)")
+            // Either instance lists the winner alone once it has synced the registry (every 2 s).
+            var registered: [String] = []
+            #expect(
+                try await Eventually.until {
+                    let listed = try await cluster.a.send("GET", "/admin/merchants", admin: true)
+                    registered = (listed.json?["registered"] as? [[String: Any]])?.compactMap { $0["partnerIdentifier"] as? String } ?? []
+                    return !registered.isEmpty
+                })
+            #expect(registered.count == 1 && ["ACME", "acme"].contains(registered.first ?? ""), "\(registered)")
+            // Apple keeps the winner's domains only.
+            let atApple = cluster.gateway.partnerMerchants.filter { !$0.value.domainNames.isEmpty }.map(\.key)
+            #expect(atApple == registered, "\(atApple) at Apple, \(registered) here")
         }
     }
 }

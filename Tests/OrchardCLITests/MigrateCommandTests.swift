@@ -1,5 +1,7 @@
 import Foundation
+import Logging
 import OrchardCore
+import OrchardPostgres
 import OrchardTesting
 import Testing
 
@@ -45,19 +47,19 @@ struct MigrateCommandTests {
             let environment = ["PGPASS": server.password]
             let first = try await Self.migrate(configuration, environment: environment)
             #expect(first.status == 0, "\(first.stderr)")
-            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 8, "\(first.lines)")
+            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 9, "\(first.lines)")
             #expect(first.lines.first == "applied 1: orders, payments, registry, payments API and webhook outbox")
-            #expect(first.lines.last == "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 8")
+            #expect(first.lines.last == "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 9")
             let applied = try await server.query(settings.database, "SELECT count(*) FROM schema_migrations")
-            #expect(applied == "8")
+            #expect(applied == "9")
 
             let second = try await Self.migrate(configuration, environment: environment)
             #expect(second.status == 0, "\(second.stderr)")
             #expect(
                 second.lines == [
-                    "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 8, already current: nothing applied"
+                    "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 9, already current: nothing applied"
                 ])
-            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "8")
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "9")
 
             try await server.query(
                 settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
@@ -65,9 +67,64 @@ struct MigrateCommandTests {
             #expect(newer.status == 1)
             #expect(newer.lines.isEmpty, "\(newer.lines)")
             #expect(
-                newer.stderr.contains("the database's schema is version 999, newer than this Orchard knows (8): run a newer Orchard"),
+                newer.stderr.contains("the database's schema is version 999, newer than this Orchard knows (9): run a newer Orchard"),
                 "\(newer.stderr)")
             #expect(newer.stderr.split(separator: "\n").count == 1, "one line: \(newer.stderr)")
+        }
+    }
+
+    @Test(
+        "PostgreSQL: partner IDs differing only in letter case stop the migration, named with the command to run; resolved, it applies",
+        .enabled(if: PostgresServer.enabled))
+    func caseVariants() async throws {
+        let server = try await PostgresServer.shared()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try await server.withDatabase(poolSize: 1) { settings in
+            let configuration = try Self.configuration(
+                in: directory,
+                [
+                    "store": [
+                        "postgres": [
+                            "host": "127.0.0.1", "port": server.port, "database": settings.database, "user": PostgresServer.user,
+                            "password": "env:PGPASS",
+                        ]
+                    ]
+                ])
+            let environment = ["PGPASS": server.password]
+            #expect(try await Self.migrate(configuration, environment: environment).status == 0)
+            // Back to the schema before the case-insensitive index, with the variants it let in.
+            for statement in [
+                "DROP INDEX registered_merchants_lower", "ALTER TABLE registered_merchants DROP COLUMN claim, DROP COLUMN claimed_until",
+                "DELETE FROM schema_migrations WHERE version = 9",
+                """
+                INSERT INTO registered_merchants (partner_id, name, encrypt_to, created_at, updated_at) VALUES
+                ('ACME', 'Acme', 'x', now(), now()), ('acme', 'Acme', 'x', now(), now()), ('bystander', 'Other', 'x', now(), now())
+                """,
+            ] {
+                try await server.query(settings.database, statement)
+            }
+            let refused = try await Self.migrate(configuration, environment: environment)
+            #expect(refused.status == 1 && refused.lines.isEmpty, "\(refused.lines)")
+            #expect(
+                refused.stderr.contains("(ACME, acme)") && refused.stderr.contains("orchard domains unregister --partner-id ID"),
+                "\(refused.stderr)")
+            #expect(!refused.stderr.contains("bystander"), "\(refused.stderr)")
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "8", "nothing applied")
+            // The server migrates as it starts: it refuses alike, so it does not start.
+            do {
+                let store = try await PostgresStore.open(
+                    settings, logger: Logger(label: "orchard.test"), eventLoops: PostgresServer.storeLoops)
+                try await store.withRunning { _ in }
+                Issue.record("the store opened over case variants")
+            } catch {
+                #expect("\(error)".contains("(ACME, acme)"), "\(error)")
+            }
+
+            // One of them unregistered (by hand here, as the previous release's server does): it applies.
+            try await server.query(settings.database, "DELETE FROM registered_merchants WHERE partner_id = 'acme'")
+            let resolved = try await Self.migrate(configuration, environment: environment)
+            #expect(resolved.status == 0 && resolved.lines.first?.hasPrefix("applied 9: ") == true, "\(resolved.lines) \(resolved.stderr)")
         }
     }
 

@@ -119,7 +119,7 @@ struct PostgresStoreTests {
             let store = String(decoding: doctor.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init)
             #expect(
                 store
-                    == "✓ store PostgreSQL: \(settings.database) on 127.0.0.1:\(server.port) (TLS disable) answers; schema version 8, this Orchard's",
+                    == "✓ store PostgreSQL: \(settings.database) on 127.0.0.1:\(server.port) (TLS disable) answers; schema version 9, this Orchard's",
                 "\(doctor.stdout)")
 
             let wrong = try await OrchardProcess.run(

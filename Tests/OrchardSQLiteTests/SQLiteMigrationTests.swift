@@ -74,3 +74,71 @@ struct SQLiteMigrationTests {
         #expect(try SQLiteStore.migrate(path: path).isEmpty, "a second run creates nothing")
     }
 }
+
+extension SQLiteMigrationTests {
+    static func merchant(_ id: String, domain: String) -> RegisteredMerchant {
+        RegisteredMerchant(
+            partnerIdentifier: id, name: "Acme", encryptTo: "merchant.platform", merchantUrl: nil, domains: [domain],
+            createdAt: Date(timeIntervalSince1970: 1000), updatedAt: Date(timeIntervalSince1970: 1000))
+    }
+
+    @Test("a database holding partner IDs that differ only in letter case is refused, naming them and the command; then migrates")
+    func caseVariantsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("orchard.sqlite")
+        do {
+            // A database from before the index, with the variants it let in.
+            let old = try SQLiteDatabase(path: path)
+            try SQLiteStore.migrate(old)
+            try old.executeScript("DROP INDEX registered_merchants_lower")
+            for (id, domain) in [("ACME", "one.example"), ("acme", "two.example"), ("bystander", "three.example")] {
+                try old.execute(
+                    "INSERT INTO registered_merchants (partner_id, name, encrypt_to, created_at, updated_at) VALUES (\(id), 'Acme', 'x', 1, 1)"
+                )
+                try old.execute("INSERT INTO registered_domains (domain, partner_id, position) VALUES (\(domain), \(id), 0)")
+            }
+        }
+        var refusal = ""
+        #expect(throws: ConfigurationError.self) {
+            do {
+                _ = try SQLiteStore.migrate(path: path)
+            } catch {
+                refusal = "\(error)"
+                throw error
+            }
+        }
+        #expect(refusal.contains("(ACME, acme)") && refusal.contains("orchard domains unregister --partner-id"), "\(refusal)")
+        #expect(!refusal.contains("bystander"), "\(refusal)")
+        #expect(throws: ConfigurationError.self, "the store the server opens refuses too") { try SQLiteStore(path: path) }
+
+        // One of them unregistered (here by hand, as the previous release's server does): it migrates.
+        try SQLiteDatabase(path: path).execute("DELETE FROM registered_domains WHERE partner_id = 'acme'")
+        try SQLiteDatabase(path: path).execute("DELETE FROM registered_merchants WHERE partner_id = 'acme'")
+        #expect(try SQLiteStore.migrate(path: path) == ["index registered_merchants_lower"])
+        let store = try SQLiteStore(path: path)
+        let refused = await TestRecords.refusal { try await store.saveRegistration(Self.merchant("Acme", domain: "four.example")) }
+        #expect(refused == .identifierTaken)
+    }
+
+    @Test("two stores on one file save ACME and acme at the same moment: exactly one is registered")
+    func caseVariantsFromTwoStores() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path("orchard.sqlite")
+        let stores = [try SQLiteStore(path: path), try SQLiteStore(path: path)]
+        let outcomes = await withTaskGroup(of: CoreError.Code?.self) { group in
+            for (index, store) in stores.enumerated() {
+                group.addTask {
+                    await TestRecords.refusal {
+                        try await store.saveRegistration(Self.merchant(index == 0 ? "ACME" : "acme", domain: "shop\(index).example"))
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == nil }.count == 1 && outcomes.contains(.identifierTaken), "\(outcomes)")
+        #expect(try await stores[0].registeredMerchants().count == 1)
+        #expect(try await stores[1].registeredMerchants().count == 1)
+    }
+}

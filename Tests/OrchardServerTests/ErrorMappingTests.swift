@@ -34,6 +34,7 @@ struct ErrorMappingTests {
             .inconsistent: (.internalError, 500), .notConfigured: (.platformNotConfigured, 501),
             .identifierTaken: (.identifierTaken, 409), .domainTaken: (.domainTaken, 409), .invalidRegistration: (.invalidRegistration, 400),
             .unrecorded: (.internalError, 500), .paymentInProgress: (.paymentUnknown, 504), .limitReached: (.tooManyKeys, 422),
+            .registrationBusy: (.registrationBusy, 409),
         ]
         #expect(expected.count == CoreError.Code.allCases.count)
         for code in CoreError.Code.allCases {

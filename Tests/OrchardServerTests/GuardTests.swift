@@ -63,7 +63,8 @@ struct GuardTests {
     static let platformSecret = String(repeating: "p", count: 40)
 
     static func with(
-        registration: Bool = false, platformWebhook: MockWebhookReceiver? = nil, _ body: (Rig) async throws -> Void
+        registration: Bool = false, platformWebhook: MockWebhookReceiver? = nil, logHandler: (any LogHandler)? = nil,
+        _ body: (Rig) async throws -> Void
     ) async throws {
         let host = try MockDomainHost(
             serverIdentity: try identity(days: 90),
@@ -79,7 +80,7 @@ struct GuardTests {
         try await ServerHarness.with(
             otherMockMerchants: MoreMerchants.mockMerchants,
             environment: MoreMerchants.environment.merging(["PLATFORM_WEBHOOK_SECRET": platformSecret]) { $1 }, time: clock.source,
-            callsShops: platformWebhook != nil,
+            logHandler: logHandler, callsShops: platformWebhook != nil,
             configure: { file, directory in
                 MoreMerchants.addAdmin(&file)
                 if registration { try MoreMerchants.addPlatform(&file, directory) }

@@ -34,16 +34,19 @@ extension GuardService {
                 "\(drift): Orchard gave up registering them again after \(record.repairs) tries; register them (orchard domains register) or unregister them here"
             )
         }
-        // The store, not this pass's watch: a merchant that began leaving (no domains left) or
-        // gave some up meanwhile must not be registered again.
-        guard let current = try? await registry?.registeredMerchants().first(where: { $0.partnerIdentifier == merchant.partnerIdentifier }),
-            !current.isLeaving
-        else {
-            return .inconclusive("\(drift); not registered again: the registry no longer lists them, or could not be read")
+        // Claimed before the store is read and held across Apple's calls: an unregistration
+        // claims it too, so it waits for this repair or wins, and no `register` follows its delete.
+        let holder = "guard/\(RecordIdentifier.random())"
+        guard let registry, let current = await claimedCurrent(merchant.partnerIdentifier, registry: registry, as: holder) else {
+            return .inconclusive(
+                "\(drift); not registered again: the registry no longer lists them, could not be read, or is being changed at Apple")
         }
         missing = missing.filter { current.domains.contains($0) }
         let sent = Array(missing.prefix(Self.maximumRepairedDomains))
-        let refusals = await registerAgain(sent, of: merchant, with: registration)
+        let refusals = await registerAgain(sent, of: merchant, with: registration) {
+            await self.renew(merchant.partnerIdentifier, registry: registry, as: holder)
+        }
+        try? await registry.releaseRegistration(partnerIdentifier: merchant.partnerIdentifier, holder: holder)
         let later = missing.count > sent.count ? " (at most \(sent.count) per check: the rest at the next checks)" : ""
         guard let first = refusals.first else {
             logger.warning(
@@ -60,12 +63,19 @@ extension GuardService {
     /// Registers `domains` again in calls of at most 99, each on its own, so one refused call
     /// (a domain another platform took meanwhile) does not keep the others from Apple. Returns
     /// each refused call's domain count and why.
+    /// `stillHeld` renews the claim before each call after the first; once it fails, the rest
+    /// are not sent and count as refused.
     func registerAgain(
-        _ domains: [String], of merchant: RegisteredMerchant, with registration: any MerchantRegistrationService
+        _ domains: [String], of merchant: RegisteredMerchant, with registration: any MerchantRegistrationService,
+        stillHeld: () async -> Bool = { true }
     ) async -> [(count: Int, hint: String)] {
         var refusals: [(count: Int, hint: String)] = []
         for start in stride(from: 0, to: domains.count, by: MerchantRegistrationRules.maximumDomains) {
             let batch = Array(domains[start..<min(start + MerchantRegistrationRules.maximumDomains, domains.count)])
+            if start > 0, await !stillHeld() {
+                refusals.append((domains.count - start, "the registration was claimed by an unregistration meanwhile"))
+                break
+            }
             let outcome: String
             do {
                 let again = try MerchantRegistration(
@@ -87,6 +97,31 @@ extension GuardService {
             Counter(label: "orchard_guard_repairs_total", dimensions: [("outcome", outcome)]).increment()
         }
         return refusals
+    }
+
+    /// How long the guard's claim on a registration lasts: past its calls to Apple (at most
+    /// five, each within the gateway's timeout); a crashed instance's blocks no longer.
+    public static let repairClaimSeconds: TimeInterval = 300
+
+    /// `partner`'s registration as the store has it once claimed as `holder`, unless it is
+    /// leaving; nil (the claim given up) when it is gone, leaving, held by another, or unreadable.
+    func claimedCurrent(_ partner: String, registry: any MerchantRegistry, as holder: String) async -> RegisteredMerchant? {
+        guard await renew(partner, registry: registry, as: holder) else { return nil }
+        // The store, not this pass's watch: a merchant that began leaving (no domains left) or
+        // gave some up meanwhile must not be registered again.
+        if let current = try? await registry.registeredMerchants().first(where: { $0.partnerIdentifier == partner }), !current.isLeaving {
+            return current
+        }
+        try? await registry.releaseRegistration(partnerIdentifier: partner, holder: holder)
+        return nil
+    }
+
+    /// Claims (or renews) `partner`'s registration as `holder`; false when another holds it.
+    func renew(_ partner: String, registry: any MerchantRegistry, as holder: String) async -> Bool {
+        let now = time.now
+        let claim = try? await registry.claimRegistration(
+            partnerIdentifier: partner, holder: holder, until: now.addingTimeInterval(Self.repairClaimSeconds), at: now)
+        return claim == .claimed
     }
 
     /// Domains as a record's detail names them: the first ten, then how many more, so a tenant's

@@ -23,4 +23,22 @@ public protocol MerchantRegistry: Sendable {
     func sealedMerchantSettings() async throws -> [String: [UInt8]]
     /// Creates or replaces one registered merchant's sealed settings.
     func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws
+    /// Claims registered merchant `partnerIdentifier`'s registration for calls to Apple, as
+    /// `holder`, until `until`: a compare-and-set that takes it when nobody holds it, when
+    /// `holder` does already (a renewal), or when another's claim expired by `now` (its instance
+    /// crashed or overran). The guard's repair and an unregistration both claim it, so Apple never
+    /// hears a repair's `register` after an unregistration's delete.
+    func claimRegistration(partnerIdentifier: String, holder: String, until: Date, at now: Date) async throws -> RegistrationClaim
+    /// Gives up `holder`'s claim on `partnerIdentifier`'s registration; nothing when another holds it.
+    func releaseRegistration(partnerIdentifier: String, holder: String) async throws
+}
+
+/// What claiming a registration found.
+public enum RegistrationClaim: Sendable, Equatable {
+    /// The caller holds it now.
+    case claimed
+    /// Another holder's unexpired claim holds it.
+    case held
+    /// No such registration: nothing to claim.
+    case absent
 }

@@ -117,7 +117,11 @@ public struct MerchantRegistryService: Sendable {
             partnerIdentifier: id, name: registration.partnerMerchantName, encryptTo: registration.encryptTo,
             merchantUrl: registration.merchantUrl, domains: known + registration.domainNames.filter { !known.contains($0) },
             createdAt: existing?.createdAt ?? now, updatedAt: now)
-        try await save(merchant, after: "registered")
+        do {
+            try await save(merchant, after: "registered")
+        } catch let refusal as CoreError where refusal.code == .identifierTaken && existing == nil {
+            throw await undo(registration, refused: refusal, apple: apple, logger: logger)
+        }
         logger.info("merchant registered", metadata: ["partner": "\(id)", "domains": "\(registration.domainNames.joined(separator: ","))"])
         return (merchant, existing == nil)
     }
@@ -141,10 +145,7 @@ public struct MerchantRegistryService: Sendable {
                 .identifierTaken, "\(id) is \(reservation): a registered merchant needs a partnerInternalMerchantIdentifier of its own")
         }
         if let variant = registered.first(where: { $0.partnerIdentifier != id && $0.partnerIdentifier.lowercased() == id.lowercased() }) {
-            throw CoreError(
-                .identifierTaken,
-                "\(id) differs from the registered merchant \(variant.partnerIdentifier) only in letter case: choose another identifier, or use \(variant.partnerIdentifier)"
-            )
+            throw RegisteredMerchant.caseVariant(id, of: variant.partnerIdentifier)
         }
         for domain in registration.domainNames {
             if let owner = directory.owner(of: domain), owner != id {
@@ -170,7 +171,34 @@ public struct MerchantRegistryService: Sendable {
         } catch {
             throw CoreError(.invalidRegistration, error.message)
         }
-        var merchant = try registered(id)
+        _ = try registered(id)
+        // Held from before the first step until the registry has recorded Apple's answer: a repair
+        // by the guard waits or gives up meanwhile, so its `register` never follows this delete.
+        let holder = "unregister/\(RecordIdentifier.random())"
+        try await claim(id, as: holder, logger: logger)
+        do {
+            let left = try await unregister(id, unregistration, apple: apple)
+            try? await merchantRegistry.releaseRegistration(partnerIdentifier: id, holder: holder)
+            logger.info(
+                "merchant domains unregistered",
+                metadata: [
+                    "partner": "\(id)", "domains": "\(unregistration.domainNames.joined(separator: ","))", "reason": "\(body.reason)",
+                ])
+            return left
+        } catch {
+            try? await merchantRegistry.releaseRegistration(partnerIdentifier: id, holder: holder)
+            throw error
+        }
+    }
+
+    /// The unregistration itself, under its claim: the merchant as the store has it now (another
+    /// instance may have changed it while the claim waited), Apple, then the registry.
+    private func unregister(_ id: String, _ unregistration: MerchantUnregistration, apple: any MerchantRegistrationService) async throws
+        -> [String]
+    {
+        guard var merchant = try await merchantRegistry.registeredMerchants().first(where: { $0.partnerIdentifier == id }) else {
+            throw CoreError(.notFound, "no merchant \(id) is registered on this server")
+        }
         // No domains left here: an earlier call stopped serving it and did not finish; this one does.
         let unfinished = merchant.isLeaving
         if !unfinished, let missing = unregistration.domainNames.first(where: { !merchant.domains.contains($0) }) {
@@ -194,9 +222,6 @@ public struct MerchantRegistryService: Sendable {
         } catch {
             throw CoreError(.unrecorded, "Apple unregistered the domains but the registry could not record it; repeat the call")
         }
-        logger.info(
-            "merchant domains unregistered",
-            metadata: ["partner": "\(id)", "domains": "\(unregistration.domainNames.joined(separator: ","))", "reason": "\(body.reason)"])
         return merchant.domains
     }
 
@@ -266,13 +291,14 @@ public struct MerchantRegistryService: Sendable {
     }
 
     /// Records a change Apple already accepted; Apple's calls are idempotent, so a failure here is
-    /// fixed by repeating. The store's one owner per domain may still refuse it (another instance
-    /// gave the domain away meanwhile).
+    /// fixed by repeating. The store's one owner per domain, and its one merchant per ID in any
+    /// letter case, may still refuse it (another instance gave the domain away meanwhile).
     func save(_ merchant: RegisteredMerchant, after what: String) async throws {
         do {
             try await merchantRegistry.saveRegistration(merchant)
             directory.replaceRegistrations(try await merchantRegistry.registeredMerchants())
-        } catch let error as CoreError where error.code == .domainTaken {
+        } catch let error as CoreError where [.domainTaken, .identifierTaken].contains(error.code) {
+            // Another instance gave the domain away, or registered a case variant of the ID, meanwhile.
             throw error
         } catch {
             throw CoreError(.unrecorded, "Apple \(what) the merchant but the registry could not record it; repeat the call")
