@@ -196,6 +196,7 @@ let package = Package(
                 "ApplePay",
                 "OrchardCore",
                 "OrchardServices",
+                "OrchardTracing",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

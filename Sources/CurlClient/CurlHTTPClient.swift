@@ -29,6 +29,10 @@ public struct CurlRequest: Sendable {
     /// resumes no TLS session and leaves its connection unused afterwards, so what it reads is what
     /// the server presents now, not what an earlier handshake saw; other requests pay nothing.
     public var readsPeerCertificates = false
+    /// Runs the call in a trace of its own, linked to the current span but never carrying its
+    /// IDs: for a call to a shop or tenant, who should not learn the trace (the operator's, or a
+    /// proxy's upstream) of the request that made it. Without it, the call continues the current trace.
+    public var startsTrace = false
 
     public init(
         method: String = "GET",

@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import OrchardCore
 import OrchardServices
+import OrchardTracing
 import Tracing
 
 /// Runs each request in a server span of whichever tracer the process bootstrapped, so log lines
@@ -18,7 +19,12 @@ struct RequestTracingMiddleware: RouterMiddleware {
         if request.headers.contains(Self.traceparent), accept.accepts(context.peerAddress, trustedProxies: trustedProxies) {
             // Only the trace headers: a tracer may log its carrier (swift-otel's does, for an
             // invalid traceparent), and the other headers may hold credentials.
-            InstrumentationSystem.instrument.extract(Self.traceHeaders(of: request.headers), into: &parent, using: SingleHeaderExtractor())
+            let trace = Self.traceHeaders(of: request.headers)
+            // Whichever tracer runs: a card-number-shaped trace ID would be on every log line of
+            // the request, and Orchard's own IDs never hold one; such a request starts a new trace.
+            if !Self.holdsCardNumberShape(trace) {
+                InstrumentationSystem.instrument.extract(trace, into: &parent, using: SingleHeaderExtractor())
+            }
         }
         let span = InstrumentationSystem.tracer.startSpan("HTTP \(request.method.rawValue)", context: parent, ofKind: .server)
         defer { span.end() }
@@ -39,6 +45,12 @@ struct RequestTracingMiddleware: RouterMiddleware {
             trace.append(field)
         }
         return trace
+    }
+
+    /// Whether a `traceparent` holds a run of 13 or more decimal digits in its trace or parent ID
+    /// (its dashes end a run, so the version and flags never join one).
+    static func holdsCardNumberShape(_ trace: HTTPFields) -> Bool {
+        trace[values: Self.traceparent].contains { TraceParent.looksLikeCardNumber($0) }
     }
 
     static let traceparent = HTTPField.Name("traceparent")!

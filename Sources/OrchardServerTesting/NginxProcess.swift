@@ -4,8 +4,17 @@ import Testing
 
 /// Real nginx (Debian's package) on loopback, running the cluster configuration Orchard ships
 /// (`Config/nginx/orchard-cluster.conf`) with only its `ADAPT` lines changed: the instances'
-/// ports, loopback listeners, the test certificate and a log in a temporary folder.
+/// ports, loopback listeners, the test certificate and a log in a temporary folder. Or the
+/// shop's snippet (`orchard-locations.conf`), included unchanged in a shop's HTTPS server.
 public final class NginxProcess: Sendable {
+    /// Which shipped file runs.
+    public enum Shipped: Sendable {
+        /// `orchard-cluster.conf`: both listeners.
+        case cluster
+        /// `orchard-locations.conf` in a shop's server block on ``httpsPort`` (no internal listener).
+        case locations
+    }
+
     public let directory: TemporaryDirectory
     /// HTTPS (HTTP/2 when the client offers it) for shoppers.
     public let httpsPort: Int
@@ -20,7 +29,11 @@ public final class NginxProcess: Sendable {
     /// Starts nginx in front of Orchard instances on `upstreamPorts`, serving `domain` with
     /// `certificate`. nginx cannot be told to pick its own ports, so the free ports chosen for it
     /// may be taken by another process before it binds them: then it starts again on others.
-    public init(upstreamPorts: [Int], domain: String, certificate: TestCertificate) async throws {
+    /// `edit` changes the shipped file further, as an operator would (uncommenting a line).
+    public init(
+        upstreamPorts: [Int], domain: String, certificate: TestCertificate, shipped: Shipped = .cluster,
+        edit: @escaping (String) throws -> String = { $0 }
+    ) async throws {
         guard let nginx = Self.binary else {
             Issue.record("nginx is not installed: scripts/test installs it (or apt-get install nginx)")
             throw CancellationError()
@@ -28,7 +41,8 @@ public final class NginxProcess: Sendable {
         for attempt in 1...3 {
             let directory = try TemporaryDirectory()
             let started = try await Self.start(
-                nginx, directory: directory, upstreamPorts: upstreamPorts, domain: domain, certificate: certificate)
+                nginx, directory: directory, upstreamPorts: upstreamPorts, domain: domain, certificate: certificate, shipped: shipped,
+                edit: edit)
             if let started {
                 self.directory = directory
                 httpsPort = started.https
@@ -47,20 +61,26 @@ public final class NginxProcess: Sendable {
 
     /// One start in `directory` on newly chosen free ports; nil if nginx exited instead.
     private static func start(
-        _ nginx: String, directory: TemporaryDirectory, upstreamPorts: [Int], domain: String, certificate: TestCertificate
+        _ nginx: String, directory: TemporaryDirectory, upstreamPorts: [Int], domain: String, certificate: TestCertificate,
+        shipped: Shipped, edit: (String) throws -> String
     ) async throws -> (https: Int, internal: Int, child: ChildProcess)? {
         let httpsPort = try ServerProcess.freePort()
         let internalPort = try ServerProcess.freePort()
         try directory.write("tls.pem", Array(certificate.certificatePEM.utf8))
         try directory.write("tls.key", Array(certificate.keyPEM.utf8))
-        let shipped = try String(contentsOfFile: Self.shippedConfiguration, encoding: .utf8)
-        try directory.write(
-            "orchard.conf",
-            Array(
-                try Self.adapt(
-                    shipped, upstreamPorts: upstreamPorts, domain: domain, directory: directory, https: httpsPort,
-                    backend: internalPort
-                ).utf8))
+        let configuration: String
+        switch shipped {
+        case .cluster:
+            configuration = try edit(
+                Self.adapt(
+                    try String(contentsOfFile: Self.shippedConfiguration, encoding: .utf8), upstreamPorts: upstreamPorts,
+                    domain: domain, directory: directory, https: httpsPort, backend: internalPort))
+        case .locations:
+            try directory.write(
+                "orchard-locations.conf", Array(try edit(String(contentsOfFile: Self.shippedLocations, encoding: .utf8)).utf8))
+            configuration = Self.shopServer(upstreamPorts: upstreamPorts, domain: domain, directory: directory, https: httpsPort)
+        }
+        try directory.write("orchard.conf", Array(configuration.utf8))
         let prefix = directory.url.path
         let user = geteuid() == 0 ? "user root;\n" : ""
         try directory.write(
@@ -111,6 +131,27 @@ public final class NginxProcess: Sendable {
     public static var shippedConfiguration: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Config/nginx/orchard-cluster.conf").path
+    }
+
+    public static var shippedLocations: String {
+        URL(fileURLWithPath: shippedConfiguration).deletingLastPathComponent().appendingPathComponent("orchard-locations.conf").path
+    }
+
+    /// A shop's HTTPS server that includes the snippet (copied to `directory`) as its header
+    /// says, with the `orchard` upstream it asks for in the `http` block; the shop's own pages 404.
+    static func shopServer(upstreamPorts: [Int], domain: String, directory: TemporaryDirectory, https: Int) -> String {
+        """
+        upstream orchard { \(upstreamPorts.map { "server 127.0.0.1:\($0);" }.joined(separator: " ")) keepalive 16; }
+        server {
+            listen 127.0.0.1:\(https) ssl http2;
+            server_name \(domain);
+            ssl_certificate \(directory.path("tls.pem"));
+            ssl_certificate_key \(directory.path("tls.key"));
+            access_log \(directory.path("access.log"));
+            location / { return 404; }
+            include \(directory.path("orchard-locations.conf"));
+        }
+        """
     }
 
     /// The shipped file with its `ADAPT` lines changed; fails when a line to change is missing, so

@@ -20,6 +20,9 @@ public final class MockWebhookReceiver: Sendable {
         public var verified: Bool
         /// The Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`), as received.
         public var standard: [String: String] = [:]
+        /// The W3C trace headers (`traceparent`, `tracestate`), each as received when sent once;
+        /// a repeated one is kept with its values joined by a comma.
+        public var trace: [String: String] = [:]
 
         /// Whether the Standard Webhooks signature holds for `secret` at `now`.
         public func standardVerified(with secret: Secret, now: Date = Date()) -> Bool {
@@ -101,11 +104,16 @@ public final class MockWebhookReceiver: Sendable {
         {
             standard[name] = headers[name].first
         }
+        var trace: [String: String] = [:]
+        for name in ["traceparent", "tracestate"] where headers.contains(name: name) {
+            trace[name] = headers[name].joined(separator: ",")
+        }
         return state.withLock { state in
             state.deliveries.append(
                 Delivery(
                     eventId: headers["Orchard-Event-Id"].first ?? "", type: headers["Orchard-Event-Type"].first ?? "",
-                    signature: signature, body: body, status: state.status, verified: verified, standard: standard))
+                    signature: signature, body: body, status: state.status, verified: verified, standard: standard,
+                    trace: trace))
             return (state.status, state.body, state.delay, state.location)
         }
     }

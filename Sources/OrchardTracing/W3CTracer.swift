@@ -35,11 +35,15 @@ public struct W3CTracer: Tracer {
 
     public func forceFlush() {}
 
-    /// Reads `traceparent`; an invalid or absent one leaves the context as it was (a new trace).
+    /// Reads `traceparent`; an invalid or absent one leaves the context as it was (a new trace),
+    /// and so does one whose IDs hold a card number's shape (``TraceParent/looksLikeCardNumber(_:)``):
+    /// continued, its trace ID would be on every log line of the call.
     public func extract<Carrier, Extract: Extractor>(
         _ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract
     ) where Extract.Carrier == Carrier {
-        if let value = extractor.extract(key: "traceparent", from: carrier), let parent = TraceParent(value) {
+        if let value = extractor.extract(key: "traceparent", from: carrier), !TraceParent.looksLikeCardNumber(value),
+            let parent = TraceParent(value)
+        {
             context.traceParent = parent
         }
     }
@@ -59,6 +63,8 @@ public struct FinishedSpan: Sendable {
     public var kind: SpanKind
     public var traceParent: TraceParent
     public var parentSpanID: TraceParent.SpanID?
+    /// The spans it was linked to (`addLink`) that carried W3C trace context.
+    public var links: [TraceParent]
     public var attributes: SpanAttributes
     public var status: SpanStatus?
     public var startNanoseconds: UInt64
@@ -75,6 +81,7 @@ public final class W3CSpan: Tracing.Span {
     private struct State {
         var operationName: String
         var attributes: SpanAttributes = [:]
+        var links: [TraceParent] = []
         var status: SpanStatus?
         var ended = false
     }
@@ -107,7 +114,11 @@ public final class W3CSpan: Tracing.Span {
 
     public func setStatus(_ status: SpanStatus) { state.withLock { $0.status = status } }
     public func addEvent(_ event: SpanEvent) {}
-    public func addLink(_ link: SpanLink) {}
+    /// Keeps the linked span's trace context, for `record`; a link's attributes are not kept.
+    public func addLink(_ link: SpanLink) {
+        guard let linked = link.context.traceParent else { return }
+        state.withLock { $0.links.append(linked) }
+    }
 
     /// Errors become an error status; their text is not kept, as it may carry what a caller sent.
     public func recordError<Instant: TracerInstant>(_ error: any Error, attributes: SpanAttributes, at instant: @autoclosure () -> Instant)
@@ -125,7 +136,7 @@ public final class W3CSpan: Tracing.Span {
         record(
             FinishedSpan(
                 operationName: finished.operationName, kind: kind, traceParent: traceParent, parentSpanID: parentSpanID,
-                attributes: finished.attributes, status: finished.status, startNanoseconds: startNanoseconds,
+                links: finished.links, attributes: finished.attributes, status: finished.status, startNanoseconds: startNanoseconds,
                 endNanoseconds: instant().nanosecondsSinceEpoch))
     }
 }

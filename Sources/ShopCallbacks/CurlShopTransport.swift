@@ -39,6 +39,9 @@ public final class CurlShopTransport: ShopTransport {
             timeouts: CurlTimeouts(connect: min(.seconds(3), timeout), total: timeout))
         // The client's per-group bound is outbound.maxShopCallsPerMerchant.
         request.concurrencyGroup = "merchant " + merchant
+        // A shop is told no trace of Orchard's: a request's (which may be an upstream proxy's)
+        // would reach a tenant's URL from a webhook test, a retirement's last deliveries or a quote.
+        request.startsTrace = true
         let response: CurlResponse
         do {
             response = try await http.execute(request)

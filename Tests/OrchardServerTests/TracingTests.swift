@@ -117,6 +117,23 @@ struct TracingTests {
         #expect(logged["hb.request.id"] == nil)
     }
 
+    @Test("a card-shaped trace ID from a trusted proxy is replaced: the log line and the processor get Orchard's own, a new trace")
+    func cardShaped() async throws {
+        // 4111111111111111 is a Luhn-valid test card number; continued, it would be on every log line.
+        let caller = try #require(TraceParent("00-4111111111111111aaaaaaaaaaaaaaaa-00f067aa0ba902b7-01"))
+        let logs = JSONLines()
+        try await ProcessorFixture.with(.worldpay, logHandler: logs.handler) { fixture in
+            let sent = try await Self.pay(fixture, sending: caller)
+            #expect(sent.traceID != caller.traceID)
+            #expect(!TraceParent.looksLikeCardNumber(sent.headerValue))
+            let logged = try #require(logs.metadata(ofFirst: "payment authorized"))
+            #expect(logged["trace_id"] as? String == "\(sent.traceID)")
+            #expect(TestTracing.spans(in: caller.traceID).isEmpty)
+            let server = try #require(TestTracing.spans(in: sent.traceID).first { $0.kind == .server })
+            #expect(server.parentSpanID == nil, "a new trace, not a child of the caller's span")
+        }
+    }
+
     @Test("server.acceptTraceparent nobody: the request starts a trace of its own, which the processor still gets")
     func refused() async throws {
         let caller = Self.traceparent()
@@ -135,6 +152,22 @@ struct TracingTests {
         #expect(accept.accepts(IPAddress("10.1.2.3"), trustedProxies: proxies) == (accept != .nobody))
         #expect(accept.accepts(IPAddress("192.0.2.7"), trustedProxies: proxies) == (accept == .anyone))
         #expect(accept.accepts(nil, trustedProxies: proxies) == (accept == .anyone))
+    }
+
+    @Test("whichever tracer runs, a traceparent with a run of 13 or more digits in its IDs is not handed to it")
+    func cardShapedHeaders() {
+        func shaped(_ values: String...) -> Bool {
+            var headers = HTTPFields()
+            for value in values { headers.append(HTTPField(name: HTTPField.Name("traceparent")!, value: value)) }
+            return RequestTracingMiddleware.holdsCardNumberShape(headers)
+        }
+        #expect(shaped("00-4111111111111111aaaaaaaaaaaaaaaa-00f067aa0ba902b7-01"))
+        #expect(shaped("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000001-01"))
+        #expect(
+            shaped("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "00-aaaa1234567890123aaaaaaaaaaaaaaa-00f067aa0ba902b7-01"))
+        // Twelve digits, and digits that only a dash separates: not a card number's shape.
+        #expect(!shaped("00-4bf92f3577b34da6a3ce123456789012-00f067aa0ba902b7-01"))
+        #expect(!shaped("00-aaaaaaaaaaaaaaaaaaaa123456789012-3456789012aaaaaa-01"))
     }
 
     @Test("the tracer is handed the trace headers only, repeats kept, never a credential")

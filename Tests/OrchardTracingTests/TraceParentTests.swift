@@ -97,6 +97,46 @@ struct TraceParentTests {
         }
     }
 
+    @Test(
+        "a traceparent whose trace or parent ID holds a card number's shape is not continued: the span starts a trace of its own",
+        arguments: [
+            "00-4111111111111111aaaaaaaaaaaaaaaa-00f067aa0ba902b7-01",  // a Luhn-valid test card number leads the trace ID
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0004111111111111-01",  // 16 digits in the parent ID
+        ])
+    func cardShapedNotContinued(_ value: String) throws {
+        let tracer = W3CTracer()
+        var context = InstrumentationContext.topLevel
+        tracer.extract(["traceparent": value], into: &context, using: DictionaryExtractor())
+        #expect(context.traceParent == nil)
+        let own = try #require(tracer.startSpan("HTTP POST", context: context, ofKind: .server).context.traceParent)
+        #expect(!value.contains(own.traceID.description))
+        #expect(!TraceParent.looksLikeCardNumber(own.headerValue))
+    }
+
+    @Test("an ordinary traceparent with short digit runs is still continued")
+    func ordinaryContinued() throws {
+        // Twelve digits in a row: one short of a card number's shape.
+        let value = "00-4bf92f3577b34da6a3ce123456789012-00f067aa0ba902b7-01"
+        var context = InstrumentationContext.topLevel
+        W3CTracer().extract(["traceparent": value], into: &context, using: DictionaryExtractor())
+        #expect(context.traceParent?.headerValue == value)
+    }
+
+    @Test("a span keeps the trace context of the spans linked to it, for record; the link does not make it their child")
+    func links() throws {
+        let ended = Mutex<[FinishedSpan]>([])
+        let tracer = W3CTracer { span in ended.withLock { $0.append(span) } }
+        let request = tracer.startSpan("POST /admin/webhooks/test", context: .topLevel, ofKind: .server)
+        let call = tracer.startSpan("HTTP POST", context: .topLevel, ofKind: .client)
+        call.addLink(SpanLink(context: request.context, attributes: [:]))
+        call.addLink(SpanLink(context: .topLevel, attributes: [:]))
+        call.end()
+        let recorded = try #require(ended.withLock { $0.first })
+        #expect(recorded.links == [try #require(request.context.traceParent)])
+        #expect(recorded.traceParent.traceID != request.context.traceParent?.traceID)
+        #expect(recorded.parentSpanID == nil)
+    }
+
     @Test("log lines written inside a span carry its trace_id and span_id, and none outside")
     func logMetadata() throws {
         let span = W3CTracer().startSpan("a", context: .topLevel, ofKind: .server)
