@@ -24,6 +24,12 @@ struct MoveBeforeRetiring: MerchantRegistry {
     func saveSealedMerchantSettings(partnerIdentifier: String, sealed: [UInt8], at date: Date) async throws {
         try await store.saveSealedMerchantSettings(partnerIdentifier: partnerIdentifier, sealed: sealed, at: date)
     }
+    func claimRegistration(partnerIdentifier: String, holder: String, until: Date, at now: Date) async throws -> RegistrationClaim {
+        try await store.claimRegistration(partnerIdentifier: partnerIdentifier, holder: holder, until: until, at: now)
+    }
+    func releaseRegistration(partnerIdentifier: String, holder: String) async throws {
+        try await store.releaseRegistration(partnerIdentifier: partnerIdentifier, holder: holder)
+    }
 }
 
 @Suite("TenantRetirement: a mandate created after its end loop is ended, its credential deleted through the tenant's processor")
