@@ -36,8 +36,9 @@ extension ChildProcess {
     }
 
     /// The crash's own words in the child's stderr: the runtime's message (`Fatal error: …`) and the
-    /// crashed thread's first frames, which Swift's backtrace prints long before its last 40 lines.
-    public func crashMessage(lines count: Int = 24) -> String? {
+    /// crashed thread's first frames, which Swift's backtrace prints long before its last 40 lines;
+    /// and the `context` lines the child wrote just before it (its last log lines).
+    public func crashMessage(lines count: Int = 24, context: Int = 60) -> (message: String, before: String)? {
         var text = String(decoding: capturedStderrBytes, as: UTF8.self)
         if text.isEmpty, let file = outputPath, let written = try? String(contentsOfFile: file, encoding: .utf8) {
             text = written
@@ -45,20 +46,35 @@ extension ChildProcess {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         let markers = ["Fatal error", "Precondition failed", "Assertion failed", "Program crashed", "crashed:"]
         guard let first = lines.firstIndex(where: { line in markers.contains { line.contains($0) } }) else { return nil }
-        return lines[first..<min(lines.count, first + count)].joined(separator: "\n")
+        return (
+            lines[first..<min(lines.count, first + count)].joined(separator: "\n"),
+            lines[max(0, first - context)..<first].joined(separator: "\n")
+        )
     }
 
     /// Written to the test process's stderr (the test log) once, when the child crashed: the status
     /// alone ("134") loses the crash's own message, which is what finds its cause.
     func reportCrash(_ status: Int32) {
         guard Self.isCrash(status) else { return }
-        let message = crashMessage().map { "its crash:\n\($0)\n" } ?? ""
-        let report = """
-            ‼ \(commandLine) (pid \(pid)) was \(Self.describe(status)); \(message)the last 40 lines of its stderr:
-            \(stderrTail())
-            ‼ end of \(commandLine)'s stderr
+        let report: String
+        if let crash = crashMessage() {
+            // Swift's backtrace fills the tail: what the child logged before it says what it was doing.
+            report = """
+                ‼ \(commandLine) (pid \(pid)) was \(Self.describe(status)); its crash:
+                \(crash.message)
+                what it wrote just before:
+                \(crash.before)
+                ‼ end of \(commandLine)'s stderr
 
-            """
+                """
+        } else {
+            report = """
+                ‼ \(commandLine) (pid \(pid)) was \(Self.describe(status)); the last 40 lines of its stderr:
+                \(stderrTail())
+                ‼ end of \(commandLine)'s stderr
+
+                """
+        }
         FileHandle.standardError.write(Data(report.utf8))
     }
 }
