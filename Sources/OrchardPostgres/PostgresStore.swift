@@ -34,11 +34,21 @@ public final class PostgresStore: OrchardStore, Service {
 
     /// How long a statement or transaction waits for a pooled connection (``leased(_:)``).
     let acquireTimeout: Duration
+    /// How long it may then take on that connection before the connection is closed (``leased(_:)``).
+    let callTimeout: Duration
+    /// TCP keepalive for this end of each connection, when over TCP (``keepAlive(_:)``).
+    let keepalive: PostgresSettings.SessionLimits?
+    /// The connections whose socket has its keepalive set; each leaves when it closes.
+    let keptAlive = Mutex<Set<PostgresConnection.ID>>([])
+    /// Told by every call whether the database answered or could not be reached.
+    public let availability: StoreAvailability? = StoreAvailability()
 
-    private init(client: PostgresClient, logger: Logger, acquireTimeout: Duration) {
+    private init(client: PostgresClient, logger: Logger, settings: PostgresSettings) {
         self.client = client
         self.logger = logger
-        self.acquireTimeout = acquireTimeout
+        self.acquireTimeout = settings.acquireTimeout
+        self.callTimeout = settings.limits.callTimeout
+        if case .tcp = settings.endpoint { keepalive = settings.limits } else { keepalive = nil }
     }
 
     /// Runs the connection pool until the task is cancelled or the service group shuts it down
@@ -86,7 +96,7 @@ public final class PostgresStore: OrchardStore, Service {
             metadata: ["server": "\(settings.location)", "database": "\(settings.database)", "poolSize": "\(settings.poolSize)"])
         let client = PostgresClient(
             configuration: try clientConfiguration(settings), eventLoopGroup: eventLoops, backgroundLogger: background)
-        return PostgresStore(client: client, logger: quiet, acquireTimeout: settings.acquireTimeout)
+        return PostgresStore(client: client, logger: quiet, settings: settings)
     }
 
     // MARK: Transactions and errors
