@@ -81,6 +81,12 @@ extension PostgresStore {
                         guard race.acquire() else { return }
                         handOver.yield(connection)
                         await done.wait()
+                        // A connection that is gone goes back to the pool only once the pool knows:
+                        // a statement written to a closed connection never completes.
+                        if watch.broken || connection.isClosed {
+                            connection.close().whenComplete { _ in }
+                            try? await connection.closeFuture.get()
+                        }
                     }
                 } catch {
                     handOver.finish(throwing: error)
@@ -101,6 +107,10 @@ extension PostgresStore {
             }
             var iterator = connections.makeAsyncIterator()
             guard let connection = try await iterator.next() else { throw CancellationError() }
+            guard !connection.isClosed else {
+                watch.breaks()
+                throw StoreError(code: .unavailable, message: "the PostgreSQL connection was lost")
+            }
             keepAlive(connection)
             group.addTask {
                 do { try await Task.sleep(for: deadline) } catch { return }
@@ -110,6 +120,7 @@ extension PostgresStore {
             do {
                 return try await body(connection)
             } catch {
+                if Self.endsSession(Self.cause(error)) { watch.breaks() }
                 guard watch.expired else { throw error }
                 throw StoreError(
                     code: .unavailable,
@@ -122,15 +133,19 @@ extension PostgresStore {
     /// Whether a call outlasted its deadline: either the call finishes first, or the deadline
     /// closes its connection, never both, and never a connection already handed back.
     final class CallWatch: Sendable {
-        private let state = Mutex<(finished: Bool, expired: Bool)>((false, false))
+        private let state = Mutex<(finished: Bool, expired: Bool, broken: Bool)>((false, false, false))
         /// The deadline passed: true when the call was still running (its connection is to be closed).
         func expire() -> Bool {
             state.withLock { state in
                 guard !state.finished else { return false }
                 state.expired = true
+                state.broken = true
                 return true
             }
         }
+        /// The connection is gone: it is closed before it goes back to the pool.
+        func breaks() { state.withLock { $0.broken = true } }
+        var broken: Bool { state.withLock { $0.broken } }
         /// The call is done with its connection.
         func finish() { state.withLock { $0.finished = true } }
         var expired: Bool { state.withLock { $0.expired } }
@@ -142,9 +157,16 @@ extension PostgresStore {
     /// statement or lock wait past `statement_timeout`, 55P03 past `lock_timeout`, 25P03 and
     /// 57P05 a session ended idle). Each leaves nothing committed, and is worth trying again.
     static func isUnreachable(_ error: any Error) -> Bool {
+        if let state = (error as? PSQLError)?.sqlState, ["57014", "55P03"].contains(state) { return true }
+        return endsSession(error)
+    }
+
+    /// Whether `error` means the connection is gone (lost, closed, or ended by the server), so
+    /// nothing more can be sent on it.
+    static func endsSession(_ error: any Error) -> Bool {
         guard let failure = error as? PSQLError else { return error is NIOConnectionError || error is IOError }
         if let state = failure.sqlState {
-            return state.hasPrefix("08") || ["57P01", "57P02", "57P03", "57014", "55P03", "25P03", "57P05"].contains(state)
+            return state.hasPrefix("08") || ["57P01", "57P02", "57P03", "25P03", "57P05"].contains(state)
         }
         return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown, .poolClosed]
             .contains(failure.code)

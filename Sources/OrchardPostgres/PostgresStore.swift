@@ -101,8 +101,8 @@ public final class PostgresStore: OrchardStore, Service {
 
     // MARK: Transactions and errors
 
-    /// Runs `body` in one transaction on one pooled connection (postgres-nio's `withTransaction`:
-    /// BEGIN, COMMIT, or ROLLBACK when it throws). A deadlock or serialization failure (another
+    /// Runs `body` in one transaction on one pooled connection (BEGIN, COMMIT, or ROLLBACK when it
+    /// throws). A deadlock or serialization failure (another
     /// instance's transaction won) runs it again; any other database failure is a
     /// ``StoreError/Code/storage``.
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
@@ -110,9 +110,7 @@ public final class PostgresStore: OrchardStore, Service {
         while true {
             transactions.add(1, ordering: .relaxed)
             do {
-                return try await leased { connection in
-                    try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
-                }
+                return try await leased { connection in try await inTransaction(connection, body) }
             } catch {
                 let cause = Self.cause(error)
                 if attempt < 3, let failure = cause as? PSQLError, ["40001", "40P01"].contains(failure.sqlState) {
@@ -122,6 +120,25 @@ public final class PostgresStore: OrchardStore, Service {
                 throw Self.storeError(cause)
             }
         }
+    }
+
+    /// BEGIN, `body`, COMMIT; ROLLBACK when `body` throws, unless the connection is gone (closed by
+    /// the call's deadline, or lost): postgres-nio's `withTransaction` sends its ROLLBACK regardless,
+    /// and a statement written to a closed connection never completes. The server rolls back a
+    /// transaction whose connection ends.
+    private func inTransaction<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await connection.query("BEGIN", logger: logger)
+        let value: T
+        do {
+            value = try await body(connection)
+        } catch {
+            if !connection.isClosed && !Self.endsSession(error) {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+            }
+            throw error
+        }
+        try await connection.query("COMMIT", logger: logger)
+        return value
     }
 
     /// What made a transaction fail: the body's own error (a ``Conflict``, a ``StoreError``, a
