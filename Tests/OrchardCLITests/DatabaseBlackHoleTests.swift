@@ -14,11 +14,11 @@ import Testing
 /// bounds end a call: its per-call deadline on the client, `statement_timeout`,
 /// `lock_timeout` and `idle_in_transaction_session_timeout` on the server.
 ///
-/// The bound asserted: every answer within 10 s. Each store call ends within the acquire
-/// timeout (1 s) plus the call timeout (2 s) set below; a request meets at most two such calls
-/// (an outcome it cannot write, then the write that records it as unknown), with room for a
-/// loaded 2-core machine. Before, a call on a connection in the black hole waited until the
-/// network came back.
+/// The bound asserted: every answer within 7 s, below the harness's own 8 s give-up (an answer
+/// that never came counts as status 0 and fails too). Each store call ends within the acquire
+/// timeout (1 s) plus the call timeout (2 s) set below; a request's first call into the fault
+/// ends it, and room is left for a call or two just before it and for a loaded 2-core machine.
+/// Before, a call on a connection in the black hole waited until the network came back.
 ///
 /// The fault lasts 20 s; `ORCHARD_BLACKHOLE_SECONDS` sets another length (`scripts/chaos`).
 @Suite(
@@ -28,7 +28,7 @@ struct DatabaseBlackHoleTests {
     static var fault: Duration {
         .seconds(Int(ProcessInfo.processInfo.environment["ORCHARD_BLACKHOLE_SECONDS"] ?? "").map { max(5, min($0, 300)) } ?? 20)
     }
-    static let bound: Duration = .seconds(10)
+    static let bound: Duration = .seconds(7)
 
     /// Locks held in `database` by any backend but the asking one's.
     static func locks(_ postgres: PostgresServer, _ database: String) async throws -> String {
@@ -101,8 +101,11 @@ struct DatabaseBlackHoleTests {
         let during = journal.answers(from: dropped, to: restored)
         let longest = during.map(\.elapsed).max() ?? .zero
         #expect(!during.isEmpty, "the shoppers kept asking during the fault")
-        #expect(longest < Self.bound, "an answer took \(longest) while the network dropped packets")
-        #expect(during.allSatisfy { [200, 201, 503, 504].contains($0.status) }, "\(Set(during.map(\.status)))")
+        let slow = during.filter { $0.elapsed >= .seconds(3) || $0.status == 0 }.map {
+            "\($0.path) \($0.status) after \($0.elapsed), begun \($0.started - dropped) into the fault"
+        }
+        #expect(longest < Self.bound, "an answer took \(longest) while the network dropped packets: \(slow)")
+        #expect(during.allSatisfy { [200, 201, 503, 504].contains($0.status) }, "\(Set(during.map(\.status))): \(slow)")
         #expect(notReady != nil, "/health said ready on both instances throughout the fault")
         #expect(readyDuring == 0, "/health said ready \(readyDuring) times during the fault after saying 503")
         #expect(locksDuring.isEmpty, "locks held at the end of the fault: \(locksDuring)")

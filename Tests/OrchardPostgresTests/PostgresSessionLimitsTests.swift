@@ -29,6 +29,28 @@ struct PostgresSessionLimitsTests {
         let ended = Atomic<Bool>(false)
     }
 
+    /// A call's outcome, once it has one.
+    final class Outcome: Sendable {
+        let result = Mutex<Result<Void, any Error>?>(nil)
+    }
+
+    /// Runs `call` in a task of its own and waits for its outcome at most `bound`: a call that
+    /// hangs is reported as nil (and left to end once the network is back), not waited for.
+    static func outcome(within bound: Duration, _ call: @escaping @Sendable () async throws -> Void) async throws
+        -> Result<Void, any Error>?
+    {
+        let outcome = Outcome()
+        Task {
+            do {
+                try await call()
+                outcome.result.withLock { $0 = .success(()) }
+            } catch {
+                outcome.result.withLock { $0 = .failure(error) }
+            }
+        }
+        return try await Eventually.value(timeout: bound) { outcome.result.withLock { $0 } }
+    }
+
     static func open(_ settings: PostgresSettings) async throws -> PostgresStore {
         try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: PostgresServer.storeLoops)
     }
@@ -95,7 +117,9 @@ struct PostgresSessionLimitsTests {
                 #expect(
                     try await Eventually.until(timeout: .seconds(20)) { seen.ended.load(ordering: .acquiring) },
                     "the transaction never ended")
-                await #expect { try await holder.value } throws: { ($0 as? StoreError)?.code == .unavailable }
+                if seen.ended.load(ordering: .acquiring) {
+                    await #expect { try await holder.value } throws: { ($0 as? StoreError)?.code == .unavailable }
+                }
                 // The server's end: the backend left idle in the transaction is ended, and its row lock with it.
                 let locks =
                     "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
@@ -107,13 +131,16 @@ struct PostgresSessionLimitsTests {
 
                 for call in ["read", "write", "check"] {
                     let started = clock.now
-                    await #expect {
+                    let outcome = try await Self.outcome(within: Self.bound) {
                         switch call {
                         case "read": _ = try await store.order(id: "held")
                         case "write": try await store.insert(PostgresOutageTests.order("in-the-black-hole"))
                         default: try await store.checkAvailable()
                         }
-                    } throws: { ($0 as? StoreError)?.code == .unavailable }
+                    }
+                    let code: StoreError.Code?
+                    if case .failure(let error) = outcome { code = (error as? StoreError)?.code } else { code = nil }
+                    #expect(code == .unavailable, "\(call): \(outcome.map { "\($0)" } ?? "no answer within \(Self.bound)")")
                     let waited = clock.now - started
                     #expect(waited < Self.bound, "\(call) answered after \(waited)")
                 }
