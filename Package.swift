@@ -469,6 +469,7 @@ let package = Package(
             name: "OrchardPostgresTests",
             dependencies: [
                 "ApplePay", "OrchardCore", "OrchardPostgres", "OrchardTesting", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

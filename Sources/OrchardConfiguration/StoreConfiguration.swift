@@ -40,15 +40,41 @@ extension ConfigurationFile {
         public var connectTimeoutMilliseconds: Int?
         /// How long a request waits for a pooled connection before it is answered 503 (default 3000).
         public var acquireTimeoutMilliseconds: Int?
+        /// PostgreSQL's `statement_timeout` on every connection (default 5000).
+        public var statementTimeoutMilliseconds: Int?
+        /// PostgreSQL's `lock_timeout`: how long a statement waits for a row lock (default 3000).
+        public var lockTimeoutMilliseconds: Int?
+        /// PostgreSQL's `idle_in_transaction_session_timeout`: frees a vanished client's row locks (default 10000).
+        public var idleInTransactionTimeoutMilliseconds: Int?
+        /// How long a statement or transaction may take once it has its connection before the
+        /// connection is closed and the request answered 503 (default 8000; more than the statement timeout).
+        public var callTimeoutMilliseconds: Int?
+        /// TCP keepalive on both ends: idle seconds before the first probe (default 10), seconds
+        /// between probes (default 5), unanswered probes that end the connection (default 3).
+        public var keepaliveIdleSeconds: Int?
+        public var keepaliveIntervalSeconds: Int?
+        public var keepaliveCount: Int?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case host, port, socket, database, user, password, tls, poolSize, connectTimeoutMilliseconds, acquireTimeoutMilliseconds
+            case statementTimeoutMilliseconds, lockTimeoutMilliseconds, idleInTransactionTimeoutMilliseconds, callTimeoutMilliseconds
+            case keepaliveIdleSeconds, keepaliveIntervalSeconds, keepaliveCount
         }
 
         public init(
             host: String? = nil, port: Int? = nil, socket: String? = nil, database: String, user: String, password: String? = nil,
-            tls: TLS? = nil, poolSize: Int? = nil, connectTimeoutMilliseconds: Int? = nil, acquireTimeoutMilliseconds: Int? = nil
+            tls: TLS? = nil, poolSize: Int? = nil, connectTimeoutMilliseconds: Int? = nil, acquireTimeoutMilliseconds: Int? = nil,
+            statementTimeoutMilliseconds: Int? = nil, lockTimeoutMilliseconds: Int? = nil, idleInTransactionTimeoutMilliseconds: Int? = nil,
+            callTimeoutMilliseconds: Int? = nil, keepaliveIdleSeconds: Int? = nil, keepaliveIntervalSeconds: Int? = nil,
+            keepaliveCount: Int? = nil
         ) {
+            self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
+            self.lockTimeoutMilliseconds = lockTimeoutMilliseconds
+            self.idleInTransactionTimeoutMilliseconds = idleInTransactionTimeoutMilliseconds
+            self.callTimeoutMilliseconds = callTimeoutMilliseconds
+            self.keepaliveIdleSeconds = keepaliveIdleSeconds
+            self.keepaliveIntervalSeconds = keepaliveIntervalSeconds
+            self.keepaliveCount = keepaliveCount
             self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
             self.acquireTimeoutMilliseconds = acquireTimeoutMilliseconds
             self.host = host
@@ -74,6 +100,13 @@ extension ConfigurationFile {
             poolSize = try container.decodeIfPresent(Int.self, forKey: .poolSize)
             connectTimeoutMilliseconds = try container.decodeIfPresent(Int.self, forKey: .connectTimeoutMilliseconds)
             acquireTimeoutMilliseconds = try container.decodeIfPresent(Int.self, forKey: .acquireTimeoutMilliseconds)
+            statementTimeoutMilliseconds = try container.decodeIfPresent(Int.self, forKey: .statementTimeoutMilliseconds)
+            lockTimeoutMilliseconds = try container.decodeIfPresent(Int.self, forKey: .lockTimeoutMilliseconds)
+            idleInTransactionTimeoutMilliseconds = try container.decodeIfPresent(Int.self, forKey: .idleInTransactionTimeoutMilliseconds)
+            callTimeoutMilliseconds = try container.decodeIfPresent(Int.self, forKey: .callTimeoutMilliseconds)
+            keepaliveIdleSeconds = try container.decodeIfPresent(Int.self, forKey: .keepaliveIdleSeconds)
+            keepaliveIntervalSeconds = try container.decodeIfPresent(Int.self, forKey: .keepaliveIntervalSeconds)
+            keepaliveCount = try container.decodeIfPresent(Int.self, forKey: .keepaliveCount)
         }
     }
 
@@ -137,6 +170,7 @@ extension ServerConfiguration {
             "connectTimeoutMilliseconds", postgres.connectTimeoutMilliseconds, default: PostgresSettings.defaultConnectTimeout)
         let acquireTimeout = try timeout(
             "acquireTimeoutMilliseconds", postgres.acquireTimeoutMilliseconds, default: PostgresSettings.defaultAcquireTimeout)
+        let limits = try resolveSessionLimits(postgres, label: label)
         let (mode, caPEM) = try resolveStoreTLS(postgres.tls, endpoint: endpoint, label: "\(label).tls", values: values)
         let password = try postgres.password.map { reference throws(ConfigurationError) in
             let text = String(decoding: try values.read(reference, what: "\(label).password (env:NAME or a file)"), as: UTF8.self)
@@ -147,7 +181,44 @@ extension ServerConfiguration {
         return .postgres(
             PostgresSettings(
                 endpoint: endpoint, database: postgres.database, user: postgres.user, password: password, tls: mode, caPEM: caPEM,
-                poolSize: poolSize, connectTimeout: connectTimeout, acquireTimeout: acquireTimeout))
+                poolSize: poolSize, connectTimeout: connectTimeout, acquireTimeout: acquireTimeout, limits: limits))
+    }
+
+    /// The server's statement, lock and idle-in-transaction timeouts, the client's call deadline
+    /// and TCP keepalive, each in its range; the call deadline outlasts the statement timeout.
+    private static func resolveSessionLimits(_ postgres: ConfigurationFile.Postgres, label: String) throws(ConfigurationError)
+        -> PostgresSettings.SessionLimits
+    {
+        var limits = PostgresSettings.SessionLimits()
+        func value(_ key: String, _ value: Int?, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+            guard let value else { return nil }
+            guard range.contains(value) else { throw ConfigurationError("\(label).\(key) must be \(range.lowerBound)–\(range.upperBound)") }
+            return value
+        }
+        let milliseconds = 100...60_000
+        if let v = try value("statementTimeoutMilliseconds", postgres.statementTimeoutMilliseconds, milliseconds) {
+            limits.statementTimeout = .milliseconds(v)
+        }
+        if let v = try value("lockTimeoutMilliseconds", postgres.lockTimeoutMilliseconds, milliseconds) {
+            limits.lockTimeout = .milliseconds(v)
+        }
+        if let v = try value("idleInTransactionTimeoutMilliseconds", postgres.idleInTransactionTimeoutMilliseconds, milliseconds) {
+            limits.idleInTransactionTimeout = .milliseconds(v)
+        }
+        if let v = try value("callTimeoutMilliseconds", postgres.callTimeoutMilliseconds, milliseconds) {
+            limits.callTimeout = .milliseconds(v)
+        }
+        if let v = try value("keepaliveIdleSeconds", postgres.keepaliveIdleSeconds, 1...7200) { limits.keepaliveIdle = .seconds(v) }
+        if let v = try value("keepaliveIntervalSeconds", postgres.keepaliveIntervalSeconds, 1...600) {
+            limits.keepaliveInterval = .seconds(v)
+        }
+        if let v = try value("keepaliveCount", postgres.keepaliveCount, 1...30) { limits.keepaliveCount = v }
+        guard limits.callTimeout > limits.statementTimeout else {
+            throw ConfigurationError(
+                "\(label).callTimeoutMilliseconds must be more than statementTimeoutMilliseconds (\(limits.statementTimeout)), "
+                    + "so that the server gives up first and says why")
+        }
+        return limits
     }
 
     /// `store.postgres.poolSize` when the file gives none: two connections per core of this

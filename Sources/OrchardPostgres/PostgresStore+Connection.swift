@@ -80,7 +80,29 @@ extension PostgresStore {
         }
         configuration.options.maximumConnections = settings.poolSize
         configuration.options.connectTimeout = settings.connectTimeout
+        configuration.options.additionalStartupParameters = sessionParameters(settings.limits, endpoint: settings.endpoint)
         return configuration
+    }
+
+    /// The bounds each pooled connection asks of the server in its startup message, so they hold
+    /// from its first statement without a round trip: the statement, lock and idle-in-transaction
+    /// timeouts (the last ends a session whose client vanished mid-transaction, freeing its row
+    /// locks), and, over TCP, the server's keepalive and user timeout on its end of the socket.
+    static func sessionParameters(_ limits: PostgresSettings.SessionLimits, endpoint: PostgresSettings.Endpoint) -> [(String, String)] {
+        var parameters = [
+            ("statement_timeout", "\(limits.statementTimeout.milliseconds)"),
+            ("lock_timeout", "\(limits.lockTimeout.milliseconds)"),
+            ("idle_in_transaction_session_timeout", "\(limits.idleInTransactionTimeout.milliseconds)"),
+        ]
+        if case .tcp = endpoint {
+            parameters += [
+                ("tcp_keepalives_idle", "\(limits.keepaliveIdle.components.seconds)"),
+                ("tcp_keepalives_interval", "\(limits.keepaliveInterval.components.seconds)"),
+                ("tcp_keepalives_count", "\(limits.keepaliveCount)"),
+                ("tcp_user_timeout", "\(limits.userTimeout.milliseconds)"),
+            ]
+        }
+        return parameters
     }
 
     /// `cannot connect to host:port: reason`, or the server's own refusal (a wrong password, an

@@ -4,11 +4,12 @@ import OrchardCore
 import PostgresNIO
 import Synchronization
 
-/// Pooled connections with a deadline. postgres-nio's pool keeps a request waiting until a
+/// Pooled connections with deadlines. postgres-nio's pool keeps a request waiting until a
 /// connection frees up or the database comes back; while the database is down that is as long
 /// as the outage. Every statement and transaction here waits at most the configured
 /// `acquireTimeout` for its connection, then fails with ``StoreError/Code/unavailable``,
-/// having sent nothing.
+/// having sent nothing; and once it has one, it takes at most `callTimeout` there, then fails
+/// the same way, its outcome unknown (a write's caller reads again before it decides).
 extension PostgresStore {
     /// Whether the request got its connection before its deadline: exactly one of the two wins.
     final class LeaseRace: Sendable {
@@ -47,13 +48,32 @@ extension PostgresStore {
     }
 
     /// Runs `body` on a pooled connection, or throws ``StoreError/Code/unavailable`` when none is
-    /// leased within `acquireTimeout`. A child task holds the lease while this task runs the body
-    /// on the connection it hands over, and gives the connection back when the body returns.
+    /// leased within `acquireTimeout`, or when `body` outlasts `callTimeout` on it. Tells
+    /// ``availability`` whether the database answered or could not be reached.
     func leased<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            let value = try await leasedWithDeadlines(body)
+            availability?.report(available: true)
+            return value
+        } catch {
+            if (error as? StoreError)?.code == .unavailable || Self.isUnreachable(Self.cause(error)) {
+                availability?.report(available: false)
+            }
+            throw error
+        }
+    }
+
+    /// A child task holds the lease while this task runs the body on the connection it hands
+    /// over, and gives the connection back when the body returns. Another child closes the
+    /// connection if the body is still running after `callTimeout`: when packets are dropped
+    /// rather than refused, neither the server's timeouts (it may never see the statement, or
+    /// its answer never arrives) nor the kernel (its keepalive counts in minutes) end the wait.
+    private func leasedWithDeadlines<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let race = LeaseRace()
         let (connections, handOver) = AsyncThrowingStream.makeStream(of: PostgresConnection.self)
         let done = Gate()
-        let timeout = acquireTimeout
+        let watch = CallWatch()
+        let (timeout, deadline) = (acquireTimeout, callTimeout)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { [client] in
                 do {
@@ -61,6 +81,12 @@ extension PostgresStore {
                         guard race.acquire() else { return }
                         handOver.yield(connection)
                         await done.wait()
+                        // A connection that is gone goes back to the pool only once the pool knows:
+                        // a statement written to a closed connection never completes.
+                        if watch.broken || connection.isClosed {
+                            connection.close().whenComplete { _ in }
+                            try? await connection.closeFuture.get()
+                        }
                     }
                 } catch {
                     handOver.finish(throwing: error)
@@ -75,22 +101,72 @@ extension PostgresStore {
                 }
             }
             defer {
+                watch.finish()
                 done.open()
                 group.cancelAll()
             }
             var iterator = connections.makeAsyncIterator()
             guard let connection = try await iterator.next() else { throw CancellationError() }
-            return try await body(connection)
+            guard !connection.isClosed else {
+                watch.breaks()
+                throw StoreError(code: .unavailable, message: "the PostgreSQL connection was lost")
+            }
+            keepAlive(connection)
+            group.addTask {
+                do { try await Task.sleep(for: deadline) } catch { return }
+                // Closing fails the statement waiting on it at once; the pool drops the connection.
+                if watch.expire() { connection.close().whenComplete { _ in } }
+            }
+            do {
+                return try await body(connection)
+            } catch {
+                if Self.endsSession(Self.cause(error)) { watch.breaks() }
+                guard watch.expired else { throw error }
+                throw StoreError(
+                    code: .unavailable,
+                    message: "PostgreSQL did not answer within \(deadline.milliseconds) ms (store.postgres.callTimeoutMilliseconds); "
+                        + "the connection was closed, and whether a write it carried was committed is not known")
+            }
         }
     }
 
-    /// Whether `error` says the database could not be reached or went away: the connection was
-    /// refused, closed or lost, or the server is shutting down or starting (SQLSTATE class 08,
-    /// and 57P01–57P03).
+    /// Whether a call outlasted its deadline: either the call finishes first, or the deadline
+    /// closes its connection, never both, and never a connection already handed back.
+    final class CallWatch: Sendable {
+        private let state = Mutex<(finished: Bool, expired: Bool, broken: Bool)>((false, false, false))
+        /// The deadline passed: true when the call was still running (its connection is to be closed).
+        func expire() -> Bool {
+            state.withLock { state in
+                guard !state.finished else { return false }
+                state.expired = true
+                state.broken = true
+                return true
+            }
+        }
+        /// The connection is gone: it is closed before it goes back to the pool.
+        func breaks() { state.withLock { $0.broken = true } }
+        var broken: Bool { state.withLock { $0.broken } }
+        /// The call is done with its connection.
+        func finish() { state.withLock { $0.finished = true } }
+        var expired: Bool { state.withLock { $0.expired } }
+    }
+
+    /// Whether `error` says the database could not be reached, went away or gave up in time: the
+    /// connection was refused, closed or lost, the server is shutting down or starting (SQLSTATE
+    /// class 08, and 57P01–57P03), or one of the session's bounds ended the call (57014 a
+    /// statement or lock wait past `statement_timeout`, 55P03 past `lock_timeout`, 25P03 and
+    /// 57P05 a session ended idle). Each leaves nothing committed, and is worth trying again.
     static func isUnreachable(_ error: any Error) -> Bool {
+        if let state = (error as? PSQLError)?.sqlState, ["57014", "55P03"].contains(state) { return true }
+        return endsSession(error)
+    }
+
+    /// Whether `error` means the connection is gone (lost, closed, or ended by the server), so
+    /// nothing more can be sent on it.
+    static func endsSession(_ error: any Error) -> Bool {
         guard let failure = error as? PSQLError else { return error is NIOConnectionError || error is IOError }
         if let state = failure.sqlState {
-            return state.hasPrefix("08") || ["57P01", "57P02", "57P03"].contains(state)
+            return state.hasPrefix("08") || ["57P01", "57P02", "57P03", "25P03", "57P05"].contains(state)
         }
         return [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown, .poolClosed]
             .contains(failure.code)

@@ -34,11 +34,21 @@ public final class PostgresStore: OrchardStore, Service {
 
     /// How long a statement or transaction waits for a pooled connection (``leased(_:)``).
     let acquireTimeout: Duration
+    /// How long it may then take on that connection before the connection is closed (``leased(_:)``).
+    let callTimeout: Duration
+    /// TCP keepalive for this end of each connection, when over TCP (``keepAlive(_:)``).
+    let keepalive: PostgresSettings.SessionLimits?
+    /// The connections whose socket has its keepalive set; each leaves when it closes.
+    let keptAlive = Mutex<Set<PostgresConnection.ID>>([])
+    /// Told by every call whether the database answered or could not be reached.
+    public let availability: StoreAvailability? = StoreAvailability()
 
-    private init(client: PostgresClient, logger: Logger, acquireTimeout: Duration) {
+    private init(client: PostgresClient, logger: Logger, settings: PostgresSettings) {
         self.client = client
         self.logger = logger
-        self.acquireTimeout = acquireTimeout
+        self.acquireTimeout = settings.acquireTimeout
+        self.callTimeout = settings.limits.callTimeout
+        if case .tcp = settings.endpoint { keepalive = settings.limits } else { keepalive = nil }
     }
 
     /// Runs the connection pool until the task is cancelled or the service group shuts it down
@@ -86,13 +96,13 @@ public final class PostgresStore: OrchardStore, Service {
             metadata: ["server": "\(settings.location)", "database": "\(settings.database)", "poolSize": "\(settings.poolSize)"])
         let client = PostgresClient(
             configuration: try clientConfiguration(settings), eventLoopGroup: eventLoops, backgroundLogger: background)
-        return PostgresStore(client: client, logger: quiet, acquireTimeout: settings.acquireTimeout)
+        return PostgresStore(client: client, logger: quiet, settings: settings)
     }
 
     // MARK: Transactions and errors
 
-    /// Runs `body` in one transaction on one pooled connection (postgres-nio's `withTransaction`:
-    /// BEGIN, COMMIT, or ROLLBACK when it throws). A deadlock or serialization failure (another
+    /// Runs `body` in one transaction on one pooled connection (BEGIN, COMMIT, or ROLLBACK when it
+    /// throws). A deadlock or serialization failure (another
     /// instance's transaction won) runs it again; any other database failure is a
     /// ``StoreError/Code/storage``.
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
@@ -100,9 +110,7 @@ public final class PostgresStore: OrchardStore, Service {
         while true {
             transactions.add(1, ordering: .relaxed)
             do {
-                return try await leased { connection in
-                    try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
-                }
+                return try await leased { connection in try await inTransaction(connection, body) }
             } catch {
                 let cause = Self.cause(error)
                 if attempt < 3, let failure = cause as? PSQLError, ["40001", "40P01"].contains(failure.sqlState) {
@@ -112,6 +120,25 @@ public final class PostgresStore: OrchardStore, Service {
                 throw Self.storeError(cause)
             }
         }
+    }
+
+    /// BEGIN, `body`, COMMIT; ROLLBACK when `body` throws, unless the connection is gone (closed by
+    /// the call's deadline, or lost): postgres-nio's `withTransaction` sends its ROLLBACK regardless,
+    /// and a statement written to a closed connection never completes. The server rolls back a
+    /// transaction whose connection ends.
+    private func inTransaction<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await connection.query("BEGIN", logger: logger)
+        let value: T
+        do {
+            value = try await body(connection)
+        } catch {
+            if !connection.isClosed && !Self.endsSession(error) {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+            }
+            throw error
+        }
+        try await connection.query("COMMIT", logger: logger)
+        return value
     }
 
     /// What made a transaction fail: the body's own error (a ``Conflict``, a ``StoreError``, a

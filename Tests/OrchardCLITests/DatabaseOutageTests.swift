@@ -12,7 +12,7 @@ import Synchronization
 import Testing
 
 /// The chaos test: two real `orchard serve` processes on one private PostgreSQL cluster, six
-/// shoppers ordering and paying in a loop through the mock processor, and PostgreSQL stopped
+/// shoppers ordering and paying in a loop through the mock processor (``DatabaseFaultLoad``), and PostgreSQL stopped
 /// (`pg_ctl stop -m fast`, as a failover does) for a while, then started again. During the
 /// outage every answer comes within the bound and `/health` says not ready; soon after the
 /// restart both instances serve again by themselves; and every charge at the processor ends as
@@ -27,49 +27,6 @@ struct DatabaseOutageTests {
     /// The longest answer allowed while the database is down: the 1 s acquire timeout set
     /// below, with room for a loaded 2-core machine. Before, requests waited for the database.
     static let bound: Duration = .seconds(5)
-    static let shoppers = 6
-
-    /// Every answer the shoppers got, and the orders they made.
-    final class Journal: Sendable {
-        struct Answer: Sendable {
-            var started: ContinuousClock.Instant
-            var elapsed: Duration
-            var status: Int
-            var path: String
-        }
-        let answers = Mutex<[Answer]>([])
-        let orders = Mutex<[String]>([])
-        let authorized = Atomic<Int>(0)
-        let stop = Atomic<Bool>(false)
-
-        func timed(_ path: String, _ call: () async throws -> CurlResponse) async -> CurlResponse? {
-            let started = ContinuousClock.now
-            let response = try? await call()
-            let answer = Answer(started: started, elapsed: .now - started, status: response?.status ?? 0, path: path)
-            answers.withLock { $0.append(answer) }
-            return response
-        }
-    }
-
-    /// One shopper: an order, then a payment with a fresh token, again and again.
-    static func shop(on server: ServerProcess, journal: Journal) async {
-        let basket = Array(#"{"items": [{"productId": "apple", "quantity": 2}]}"#.utf8)
-        while !journal.stop.load(ordering: .relaxed) {
-            guard let created = await journal.timed("orders", { try await server.send("POST", "/api/orders", body: basket) }),
-                created.status == 201, let id = created.json?["orderId"] as? String,
-                let request = created.json?["paymentRequest"] as? [String: Any],
-                let (body, _) = try? ProcessorFixture.authorizeBody(id, request, minter: server.minter)
-            else { continue }
-            journal.orders.withLock { $0.append(id) }
-            let paid = await journal.timed("authorize") { try await server.send("POST", "/api/apple-pay/authorize", body: body) }
-            if paid?.status == 200 { journal.authorized.add(1, ordering: .relaxed) }
-        }
-    }
-
-    static func ready(_ server: ServerProcess) async -> Bool {
-        (try? await server.send("GET", "/health"))?.status == 200
-    }
-
     @Test("PostgreSQL stopped under load: fast answers, /health 503, back by itself, every charge one authorized payment")
     func outageUnderLoad() async throws {
         let postgres = try await PostgresServer.dedicated(settings: [:])
@@ -77,37 +34,22 @@ struct DatabaseOutageTests {
         let database = try await postgres.createDatabase()
         let mock = try await CrashTests.mock()
         let environment = ["PGPASS": postgres.password, "VAULT_KEY": String(repeating: "7e", count: 32)]
-        func instance() throws -> ServerProcess {
-            try ServerProcess(
-                processorURL: mock.baseURL, environment: environment,
-                configure: { file in
-                    file.store = .init(
-                        postgres: .init(
-                            host: "127.0.0.1", port: postgres.port, database: database.database, user: PostgresServer.user,
-                            password: "env:PGPASS", connectTimeoutMilliseconds: 1000, acquireTimeoutMilliseconds: 1000))
-                    file.payments?.vaultKey = "env:VAULT_KEY"
-                    file.limits = ServerHarness.noLimits
-                    file.limits?.authorizations = .init(perClientIP: .init(perMinute: 60_000, burst: 1000))
-                })
-        }
-        let (a, b) = (try instance(), try instance())
+        let settings = ConfigurationFile.Postgres(
+            host: "127.0.0.1", port: postgres.port, database: database.database, user: PostgresServer.user, password: "env:PGPASS",
+            connectTimeoutMilliseconds: 1000, acquireTimeoutMilliseconds: 1000)
+        let a = try DatabaseFaultLoad.instance(mock: mock, environment: environment, settings)
+        let b = try DatabaseFaultLoad.instance(mock: mock, environment: environment, settings)
         try await a.start()
         try await b.start()
-        let journal = Journal()
-        let shoppers = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for index in 0..<Self.shoppers {
-                    group.addTask { await Self.shop(on: index.isMultiple(of: 2) ? a : b, journal: journal) }
-                }
-            }
-        }
+        let journal = DatabaseFaultLoad.Journal()
+        let shoppers = DatabaseFaultLoad.startShopping(on: a, b, journal: journal)
         // Trading before the outage: a dozen payments, whatever time they take.
         #expect(try await Eventually.until { journal.authorized.load(ordering: .relaxed) >= 12 })
 
         try await postgres.halt()
         let halted = ContinuousClock.now
         let notReady = try await Eventually.value(timeout: Self.outage, every: .milliseconds(100)) { () async -> Duration? in
-            let down = [await Self.ready(a), await Self.ready(b)].allSatisfy { !$0 }
+            let down = [await DatabaseFaultLoad.ready(a), await DatabaseFaultLoad.ready(b)].allSatisfy { !$0 }
             return down ? .now - halted : nil
         }
         // The outage is the scenario's length, not a wait for an event.
@@ -115,7 +57,7 @@ struct DatabaseOutageTests {
         try await postgres.resume()
         let resumed = ContinuousClock.now
         let readyAgain = try await Eventually.value(timeout: .seconds(90), every: .milliseconds(100)) { () async -> Duration? in
-            let up = [await Self.ready(a), await Self.ready(b)].allSatisfy { $0 }
+            let up = [await DatabaseFaultLoad.ready(a), await DatabaseFaultLoad.ready(b)].allSatisfy { $0 }
             return up ? .now - resumed : nil
         }
         let before = journal.authorized.load(ordering: .relaxed)
@@ -130,7 +72,7 @@ struct DatabaseOutageTests {
         await a.stop()
         await b.stop()
 
-        let during = journal.answers.withLock { $0 }.filter { $0.started >= halted && $0.started < resumed }
+        let during = journal.answers(from: halted, to: resumed)
         let longest = during.map(\.elapsed).max() ?? .zero
         #expect(!during.isEmpty, "the shoppers kept asking during the outage")
         #expect(longest < Self.bound, "an answer took \(longest) while the database was down")
@@ -139,29 +81,15 @@ struct DatabaseOutageTests {
         #expect(notReady != nil, "/health said ready on both instances throughout the outage")
         #expect(readyAgain != nil, "the instances did not serve again after the restart")
 
-        let store = try await PostgresStore.open(
-            database, logger: Logger(label: "orchard.test"), eventLoops: PostgresServer.storeLoops)
-        try await store.withRunning { store in
-            let charges = CrashTests.charged(mock)
-            let problems = try await PaymentInvariants.check(orders: orders, store: store, charges: charges)
-            #expect(problems.isEmpty, "\(problems.prefix(5))")
-            var unmatched: [String] = []
-            for reference in charges {
-                let orderId = String(reference.prefix { $0 != "-" })
-                let states = try await store.payments(orderId: orderId).filter { $0.reference == reference }.map(\.state)
-                if states != [.authorized] { unmatched.append("\(reference): \(states)") }
-            }
-            #expect(unmatched.isEmpty, "charges that are not one authorized payment: \(unmatched.prefix(5))")
-            #expect(Set(charges).count == charges.count, "a reference charged twice")
-            let statuses = Dictionary(grouping: during, by: \.status).mapValues(\.count)
-            print(
-                """
-                database outage of \(Self.outage): \(during.count) answers during it, the longest \(longest), \
-                statuses \(statuses.sorted { $0.key < $1.key }); /health 503 on both after \(notReady ?? .zero); \
-                ready again \(readyAgain ?? .zero) after the restart; \(charges.count) charges, \(orders.count) orders, \
-                every charge one authorized payment: \(unmatched.isEmpty)
-                """)
-        }
+        let (charges, unmatched) = try await DatabaseFaultLoad.checkCharges(orders: orders, mock: mock, database: database)
+        let statuses = Dictionary(grouping: during, by: \.status).mapValues(\.count)
+        print(
+            """
+            database outage of \(Self.outage): \(during.count) answers during it, the longest \(longest), \
+            statuses \(statuses.sorted { $0.key < $1.key }); /health 503 on both after \(notReady ?? .zero); \
+            ready again \(readyAgain ?? .zero) after the restart; \(charges.count) charges, \(orders.count) orders, \
+            every charge one authorized payment: \(unmatched.isEmpty)
+            """)
         await mock.stop()
     }
 

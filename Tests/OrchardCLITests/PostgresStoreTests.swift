@@ -64,6 +64,18 @@ struct PostgresStoreTests {
         local["password"] = nil
         guard case .postgres(let loopback) = try Self.load(try Self.configuration(directory, postgres: local)).get().store else { return }
         #expect(loopback.tls == .disable && loopback.password == nil, "localhost needs no TLS by default")
+        #expect(loopback.limits == PostgresSettings.SessionLimits(), "the session limits' defaults")
+        let limited = local.merging([
+            "statementTimeoutMilliseconds": 4000, "lockTimeoutMilliseconds": 1000, "idleInTransactionTimeoutMilliseconds": 9000,
+            "callTimeoutMilliseconds": 6000, "keepaliveIdleSeconds": 20, "keepaliveIntervalSeconds": 3, "keepaliveCount": 4,
+        ]) { $1 }
+        guard case .postgres(let bounded) = try Self.load(try Self.configuration(directory, postgres: limited)).get().store else { return }
+        #expect(
+            bounded.limits
+                == .init(
+                    statementTimeout: .seconds(4), lockTimeout: .seconds(1), idleInTransactionTimeout: .seconds(9),
+                    callTimeout: .seconds(6),
+                    keepaliveIdle: .seconds(20), keepaliveInterval: .seconds(3), keepaliveCount: 4))
 
         var socket = base
         socket["host"] = nil
@@ -85,6 +97,12 @@ struct PostgresStoreTests {
             (base.merging(["poolSize": 0]) { $1 }, "store.postgres.poolSize must be 1–100"),
             (base.merging(["database": " "]) { $1 }, "store.postgres.database must not be empty"),
             (base.merging(["port": 70_000]) { $1 }, "store.postgres.port must be 1–65535"),
+            (base.merging(["lockTimeoutMilliseconds": 50]) { $1 }, "store.postgres.lockTimeoutMilliseconds must be 100–60000"),
+            (base.merging(["keepaliveCount": 0]) { $1 }, "store.postgres.keepaliveCount must be 1–30"),
+            (
+                base.merging(["statementTimeoutMilliseconds": 9000]) { $1 },
+                "store.postgres.callTimeoutMilliseconds must be more than statementTimeoutMilliseconds"
+            ),
             (base, "environment variable PGPASS for store.postgres.password"),
         ]
         for (postgres, expected) in problems {

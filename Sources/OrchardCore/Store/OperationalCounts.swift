@@ -36,4 +36,11 @@ public protocol OperationalCounting: Sendable {
     /// Throws ``StoreError/Code/unavailable`` while the store cannot serve (its database cannot
     /// be reached, its disk is full, its file cannot be written); `/health` then answers not ready.
     func checkAvailable() async throws
+    /// Told by the store's own calls whether it can be reached, between checks; nil when the
+    /// store has no such signal (then only ``checkAvailable()`` decides).
+    var availability: StoreAvailability? { get }
+}
+
+extension OperationalCounting {
+    public var availability: StoreAvailability? { nil }
 }

@@ -44,14 +44,59 @@ public struct PostgresSettings: Sendable {
     /// ``StoreError/Code/unavailable``: while the database is down, requests fail in this time
     /// instead of waiting for it to come back.
     public var acquireTimeout: Duration
+    /// The bounds each pooled connection asks of the server, and the client's own on a call.
+    public var limits: SessionLimits
 
     public static let defaultConnectTimeout = Duration.seconds(3)
     public static let defaultAcquireTimeout = Duration.seconds(3)
 
+    /// What bounds a store call once it has its connection, whatever the network does. The server
+    /// gives up on a statement or a lock wait, and ends a session left idle inside a transaction
+    /// (freeing its row locks when the client vanished mid-transaction); TCP keepalive finds a
+    /// silent peer on both ends; and the client closes a connection whose call outlasts
+    /// `callTimeout`, which a dropped packet's answer never reaches.
+    public struct SessionLimits: Sendable, Equatable {
+        /// PostgreSQL's `statement_timeout`.
+        public var statementTimeout: Duration
+        /// PostgreSQL's `lock_timeout`: how long a statement waits for another transaction's row lock.
+        public var lockTimeout: Duration
+        /// PostgreSQL's `idle_in_transaction_session_timeout`.
+        public var idleInTransactionTimeout: Duration
+        /// How long one statement or transaction may take once it has its connection; past it the
+        /// connection is closed and the call fails as ``StoreError/Code/unavailable``. Longer than
+        /// `statementTimeout`, so that the server's own answer comes first when it can.
+        public var callTimeout: Duration
+        /// TCP keepalive on both ends: idle time before the first probe, then between probes, and
+        /// how many unanswered probes end the connection.
+        public var keepaliveIdle: Duration
+        public var keepaliveInterval: Duration
+        public var keepaliveCount: Int
+
+        public init(
+            statementTimeout: Duration = .seconds(5), lockTimeout: Duration = .seconds(3),
+            idleInTransactionTimeout: Duration = .seconds(10), callTimeout: Duration = .seconds(8),
+            keepaliveIdle: Duration = .seconds(10), keepaliveInterval: Duration = .seconds(5), keepaliveCount: Int = 3
+        ) {
+            self.statementTimeout = statementTimeout
+            self.lockTimeout = lockTimeout
+            self.idleInTransactionTimeout = idleInTransactionTimeout
+            self.callTimeout = callTimeout
+            self.keepaliveIdle = keepaliveIdle
+            self.keepaliveInterval = keepaliveInterval
+            self.keepaliveCount = keepaliveCount
+        }
+
+        /// How long unacknowledged data may wait before the kernel drops the connection (Linux's
+        /// `TCP_USER_TIMEOUT`, PostgreSQL's `tcp_user_timeout`): as long as keepalive takes to give up.
+        public var userTimeout: Duration { keepaliveIdle + keepaliveInterval * keepaliveCount }
+    }
+
     public init(
         endpoint: Endpoint, database: String, user: String, password: Secret?, tls: TLSMode = .disable, caPEM: [UInt8]? = nil,
-        poolSize: Int = 10, connectTimeout: Duration = defaultConnectTimeout, acquireTimeout: Duration = defaultAcquireTimeout
+        poolSize: Int = 10, connectTimeout: Duration = defaultConnectTimeout, acquireTimeout: Duration = defaultAcquireTimeout,
+        limits: SessionLimits = SessionLimits()
     ) {
+        self.limits = limits
         self.endpoint = endpoint
         self.database = database
         self.user = user

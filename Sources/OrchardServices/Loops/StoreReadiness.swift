@@ -22,21 +22,32 @@ public struct StoreReadiness: Service {
     }
 
     public func run() async {
+        // A request's store call that fails as unavailable, or gets an answer again, changes the
+        // answer at once, without waiting for the next check.
+        store.availability?.observe { [activity, logger] available in
+            Self.record(available: available, error: nil, activity: activity, logger: logger)
+        }
         await repeatUntilShutdown(every: interval) { await check() }
     }
 
     func check() async {
         do {
             try await store.checkAvailable()
-            if activity.storeChecked(available: true) {
-                logger.notice("the store can be reached again: /health answers ready")
-            }
+            Self.record(available: true, error: nil, activity: activity, logger: logger)
         } catch {
-            if activity.storeChecked(available: false) {
-                logger.error(
-                    "the store cannot be reached: /health answers 503 and requests that need it 503 store_unavailable until it can",
-                    metadata: ["error": "\(error)"])
-            }
+            Self.record(available: false, error: error, activity: activity, logger: logger)
+        }
+    }
+
+    /// Tells `activity`, and logs a change.
+    static func record(available: Bool, error: (any Error)?, activity: ServerActivity, logger: Logger) {
+        guard activity.storeChecked(available: available) else { return }
+        if available {
+            logger.notice("the store can be reached again: /health answers ready")
+        } else {
+            logger.error(
+                "the store cannot be reached: /health answers 503 and requests that need it 503 store_unavailable until it can",
+                metadata: error.map { ["error": "\($0)"] } ?? [:])
         }
     }
 }
