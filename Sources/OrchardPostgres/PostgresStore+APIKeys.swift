@@ -6,7 +6,7 @@ import PostgresNIO
 /// API keys: at most two active per merchant, revoked never deleted.
 extension PostgresStore {
     public func insertAPIKey(_ key: APIKeyRecord) async throws {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             try await connection.query(
                 "SELECT pg_advisory_xact_lock(\(LockSpace.merchantKeys.rawValue), hashtext(\(key.merchantIdentifier)))", logger: logger)
             let active =

@@ -19,7 +19,7 @@ extension PostgresStore {
         let (merchants, kinds, targets) = (sorted.map(\.merchantIdentifier), sorted.map(\.kind.rawValue), sorted.map(\.target))
         // A new record as Core makes it: its state, detail and counts are not decided here.
         let new = GuardRecord(subject: GuardSubject(merchantIdentifier: "", kind: .domainFile, target: ""), nextCheckAt: date)
-        try await transaction { connection in
+        try await transaction { [self] connection in
             try await connection.query(
                 """
                 DELETE FROM guard_records WHERE (merchant, kind, target) NOT IN (
@@ -70,7 +70,7 @@ extension PostgresStore {
             """
         // Without events the compare-and-set is one statement; with them, one transaction.
         guard !events.isEmpty else { return try await rows(update).count == 1 }
-        return try await transaction { connection in
+        return try await transaction { [self] connection in
             guard try await connection.rows(update, logger).count == 1 else { return false }
             for event in events { try await insertEvent(event, on: connection) }
             return true

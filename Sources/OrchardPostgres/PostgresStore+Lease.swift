@@ -50,9 +50,16 @@ extension PostgresStore {
     /// Runs `body` on a pooled connection, or throws ``StoreError/Code/unavailable`` when none is
     /// leased within `acquireTimeout`, or when `body` outlasts `callTimeout` on it. Tells
     /// ``availability`` whether the database answered or could not be reached.
-    func leased<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    ///
+    /// `body` runs in a task of its own, so that the caller is answered at the deadline even when
+    /// `body` never returns: postgres-nio never completes a statement written to a connection that
+    /// has just closed (its write carries no promise), and does not honour cancellation while it
+    /// waits for one. A request would wait forever, and a graceful shutdown would wait for it
+    /// until ServiceLifecycle's cancellation timeout traps. Such a task is left suspended, with
+    /// its connection closed and given back to the pool.
+    func leased<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
-            let value = try await leasedWithDeadlines(body)
+            let value = try await Self.abandonable { [self] abandon in try await leasedWithDeadlines(body, abandon: abandon) }
             availability?.report(available: true)
             return value
         } catch {
@@ -63,12 +70,74 @@ extension PostgresStore {
         }
     }
 
+    /// The result of `work`, run in a task of its own, or the first error `work` hands to its
+    /// `abandon` argument, whichever comes first. Cancelling the caller cancels the task.
+    static func abandonable<T: Sendable>(
+        _ work: @escaping @Sendable (_ abandon: @escaping @Sendable (any Error) -> Void) async throws -> T
+    ) async throws -> T {
+        let outcome = Outcome<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.await(continuation)
+                outcome.attach(
+                    Task {
+                        do {
+                            outcome.finish(.success(try await work { outcome.finish(.failure($0)) }))
+                        } catch {
+                            outcome.finish(.failure(error))
+                        }
+                    })
+            }
+        } onCancel: {
+            outcome.cancel()
+        }
+    }
+
+    /// Who answers an ``abandonable(_:)`` caller first: the work's result or its abandonment;
+    /// the other is dropped.
+    final class Outcome<T: Sendable>: Sendable {
+        private struct State {
+            var continuation: CheckedContinuation<T, any Error>?
+            var task: Task<Void, Never>?
+            var cancelled = false
+        }
+        private let state = Mutex(State())
+
+        func await(_ continuation: CheckedContinuation<T, any Error>) { state.withLock { $0.continuation = continuation } }
+
+        func attach(_ task: Task<Void, Never>) {
+            let cancelNow = state.withLock { state in
+                state.task = task
+                return state.cancelled
+            }
+            if cancelNow { task.cancel() }
+        }
+
+        func cancel() {
+            let task = state.withLock { state in
+                state.cancelled = true
+                return state.task
+            }
+            task?.cancel()
+        }
+
+        func finish(_ result: Result<T, any Error>) {
+            let continuation = state.withLock { state in
+                defer { state.continuation = nil }
+                return state.continuation
+            }
+            continuation?.resume(with: result)
+        }
+    }
+
     /// A child task holds the lease while this task runs the body on the connection it hands
     /// over, and gives the connection back when the body returns. Another child closes the
     /// connection if the body is still running after `callTimeout`: when packets are dropped
     /// rather than refused, neither the server's timeouts (it may never see the statement, or
     /// its answer never arrives) nor the kernel (its keepalive counts in minutes) end the wait.
-    private func leasedWithDeadlines<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    private func leasedWithDeadlines<T>(
+        _ body: (PostgresConnection) async throws -> T, abandon: @escaping @Sendable (any Error) -> Void
+    ) async throws -> T {
         let race = LeaseRace()
         let (connections, handOver) = AsyncThrowingStream.makeStream(of: PostgresConnection.self)
         let done = Gate()
@@ -112,20 +181,27 @@ extension PostgresStore {
                 throw StoreError(code: .unavailable, message: "the PostgreSQL connection was lost")
             }
             keepAlive(connection)
+            let expired = StoreError(
+                code: .unavailable,
+                message: "PostgreSQL did not answer within \(deadline.milliseconds) ms (store.postgres.callTimeoutMilliseconds); "
+                    + "the connection was closed, and whether a write it carried was committed is not known")
             group.addTask {
                 do { try await Task.sleep(for: deadline) } catch { return }
-                // Closing fails the statement waiting on it at once; the pool drops the connection.
-                if watch.expire() { connection.close().whenComplete { _ in } }
+                guard watch.expire() else { return }
+                // Closing fails the statement the connection holds at once; the pool drops the
+                // connection. A statement written after the close would never complete: the
+                // caller is answered now, and the connection goes back to the pool closed.
+                connection.close().whenComplete { _ in }
+                try? await connection.closeFuture.get()
+                abandon(expired)
+                done.open()
             }
             do {
                 return try await body(connection)
             } catch {
                 if Self.endsSession(Self.cause(error)) { watch.breaks() }
                 guard watch.expired else { throw error }
-                throw StoreError(
-                    code: .unavailable,
-                    message: "PostgreSQL did not answer within \(deadline.milliseconds) ms (store.postgres.callTimeoutMilliseconds); "
-                        + "the connection was closed, and whether a write it carried was committed is not known")
+                throw expired
             }
         }
     }

@@ -49,7 +49,7 @@ extension PostgresStore {
 
     /// A compare-and-set on `active` (the statement) and its event, in one transaction.
     private func change(_ statement: PostgresQuery, event: WebhookEventType, at date: Date) async throws -> MandateRecord? {
-        try await transaction { connection -> MandateRecord? in
+        try await transaction { [self] connection -> MandateRecord? in
             guard let mandate = try await connection.rows(statement, logger).first.map(Self.mandate) else { return nil }
             try await insertEvent(try WebhookEvent.make(event, mandate: mandate, at: date), on: connection)
             return mandate

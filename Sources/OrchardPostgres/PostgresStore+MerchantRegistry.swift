@@ -22,7 +22,7 @@ extension PostgresStore {
 
     public func saveRegistration(_ merchant: RegisteredMerchant) async throws {
         let id = merchant.partnerIdentifier
-        try await transaction { connection in
+        try await transaction { [self] connection in
             let variants = try await connection.query(
                 "SELECT partner_id FROM registered_merchants WHERE lower(partner_id) = lower(\(id)) AND partner_id <> \(id)", logger: logger
             ).collect()
@@ -60,7 +60,7 @@ extension PostgresStore {
     @discardableResult
     public func deleteRegistration(partnerIdentifier: String, at date: Date) async throws -> String {
         let retired = RetiredTenant.recordKey(for: partnerIdentifier)
-        try await transaction { connection in
+        try await transaction { [self] connection in
             try await connection.query("DELETE FROM registered_domains WHERE partner_id = \(partnerIdentifier)", logger: logger)
             try await connection.query("DELETE FROM registered_merchants WHERE partner_id = \(partnerIdentifier)", logger: logger)
             try await connection.query("DELETE FROM merchant_settings WHERE partner_id = \(partnerIdentifier)", logger: logger)

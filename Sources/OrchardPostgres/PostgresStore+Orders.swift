@@ -42,7 +42,7 @@ extension PostgresStore {
 
     public func updateOpen(_ order: OrderRecord) async throws {
         let priced = try Self.json(order.priced)
-        try await transaction { connection in
+        try await transaction { [self] connection in
             let row = try await connection.rows(
                 "SELECT state, price_version FROM orders WHERE id = \(order.id) FOR UPDATE", self.logger
             ).first

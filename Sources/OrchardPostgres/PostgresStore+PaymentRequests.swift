@@ -13,7 +13,7 @@ extension PostgresStore {
         let metadata = try Self.json(request.metadata)
         let cart = try Self.json(request.cart)
         let insertOrder = try Self.insertion(order)
-        return try await transaction { connection in
+        return try await transaction { [self] connection in
             // Two instances given the same key at once: the second waits, then finds the first's request.
             try await connection.query(
                 """
@@ -60,7 +60,7 @@ extension PostgresStore {
     /// One statement closes the due orders it could lock (others are being claimed or expired
     /// elsewhere right now, and are passed by); their events are written in the same transaction.
     public func expireOrders(at date: Date, limit: Int) async throws -> [String] {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             let expired = try await connection.rows(
                 """
                 WITH due AS (

@@ -11,7 +11,7 @@ import Synchronization
 /// postgres-nio binds each value in the binary format of that type (a `String` as `text`, an
 /// `Int64` as `bigint`, a `Date` as `timestamptz`). Each is a lookup by primary key or an
 /// indexed column, so the generic plan PostgreSQL may choose after five runs is the custom one.
-protocol PreparedStatementName {
+protocol PreparedStatementName: SendableMetatype {
     /// The statement's name on each connection: unique among the store's statements.
     static var name: String { get }
 }

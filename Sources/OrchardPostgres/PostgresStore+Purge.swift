@@ -8,7 +8,7 @@ extension PostgresStore {
         var counts = PurgeCounts()
         let limit = Int64(limit)
         if let date = cutoffs.expiredOrders {
-            counts.orders = try await transaction { connection in
+            counts.orders = try await transaction { [self] connection in
                 // Locked and skipped when another instance purges them now; the state is checked
                 // again by the DELETE, so an order that moved on is never removed.
                 let ids = try await connection.rows(

@@ -11,7 +11,7 @@ extension PostgresStore {
         """
 
     public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             let decision = try RefundPolicy.decide(draft, try await self.refundSnapshot(draft, on: connection))
             switch decision {
             case .existing: break
@@ -64,7 +64,7 @@ extension PostgresStore {
     public func finishRefund(id: String, from: RefundState, state: RefundState, outcome: RefundOutcome?, at date: Date) async throws
         -> RefundRecord?
     {
-        try await transaction { connection -> RefundRecord? in
+        try await transaction { [self] connection -> RefundRecord? in
             let finished = try await connection.rows(
                 """
                 UPDATE refunds SET state = \(state.rawValue), processor_reference = COALESCE(\(outcome?.processorReference),

@@ -10,7 +10,7 @@ extension PostgresStore {
         """
 
     public func recordTokenEvent(_ item: TokenEventItem, maxPendingFromSource: Int) async throws -> TokenEventRecording {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             // Instances recording for the same source take turns, so the cap holds exactly.
             try await connection.query(
                 "SELECT pg_advisory_xact_lock(\(LockSpace.tokenEventSource.rawValue), hashtext(\(item.source)))", logger: logger)

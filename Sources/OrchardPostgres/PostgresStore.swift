@@ -105,12 +105,12 @@ public final class PostgresStore: OrchardStore, Service {
     /// throws). A deadlock or serialization failure (another
     /// instance's transaction won) runs it again; any other database failure is a
     /// ``StoreError/Code/storage``.
-    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         var attempt = 1
         while true {
             transactions.add(1, ordering: .relaxed)
             do {
-                return try await leased { connection in try await inTransaction(connection, body) }
+                return try await leased { [self] connection in try await inTransaction(connection, body) }
             } catch {
                 let cause = Self.cause(error)
                 if attempt < 3, let failure = cause as? PSQLError, ["40001", "40P01"].contains(failure.sqlState) {
@@ -126,7 +126,9 @@ public final class PostgresStore: OrchardStore, Service {
     /// the call's deadline, or lost): postgres-nio's `withTransaction` sends its ROLLBACK regardless,
     /// and a statement written to a closed connection never completes. The server rolls back a
     /// transaction whose connection ends.
-    private func inTransaction<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    private func inTransaction<T>(_ connection: PostgresConnection, _ body: @Sendable (PostgresConnection) async throws -> T) async throws
+        -> T
+    {
         try await connection.query("BEGIN", logger: logger)
         let value: T
         do {
@@ -201,7 +203,7 @@ public final class PostgresStore: OrchardStore, Service {
     }
 
     private func send(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
-        try await leased { connection in
+        try await leased { [self] connection in
             try await connection.query(query, logger: logger).collect().map { $0.makeRandomAccess() }
         }
     }
@@ -213,7 +215,7 @@ public final class PostgresStore: OrchardStore, Service {
         -> [PostgresRandomAccessRow]
     {
         PreparedTexts.register(query.sql, as: Name.name)
-        return try await leased { connection in
+        return try await leased { [self] connection in
             var rows: [PostgresRandomAccessRow] = []
             for try await row in try await connection.execute(Prepared<Name>(bindings: query.binds), logger: logger) {
                 rows.append(row)
