@@ -74,6 +74,28 @@ enum DatabaseFaultLoad {
         (try? await server.send("GET", "/health"))?.status == 200
     }
 
+    /// After a fault ends at `ended`: how long until both instances said ready again (nil: never),
+    /// once they trade again the shoppers stop, the reconcilers settle whatever the fault left
+    /// pending or unknown (recorded as an issue if anything stays open), and both instances stop.
+    static func recover(
+        _ a: ServerProcess, _ b: ServerProcess, journal: Journal, shoppers: Task<Void, Never>, since ended: ContinuousClock.Instant
+    ) async throws -> (readyAgain: Duration?, orders: [String]) {
+        let readyAgain = try await Eventually.value(timeout: .seconds(90), every: .milliseconds(100)) { () async -> Duration? in
+            let up = [await ready(a), await ready(b)].allSatisfy { $0 }
+            return up ? .now - ended : nil
+        }
+        let before = journal.authorized.load(ordering: .relaxed)
+        #expect(try await Eventually.until { journal.authorized.load(ordering: .relaxed) >= before + 12 }, "trading again")
+        journal.stop.store(true, ordering: .relaxed)
+        await shoppers.value
+        let orders = journal.orders.withLock { $0 }
+        let open = try await CrashTests.quiesce(a, orders: orders)
+        #expect(open.isEmpty, "still open after reconciliation: \(open)")
+        await a.stop()
+        await b.stop()
+        return (readyAgain, orders)
+    }
+
     /// An instance on `postgres` (the test's database settings, `PGPASS` in its environment) and the mock processor.
     static func instance(
         mock: MockProcessors, environment: [String: String], _ postgres: ConfigurationFile.Postgres

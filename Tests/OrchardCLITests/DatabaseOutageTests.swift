@@ -56,21 +56,7 @@ struct DatabaseOutageTests {
         try await Task.sleep(until: halted + Self.outage)
         try await postgres.resume()
         let resumed = ContinuousClock.now
-        let readyAgain = try await Eventually.value(timeout: .seconds(90), every: .milliseconds(100)) { () async -> Duration? in
-            let up = [await DatabaseFaultLoad.ready(a), await DatabaseFaultLoad.ready(b)].allSatisfy { $0 }
-            return up ? .now - resumed : nil
-        }
-        let before = journal.authorized.load(ordering: .relaxed)
-        #expect(try await Eventually.until { journal.authorized.load(ordering: .relaxed) >= before + 12 }, "trading again")
-        journal.stop.store(true, ordering: .relaxed)
-        await shoppers.value
-
-        // Whatever was left pending or unknown by the outage, the reconcilers settle.
-        let orders = journal.orders.withLock { $0 }
-        let open = try await CrashTests.quiesce(a, orders: orders)
-        #expect(open.isEmpty, "still open after reconciliation: \(open)")
-        await a.stop()
-        await b.stop()
+        let (readyAgain, orders) = try await DatabaseFaultLoad.recover(a, b, journal: journal, shoppers: shoppers, since: resumed)
 
         let during = journal.answers(from: halted, to: resumed)
         let longest = during.map(\.elapsed).max() ?? .zero
