@@ -70,6 +70,21 @@ enum DatabaseFaultLoad {
         }
     }
 
+    /// Two instances on `settings`, started, and the shoppers trading on both: a dozen payments
+    /// made before the fault, whatever time they take.
+    static func trading(
+        mock: MockProcessors, environment: [String: String], _ settings: ConfigurationFile.Postgres
+    ) async throws -> (a: ServerProcess, b: ServerProcess, journal: Journal, shoppers: Task<Void, Never>) {
+        let a = try instance(mock: mock, environment: environment, settings)
+        let b = try instance(mock: mock, environment: environment, settings)
+        try await a.start()
+        try await b.start()
+        let journal = Journal()
+        let shoppers = startShopping(on: a, b, journal: journal)
+        #expect(try await Eventually.until { journal.authorized.load(ordering: .relaxed) >= 12 }, "trading before the fault")
+        return (a, b, journal, shoppers)
+    }
+
     static func ready(_ server: ServerProcess) async -> Bool {
         (try? await server.send("GET", "/health"))?.status == 200
     }

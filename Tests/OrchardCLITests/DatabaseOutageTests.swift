@@ -37,14 +37,7 @@ struct DatabaseOutageTests {
         let settings = ConfigurationFile.Postgres(
             host: "127.0.0.1", port: postgres.port, database: database.database, user: PostgresServer.user, password: "env:PGPASS",
             connectTimeoutMilliseconds: 1000, acquireTimeoutMilliseconds: 1000)
-        let a = try DatabaseFaultLoad.instance(mock: mock, environment: environment, settings)
-        let b = try DatabaseFaultLoad.instance(mock: mock, environment: environment, settings)
-        try await a.start()
-        try await b.start()
-        let journal = DatabaseFaultLoad.Journal()
-        let shoppers = DatabaseFaultLoad.startShopping(on: a, b, journal: journal)
-        // Trading before the outage: a dozen payments, whatever time they take.
-        #expect(try await Eventually.until { journal.authorized.load(ordering: .relaxed) >= 12 })
+        let (a, b, journal, shoppers) = try await DatabaseFaultLoad.trading(mock: mock, environment: environment, settings)
 
         try await postgres.halt()
         let halted = ContinuousClock.now
