@@ -3,6 +3,7 @@ creates payment requests through Orchard's payments API and verifies Orchard's w
 nginx in front, serving the shop and proxying Orchard under /orchard/ with the snippet Orchard
 ships (Config/nginx/orchard-locations.conf, included unchanged). Loopback only."""
 
+import base64
 import hashlib
 import hmac
 import http.server
@@ -58,6 +59,14 @@ mount(document.getElementById('apple-pay'), {
 """
 
 
+def webhook_key(secret):
+    # A whsec_ secret's key is its base64 decoded; an older secret's (no prefix) its UTF-8 bytes.
+    if secret.startswith("whsec_"):
+        encoded = secret[len("whsec_"):]
+        return base64.b64decode(encoded + "=" * (-len(encoded) % 4))
+    return secret.encode()
+
+
 def verify_webhook(secret, signature_header, body, tolerance=300, now=None):
     """The check a shop runs on each webhook (the Python example in docs/shop-integration.md): recompute the HMAC over
     "<t>.<raw body>", compare in constant time, refuse an old timestamp (a replay)."""
@@ -68,7 +77,7 @@ def verify_webhook(secret, signature_header, body, tolerance=300, now=None):
         return False
     if abs((now or time.time()) - timestamp) > tolerance:
         return False
-    expected = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    expected = hmac.new(webhook_key(secret), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, parts.get("v1", ""))
 
 
