@@ -1,0 +1,103 @@
+import Crypto
+import Foundation
+import OrchardConfiguration
+import OrchardCore
+import OrchardRuntime
+import OrchardTesting
+import SwiftASN1
+import Testing
+import X509
+
+/// The configuration blocks of the pages, loaded as Orchard loads them: the README's complete
+/// example, and each fragment merged into it. The files they name are made by a test PKI, the
+/// `env:` variables they name are set.
+struct DocumentationConfigurationBlocks {
+    let folder: TemporaryDirectory
+    let environment: [String: String]
+
+    /// The README's example merchant, whose files the test makes.
+    static let merchant = "merchant.com.example.shop"
+
+    /// Makes, in a new folder, every file the README's example names (`keys/…`), from the shared test PKI.
+    init() throws {
+        folder = try TemporaryDirectory()
+        let pki = TestMaterial.shared.pki
+        try FileManager.default.createDirectory(atPath: folder.path("keys"), withIntermediateDirectories: true)
+        let identity = try pki.issueMerchantIdentity(merchantIdentifier: Self.merchant)
+        try folder.write("keys/merchant_id.cer", try Self.der(identity.certificate))
+        try folder.write("keys/identity.key", Array(try identity.keyPEM.utf8))
+        try folder.write("keys/apple-developer-merchantid-domain-association", Array("association file\n".utf8))
+        let processing = try pki.issueProcessingCertificate(
+            merchantIdentifier: Self.merchant,
+            publicKey: Certificate.PublicKey(P256.Signing.PrivateKey().publicKey))
+        try folder.write("keys/apple_pay.cer", try Self.der(processing))
+        try folder.write("db-ca.pem", Array(try pki.ca.certificatePEM.utf8))
+        var environment = ProcessInfo.processInfo.environment
+        environment["WORLDLINE_SECRET"] = "worldline-secret-of-the-example"
+        environment["ORCHARD_DB_PASSWORD"] = "database-password"
+        environment["ORCHARD_VAULT_KEY"] = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        self.environment = environment
+    }
+
+    static func der(_ certificate: Certificate) throws -> [UInt8] {
+        var serializer = DER.Serializer()
+        try serializer.serialize(certificate)
+        return serializer.serializedBytes
+    }
+
+    /// A block's JSON: a whole object, or a fragment of members (`"store": {…}`) made into one.
+    static func object(_ block: DocumentationBlocks.Block) throws -> [String: Any] {
+        let text = block.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let whole = text.hasPrefix("{") ? text : "{" + text + "}"
+        guard let object = try JSONSerialization.jsonObject(with: Data(whole.utf8)) as? [String: Any] else {
+            throw DocumentationBlockFailure("\(block) is not a JSON object")
+        }
+        return object
+    }
+
+    /// Whether a JSON block configures Orchard (rather than showing an event or a log line).
+    static func isConfiguration(_ object: [String: Any]) -> Bool {
+        object["type"] == nil && object["level"] == nil
+    }
+
+    /// `fragment` merged over `base`, member by member (objects merged, anything else replaced).
+    static func merged(_ base: [String: Any], _ fragment: [String: Any]) -> [String: Any] {
+        base.merging(fragment) { old, new in
+            guard let old = old as? [String: Any], let new = new as? [String: Any] else { return new }
+            return merged(old, new)
+        }
+    }
+
+    /// Writes `configuration` beside the keys, its state in the folder (not `/var/lib/orchard`),
+    /// and returns its path.
+    func write(_ configuration: [String: Any], as name: String) throws -> String {
+        var configuration = configuration
+        if configuration["stateDirectory"] != nil { configuration["stateDirectory"] = folder.path("state-" + name) }
+        let data = try JSONSerialization.data(withJSONObject: configuration, options: [.prettyPrinted, .sortedKeys])
+        try folder.write(name + ".json", Array(data))
+        return folder.path(name + ".json")
+    }
+
+    /// Loads `configuration` through the loader `orchard serve` uses; the refusal's message, or nil.
+    func load(_ configuration: [String: Any], as name: String) throws -> String? {
+        let path = try write(configuration, as: name)
+        do {
+            _ = try ServerConfiguration.load(path: path, environment: environment)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    /// `orchard doctor` on `configuration` (its live and domain checks are options, left out).
+    func doctor(_ configuration: [String: Any], as name: String) async throws -> OrchardProcess.Result {
+        let path = try write(configuration, as: name)
+        return try await OrchardProcess.run(["doctor", "--config", path], environment: environment, currentDirectory: folder.url)
+    }
+}
+
+/// A documentation block that did not do what its page says.
+struct DocumentationBlockFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
