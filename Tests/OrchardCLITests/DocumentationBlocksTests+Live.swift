@@ -52,6 +52,7 @@ extension DocumentationBlocksTests {
         var shell = DocumentationShell(directory: folder, server: demo.server, merchant: DemoEnvironment.merchantIdentifier)
         shell.variables["ORCHARD_ADMIN_TOKEN"] = try demo.secret("admin-token")
         let blocks = try Self.blocks(.demo)
+        #expect(blocks.count >= 6, "the pages' curl and keys blocks were found (\(blocks.count))")
         // The key first: every other call needs it.
         let keys = try #require(blocks.first { $0.text.contains("orchard keys create") }, "a page creates the API key")
         let created = try await shell.run(keys)
