@@ -48,8 +48,16 @@ struct DocumentationShell {
         let result = try await OrchardProcess.run(
             ["-euo", "pipefail", "-c", script(block)], environment: environment, executable: URL(fileURLWithPath: "/bin/bash"),
             currentDirectory: directory)
+        // What curl wrote to a file (`-o openapi.json`) is an answer too: a JSON object, not an error.
+        let written = block.text.matches(of: #/ -o ([A-Za-z0-9._-]+)/#).map {
+            (try? Data(contentsOf: directory.appendingPathComponent(String($0.1)))) ?? Data()
+        }
+        let writtenFailed = written.contains {
+            guard let object = try? JSONSerialization.jsonObject(with: $0) as? [String: Any] else { return true }
+            return object["error"] != nil
+        }
         let stdout = String(decoding: result.stdout, as: UTF8.self)
-        if result.status != 0 || stdout.contains("\"error\"") {
+        if result.status != 0 || stdout.contains("\"error\"") || writtenFailed {
             throw DocumentationBlockFailure(
                 """
                 \(block) did not work (\(result.exit)):
