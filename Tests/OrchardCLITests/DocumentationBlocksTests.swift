@@ -112,6 +112,12 @@ struct DocumentationBlocksTests {
             let merged = DocumentationConfigurationBlocks.merged(base, try DocumentationConfigurationBlocks.object(block))
             if let refusal = try setup.load(merged, as: "fragment\(index)") {
                 Issue.record("\(block), merged into the README's example, is refused: \(refusal)")
+            } else if block.text.contains("\"postgres\"") && PostgresServer.enabled {
+                let doctor = try await setup.doctorOnPostgres(merged, as: "fragment\(index)")
+                let output = String(decoding: doctor.stdout, as: UTF8.self)
+                #expect(
+                    doctor.status == 0 && output.contains("PostgreSQL"),
+                    "\(block): orchard doctor \(doctor.exit):\n\(output)\(doctor.stderr)")
             }
         }
         // A block marked otel-build is refused by this build for that reason alone.

@@ -90,9 +90,37 @@ struct DocumentationConfigurationBlocks {
     }
 
     /// `orchard doctor` on `configuration` (its live and domain checks are options, left out).
-    func doctor(_ configuration: [String: Any], as name: String) async throws -> OrchardProcess.Result {
+    func doctor(_ configuration: [String: Any], as name: String, environment extra: [String: String] = [:]) async throws
+        -> OrchardProcess.Result
+    {
         let path = try write(configuration, as: name)
-        return try await OrchardProcess.run(["doctor", "--config", path], environment: environment, currentDirectory: folder.url)
+        return try await OrchardProcess.run(
+            ["doctor", "--config", path], environment: environment.merging(extra) { $1 }, currentDirectory: folder.url)
+    }
+
+    /// `orchard doctor` on a configuration whose `store.postgres` names `db.internal`, with a
+    /// PostgreSQL of the test's on loopback in its place: TLS on, its certificate issued by the
+    /// test CA the example's `db-ca.pem` holds (so `verify-full` holds), the `orchard` role, and
+    /// the `orchard` database made as the page says.
+    func doctorOnPostgres(_ configuration: [String: Any], as name: String) async throws -> OrchardProcess.Result {
+        let certificate = try TestMaterial.shared.pki.issueServerCertificate(hosts: ["127.0.0.1"])
+        let postgres = try await PostgresServer.dedicated(
+            settings: ["ssl": "on", "ssl_cert_file": "server.crt", "ssl_key_file": "server.key"],
+            files: ["server.crt": Array(try certificate.certificatePEM.utf8), "server.key": Array(try certificate.keyPEM.utf8)])
+        defer { postgres.stop() }
+        try await postgres.query("postgres", "CREATE DATABASE orchard")
+        var configuration = configuration
+        var store = configuration["store"] as? [String: Any] ?? [:]
+        var settings = store["postgres"] as? [String: Any] ?? [:]
+        settings["host"] = "127.0.0.1"
+        settings["port"] = postgres.port
+        // What the loader chooses for db.internal, said outright: on loopback it would not use TLS.
+        var tls = settings["tls"] as? [String: Any] ?? [:]
+        tls["mode"] = "verify-full"
+        settings["tls"] = tls
+        store["postgres"] = settings
+        configuration["store"] = store
+        return try await doctor(configuration, as: name, environment: ["ORCHARD_DB_PASSWORD": postgres.password])
     }
 }
 
