@@ -3,6 +3,7 @@ creates payment requests through Orchard's payments API and verifies Orchard's w
 nginx in front, serving the shop and proxying Orchard under /orchard/ with the snippet Orchard
 ships (Config/nginx/orchard-locations.conf, included unchanged). Loopback only."""
 
+import base64
 import hashlib
 import hmac
 import http.server
@@ -68,7 +69,9 @@ def verify_webhook(secret, signature_header, body, tolerance=300, now=None):
         return False
     if abs((now or time.time()) - timestamp) > tolerance:
         return False
-    expected = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    # A whsec_ secret keys the HMAC with its decoded bytes, as Orchard does; an older one with its text.
+    key = base64.b64decode(secret[len("whsec_"):]) if secret.startswith("whsec_") else secret.encode()
+    expected = hmac.new(key, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, parts.get("v1", ""))
 
 
