@@ -8,7 +8,7 @@ import Testing
 @Suite("Every command fails in one line")
 struct FailureLineTests {
     /// One way to make a command fail that needs no server: a missing file, a port nothing
-    /// listens on, a missing admin token. `{dir}` is a fresh temporary folder.
+    /// listens on, a missing admin token. `{dir}` is a fresh temporary folder, `{port}` a free port.
     struct Case {
         var arguments: [String]
         var environment: [String: String] = [:]
@@ -16,8 +16,8 @@ struct FailureLineTests {
 
     /// The `--config` a command cannot read.
     static let missingConfig = ["--config", "{dir}/missing/orchard.json"]
-    /// A loopback server nothing listens on (port 9, discard, is closed on test machines), with a token.
-    static let deadServer = ["--server", "http://127.0.0.1:9", "--token-file", "{dir}/token"]
+    /// A loopback server nothing listens on (`{port}`, free when the test starts), with a token.
+    static let deadServer = ["--server", "http://127.0.0.1:{port}", "--token-file", "{dir}/token"]
 
     /// The failure paths, by command; a command may have several.
     static let cases: [String: [Case]] = [
@@ -68,7 +68,7 @@ struct FailureLineTests {
 
     /// An admin command's two failures: no token at all, and a server nothing listens on.
     static func adminCases(_ arguments: [String]) -> [Case] {
-        [Case(arguments: arguments + ["--server", "http://127.0.0.1:9"]), Case(arguments: arguments + deadServer)]
+        [Case(arguments: arguments + ["--server", "http://127.0.0.1:{port}"]), Case(arguments: arguments + deadServer)]
     }
 
     /// What is wrong with a failure's output, if anything.
@@ -104,12 +104,15 @@ struct FailureLineTests {
         defer { directory.remove() }
         // A file where the cases want a folder (`{dir}/token/sub`), holding a token for the dead-server cases.
         try Data("an-admin-token-of-some-length-0123456789\n".utf8).write(to: directory.url.appendingPathComponent("token"))
+        let port = try #require(LoopbackPort.free())
         var problems: [String] = []
         for (executable, command) in leaves {
             for failure in Self.cases[command.path] ?? [] {
                 let arguments =
                     Array(command.words.dropFirst())
-                    + failure.arguments.map { $0.replacingOccurrences(of: "{dir}", with: directory.url.path) }
+                    + failure.arguments.map {
+                        $0.replacingOccurrences(of: "{dir}", with: directory.url.path).replacingOccurrences(of: "{port}", with: "\(port)")
+                    }
                 var environment = ProcessInfo.processInfo.environment.filter { $0.key != "ORCHARD_ADMIN_TOKEN" }
                 environment.merge(failure.environment) { $1 }
                 let result = try await OrchardProcess.run(arguments, environment: environment, executable: executable)
