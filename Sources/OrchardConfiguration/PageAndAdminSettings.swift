@@ -26,7 +26,7 @@ extension CheckoutPageSettings {
         guard let sdk else { throw ConfigurationError("checkout.applePaySDKIntegrity needs checkout.applePaySDK") }
         guard !sdk.path.contains("latest") else {
             throw ConfigurationError(
-                "checkout.applePaySDKIntegrity cannot hold for \(sdk.absoluteString), which changes whenever Apple updates it: pin a version (…/jsapi/1.2.0/apple-pay-sdk.js) or leave the hash out"
+                "checkout.applePaySDKIntegrity cannot hold for \(sdk.absoluteString), which changes whenever Apple updates it: pin a version with the hash Apple publishes for it (…/jsapi/v1.3.8/apple-pay-sdk.js, see docs/configuration.md) or leave the hash out"
             )
         }
         guard Self.isIntegrity(integrity) else {

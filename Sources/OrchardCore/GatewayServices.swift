@@ -62,8 +62,10 @@ public struct GatewayError: Error, Sendable, Equatable, CustomStringConvertible 
         case .rejected where apple.contains("not registered") || apple.contains("not found"):
             return "Apple does not know this merchant ID: check merchantIdentifier against the Apple Developer portal"
         case .rejected where appleStatus == 401 || appleStatus == 403:
+            // Apple's words too: a test gateway says there what it accepts.
             return
                 "Apple did not accept the identity certificate: it may be revoked, for the sandbox instead of production, or not a Merchant Identity certificate"
+                + (apple.isEmpty ? "" : " (HTTP \(appleStatus ?? 0): \(apple))")
         case .rejected:
             return "Apple refused the request (HTTP \(appleStatus ?? 0)\(apple.isEmpty ? "" : ": " + apple))"
         case .unreadable:

@@ -135,7 +135,9 @@ extension PostgresStore {
 
     /// A socket or TLS failure in words.
     static func reason(_ error: any Error) -> String {
-        if let io = error as? IOError { return io.description }
+        // IOError's own description nests NIO's reason in unbalanced parentheses
+        // ("connection reset (error set): Connection refused) (errno: 111)"): the system's words only.
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
         if let tls = error as? NIOSSLExtraError, tls == .failedToValidateHostname {
             return "the server's TLS certificate does not name this host (store.postgres.host must be a name the certificate holds)"
         }

@@ -1,7 +1,8 @@
 import ArgumentParser
 
 /// A command's failure in one line a user can act on. Library code throws it (or its own typed
-/// error); only the executable prints `orchard: <message>` on standard error and exits with status 1.
+/// error); only the executable prints `orchard: <message>` (`orchard-sandbox: …`) on standard error
+/// and exits with status 1.
 public struct CommandFailure: Error, Sendable, CustomStringConvertible {
     public var message: String
     public init(_ message: String) { self.message = message }
@@ -12,7 +13,7 @@ public struct CommandFailure: Error, Sendable, CustomStringConvertible {
 /// status 1 on a failure, ArgumentParser's own report for its errors (usage, help, an exit code).
 public enum CommandOutcome: Sendable {
     case succeeded
-    /// `orchard: <message>`, with its newline.
+    /// `orchard: <message>` (the root command's name first), with its newline.
     case failed(line: String)
     /// To hand to ArgumentParser's `exit(withError:)`.
     case argumentParser(any Error)
@@ -39,12 +40,15 @@ extension AsyncParsableCommand {
                 try command.run()
             }
             return .succeeded
-        } catch let error where !ownCommand || error is ExitCode || error is CleanExit || error is ValidationError {
+        } catch let error where !ownCommand || error is ExitCode || error is CleanExit {
             return .argumentParser(error)
         } catch {
+            // A ValidationError thrown by run() is what the command found (a missing token, an
+            // unreadable file), not a wrong command line: one line too, never the usage and 64.
+            let message = (error as? ValidationError)?.message ?? "\(error)"
             // A failure often quotes outside text (a server's message, a file's contents): escaped,
             // so the one line stays one line and drives no terminal.
-            return .failed(line: "orchard: \(TerminalText.escaped("\(error)"))\n")
+            return .failed(line: "\(_commandName): \(TerminalText.escaped(message))\n")
         }
     }
 }

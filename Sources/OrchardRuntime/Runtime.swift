@@ -181,9 +181,17 @@ extension ServerConfiguration {
     /// service, see ``PostgresStore/run()``) when `store.postgres` is set, else SQLite in the state
     /// folder (closed when its last user lets go of it). A failure is one line naming what to fix.
     public func openStore(logger: Logger) async throws(ConfigurationError) -> any OrchardStore {
+        try await Self.openStore(store, stateDirectory: stateDirectory, logger: logger)
+    }
+
+    /// Opens `store` (SQLite in `stateDirectory` when it is `.sqlite`): what ``openStore(logger:)``
+    /// and the commands that read only the store section (``StoreCommandConfiguration``) share.
+    static func openStore(_ store: StoreSettings, stateDirectory: String, logger: Logger) async throws(ConfigurationError)
+        -> any OrchardStore
+    {
         switch store {
         case .sqlite:
-            return try openSQLiteStore()
+            return try openSQLiteStore(stateDirectory: stateDirectory)
         case .postgres(let settings):
             do {
                 return try await PostgresStore.open(settings, logger: logger)
@@ -196,13 +204,24 @@ extension ServerConfiguration {
     /// Opens the configured store, runs `body` with it, and stops it when `body` returns or throws
     /// (PostgreSQL's pool runs for that time only): for commands that use the store without a server.
     public func withStore<T: Sendable>(logger: Logger, _ body: (any OrchardStore) async throws -> T) async throws -> T {
-        let store = try await openStore(logger: logger)
+        try await Self.withStore(store, stateDirectory: stateDirectory, logger: logger, body)
+    }
+
+    /// ``withStore(logger:_:)`` for a store section alone.
+    static func withStore<T: Sendable>(
+        _ settings: StoreSettings, stateDirectory: String, logger: Logger, _ body: (any OrchardStore) async throws -> T
+    ) async throws -> T {
+        let store = try await openStore(settings, stateDirectory: stateDirectory, logger: logger)
         guard let postgres = store as? PostgresStore else { return try await body(store) }
         return try await postgres.withRunning { try await body($0) }
     }
 
     /// Opens (creating if needed) the SQLite store in the state folder.
     public func openSQLiteStore() throws(ConfigurationError) -> SQLiteStore {
+        try Self.openSQLiteStore(stateDirectory: stateDirectory)
+    }
+
+    static func openSQLiteStore(stateDirectory: String) throws(ConfigurationError) -> SQLiteStore {
         let path = URL(fileURLWithPath: stateDirectory).appendingPathComponent("orchard.sqlite").path
         do {
             try FileManager.default.createDirectory(

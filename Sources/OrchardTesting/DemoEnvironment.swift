@@ -90,11 +90,16 @@ public struct DemoEnvironment: Sendable {
     }
 
     /// A mock gateway using this environment's certificates and merchant.
-    public func makeGateway(host: String = "127.0.0.1", port: Int = 0, faults: MockGatewayFaults = .none) throws -> MockAppleGateway {
-        try MockAppleGateway(
+    /// With `platform`, it also accepts the demo's platform identity (``platformIdentity()``) for
+    /// the Web Merchant Registration API.
+    public func makeGateway(host: String = "127.0.0.1", port: Int = 0, faults: MockGatewayFaults = .none, platform: Bool = false)
+        throws -> MockAppleGateway
+    {
+        var merchants = [MockMerchant(merchantIdentifier: Self.merchantIdentifier, domains: Self.domains)]
+        if platform { merchants.append(MockMerchant(merchantIdentifier: Self.platformIdentifier, domains: [])) }
+        return try MockAppleGateway(
             configuration: .init(
-                host: host, port: port, serverIdentity: material.server, clientCA: material.pki.ca.certificate,
-                merchants: [MockMerchant(merchantIdentifier: Self.merchantIdentifier, domains: Self.domains)],
+                host: host, port: port, serverIdentity: material.server, clientCA: material.pki.ca.certificate, merchants: merchants,
                 faults: faults))
     }
 
@@ -143,12 +148,13 @@ public struct DemoEnvironment: Sendable {
     /// Writes `orchard.json` for `orchard serve`, pointed at a mock gateway on `gatewayPort` and,
     /// when `processor` is `worldpay` or `worldline`, at mock processors on `processorPort`; with
     /// `processorHoldsKey`, the merchant's processing key is the mock processor's certificate alone;
-    /// with `reconcileEverySecond`, an unknown payment is reconciled a second after it became unknown.
+    /// with `reconcileEverySecond`, an unknown payment is reconciled a second after it became unknown;
+    /// with `platform`, Orchard is a platform integrator with the demo's platform identity.
     @discardableResult
     public func writeServerConfiguration(
         gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
         processor: DemoProcessor = .record, processorPort: Int = 0, webhookURL: String? = nil, webhookRotation: Bool = false,
-        processorHoldsKey: Bool = false, applePayMode: String? = nil, reconcileEverySecond: Bool = false
+        processorHoldsKey: Bool = false, applePayMode: String? = nil, reconcileEverySecond: Bool = false, platform: Bool = false
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -213,19 +219,21 @@ public struct DemoEnvironment: Sendable {
             }
         }
         if let webhookURL {
-            // A fresh signing secret beside the configuration, for the shop's receiver to read.
-            let secret = Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) })
-            var webhook = ["url": webhookURL]
+            // A fresh signing secret beside the configuration, for the shop's receiver to read: the
+            // whsec_ kind docs/shop-integration.md tells shops to make, which `Webhook(secret)` reads.
+            let key = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+            var webhook = ["url": webhookURL, "secret": try writeSecret("webhook-secret", "whsec_" + key)]
             if webhookRotation {
-                // Mid-rotation: the older, unprefixed secret being replaced by a Standard Webhooks one.
-                let key = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-                webhook["secret"] = try writeSecret("webhook-secret", "whsec_" + key)
-                webhook["previousSecret"] = try writeSecret("webhook-previous-secret", secret)
-            } else {
-                webhook["secret"] = try writeSecret("webhook-secret", secret)
+                // Mid-rotation from the older, unprefixed kind of secret, which deliveries are signed with too.
+                webhook["previousSecret"] = try writeSecret(
+                    "webhook-previous-secret", Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255) }))
             }
             merchant["webhook"] = webhook
             configuration["webhooks"] = ["firstRetrySeconds": 1, "maximumRetrySeconds": 5, "pollIntervalMilliseconds": 200]
+        }
+        if platform {
+            configuration["platformIntegrator"] = try platformSection()
+            configuration["admin"] = ["token": try adminTokenFile()]
         }
         configuration["merchants"] = [merchant]
         let data = try JSONSerialization.data(

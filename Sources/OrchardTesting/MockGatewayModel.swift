@@ -173,6 +173,16 @@ enum MockRegistrationRules {
     typealias Rejection = MockSessionRules.Rejection
 
     static let unauthorized = Rejection(status: 401, message: "Payment Services Exception Unauthorized")
+
+    /// Apple's 401 for a client certificate that is no platform's, saying it is the mock's and
+    /// which identities it accepts (Apple's own words alone read as a revoked certificate).
+    static func unknownPlatform(_ merchants: [MockMerchant]) -> Rejection {
+        Rejection(
+            status: 401,
+            message:
+                "Payment Services Exception Unauthorized (orchard-sandbox's mock Apple gateway: it accepts as a platform integrator only an identity certificate of its test CA for \(merchants.map(\.merchantIdentifier).joined(separator: ", ")); orchard-sandbox demo --platform gives Orchard such an identity)"
+        )
+    }
     static let malformed = Rejection(status: 400, message: "Malformed Json")
 
     /// The platform integrator calling: a known merchant whose ID hash is in the client certificate.
@@ -212,7 +222,9 @@ enum MockRegistrationRules {
     static func register(
         body: [UInt8], clientMerchantHash: String?, merchants: [MockMerchant], partners: inout [String: MockPartnerMerchant]
     ) -> Rejection? {
-        guard let platform = platform(clientMerchantHash: clientMerchantHash, merchants: merchants) else { return unauthorized }
+        guard let platform = platform(clientMerchantHash: clientMerchantHash, merchants: merchants) else {
+            return unknownPlatform(merchants)
+        }
         guard let fields = parse(body), let domains = fields.domains() else { return malformed }
         guard let identifier = fields.string("partnerInternalMerchantIdentifier"),
             MerchantRegistrationRules.isValidPartnerIdentifier(identifier)
@@ -253,7 +265,9 @@ enum MockRegistrationRules {
     static func unregister(
         body: [UInt8], clientMerchantHash: String?, merchants: [MockMerchant], partners: inout [String: MockPartnerMerchant]
     ) -> Rejection? {
-        guard let platform = platform(clientMerchantHash: clientMerchantHash, merchants: merchants) else { return unauthorized }
+        guard let platform = platform(clientMerchantHash: clientMerchantHash, merchants: merchants) else {
+            return unknownPlatform(merchants)
+        }
         guard let fields = parse(body), let domains = fields.domains() else { return malformed }
         guard let identifier = fields.string("partnerInternalMerchantIdentifier"), let reason = fields.string("reason"), !reason.isEmpty
         else {
@@ -276,7 +290,9 @@ enum MockRegistrationRules {
     static func details(
         identifier: String, clientMerchantHash: String?, merchants: [MockMerchant], partners: [String: MockPartnerMerchant]
     ) -> Result<[UInt8], Rejection> {
-        guard let platform = platform(clientMerchantHash: clientMerchantHash, merchants: merchants) else { return .failure(unauthorized) }
+        guard let platform = platform(clientMerchantHash: clientMerchantHash, merchants: merchants) else {
+            return .failure(unknownPlatform(merchants))
+        }
         guard let merchant = partners[identifier],
             merchant.platformMerchantHash == MerchantIdentifierExtension.hash(of: platform.merchantIdentifier)
         else {

@@ -84,6 +84,14 @@ struct Demo: AsyncParsableCommand {
             """)
     var webhookRotation = false
 
+    @Flag(
+        help: """
+            Run as a payment platform integrator: Orchard gets the demo's platform identity (platformIntegrator, \
+            merchant.dev.orchard.platform), which the mock gateway accepts for Apple's Web Merchant Registration API, \
+            so `orchard domains register` works against the demo (admin token: <state-dir>/admin-token).
+            """)
+    var platform = false
+
     @OptionGroup var faults: FaultOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -94,14 +102,15 @@ struct Demo: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = logging.bootstrap(label: "orchard")
-        let environment = try DemoEnvironment.prepare(directory: stateDir)
-        let gateway = try environment.makeGateway(faults: faults.faults)
-        let gatewayPort = try await gateway.start()
+        // Before anything starts (and logs): a refusal is then the one line it should be.
         if webhookRotation && webhookUrl == nil { throw CommandFailure("--webhook-rotation needs --webhook-url") }
         if processorHoldsKey && processor == .record {
             throw CommandFailure("--processor-holds-key needs --processor worldpay or worldline: record calls no processor to decrypt")
         }
+        let logger = logging.bootstrap(label: "orchard")
+        let environment = try DemoEnvironment.prepared(stateDir)
+        let gateway = try environment.makeGateway(faults: faults.faults, platform: platform)
+        let gatewayPort = try await gateway.start()
         let processors = processor == .record ? nil : try environment.makeProcessors()
         let heldKey = processorHoldsKey ? try environment.processorHeldKey() : nil
         if let heldKey { processors?.heldKeys = [heldKey.held] }
@@ -119,7 +128,7 @@ struct Demo: AsyncParsableCommand {
             gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue,
             applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort, webhookURL: webhookUrl,
             webhookRotation: webhookRotation, processorHoldsKey: processorHoldsKey, applePayMode: paymentRequest ? "paymentrequest" : nil,
-            reconcileEverySecond: processorFaultOnce != nil)
+            reconcileEverySecond: processorFaultOnce != nil, platform: platform)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)
@@ -133,7 +142,7 @@ struct Demo: AsyncParsableCommand {
             noSimulatedSheet
             ? nil : try SimulatedSheet(environment: environment, processorHoldsKey: processorHoldsKey, standInSDK: standInSdk)
         let tokenFile = try environment.adminTokenFile()
-        let (stateDir, processor) = (self.stateDir, self.processor)
+        let (stateDir, processor, platform) = (self.stateDir, self.processor, self.platform)
         let (orchard, sandbox) = (Self.typed("orchard"), Self.typed("orchard-sandbox"))
         try await runServer(configuration, simulator: simulator, logger: logger) { port in
             say(
@@ -156,13 +165,22 @@ struct Demo: AsyncParsableCommand {
                 and a test token for it: \(sandbox) token mint --state-dir \(URL(fileURLWithPath: stateDir).standardizedFileURL.path) --amount <total in cents> --application-data orchard-order:<orderId>
 
                 Payments go to: \(processor == .record ? "the database only (record)" : "a mock \(processor.rawValue) at \(processors?.baseURL ?? "")")\(heldKey == nil ? "" : ", which holds the processing key: Orchard forwards each token encrypted")
-                Back office: \(orchard) payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)
+                Back office: \(orchard) payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)\(platform ? Self.platformLines(orchard: orchard, port: port, tokenFile: tokenFile) : "")
 
                 Press Ctrl-C to stop.
                 """)
         }
         await gateway.stop()
         await processors?.stop()
+    }
+
+    /// The banner's lines for `--platform`: the platform and a registration to try.
+    static func platformLines(orchard: String, port: Int, tokenFile: String) -> String {
+        """
+
+        Platform integrator: \(DemoEnvironment.platformIdentifier) (the mock gateway accepts its identity). Register a shop:
+          \(orchard) domains register --server http://127.0.0.1:\(port) --token-file \(tokenFile) --partner-id shop-1 --name 'Shop One' --domain shop-one.example
+        """
     }
 
     /// How to type the executable `name`, beside this one, so that the commands the demo prints
@@ -175,6 +193,27 @@ struct Demo: AsyncParsableCommand {
 }
 
 extension DemoProcessor: ExpressibleByArgument {}
+
+extension DemoEnvironment {
+    /// The system's words for a file error (Foundation's own are "The operation could not be completed").
+    static func reason(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
+            return String(cString: strerror(Int32(underlying.code)))
+        }
+        if nsError.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(nsError.code))) }
+        return "\(error)"
+    }
+
+    /// The test PKI in `stateDir` (made if needed), or one line saying why the folder cannot hold it.
+    static func prepared(_ stateDir: String) throws -> DemoEnvironment {
+        do {
+            return try prepare(directory: stateDir)
+        } catch {
+            throw CommandFailure("\(stateDir): cannot hold the test PKI (\(reason(error)))")
+        }
+    }
+}
 
 /// How `demo --processor-fault-once` makes the mock processor's first authorization fail.
 enum ProcessorFault: String, CaseIterable, ExpressibleByArgument {

@@ -70,7 +70,7 @@ struct MockGateway: AsyncParsableCommand {
 
     func run() async throws {
         let logger = logging.bootstrap(label: "orchard.mock-gateway")
-        let environment = try DemoEnvironment.prepare(directory: stateDir)
+        let environment = try DemoEnvironment.prepared(stateDir)
         let gateway = try environment.makeGateway(host: host, port: port, faults: faults.faults)
         let bound = try await gateway.start()
         let config = try environment.writeServerConfiguration(gatewayPort: bound, serverPort: serverPort, publicDirectory: nil)

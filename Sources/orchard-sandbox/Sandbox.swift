@@ -11,7 +11,7 @@ struct Sandbox: AsyncParsableCommand {
         subcommands: [Demo.self, MockGateway.self, Token.self]
     )
 
-    /// As `orchard`: a failure is `orchard: <message>` on standard error and status 1.
+    /// As `orchard`: a failure is `orchard-sandbox: <message>` on standard error and status 1.
     static func main() async {
         switch await runCommandLine() {
         case .succeeded:

@@ -2,6 +2,7 @@ import ApplePay
 import ArgumentParser
 import Crypto
 import Foundation
+import OrchardCore
 import OrchardTesting
 import _CryptoExtras
 
@@ -16,7 +17,10 @@ struct Token: ParsableCommand {
             discussion: """
                 Uses (and creates) the test chain and processing keys in --state-dir. Decrypt the result with \
                 `orchard token decrypt --token FILE --key <state-dir>/test-processing-ec.key \
-                --merchant-id merchant.dev.orchard.demo --trust-root <state-dir>/test-apple-root.pem`.
+                --merchant-id merchant.dev.orchard.demo --trust-root <state-dir>/test-apple-root.pem`. \
+                With --payment-request ID, the token is bound to that payment request (applicationData \
+                orchard-order:ID) and printed as the body POST /v1/payment-requests/ID/authorize takes, \
+                {"token": …}; --amount is then the request's total (shipping included).
                 """)
 
         @Option(help: "Folder of the demo's test PKI.")
@@ -25,8 +29,14 @@ struct Token: ParsableCommand {
         @Option(help: "Amount in minor units (cents).")
         var amount: Int
 
-        @Option(help: "ISO 4217 numeric currency code (978 = EUR, 840 = USD).")
+        @Option(help: "ISO 4217 currency: numeric (978) or its letters (EUR).")
         var currency: String = "978"
+
+        @Option(
+            help: ArgumentHelp(
+                "A payment request's ID (POST /v1/payment-requests): bind the token to it and print the body its authorize call takes.",
+                valueName: "id"))
+        var paymentRequest: String?
 
         @Flag(help: "Mint an RSA_v1 token instead of EC_v1.")
         var rsa = false
@@ -39,17 +49,33 @@ struct Token: ParsableCommand {
 
         func validate() throws {
             guard amount >= 0 else { throw ValidationError("--amount must not be negative") }
-            guard currency.count == 3, currency.allSatisfy(\.isNumber) else {
-                throw ValidationError("--currency is a 3-digit ISO 4217 numeric code, like 978")
+            guard numericCurrency != nil else {
+                throw ValidationError("--currency is an ISO 4217 code: 3 digits like 978, or letters like EUR")
+            }
+            if paymentRequest != nil && applicationData != nil {
+                throw ValidationError("--payment-request sets the applicationData itself: leave out --application-data")
             }
         }
 
+        /// `--currency` as the token's 3-digit code.
+        var numericCurrency: String? {
+            if currency.count == 3 && currency.allSatisfy(\.isNumber) { return currency }
+            return Currency(code: currency.uppercased())?.numericCode
+        }
+
+        /// The applicationData the token is bound to: a payment request's, as Orchard gives it to
+        /// Apple Pay (OrderRecord.binding), or --application-data.
+        var boundApplicationData: [UInt8]? {
+            if let paymentRequest { return OrderRecord.binding(orderId: paymentRequest) }
+            return applicationData.map { Array($0.utf8) }
+        }
+
         func run() throws {
-            let environment = try DemoEnvironment.prepare(directory: stateDir)
+            let environment = try DemoEnvironment.prepared(stateDir)
             let minter = TokenMinter(chain: try environment.tokenChain())
             let keys = try environment.processingKeys()
-            let payload = TokenMinter.samplePayload(amount: amount, currencyCode: currency)
-            let hash = applicationData.map { Array(SHA256.hash(data: Array($0.utf8))) }
+            let payload = TokenMinter.samplePayload(amount: amount, currencyCode: numericCurrency ?? currency)
+            let hash = boundApplicationData.map { Array(SHA256.hash(data: $0)) }
             let paymentData =
                 rsa
                 ? try minter.mintRSA(payload: payload, to: keys.rsa.publicKey, applicationDataHash: hash)
@@ -62,7 +88,8 @@ struct Token: ParsableCommand {
                 transactionIdentifier: paymentData.header.transactionId.uppercased())
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            FileHandle.standardOutput.write(try encoder.encode(token) + Data([0x0A]))
+            let body = paymentRequest == nil ? try encoder.encode(token) : try encoder.encode(["token": token])
+            FileHandle.standardOutput.write(body + Data([0x0A]))
         }
     }
 }

@@ -25,12 +25,12 @@ struct AdminAPIOptions: ParsableArguments {
         let text: String?
         if let tokenFile {
             text = try? String(contentsOfFile: tokenFile, encoding: .utf8)
-            guard text != nil else { throw ValidationError("cannot read --token-file \(tokenFile)") }
+            guard text != nil else { throw CommandFailure("cannot read --token-file \(tokenFile)") }
         } else {
             text = ProcessInfo.processInfo.environment["ORCHARD_ADMIN_TOKEN"]
         }
         guard let token = text?.trimmingCharacters(in: .whitespacesAndNewlines), !token.isEmpty else {
-            throw ValidationError("set ORCHARD_ADMIN_TOKEN or pass --token-file")
+            throw CommandFailure("no admin token: set ORCHARD_ADMIN_TOKEN or pass --token-file (the configuration's admin.token)")
         }
         return token
     }

@@ -19,13 +19,22 @@ struct GuardCommand: AsyncParsableCommand {
         @Flag(help: "Only what is not ok (failing, expiring, not checked yet).") var problems = false
 
         func run() async throws {
-            let records = try await store.withStore { _, store in try await store.guardRecords(merchantIdentifier: merchant) }
+            let (records, enabled) = try await store.withStore { configuration, store in
+                (try await store.guardRecords(merchantIdentifier: merchant), configuration.guardEnabled)
+            }
             let now = Date()
             let shown = records.filter { !problems || $0.state != .ok }
-            if shown.isEmpty { say(records.isEmpty ? "the guard has checked nothing yet (is orchard serve running?)" : "all ok") }
+            if shown.isEmpty { say(records.isEmpty ? Self.nothingChecked(guardEnabled: enabled) : "all ok") }
             for line in shown.map({ Self.line(GuardView($0, at: now)) }) { say(line) }
             let failing = records.count { $0.state == .failing }
             if failing > 0 { throw CommandFailure("\(failing) failing") }
+        }
+
+        /// Why there is nothing to show: the guard is off in this configuration, or has not run yet.
+        static func nothingChecked(guardEnabled: Bool) -> String {
+            guardEnabled
+                ? "the guard has checked nothing yet (is orchard serve running?)"
+                : "the guard is disabled (guard.enabled is false in the configuration), so it has checked nothing"
         }
 
         /// The record's lines; its merchant, target and detail are outside text (a tenant's

@@ -22,10 +22,11 @@ struct Keys: AsyncParsableCommand {
         @Option(help: ArgumentHelp("The configuration file (JSON).", valueName: "file"))
         var config: String = "Config/orchard.json"
 
-        /// Runs `body` with the configuration and its store, which stops (a PostgreSQL store's
-        /// connections close) when `body` returns or throws.
-        func withStore<T: Sendable>(_ body: (ServerConfiguration, any OrchardStore) async throws -> T) async throws -> T {
-            let configuration = try ServerConfiguration.load(path: config)
+        /// Runs `body` with what the configuration says of the store and merchants, and the store,
+        /// which stops (a PostgreSQL store's connections close) when `body` returns or throws. Reads
+        /// no certificate or key: these commands need the store only (docs/commands.md).
+        func withStore<T: Sendable>(_ body: (StoreCommandConfiguration, any OrchardStore) async throws -> T) async throws -> T {
+            let configuration = try StoreCommandConfiguration.load(path: config)
             var logger = Logger(label: "orchard")
             logger.logLevel = .warning
             return try await configuration.withStore(logger: logger) { try await body(configuration, $0) }
@@ -42,8 +43,7 @@ struct Keys: AsyncParsableCommand {
         func run() async throws {
             let (record, secret) = try await store.withStore { configuration, store in
                 let registered = try await store.registeredMerchants()
-                let directory = MerchantDirectory(configuration: configuration, registered: registered)
-                guard directory.merchant(identifier: merchant) != nil else {
+                guard configuration.knowsMerchant(merchant, registered: registered) else {
                     throw CommandFailure(
                         "there is no merchant \(merchant): give a configured merchantIdentifier or a registered partner ID")
                 }

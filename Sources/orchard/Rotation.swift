@@ -137,8 +137,9 @@ struct Rotation {
         try ownership.replace(path(certificatePath), bytes: Array(imported.pem.utf8), mode: 0o644)
         state.publicKeyHash = try Self.publicKeyHash(imported.certificate)
         say("wrote \(path(certificatePath)): \(type) certificate for \(options.merchant), \(imported.report.daysLeft) days left")
-        say("its key's publicKeyHash is \(state.publicKeyHash ?? "")")
         if isProcessing {
+            // Tokens name the processing key by this hash; an identity certificate is no token's.
+            say("its key's publicKeyHash is \(state.publicKeyHash ?? "")")
             state.oldKeys = merchant.processingKeys?.filter { $0.privateKey != "\(state.folder)/processing.key" }
             try listNewKey(state.folder, certificate: certificatePath)
             say(

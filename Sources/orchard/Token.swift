@@ -68,8 +68,8 @@ extension Token {
         func decrypt() throws {
             guard !key.isEmpty else { throw ValidationError("at least one --key is required") }
             let pkcs12Keys = key.filter { (try? bytes($0, "key")).map(KeyReader.isPKCS12) == true }.count
-            guard cert.isEmpty ? merchantId != nil || pkcs12Keys == key.count : cert.count == key.count && merchantId == nil else {
-                throw ValidationError("give one --cert per --key, or --merchant-id, not both")
+            if let refusal = Self.certificateRefusal(keys: key.count, pkcs12Keys: pkcs12Keys, certs: cert.count, merchantId: merchantId) {
+                throw ValidationError(refusal)
             }
             let now = try at.map(parseDate) ?? Date()
             let password = try readPassword()
@@ -92,6 +92,18 @@ extension Token {
             let payment = try TokenDecryptor(keys: keys).decrypt(verified.decoded)
             // The payment data is the shopper's device's words: JSON, with what JSON leaves raw escaped.
             FileHandle.standardOutput.write(Data((TerminalText.escapedJSON(String(decoding: payment.json, as: UTF8.self)) + "\n").utf8))
+        }
+
+        /// What is wrong with how the keys' merchant ID is given, if anything: each key needs its
+        /// --cert, or one --merchant-id for all, or to be a PKCS#12 file that brings its certificate.
+        static func certificateRefusal(keys: Int, pkcs12Keys: Int, certs: Int, merchantId: String?) -> String? {
+            if certs > 0 && merchantId != nil { return "give --cert or --merchant-id, not both" }
+            if certs > 0 && certs != keys { return "give one --cert per --key (\(keys) --key, \(certs) --cert), in the same order" }
+            if certs == 0 && merchantId == nil && pkcs12Keys < keys {
+                return
+                    "the merchant ID is missing: give each --key its processing certificate with --cert (same order), or --merchant-id ID"
+            }
+            return nil
         }
 
         /// A key file in any form; a PKCS#12 file also brings its certificate.

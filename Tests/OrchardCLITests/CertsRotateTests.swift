@@ -307,6 +307,8 @@ struct CertsRotateTests {
         #expect(try await setup.rotate("csr", type: "identity").status == 0)
         let imported = try await setup.rotate("import", type: "identity", ["--cer", try setup.sign("identity", to: "merchant_id.cer")])
         #expect(imported.status == 0, "\(imported.stderr)")
+        // A token names a processing key by its publicKeyHash; an identity is no token's key.
+        #expect(!imported.stdout.contains("publicKeyHash"), "\(imported.stdout)")
         let requests = gateway.receivedSessionRequests.count
         let proven = try await setup.rotate("prove", type: "identity")
         #expect(proven.status == 0, "\(proven.stdout) \(proven.stderr)")

@@ -8,13 +8,13 @@ import Testing
 struct DemoCommandTests {
     /// Starts the demo in `folder` and returns it with the port it printed (waited for off the
     /// cooperative pool).
-    func startDemo(in folder: URL) async throws -> (process: ChildProcess, port: Int) {
-        try await offPool { try startDemoBlocking(in: folder) }
+    func startDemo(in folder: URL, _ arguments: [String] = []) async throws -> (process: ChildProcess, port: Int) {
+        try await offPool { try startDemoBlocking(in: folder, arguments) }
     }
 
-    func startDemoBlocking(in folder: URL) throws -> (process: ChildProcess, port: Int) {
+    func startDemoBlocking(in folder: URL, _ arguments: [String] = []) throws -> (process: ChildProcess, port: Int) {
         let process = try ChildProcess(
-            OrchardProcess.sandbox.path, ["demo", "--port", "0", "--log-level", "error"], currentDirectory: folder.path,
+            OrchardProcess.sandbox.path, ["demo", "--port", "0", "--log-level", "error"] + arguments, currentDirectory: folder.path,
             output: .captureStdout)
         let port = Mutex<Int?>(nil)
         let found = DispatchSemaphore(value: 0)

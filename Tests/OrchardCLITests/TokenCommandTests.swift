@@ -51,6 +51,20 @@ struct TokenCommandTests {
         let missing = try await OrchardProcess.run(base + ["--key", "/nonexistent.pem", "--merchant-id", "m"])
         #expect(missing.status == 1)
         #expect(missing.stderr == "orchard: /nonexistent.pem: cannot read the key file\n")
+
+        // Neither --cert nor --merchant-id: the merchant ID is what is missing, nothing was given twice.
+        let key = dir.appendingPathComponent("private_key.pem").path
+        let neither = try await OrchardProcess.run(base + ["--key", key])
+        #expect(neither.status == 1 && neither.stdout.isEmpty)
+        #expect(
+            neither.stderr
+                == "orchard: the merchant ID is missing: give each --key its processing certificate with --cert (same order), or --merchant-id ID\n"
+        )
+        let cert = dir.appendingPathComponent("certificate.pem").path
+        let both = try await OrchardProcess.run(base + ["--key", key, "--cert", cert, "--merchant-id", "m"])
+        #expect(both.status == 1 && both.stderr == "orchard: give --cert or --merchant-id, not both\n", "\(both.stderr)")
+        let uneven = try await OrchardProcess.run(base + ["--key", key, "--key", key, "--cert", cert])
+        #expect(uneven.status == 1 && uneven.stderr == "orchard: give one --cert per --key (2 --key, 1 --cert), in the same order\n")
     }
 
     @Test("the production binary links none of the test doubles; the sandbox has them, and orchard has no demo or mint")

@@ -103,6 +103,12 @@ struct CheckoutTests {
         }
         #expect(message(pinned, hash, 8000) == nil)
         #expect(message(nil, hash)?.contains("pin a version") == true, "1.latest changes under a hash")
+        // The version it suggests is the one docs/configuration.md pins, not 1.2.0, which the docs call a beta.
+        let latest = message(nil, hash) ?? ""
+        #expect(latest.contains("/jsapi/v1.3.8/") && !latest.contains("1.2.0"), "\(latest)")
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/configuration.md")
+        #expect(try String(contentsOf: docs, encoding: .utf8).contains(pinned), "the docs pin the version the message names")
         #expect(message("none", hash)?.contains("needs checkout.applePaySDK") == true)
         #expect(message(pinned, "sha384-short")?.contains("sha256-, sha384- or sha512-") == true)
         #expect(message(pinned, "md5-" + Data(count: 16).base64EncodedString()) != nil)

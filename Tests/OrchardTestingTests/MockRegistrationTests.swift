@@ -61,7 +61,10 @@ struct MockRegistrationTests {
         defer { Task { await fixture.gateway.stop() } }
         let response = try await call(fixture, "POST", "/registerMerchant", Self.body(), identity: TestMaterial.platformIdentity)
         #expect(response.status == 401)
-        #expect(message(response) == "Payment Services Exception Unauthorized")
+        // Apple's words, then that it is the mock and which platform identities it accepts.
+        let refusal = message(response) ?? ""
+        #expect(refusal.hasPrefix("Payment Services Exception Unauthorized (orchard-sandbox's mock Apple gateway: "), "\(refusal)")
+        #expect(refusal.contains(TestMaterial.merchantIdentifier) && refusal.contains("orchard-sandbox demo --platform"), "\(refusal)")
     }
 
     @Test("register, details, partner sessions over the platform certificate, unregister")
