@@ -49,6 +49,10 @@ extension DocumentationBlocksTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(
             atPath: folder.appendingPathComponent("Config").path, withDestinationPath: demo.stateDirectory)
+        // .orchard/demo is the demo's folder too, where `orchard-sandbox demo` run in that folder keeps it.
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent(".orchard"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: folder.appendingPathComponent(".orchard/demo").path, withDestinationPath: demo.stateDirectory)
         var shell = DocumentationShell(directory: folder, server: demo.server, merchant: DemoEnvironment.merchantIdentifier)
         shell.variables["ORCHARD_ADMIN_TOKEN"] = try demo.secret("admin-token")
         let blocks = try Self.blocks(.demo)

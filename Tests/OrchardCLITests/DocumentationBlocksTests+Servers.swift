@@ -38,28 +38,4 @@ extension DocumentationBlocksTests {
         await receiver.stop()
         return (deliveries, older)
     }
-
-    @Test("the platform integrator's block registers a shop through a server with a platform identity")
-    func platformBlocks() async throws {
-        let blocks = try Self.blocks(.platform)
-        #expect(!blocks.isEmpty, "docs/platform-integrators.md's block was found")
-        let folder = try TemporaryDirectory()
-        defer { folder.remove() }
-        // The test merchant's own domain is the example's shop.example: the platform registers it
-        // for a shop of its own, so the configured merchant answers for another.
-        try await ServerHarness.with(
-            otherMockMerchants: MoreMerchants.mockMerchants, environment: MoreMerchants.environment, transport: .live,
-            configure: { file, directory in
-                try MoreMerchants.all(&file, directory)
-                file.merchants[0].domains = ["configured.example"]
-            }
-        ) { server in
-            var shell = DocumentationShell(directory: folder.url, server: "http://127.0.0.1:\(server.port)")
-            shell.variables["ORCHARD_ADMIN_TOKEN"] = MoreMerchants.adminToken
-            for block in blocks {
-                do { try await shell.run(block) } catch { Issue.record("\(error)") }
-            }
-            #expect(server.gateway.partnerMerchants["shop-42"]?.domainNames == ["shop.example"])
-        }
-    }
 }

@@ -9,7 +9,7 @@ import Testing
 struct DocumentationBlocksTests {
     /// Who runs an unmarked block.
     enum Runner: String {
-        case production, repository, demo, unknownPayment, platform, configuration, event, logLine, python
+        case production, repository, demo, unknownPayment, configuration, event, logLine, python
     }
 
     static func runner(_ block: DocumentationBlocks.Block) -> Runner? {
@@ -19,7 +19,6 @@ struct DocumentationBlocksTests {
             if block.text.contains("orchard certs csr") { return .production }
             if block.text.contains("promtool") { return .repository }
             if block.text.contains("orchard payments resolve") { return .unknownPayment }
-            if block.text.contains("orchard domains") { return .platform }
             return .demo
         case "json":
             guard let object = try? DocumentationConfigurationBlocks.object(block) else { return .event }

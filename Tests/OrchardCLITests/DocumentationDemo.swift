@@ -6,7 +6,7 @@ import OrchardServerTesting
 import OrchardTesting
 import Testing
 
-/// A live `orchard-sandbox demo` for the pages' blocks: a mock Worldpay that stores credentials,
+/// A live `orchard-sandbox demo` for the pages' blocks, as a platform integrator too: a mock Worldpay that stores credentials,
 /// webhooks to a receiver of the test's mid-rotation (a `whsec_` secret and an older one), JSON
 /// logs in a file; and the payments-API calls the test makes to give placeholders their state.
 final class DocumentationDemo: Sendable {
@@ -32,7 +32,7 @@ final class DocumentationDemo: Sendable {
             OrchardProcess.sandbox.path,
             [
                 "demo", "--port", "0", "--state-dir", directory.path("state"), "--processor", "worldpay", "--webhook-url", receiver.url,
-                "--webhook-rotation", "--log-format", "json", "--log-level", "info",
+                "--webhook-rotation", "--platform", "--log-format", "json", "--log-level", "info",
             ], currentDirectory: directory.url.path, output: .file(log))
         let found = try? await Eventually.value { () -> Int? in
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""

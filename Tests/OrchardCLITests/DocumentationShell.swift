@@ -21,6 +21,7 @@ struct DocumentationShell {
     func script(_ block: DocumentationBlocks.Block) -> String {
         var text = block.text.replacingOccurrences(of: "http://127.0.0.1:8080", with: server)
         if let merchant { text = text.replacingOccurrences(of: DocumentationConfigurationBlocks.merchant, with: merchant) }
+        text = Self.datesInTheFuture(text)
         // A bare ID between spaces (`orchard payments resolve ID …`) is the variable's value.
         if variables["ID"] != nil { text = text.replacingOccurrences(of: " ID ", with: " \"$ID\" ") }
         if let token = variables["ORCHARD_ADMIN_TOKEN"] {
@@ -37,6 +38,13 @@ struct DocumentationShell {
 
             """
         return preamble + text
+    }
+
+    /// `text` with each date's year (`"2027-01-01T…`) made next year's: the pages' examples start
+    /// agreements on a date that was ahead when written, and a server refuses one in the past.
+    static func datesInTheFuture(_ text: String, now: Date = Date()) -> String {
+        let next = Calendar(identifier: .gregorian).component(.year, from: now) + 1
+        return text.replacing(#/"20\d\d-(\d\d-\d\dT)/#) { "\"\(next)-\($0.1)" }
     }
 
     /// Runs `block`; throws with its place, text and both streams unless it exits 0 and prints no
