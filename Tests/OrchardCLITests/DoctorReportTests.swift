@@ -51,7 +51,7 @@ struct DoctorReportTests {
                     == true, "\(lines)")
             let subject = "✓ platform \(Self.platform)"
             let platformLines = lines.filter { $0.hasPrefix(subject) }
-            #expect(platformLines.count == 6, "\(lines)")
+            try #require(platformLines.count == 6, "\(lines)")
             #expect(platformLines[0].hasPrefix("\(subject) identity: certificate and key match; valid until "), "\(platformLines)")
             #expect(platformLines[1] == "\(subject) merchant ID: the certificate is \(Self.platform)'s")
             #expect(platformLines[2] == "\(subject) association file: 21 bytes, served unchanged")
