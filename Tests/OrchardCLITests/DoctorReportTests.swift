@@ -97,6 +97,23 @@ struct DoctorReportTests {
         }
     }
 
+    @Test("--live with a gateway serve refuses: the report still comes, ✗ with serve's message, and says no session was asked for")
+    func liveWithARefusedGateway() async throws {
+        try await DoctorCommandTests.withSetup { setup in
+            try setup.edit { json in
+                var gateway = json["appleGateway"] as? [String: Any] ?? [:]
+                gateway["baseURL"] = "http://127.0.0.1:1"
+                json["appleGateway"] = gateway
+            }
+            let (status, lines) = try await setup.doctor(live: true)
+            #expect(status == 1)
+            let refusal = "appleGateway.baseURL: http://127.0.0.1:1 must be an https URL without credentials or query"
+            #expect(lines.first == "✗ configuration load: \(refusal)", "\(lines)")
+            #expect(lines.contains("✗ appleGateway live: \(refusal)"), "\(lines)")
+            #expect(lines.contains { $0.hasPrefix("✓ merchant.dev.orchard.demo identity: ") }, "the pieces are still checked: \(lines)")
+        }
+    }
+
     @Test("no domainAssociationFile is ✓, as serve accepts it: the line says Orchard will not serve the file")
     func noAssociationFile() async throws {
         try await DoctorCommandTests.withSetup { setup in

@@ -55,7 +55,10 @@ struct ServeRefusalWalkTests {
             "migrating a registry with merchants differing by case: the database's data"
         ),
         ("OrchardServices/MerchantSettings.swift", "could not be sealed", "sealing settings the admin API sets, at run time"),
-        ("OrchardServices/MerchantSettings.swift", "does not open the stored settings", "opening sealed settings at run time"),
+        (
+            "OrchardServices/MerchantSettings.swift", "does not open the stored settings",
+            "the registry's sealed settings, opened from the opened store before serve listens (and at run time): doctor does not open the store"
+        ),
         ("OrchardConfiguration/RegisteredSettings.swift", "must be one of", "a registered merchant's settings, sent through the admin API"),
         (
             "OrchardConfiguration/RegisteredSettings.swift", "must be on the public internet",
