@@ -10,13 +10,15 @@ extension Doctor {
     public static func decryptCheckName(number: Int) -> String { "token for processing key \(number)" }
 
     /// For each key whose own check passed: a token encrypted, as Apple encrypts it, to the key's
-    /// processing certificate's public key for `subject`'s merchant ID decrypts with the
+    /// processing certificate's public key for `merchantIdentifier` decrypts with the
     /// merchant's keys through ``TokenDecryptor``, the server's decryption, back to the same
     /// bytes. Apple's signature is not part of it (only Apple can sign): the token verifier does
     /// not depend on the processing key.
-    func decryptChecks(_ keys: [(number: Int, key: ProcessingKey)], after checks: [DoctorCheck], subject: String) -> [DoctorCheck] {
+    func decryptChecks(
+        _ keys: [(number: Int, key: ProcessingKey)], after checks: [DoctorCheck], subject: String, merchantIdentifier: String
+    ) -> [DoctorCheck] {
         let decryptor = TokenDecryptor(keys: keys.map(\.key))
-        let merchantHash = Hex.decode(MerchantIdentifierExtension.hash(of: subject)) ?? []
+        let merchantHash = Hex.decode(MerchantIdentifierExtension.hash(of: merchantIdentifier)) ?? []
         return keys.compactMap { number, key in
             // A processor-held key decrypts at the processor only: there is nothing for Orchard to prove here.
             guard key.processorHeldScheme == nil,
@@ -37,7 +39,7 @@ extension Doctor {
                 }
                 return DoctorCheck(
                     subject: subject, check: name, passed: true,
-                    detail: "a token encrypted to publicKeyHash \(hash) for \(subject) decrypts with the configured keys")
+                    detail: "a token encrypted to publicKeyHash \(hash) for \(merchantIdentifier) decrypts with the configured keys")
             } catch {
                 return DoctorCheck(
                     subject: subject, check: name, passed: false,
@@ -72,6 +74,6 @@ extension Doctor {
         let configured = MerchantConfiguration(
             merchantIdentifier: subject, displayName: merchant.displayName, domains: merchant.domains.map { $0.lowercased() },
             identity: identity, identitySource: files.source(values))
-        return identityChecks(identity, subject: subject, merchantIdentifier: subject) + (await sessionChecks(configured))
+        return identityChecks(identity, subject: subject, merchantIdentifier: subject) + (await sessionChecks(configured, subject: subject))
     }
 }

@@ -27,71 +27,122 @@ public struct Doctor: Sendable {
         self.time = time
     }
 
-    /// Checks a configuration file piece by piece (paths relative to `folder`).
+    /// Checks a configuration file piece by piece (paths relative to `folder`): each merchant,
+    /// then the platform integrator, if any.
     public func check(file: ConfigurationFile, folder: String, environment: [String: String]) async -> DoctorReport {
         let values = ConfigurationValues(folder: folder, environment: environment)
         var checks: [DoctorCheck] = []
         for merchant in file.merchants {
-            let subject = merchant.merchantIdentifier
             let files = IdentityFiles(
                 pkcs12: merchant.identity, certificate: merchant.identityCertificate, key: merchant.identityKey,
                 keyPassword: merchant.identityKeyPassword, section: "")
-            var identity: MerchantIdentity?
-            do {
-                identity = try ServerConfiguration.loadIdentity(files, values: values, time: time)
-            } catch {
-                checks.append(DoctorCheck(subject: subject, check: "identity", passed: false, detail: error.message))
-            }
-            if let identity { checks += identityChecks(identity, subject: subject, merchantIdentifier: subject) }
-            var association: [UInt8]?
-            if let reference = merchant.domainAssociationFile {
-                do {
-                    association = try values.read(reference, what: "domainAssociationFile")
-                } catch {
-                    checks.append(DoctorCheck(subject: subject, check: "association file", passed: false, detail: error.message))
-                }
-            }
-            if merchant.domainAssociationFile == nil || association != nil {
-                checks.append(associationCheck(association, subject: subject))
-            }
-            checks += await domainChecks(merchant.domains.map { $0.lowercased() }, expected: association, subject: subject)
-            var keys: [(number: Int, key: ProcessingKey)] = []
-            for (index, key) in (merchant.processingKeys ?? []).enumerated() {
-                do {
-                    let loaded = try ServerConfiguration.loadProcessingKeys([key], merchantIdentifier: subject, source: values, time: time)
-                    checks += loaded.map { keyCheck($0, number: index + 1, subject: subject, merchantIdentifier: subject) }
-                    keys += loaded.map { (index + 1, $0) }
-                } catch {
-                    checks.append(DoctorCheck(subject: subject, check: "processing key \(index + 1)", passed: false, detail: error.message))
-                }
-            }
-            checks += decryptChecks(keys, after: checks, subject: subject)
-            if let identity {
-                let configured = MerchantConfiguration(
-                    merchantIdentifier: subject, displayName: merchant.displayName, domains: merchant.domains.map { $0.lowercased() },
-                    identity: identity, identitySource: files.source(values))
-                checks += await sessionChecks(configured)
-            }
+            let piece = Piece(
+                subject: merchant.merchantIdentifier, merchantIdentifier: merchant.merchantIdentifier, displayName: merchant.displayName,
+                domains: merchant.domains.map { $0.lowercased() }, identity: files, association: merchant.domainAssociationFile,
+                associationKey: "domainAssociationFile", processingKeys: merchant.processingKeys ?? [])
+            checks += await pieceChecks(piece, values: values)
+        }
+        if let platform = file.platformIntegrator {
+            let files = IdentityFiles(
+                pkcs12: platform.identity, certificate: platform.identityCertificate, key: platform.identityKey,
+                keyPassword: platform.identityKeyPassword, section: "platformIntegrator.")
+            let piece = Piece(
+                subject: Self.platformSubject(platform.merchantIdentifier), merchantIdentifier: platform.merchantIdentifier,
+                displayName: platform.merchantIdentifier, domains: [], identity: files, association: platform.domainAssociationFile,
+                associationKey: "platformIntegrator.domainAssociationFile", processingKeys: platform.processingKeys ?? [])
+            checks += await pieceChecks(piece, values: values)
+            checks.append(settingsKeyCheck(platform, values: values))
         }
         return DoctorReport(checks: checks)
+    }
+
+    /// What a merchant's (or the platform's) lines are made from.
+    struct Piece {
+        var subject: String
+        var merchantIdentifier: String
+        var displayName: String
+        var domains: [String]
+        var identity: IdentityFiles
+        var association: String?
+        var associationKey: String
+        var processingKeys: [ConfigurationFile.ProcessingKeyFile]
+    }
+
+    /// The platform integrator's lines name it so: `platform merchant.x identity: …`.
+    public static func platformSubject(_ merchantIdentifier: String) -> String { "platform \(merchantIdentifier)" }
+
+    /// One merchant's (or the platform's) identity, merchant ID, association file, domains,
+    /// processing keys and sessions, each loaded as the loader loads it and checked on its own.
+    func pieceChecks(_ piece: Piece, values: ConfigurationValues) async -> [DoctorCheck] {
+        let subject = piece.subject
+        var checks: [DoctorCheck] = []
+        var identity: MerchantIdentity?
+        do {
+            identity = try ServerConfiguration.loadIdentity(piece.identity, values: values, time: time)
+        } catch {
+            checks.append(DoctorCheck(subject: subject, check: "identity", passed: false, detail: error.message))
+        }
+        if let identity { checks += identityChecks(identity, subject: subject, merchantIdentifier: piece.merchantIdentifier) }
+        var association: [UInt8]?
+        if let reference = piece.association {
+            do {
+                association = try values.read(reference, what: piece.associationKey)
+            } catch {
+                checks.append(DoctorCheck(subject: subject, check: "association file", passed: false, detail: error.message))
+            }
+        }
+        if piece.association == nil || association != nil {
+            checks.append(associationCheck(association, subject: subject, key: piece.associationKey))
+        }
+        checks += await domainChecks(piece.domains, expected: association, subject: subject)
+        var keys: [(number: Int, key: ProcessingKey)] = []
+        for (index, key) in piece.processingKeys.enumerated() {
+            do {
+                let loaded = try ServerConfiguration.loadProcessingKeys(
+                    [key], merchantIdentifier: piece.merchantIdentifier, source: values, time: time)
+                checks += loaded.map { keyCheck($0, number: index + 1, subject: subject, merchantIdentifier: piece.merchantIdentifier) }
+                keys += loaded.map { (index + 1, $0) }
+            } catch {
+                checks.append(DoctorCheck(subject: subject, check: "processing key \(index + 1)", passed: false, detail: error.message))
+            }
+        }
+        checks += decryptChecks(keys, after: checks, subject: subject, merchantIdentifier: piece.merchantIdentifier)
+        if let identity {
+            let configured = MerchantConfiguration(
+                merchantIdentifier: piece.merchantIdentifier, displayName: piece.displayName, domains: piece.domains,
+                identity: identity, identitySource: piece.identity.source(values))
+            checks += await sessionChecks(configured, subject: subject)
+        }
+        return checks
     }
 
     /// Checks a loaded configuration (the admin API): what loading cannot prove on its own.
     public func check(configuration: ServerConfiguration) async -> DoctorReport {
         var checks: [DoctorCheck] = []
         for merchant in configuration.merchants {
-            let subject = merchant.merchantIdentifier
-            checks += identityChecks(merchant.identity, subject: subject, merchantIdentifier: subject)
-            checks.append(associationCheck(merchant.domainAssociation, subject: subject))
-            checks += await domainChecks(merchant.domains, expected: merchant.domainAssociation, subject: subject)
-            for (index, key) in merchant.processingKeys.enumerated() {
-                checks.append(keyCheck(key, number: index + 1, subject: subject, merchantIdentifier: subject))
-            }
-            checks += decryptChecks(
-                merchant.processingKeys.enumerated().map { ($0.offset + 1, $0.element) }, after: checks, subject: subject)
-            checks += await sessionChecks(merchant)
+            checks += await loadedChecks(merchant, subject: merchant.merchantIdentifier, associationKey: "domainAssociationFile")
+        }
+        if let platform = configuration.platform {
+            let subject = Self.platformSubject(platform.merchantIdentifier)
+            checks += await loadedChecks(platform, subject: subject, associationKey: "platformIntegrator.domainAssociationFile")
+            checks.append(settingsKeyCheck(loaded: configuration.settingsVault != nil, subject: subject))
         }
         return DoctorReport(checks: checks)
+    }
+
+    /// A loaded merchant's (or platform's) lines.
+    func loadedChecks(_ merchant: MerchantConfiguration, subject: String, associationKey: String) async -> [DoctorCheck] {
+        let merchantIdentifier = merchant.merchantIdentifier
+        var checks = identityChecks(merchant.identity, subject: subject, merchantIdentifier: merchantIdentifier)
+        checks.append(associationCheck(merchant.domainAssociation, subject: subject, key: associationKey))
+        checks += await domainChecks(merchant.domains, expected: merchant.domainAssociation, subject: subject)
+        for (index, key) in merchant.processingKeys.enumerated() {
+            checks.append(keyCheck(key, number: index + 1, subject: subject, merchantIdentifier: merchantIdentifier))
+        }
+        checks += decryptChecks(
+            merchant.processingKeys.enumerated().map { ($0.offset + 1, $0.element) }, after: checks, subject: subject,
+            merchantIdentifier: merchantIdentifier)
+        return checks + (await sessionChecks(merchant, subject: subject))
     }
 
     func identityChecks(_ identity: MerchantIdentity, subject: String, merchantIdentifier: String) -> [DoctorCheck] {
@@ -126,11 +177,15 @@ public struct Doctor: Sendable {
         return checks
     }
 
-    func associationCheck(_ bytes: [UInt8]?, subject: String) -> DoctorCheck {
+    /// The association file: its size when configured. None configured is legitimate (the shop's
+    /// own web server serves Apple's file): the line says Orchard will not serve it.
+    func associationCheck(_ bytes: [UInt8]?, subject: String, key: String) -> DoctorCheck {
         guard let bytes else {
             return DoctorCheck(
-                subject: subject, check: "association file", passed: false,
-                detail: "no domainAssociationFile: download it from the Apple Developer portal (merchant ID → Merchant Domains) and set it")
+                subject: subject, check: "association file", passed: true,
+                detail:
+                    "no \(key): Orchard will not serve /.well-known/apple-developer-merchantid-domain-association, so each domain's own web server must serve Apple's file (check with --domains)"
+            )
         }
         guard !bytes.isEmpty else {
             return DoctorCheck(
@@ -177,7 +232,7 @@ public struct Doctor: Sendable {
         return checks
     }
 
-    func sessionChecks(_ merchant: MerchantConfiguration) async -> [DoctorCheck] {
+    func sessionChecks(_ merchant: MerchantConfiguration, subject: String) async -> [DoctorCheck] {
         guard let sessions else { return [] }
         var checks: [DoctorCheck] = []
         for domain in merchant.domains {
@@ -188,11 +243,11 @@ public struct Doctor: Sendable {
                 _ = try await sessions.createSession(request, for: merchant)
                 checks.append(
                     DoctorCheck(
-                        subject: merchant.merchantIdentifier, check: check, passed: true, detail: "Apple returned a merchant session"))
+                        subject: subject, check: check, passed: true, detail: "Apple returned a merchant session"))
             } catch let error as GatewayError {
-                checks.append(DoctorCheck(subject: merchant.merchantIdentifier, check: check, passed: false, detail: error.hint))
+                checks.append(DoctorCheck(subject: subject, check: check, passed: false, detail: error.hint))
             } catch {
-                checks.append(DoctorCheck(subject: merchant.merchantIdentifier, check: check, passed: false, detail: "\(error)"))
+                checks.append(DoctorCheck(subject: subject, check: check, passed: false, detail: "\(error)"))
             }
         }
         return checks

@@ -84,21 +84,29 @@ extension ServerConfiguration {
     /// The configured payment vault, or the one whose key file is in the state folder.
     public func openPaymentVault() throws(ConfigurationError) -> PaymentVault {
         if let vault { return vault }
-        return try PaymentVault.load(path: URL(fileURLWithPath: stateDirectory).appendingPathComponent("payments.key").path)
+        return try PaymentVault.load(path: vaultKeyPath)
     }
+
+    /// The payment vault's key file when `payments.vaultKey` is not set: created at first start.
+    public var vaultKeyPath: String { URL(fileURLWithPath: stateDirectory).appendingPathComponent("payments.key").path }
 }
 
 extension PaymentVault {
+    /// The 32-byte key at `path`, nil when there is no file (yet): what ``load(path:)`` reads
+    /// before it creates one, and what `orchard doctor` checks without creating anything.
+    public static func existing(path: String) throws(ConfigurationError) -> PaymentVault? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        guard data.count == 32 else {
+            throw ConfigurationError(
+                "\(path): the payment vault key must be 32 bytes; restore it from backup (unknown payments cannot be re-sent without it)"
+            )
+        }
+        return PaymentVault(key: SymmetricKey(data: data))
+    }
+
     /// Reads the 32-byte key at `path`, creating it (mode 0600, never overwritten) on first run.
     public static func load(path: String) throws(ConfigurationError) -> PaymentVault {
-        if let data = FileManager.default.contents(atPath: path) {
-            guard data.count == 32 else {
-                throw ConfigurationError(
-                    "\(path): the payment vault key must be 32 bytes; restore it from backup (unknown payments cannot be re-sent without it)"
-                )
-            }
-            return PaymentVault(key: SymmetricKey(data: data))
-        }
+        if let vault = try existing(path: path) { return vault }
         let key = SymmetricKey(size: .bits256)
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard descriptor >= 0 else { throw ConfigurationError("\(path): cannot create the payment vault key (errno \(errno))") }

@@ -58,10 +58,7 @@ extension ServerConfiguration {
             adminToken: try file.admin?.token.map { value throws(ConfigurationError) in try AdminToken.load(value, values: values) },
             webhooks: try resolveWebhookPolicy(file.webhooks), processorDrivers: processors,
             settingsVault: try file.platformIntegrator?.settingsKey.map { value throws(ConfigurationError) in
-                SettingsVault(
-                    key: try PaymentVault.parseHexKey(
-                        values.read(value, what: "platformIntegrator.settingsKey"), name: values.describe(value),
-                        setting: "platformIntegrator.settingsKey"))
+                try loadSettingsVault(value, values: values)
             },
             metrics: try resolveMetrics(file.metrics, serverPort: port), log: try resolveLog(file.log),
             drainTimeout: try resolveDrainTimeout(file.server), store: try resolveStore(file.store, values: values))
@@ -231,6 +228,14 @@ extension ServerConfiguration {
             throw ConfigurationError("\(values.describe(rootFile)): payments.testTokenRootCertificate is not a PEM certificate")
         }
         return root
+    }
+
+    /// `platformIntegrator.settingsKey`: 64 hex digits, `env:NAME` or a file.
+    static func loadSettingsVault(_ value: String, values: ConfigurationValues) throws(ConfigurationError) -> SettingsVault {
+        SettingsVault(
+            key: try PaymentVault.parseHexKey(
+                values.read(value, what: "platformIntegrator.settingsKey"), name: values.describe(value),
+                setting: "platformIntegrator.settingsKey"))
     }
 
     static func loadPlatform(

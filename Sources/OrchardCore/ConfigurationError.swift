@@ -3,7 +3,22 @@ import Foundation
 /// A startup problem: one line naming the file or key and what is wrong.
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// Where in Orchard's sources the refusal was made (`Module/File.swift:line`), and where the
+    /// refusals it wraps were: never shown to users; the test that feeds every refusal to
+    /// `orchard serve` and `orchard doctor` checks that each site is reached.
+    public var sites: [String]
+
+    public init(_ message: String, fileID: String = #fileID, line: Int = #line) {
+        self.message = message
+        self.sites = ["\(fileID):\(line)"]
+    }
+
+    /// A refusal that restates `wrapped` (a prefix naming the key, say): it keeps `wrapped`'s sites.
+    public init(_ message: String, wrapping wrapped: ConfigurationError, fileID: String = #fileID, line: Int = #line) {
+        self.message = message
+        self.sites = wrapped.sites + ["\(fileID):\(line)"]
+    }
+
     public var description: String { message }
 }
 

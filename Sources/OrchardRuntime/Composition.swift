@@ -29,10 +29,12 @@ extension ApplicationDependencies {
             time: time, directory: directory ?? MerchantDirectory(configuration: configuration), registration: registration,
             merchantTokens: merchantTokens, domainProbe: domainProbe, tenantDomainProbe: tenantDomainProbe,
             processorMaker: processorMaker, shopCalls: shopCalls, activity: activity, logger: logger)
+        // `orchard doctor`'s report: serve's own lines (the store included), then each piece's.
         let doctor: DoctorRun = { [vault = parts.vault] live, domains in
-            await Doctor(
+            let pieces = await Doctor(
                 sessions: live ? sessions : nil, probe: domains ? domainProbe : nil, signer: vault.domainFileSigner, time: time
             ).check(configuration: configuration)
+            return DoctorReport(checks: await serveDoctorChecks(loaded: configuration) + pieces.checks)
         }
         self.init(
             settings: configuration.httpSettings, services: parts.services(), sessions: sessions, repositories: parts.stored,

@@ -196,7 +196,7 @@ extension ServerConfiguration {
             do {
                 return try await PostgresStore.open(settings, logger: logger)
             } catch {
-                throw ConfigurationError("store.postgres: \(error.message)")
+                throw ConfigurationError("store.postgres: \(error.message)", wrapping: error)
             }
         }
     }

@@ -1,8 +1,9 @@
 import Hummingbird
 import OrchardServices
 
-/// `/admin/doctor`: what loading the configuration cannot prove (merchant IDs, association
-/// files, keys' publicKeyHash) and, with `live=true`, Apple's answer for each domain.
+/// `/admin/doctor`: `orchard doctor`'s report for the running configuration (the store, the
+/// vault key, merchant IDs, association files, keys' publicKeyHash, the platform integrator)
+/// and, with `live=true`, Apple's answer for each domain.
 struct AdminDoctorController {
     /// The composition root's doctor, which holds the configuration it checks.
     let doctor: DoctorRun

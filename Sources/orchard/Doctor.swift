@@ -15,11 +15,12 @@ struct DoctorCommand: AsyncParsableCommand {
         abstract:
             "Check a configuration before serving it: the store, each merchant's certificates, keys, association file and, with --live, Apple's answer.",
         discussion: """
-            One line per check, ✓ or ✗ with what to do. The store first: PostgreSQL must answer with \
-            a schema this Orchard can use (nothing is created or migrated), SQLite's folder must be \
-            writable. Each merchant's identity, merchant ID, \
-            association file and processing keys are checked on their own, so one broken piece \
-            does not hide the others. --live asks the configured gateway for a real merchant \
+            One line per check, ✓ or ✗ with what to do. First whether `orchard serve` would start: \
+            the configuration loaded by serve's own loader (✗ with serve's message when it refuses), \
+            the store (PostgreSQL must answer with a schema this Orchard can use; nothing is created \
+            or migrated; SQLite's folder must be writable) and the payment vault's key. Then each \
+            merchant's and the platform integrator's identity, merchant ID, association file and \
+            processing keys are checked on their own, so one broken piece does not hide the others. --live asks the configured gateway for a real merchant \
             session for each domain and reports Apple's answer in plain words. Exit status 0 only \
             when every check holds.
             """)
@@ -46,23 +47,12 @@ struct DoctorCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let file: ConfigurationFile
-        do {
-            file = try ConfigurationFile.load(path: config)
-        } catch {
-            throw CommandFailure(error.message)
-        }
-        let folder = URL(fileURLWithPath: config).deletingLastPathComponent().path
         let environment = ProcessInfo.processInfo.environment
-        // The configured proxy, if any; never one from the environment.
-        let http = try CurlHTTPClient(configuration: .init(proxy: file.outbound?.proxy))
-        defer { http.shutdownBeforeExit() }
-        var sessions: (any MerchantSessionService)?
-        if live { sessions = try Self.sessionService(file: file, folder: folder, environment: environment, http: http) }
-        let probe = domains ? try makeProbe(http: http) : nil
-        var report = await Doctor(sessions: sessions, probe: probe).check(file: file, folder: folder, environment: environment)
-        report.checks.insert(await storeDoctorCheck(file, folder: folder, environment: environment), at: 0)
-        if let tracing = traceExportDoctorCheck(file) { report.checks.append(tracing) }
+        // What serve refuses, by serve's own code, first; then each piece on its own.
+        var report = DoctorReport(checks: await serveDoctorChecks(path: config, environment: environment))
+        if let file = try? ConfigurationFile.load(path: config) {
+            report.checks += try await pieceChecks(file, environment: environment).checks
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -72,6 +62,29 @@ struct DoctorCommand: AsyncParsableCommand {
             say(report.checks.map { TerminalText.escaped($0.line) }.joined(separator: "\n"))
         }
         if !report.passed { throw ExitCode(1) }
+    }
+
+    /// Each merchant and the platform checked on its own, with --live and --domains as asked.
+    func pieceChecks(_ file: ConfigurationFile, environment: [String: String]) async throws -> DoctorReport {
+        let folder = URL(fileURLWithPath: config).deletingLastPathComponent().path
+        // The configured proxy, if any; never one from the environment.
+        let http = try CurlHTTPClient(configuration: .init(proxy: file.outbound?.proxy))
+        defer { http.shutdownBeforeExit() }
+        var sessions: (any MerchantSessionService)?
+        var gatewayCheck: DoctorCheck?
+        if live {
+            do {
+                sessions = try Self.sessionService(file: file, folder: folder, environment: environment, http: http)
+            } catch {
+                // The load line says it too; this one says why no session was asked for.
+                gatewayCheck = DoctorCheck(subject: "appleGateway", check: "live", passed: false, detail: "\(error)")
+            }
+        }
+        let probe = domains ? try makeProbe(http: http) : nil
+        var report = await Doctor(sessions: sessions, probe: probe).check(file: file, folder: folder, environment: environment)
+        if let gatewayCheck { report.checks.insert(gatewayCheck, at: 0) }
+        if let tracing = traceExportDoctorCheck(file) { report.checks.append(tracing) }
+        return report
     }
 
     /// The configured gateway, for live sessions (`doctor --live`, `certs rotate prove`).

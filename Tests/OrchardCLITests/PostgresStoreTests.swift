@@ -134,7 +134,8 @@ struct PostgresStoreTests {
             #expect(try await server.query(settings.database, "SELECT count(*) FROM api_keys") == "1", "the key is in PostgreSQL")
 
             let doctor = try await OrchardProcess.run(["doctor", "--config", path], environment: environment)
-            let store = String(decoding: doctor.stdout, as: UTF8.self).split(separator: "\n").first.map(String.init)
+            // After the configuration's line (serve's loader), the store's.
+            let store = String(decoding: doctor.stdout, as: UTF8.self).split(separator: "\n").dropFirst().first.map(String.init)
             #expect(
                 store
                     == "✓ store PostgreSQL: \(settings.database) on 127.0.0.1:\(server.port) (TLS disable) answers; schema version 9, this Orchard's",
@@ -150,9 +151,10 @@ struct PostgresStoreTests {
             let refused = try await OrchardProcess.run(
                 ["doctor", "--config", path], environment: ["ORCHARD_TEST_PGPASSWORD": "wrong", "PATH": "/usr/bin:/bin"])
             #expect(refused.status == 1)
+            // In serve's words, as `keys list` says it above.
             #expect(
-                String(decoding: refused.stdout, as: UTF8.self).hasPrefix(
-                    "✗ store PostgreSQL: 127.0.0.1:\(server.port) refused the login"), "\(refused.stdout)")
+                String(decoding: refused.stdout, as: UTF8.self).split(separator: "\n").dropFirst().first?.hasPrefix(
+                    "✗ store PostgreSQL: store.postgres: 127.0.0.1:\(server.port) refused the login") == true, "\(refused.stdout)")
         }
     }
 }
