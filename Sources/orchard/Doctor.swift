@@ -48,10 +48,12 @@ struct DoctorCommand: AsyncParsableCommand {
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
+        // The command's own options first: a wrong one is this command's failure, not a finding.
+        let probeSettings = domains ? try self.probeSettings() : nil
         // What serve refuses, by serve's own code, first; then each piece on its own.
         var report = DoctorReport(checks: await serveDoctorChecks(path: config, environment: environment))
         if let file = try? ConfigurationFile.load(path: config) {
-            report.checks += try await pieceChecks(file, environment: environment).checks
+            report.checks += try await pieceChecks(file, environment: environment, probeSettings: probeSettings).checks
         }
         if json {
             let encoder = JSONEncoder()
@@ -65,7 +67,9 @@ struct DoctorCommand: AsyncParsableCommand {
     }
 
     /// Each merchant and the platform checked on its own, with --live and --domains as asked.
-    func pieceChecks(_ file: ConfigurationFile, environment: [String: String]) async throws -> DoctorReport {
+    func pieceChecks(
+        _ file: ConfigurationFile, environment: [String: String], probeSettings: (trust: RemoteEndpoint.Trust, origins: [String: String])?
+    ) async throws -> DoctorReport {
         let folder = URL(fileURLWithPath: config).deletingLastPathComponent().path
         // The configured proxy, if any; never one from the environment.
         let http = try CurlHTTPClient(configuration: .init(proxy: file.outbound?.proxy))
@@ -80,7 +84,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 gatewayCheck = DoctorCheck(subject: "appleGateway", check: "live", passed: false, detail: "\(error)")
             }
         }
-        let probe = domains ? try makeProbe(http: http) : nil
+        let probe = probeSettings.map { CurlDomainProbe(http: http, trust: $0.trust, connectTo: $0.origins) }
         var report = await Doctor(sessions: sessions, probe: probe).check(file: file, folder: folder, environment: environment)
         if let gatewayCheck { report.checks.insert(gatewayCheck, at: 0) }
         if let tracing = traceExportDoctorCheck(file) { report.checks.append(tracing) }
@@ -102,7 +106,8 @@ struct DoctorCommand: AsyncParsableCommand {
         return AppleGatewayClient(http: http, endpoint: endpoint, logger: logger)
     }
 
-    func makeProbe(http: CurlHTTPClient) throws -> CurlDomainProbe {
+    /// `--ca-file` and `--connect-to`, read and checked: how the domains are fetched.
+    func probeSettings() throws -> (trust: RemoteEndpoint.Trust, origins: [String: String]) {
         var origins: [String: String] = [:]
         for entry in connectTo {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
@@ -118,6 +123,6 @@ struct DoctorCommand: AsyncParsableCommand {
             }
             trust = .caPEM([UInt8](pem))
         }
-        return CurlDomainProbe(http: http, trust: trust, connectTo: origins)
+        return (trust, origins)
     }
 }
