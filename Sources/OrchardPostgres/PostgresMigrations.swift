@@ -237,6 +237,28 @@ extension PostgresStore {
         return try result.get()
     }
 
+    /// The store on the database as it is, nothing created or migrated (`orchard doctor` reads the
+    /// registered merchants' settings with it): nil when the database has no `merchant_settings`
+    /// table yet (orchard serve creates it). Run it with ``withRunning(_:)``.
+    public static func existing(
+        _ settings: PostgresSettings, logger: Logger, eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws(ConfigurationError) -> PostgresStore? {
+        let connection = try await connectOnce(settings, logger: logger, eventLoops: eventLoops)
+        let found: Bool?
+        do {
+            let rows = try await connection.query("SELECT to_regclass('merchant_settings') IS NOT NULL", logger: logger).collect()
+            found = try rows.first?.makeRandomAccess()[0].decode(Bool.self)
+        } catch {
+            try? await connection.close()
+            throw ConfigurationError(
+                "\(settings.database) on \(settings.location) answers but whether it holds registered merchants' settings cannot be read: \(String(reflecting: error))"
+            )
+        }
+        try? await connection.close()
+        guard found == true else { return nil }
+        return try client(settings, logger: logger, eventLoops: eventLoops)
+    }
+
     private static func describeSchema(
         _ connection: PostgresConnection, settings: PostgresSettings, logger: Logger
     ) async throws(ConfigurationError) -> String {

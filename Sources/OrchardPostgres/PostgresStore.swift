@@ -82,9 +82,6 @@ public final class PostgresStore: OrchardStore, Service {
     ) async throws(ConfigurationError) -> PostgresStore {
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .info)
-        // The pool's own notes (a connection made or dropped) are not the operator's concern.
-        var background = logger
-        background.logLevel = max(logger.logLevel, .notice)
         let applied = try await migrate(settings, logger: quiet, eventLoops: eventLoops)
         if !applied.isEmpty {
             logger.notice(
@@ -94,6 +91,19 @@ public final class PostgresStore: OrchardStore, Service {
         logger.info(
             "store: PostgreSQL",
             metadata: ["server": "\(settings.location)", "database": "\(settings.database)", "poolSize": "\(settings.poolSize)"])
+        return try client(settings, logger: logger, eventLoops: eventLoops)
+    }
+
+    /// The store on the database as it is, nothing created or migrated (`orchard doctor`): the
+    /// pool of ``open(_:logger:eventLoops:)`` without its migration. Run it with ``withRunning(_:)``.
+    public static func client(
+        _ settings: PostgresSettings, logger: Logger, eventLoops: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) throws(ConfigurationError) -> PostgresStore {
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .info)
+        // The pool's own notes (a connection made or dropped) are not the operator's concern.
+        var background = logger
+        background.logLevel = max(logger.logLevel, .notice)
         let client = PostgresClient(
             configuration: try clientConfiguration(settings), eventLoopGroup: eventLoops, backgroundLogger: background)
         return PostgresStore(client: client, logger: quiet, settings: settings)

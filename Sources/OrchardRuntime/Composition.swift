@@ -34,7 +34,7 @@ extension ApplicationDependencies {
             let pieces = await Doctor(
                 sessions: live ? sessions : nil, probe: domains ? domainProbe : nil, signer: vault.domainFileSigner, time: time
             ).check(configuration: configuration)
-            return DoctorReport(checks: await serveDoctorChecks(loaded: configuration) + pieces.checks)
+            return DoctorReport(checks: await serveDoctorChecks(loaded: configuration, store: store) + pieces.checks)
         }
         self.init(
             settings: configuration.httpSettings, services: parts.services(), sessions: sessions, repositories: parts.stored,

@@ -6,8 +6,9 @@ import OrchardServices
 /// `orchard doctor`'s first lines: whether `orchard serve` would start, decided by serve's own
 /// code. The configuration is loaded by ``ServerConfiguration/load(path:environment:)``, the
 /// function `serve` calls (every processor driver, the trace-export check); then what serve opens
-/// before it listens is looked at as far as it can be without serving: the store (nothing
-/// created or migrated) and the payment vault's key file (read, never created).
+/// before it listens is looked at as far as it can be without serving: the store and the
+/// registered merchants' settings it holds (nothing created or migrated) and the payment vault's
+/// key file (read, never created).
 public func serveDoctorChecks(path: String, environment: [String: String]) async -> [DoctorCheck] {
     let configuration: ServerConfiguration
     do {
@@ -24,13 +25,16 @@ public func serveDoctorChecks(path: String, environment: [String: String]) async
     return await serveDoctorChecks(loaded: configuration)
 }
 
-/// The same lines for a configuration already loaded (`GET /admin/doctor` of a running server).
-public func serveDoctorChecks(loaded configuration: ServerConfiguration) async -> [DoctorCheck] {
-    [
-        configurationCheck(configuration),
-        await storeDoctorCheck(configuration.store, stateDirectory: configuration.stateDirectory),
-        vaultDoctorCheck(configuration),
-    ]
+/// The same lines for a configuration already loaded; `store` is the running server's own
+/// (`GET /admin/doctor`), else the registered merchants' settings are read from the configured
+/// store opened as it is. When the store itself fails, serve stops there: no settings line.
+public func serveDoctorChecks(loaded configuration: ServerConfiguration, store: (any MerchantRegistry)? = nil) async -> [DoctorCheck] {
+    let storeCheck = await storeDoctorCheck(configuration.store, stateDirectory: configuration.stateDirectory)
+    var checks = [configurationCheck(configuration), storeCheck]
+    if storeCheck.passed {
+        checks.append(await registeredSettingsDoctorCheck(configuration, store: store))
+    }
+    return checks + [vaultDoctorCheck(configuration)]
 }
 
 /// The ✓ line of a configuration `serve` accepts.

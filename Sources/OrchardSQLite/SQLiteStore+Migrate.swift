@@ -12,6 +12,15 @@ extension SQLiteStore {
         return try SchemaObjects(database).added(since: before)
     }
 
+    /// The store at `path` as it is, nothing created or migrated (`orchard doctor`): nil when there
+    /// is no file yet, or the file has no `merchant_settings` table yet (serve creates both).
+    public static func existing(path: String) throws -> SQLiteStore? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        let database = try SQLiteDatabase(path: path)
+        let registry = try database.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'merchant_settings'")
+        return registry.isEmpty ? nil : SQLiteStore(database: database)
+    }
+
     /// The tables (with their columns) and indexes a database holds.
     struct SchemaObjects {
         var tables: [String: Set<String>] = [:]

@@ -12,6 +12,11 @@ public final class SQLiteStore: OrchardStore {
         try Self.migrate(database)
     }
 
+    /// A store on a database opened as it is (``existing(path:)``).
+    init(database: SQLiteDatabase) {
+        self.database = database
+    }
+
     /// One statement as a transaction of its own; how many rows it changed.
     @discardableResult
     func write(_ statement: SQLiteStatement) async throws -> Int {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import OrchardConfiguration
 import OrchardCore
+import OrchardPostgres
 import OrchardRuntime
 import OrchardTesting
 import Testing
@@ -39,6 +40,10 @@ struct ServeRefusalWalkTests {
             "OrchardPostgres/PostgresStore+Connection.swift", "TLS cannot be set up",
             "NIOSSL refusing a context built from CA certificates it already parsed: not reachable from a file"
         ),
+        (
+            "OrchardPostgres/PostgresMigrations.swift", "holds registered merchants' settings cannot be read",
+            "doctor's own look (PostgresStore.existing) at a database that answers but whose schema cannot be read"
+        ),
         ("OrchardPostgres/PostgresStore+Migrate.swift", "could not be migrated", "a migration statement failing on a live database"),
         (
             "OrchardRuntime/Runtime.swift", "cannot open the database",
@@ -56,21 +61,13 @@ struct ServeRefusalWalkTests {
         ),
         ("OrchardServices/MerchantSettings.swift", "could not be sealed", "sealing settings the admin API sets, at run time"),
         (
-            "OrchardServices/MerchantSettings.swift", "does not open the stored settings",
-            "the registry's sealed settings, opened from the opened store before serve listens (and at run time): doctor does not open the store"
+            "OrchardConfiguration/RegisteredSettings.swift", "could not be read",
+            "the store failing to read its own merchant_settings table: a damaged database, not the file"
         ),
         ("OrchardConfiguration/RegisteredSettings.swift", "must be one of", "a registered merchant's settings, sent through the admin API"),
         (
             "OrchardConfiguration/RegisteredSettings.swift", "must be on the public internet",
             "a registered merchant's settings, sent through the admin API"
-        ),
-        (
-            "OrchardConfiguration/RegisteredSettings.swift", "could not be read",
-            "the registry's stored settings, read from the opened store before serve listens: doctor does not open the store"
-        ),
-        (
-            "OrchardConfiguration/RegisteredSettings.swift", "the registry holds sealed settings",
-            "the registry's stored settings, read from the opened store before serve listens: doctor does not open the store"
         ),
         (
             "OrchardConfiguration/RegisteredSettings.swift", "settings cannot be opened",
@@ -119,6 +116,7 @@ struct ServeRefusalWalkTests {
         let bench = try RefusalBench()
         defer { bench.directory.remove() }
         try await bench.writePKCS12Files()
+        try await bench.seedRegistries()
         var reached: Set<Site> = []
         for (index, refusal) in RefusalCase.walked.enumerated() {
             let outcome = try await Self.startup(refusal, index: index, bench: bench)
@@ -139,6 +137,7 @@ struct ServeRefusalWalkTests {
         let bench = try RefusalBench()
         defer { bench.directory.remove() }
         try await bench.writePKCS12Files()
+        try await bench.seedRegistries()
         let cases = Array(RefusalCase.walked.enumerated())
         // Four at a time: each case is two short processes.
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -179,8 +178,19 @@ struct ServeRefusalWalkTests {
         do throws(ConfigurationError) {
             let configuration = try ServerConfiguration.load(path: path, environment: environment(refusal))
             let store = try await configuration.openStore(logger: logger)
-            _ = store
             _ = try configuration.openPaymentVault()
+            // Then, as serve makes its server, the registered merchants' settings the store holds.
+            guard let postgres = store as? PostgresStore else {
+                _ = try await configuration.loadRegisteredSettings(store: store)
+                return nil
+            }
+            do {
+                _ = try await postgres.withRunning { try await configuration.loadRegisteredSettings(store: $0) }
+            } catch let error as ConfigurationError {
+                throw error
+            } catch {
+                Issue.record("\(refusal.name): the PostgreSQL pool failed: \(error)")
+            }
             return nil
         } catch {
             return error
