@@ -59,18 +59,27 @@ struct DoctorCommandTests {
         try await body(Setup(directory: directory, environment: environment, gateway: gateway, configuration: configuration))
     }
 
-    @Test("passes on the demo's setup, live, with one ✓ line per check: serve's loader, the store and the vault key first")
+    @Test(
+        "passes on the demo's setup, live, with one ✓ line per check: serve's loader, the store, its registered settings and the vault key first"
+    )
     func demoPasses() async throws {
         try await Self.withSetup { setup in
             let (status, lines) = try await setup.doctor()
             #expect(status == 0, "\(lines)")
-            #expect(lines.count == 8)
+            #expect(lines.count == 9)
             #expect(
                 lines.first == "✓ configuration load: orchard serve accepts it: 1 merchant; it listens on 127.0.0.1:0",
                 "serve's loader first: \(lines)")
             #expect(lines.dropFirst().first?.hasPrefix("✓ store SQLite: ") == true, "then the store: \(lines)")
-            #expect(lines.dropFirst(2).first?.hasPrefix("✓ payments vault key: ") == true, "then the vault key: \(lines)")
-            #expect(lines.dropFirst(3).allSatisfy { $0.hasPrefix("✓ merchant.dev.orchard.demo ") })
+            #expect(
+                lines.dropFirst(2).first == "✓ store registered settings: no registered merchants yet",
+                "then the registered merchants' settings: \(lines)")
+            #expect(lines.dropFirst(3).first?.hasPrefix("✓ payments vault key: ") == true, "then the vault key: \(lines)")
+            #expect(lines.dropFirst(4).allSatisfy { $0.hasPrefix("✓ merchant.dev.orchard.demo ") })
+            // Doctor read the store without creating it.
+            let database = URL(fileURLWithPath: setup.configuration).deletingLastPathComponent().appendingPathComponent(
+                "state/orchard.sqlite")
+            #expect(!FileManager.default.fileExists(atPath: database.path), "doctor created \(database.path)")
             #expect(lines.contains("✓ merchant.dev.orchard.demo session localhost: Apple returned a merchant session"))
         }
     }

@@ -1,7 +1,11 @@
 import Crypto
 import CurlClient
 import Foundation
+import OrchardConfiguration
+import OrchardRuntime
+import OrchardSQLite
 import OrchardServerTesting
+import OrchardServices
 import OrchardTesting
 import SwiftASN1
 import Testing
@@ -61,6 +65,28 @@ struct DoctorReportTests {
             #expect(
                 platformLines[5]
                     == "\(subject) settings key: registered merchants' processor and webhook settings are sealed with it at rest")
+        }
+    }
+
+    @Test("registered merchants' settings sealed with the configured settingsKey are ✓ with their count, read by serve's own load")
+    func registeredSettingsOpen() async throws {
+        try await DoctorCommandTests.withSetup { setup in
+            try Self.addPlatform(setup)
+            let configuration = try ServerConfiguration.load(path: setup.configuration, environment: [:])
+            let sealer = try #require(configuration.settingsSealer)
+            try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true)
+            let store = try SQLiteStore(
+                path: URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("orchard.sqlite").path)
+            for partner in ["merchant.dev.orchard.tenant-a", "merchant.dev.orchard.tenant-b"] {
+                let sealed = try sealer.seal(MerchantSettingsFile(), partnerIdentifier: partner)
+                try await store.saveSealedMerchantSettings(partnerIdentifier: partner, sealed: sealed, at: Date())
+            }
+            let (status, lines) = try await setup.doctor(live: false)
+            #expect(status == 0, "\(lines)")
+            #expect(
+                lines.dropFirst(2).first
+                    == "✓ store registered settings: the settings of 2 registered merchants open with platformIntegrator.settingsKey and check",
+                "\(lines)")
         }
     }
 
@@ -143,6 +169,8 @@ struct DoctorReportTests {
         let adminChecks = try JSONDecoder().decode(Report.self, from: Data(response.body)).checks
         let cliChecks = try JSONDecoder().decode(Report.self, from: Data(command.stdout)).checks
         #expect(adminChecks.contains { $0.subject == "store" && $0.check == "SQLite" && $0.passed }, "\(adminChecks)")
+        #expect(
+            adminChecks.contains { $0.subject == "store" && $0.check == "registered settings" && $0.passed }, "\(adminChecks)")
         #expect(adminChecks.first?.subject == "configuration", "\(adminChecks)")
         #expect(adminChecks == cliChecks, "admin: \(adminChecks)\ncli: \(cliChecks)")
     }
