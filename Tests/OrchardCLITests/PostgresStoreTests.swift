@@ -140,6 +140,9 @@ struct PostgresStoreTests {
                 store
                     == "✓ store PostgreSQL: \(settings.database) on 127.0.0.1:\(server.port) (TLS disable) answers; schema version 9, this Orchard's",
                 "\(doctor.stdout)")
+            let registered = String(decoding: doctor.stdout, as: UTF8.self).split(separator: "\n").dropFirst(2).first.map(String.init)
+            #expect(registered == "✓ store registered settings: no registered merchants yet", "\(doctor.stdout)")
+            try await Self.sealedSettingsWithoutKey(path: path, settings: settings, environment: environment)
 
             let wrong = try await OrchardProcess.run(
                 ["keys", "list", "--config", path], environment: ["ORCHARD_TEST_PGPASSWORD": "wrong", "PATH": "/usr/bin:/bin"])
@@ -156,5 +159,28 @@ struct PostgresStoreTests {
                 String(decoding: refused.stdout, as: UTF8.self).split(separator: "\n").dropFirst().first?.hasPrefix(
                     "✗ store PostgreSQL: store.postgres: 127.0.0.1:\(server.port) refused the login") == true, "\(refused.stdout)")
         }
+    }
+
+    /// Sealed settings in the registry and no `platformIntegrator.settingsKey`: serve's own load
+    /// refuses the store (only its count is looked at before the key, so the bytes are any), and
+    /// doctor says it in the same words, read from PostgreSQL.
+    static func sealedSettingsWithoutKey(path: String, settings: PostgresSettings, environment: [String: String]) async throws {
+        let store = try await PostgresStore.open(settings, logger: Logger(label: "orchard.test"), eventLoops: PostgresServer.storeLoops)
+        let configuration = try Self.load(path, environment: environment).get()
+        let refusal = try await store.withRunning { store in
+            try await store.saveSealedMerchantSettings(
+                partnerIdentifier: "merchant.dev.orchard.tenant", sealed: Array(repeating: 7, count: 48), at: Date())
+            do throws(ConfigurationError) {
+                _ = try await configuration.loadRegisteredSettings(store: store)
+                return nil as String?
+            } catch {
+                return error.message
+            }
+        }
+        let message = try #require(refusal, "serve's load accepted sealed settings without a key")
+        let doctor = try await OrchardProcess.run(["doctor", "--config", path], environment: environment)
+        #expect(doctor.status == 1)
+        let line = String(decoding: doctor.stdout, as: UTF8.self).split(separator: "\n").dropFirst(2).first.map(String.init)
+        #expect(line == "✗ store registered settings: \(message)", "\(doctor.stdout)")
     }
 }
