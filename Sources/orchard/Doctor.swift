@@ -18,7 +18,9 @@ struct DoctorCommand: AsyncParsableCommand {
             One line per check, ✓ or ✗ with what to do. First whether `orchard serve` would start: \
             the configuration loaded by serve's own loader (✗ with serve's message when it refuses), \
             the store (PostgreSQL must answer with a schema this Orchard can use; nothing is created \
-            or migrated; SQLite's folder must be writable) and the payment vault's key. Then each \
+            or migrated; SQLite's folder must be writable), the registered merchants' settings it \
+            holds (opened by serve's own load with platformIntegrator.settingsKey) and the payment \
+            vault's key. Then each \
             merchant's and the platform integrator's identity, merchant ID, association file and \
             processing keys are checked on their own, so one broken piece does not hide the others. --live asks the configured gateway for a real merchant \
             session for each domain and reports Apple's answer in plain words. Exit status 0 only \
