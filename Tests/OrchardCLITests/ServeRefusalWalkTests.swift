@@ -66,10 +66,6 @@ struct ServeRefusalWalkTests {
         ),
         ("OrchardConfiguration/RegisteredSettings.swift", "must be one of", "a registered merchant's settings, sent through the admin API"),
         (
-            "OrchardConfiguration/RegisteredSettings.swift", "must be on the public internet",
-            "a registered merchant's settings, sent through the admin API"
-        ),
-        (
             "OrchardConfiguration/RegisteredSettings.swift", "settings cannot be opened",
             "a registered merchant's settings opened at run time"
         ),
