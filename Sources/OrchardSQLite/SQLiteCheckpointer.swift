@@ -18,7 +18,7 @@ import Synchronization
 /// WAL stays bounded even if the background never catches up.
 final class SQLiteCheckpointer: @unchecked Sendable {
     /// Pages of WAL that start the background (SQLite's own default is 1,000). Measured with
-    /// `scripts/bench-authorize` at c=16: 250 gave p99 ÷ p50 of 1.71–1.74, 500 1.78–1.97, 1,000
+    /// `Benchmarks/bench-authorize` at c=16: 250 gave p99 ÷ p50 of 1.71–1.74, 500 1.78–1.97, 1,000
     /// 1.99–2.15 and 4,000 2.9–3.3: small copies, often, disturb the commits' own syncs least.
     static let threshold: Int32 = 250
     static let backstop: Int32 = 16 * threshold

@@ -11,7 +11,7 @@ import _CryptoExtras
 ///
 /// `TokenBenchmark [FIXTURES] [SECONDS] [ROUNDS]` measures; `TokenBenchmark --count ec|rsa TOKENS [FIXTURES]`
 /// verifies and decrypts TOKENS tokens, each in `measuredCall`, for callgrind
-/// (`scripts/bench-tokens --count`), and prints the sizes the primitives' driver needs.
+/// (`Benchmarks/bench-tokens --count`), and prints the sizes the primitives' driver needs.
 @main
 struct TokenBenchmark {
     static func main() throws {

@@ -3,7 +3,7 @@ import Hummingbird
 import NIOCore
 import NIOPosix
 
-/// The HTTP floor for `scripts/bench-http`: Hummingbird with one route and nothing else, built
+/// The HTTP floor for `Benchmarks/bench-http`: Hummingbird with one route and nothing else, built
 /// with the same compiler and settings as Orchard, so Orchard's routes are measured against what
 /// the framework itself costs on this machine. `--nio-executor` runs Swift concurrency's jobs on
 /// NIO's event loops, as `orchard` does: the floor with Orchard's executor, to tell what that

@@ -1,6 +1,6 @@
 import ArgumentParser
 
-/// Helpers for `scripts/bench-authorize` and `scripts/bench-http`: prepares what the load needs
+/// Helpers for `Benchmarks/bench-authorize` and `Benchmarks/bench-http`: prepares what the load needs
 /// (a configuration, open orders, fresh signed tokens) and measures the baselines the scripts
 /// print beside Orchard's numbers. A development tool: never part of the `orchard` binary.
 @main

@@ -9,7 +9,7 @@ import Testing
 @Suite("Outbound client settings")
 struct OutboundClientSettingsTests {
     /// A connection cache smaller than the calls in flight closes the surplus after each call, so
-    /// under that load each call pays a new mutual-TLS handshake with Apple (scripts/bench at
+    /// under that load each call pays a new mutual-TLS handshake with Apple (Benchmarks/bench at
     /// c=256: 1,356/s with the cache fixed at 128, 3,167/s with it sized to maxTransfers).
     @Test("the connection cache holds as many connections as may be in flight, and never fewer than 128")
     func cacheFollowsTransfers() {

@@ -1,6 +1,6 @@
 """What Orchard's benchmark scripts share: ports, processes, wrk runs and their parsing, memory.
 
-Not a script: scripts/bench, scripts/bench-authorize and scripts/bench-http import it.
+Not a script: the benchmarks beside it and scripts/otel-check import it.
 """
 import json, os, re, secrets, shutil, signal, socket, subprocess, sys, time, urllib.request
 
@@ -145,7 +145,7 @@ def configure_store(config_path, state, cluster):
 
 
 def record(path, measured, baseline, ratio, target=None, holds=None):
-    """One row for `scripts/bench-all`'s table: appended as a JSON line to the file named by
+    """One row for `Benchmarks/bench-all`'s table: appended as a JSON line to the file named by
     ORCHARD_BENCH_RESULTS when bench-all runs this script (nothing otherwise). `ratio` is a
     percentage of `baseline`, measured in the same run; `target` the issue's bound in words and
     `holds` whether this run meets it (None: no target)."""

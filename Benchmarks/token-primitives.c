@@ -1,5 +1,5 @@
 /* The cryptography one payment token needs, through OpenSSL's libcrypto and nothing else:
- * the floor that scripts/bench-tokens --count compares Orchard's instructions per token with.
+ * the floor that Benchmarks/bench-tokens --count compares Orchard's instructions per token with.
  *
  *   token-primitives ec|rsa TOKENS SIGNED_ATTRIBUTES SIGNED_CONTENT DATA PRIVATE_KEY.pem
  *
