@@ -1,6 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// Every Swift target's: the loop at the end adds them.
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
@@ -62,8 +63,7 @@ let package = Package(
         // Async HTTPS client on one libcurl multi handle driven by a dedicated thread.
         .target(
             name: "CurlClient",
-            dependencies: ["CCurlShims", .product(name: "Tracing", package: "swift-distributed-tracing")],
-            swiftSettings: swiftSettings
+            dependencies: ["CCurlShims", .product(name: "Tracing", package: "swift-distributed-tracing")]
         ),
         // W3C trace context: the tracer Orchard starts with (IDs only, no exporter) and the log metadata it gives.
         .target(
@@ -72,8 +72,7 @@ let package = Package(
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The Apple Pay core: pure, no I/O.
         .target(
@@ -84,8 +83,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Certificate tooling for `orchard certs`: CSRs, Apple .cer import, inspection of PEM, DER and PKCS#12.
         .target(
@@ -97,8 +95,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Contracts and the payments engine: records, the store, session, registration and
         // processor protocols, domain errors, the payment state machine. No HTTP server, no curl, no SQLite.
@@ -109,8 +106,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Adapter: Apple's gateway (merchant sessions, Web Merchant Registration) over the libcurl client.
         .target(
@@ -123,8 +119,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Adapter: the SQLite store, the embedded default.
         .target(
@@ -134,8 +129,7 @@ let package = Package(
                 "CSQLite",
                 "OrchardCore",
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Adapter: the PostgreSQL store, for several instances sharing one database.
         .target(
@@ -149,8 +143,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // What runs beside the HTTP routes and what they share: the merchant directory and registry
         // sync, the background loops (reconciliation, webhooks, token events, guard, purges, gauges),
@@ -165,8 +158,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The configuration file: its format, loading and checks, the doctor, and the engine and
         // directory made from it. Used by the composition root, never by the HTTP server.
@@ -181,8 +173,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Writes Public/ (the checkout page) and OrchardServer/OpenAPI/ (the API description) as Swift tables, so
         // they ship inside the binary.
@@ -209,7 +200,6 @@ let package = Package(
             ],
             // The OpenAPI document is compiled in by the plugin, not a source or a resource.
             exclude: ["OpenAPI"],
-            swiftSettings: swiftSettings,
             plugins: ["EmbedPublic"]
         ),
         // Adapter: payment processors (Worldpay Access, Worldline Direct), each with its settings,
@@ -221,20 +211,17 @@ let package = Package(
                 "CurlClient",
                 "OrchardCore",
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Adapter: calls to the shop (signed webhooks) over the libcurl client.
         .target(
             name: "ShopCallbacks",
-            dependencies: ["CurlClient", "OrchardCore"],
-            swiftSettings: swiftSettings
+            dependencies: ["CurlClient", "OrchardCore"]
         ),
         // Adapter: the in-memory store, for tests and the engine's bench (no file, no socket).
         .target(
             name: "OrchardInMemory",
-            dependencies: ["ApplePay", "OrchardCore"],
-            swiftSettings: swiftSettings
+            dependencies: ["ApplePay", "OrchardCore"]
         ),
         // Test PKI and the mock Apple gateway (mutual TLS on loopback).
         .target(
@@ -256,15 +243,13 @@ let package = Package(
             ],
             // The demo's simulated Apple Pay sheet (JS + CSS), and the demo shop's catalogue (a copy of
             // Config/catalogue.json, a test keeps them equal) for a demo started outside the repository.
-            resources: [.copy("SimulatedSheet"), .copy("demo-catalogue.json")],
-            swiftSettings: swiftSettings
+            resources: [.copy("SimulatedSheet"), .copy("demo-catalogue.json")]
         ),
         // The shared test merchant's configuration files, for the configuration's and the server's
         // tests. In no product.
         .target(
             name: "OrchardConfigurationTesting",
-            dependencies: ["OrchardConfiguration", "OrchardTesting", .product(name: "Crypto", package: "swift-crypto")],
-            swiftSettings: swiftSettings
+            dependencies: ["OrchardConfiguration", "OrchardTesting", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // The server's test fixtures (the harness, in process or live, the mock-processor fixture, a
         // server process, nginx in front), shared by the server's and the command line's tests.
@@ -284,8 +269,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // What both executables run: the server's composition root and the command-line basics.
         .target(
@@ -312,8 +296,7 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTel"])),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The production tool: serve, token decrypt, certs, domains, payments. No test doubles.
         .executableTarget(
@@ -337,8 +320,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Development tools: the demo, the mock Apple gateway and test tokens (OrchardTesting).
         .executableTarget(
@@ -355,57 +337,11 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        // libFuzzer harness for what Orchard reads from outside: tokens, in-app bodies, payment data,
-        // Apple's token events, processors' answers (scripts/fuzz builds it with -sanitize=fuzzer).
-        // A tool, never shipped.
-        .target(name: "CFuzzerDriver"),
-        .executableTarget(
-            name: "TokenFuzzer",
-            dependencies: ["ApplePay", "CFuzzerDriver", "OrchardCore", "ProcessorClients"],
-            swiftSettings: swiftSettings
-        ),
-        // Verify+decrypt throughput on the real vectors (scripts/bench-tokens).
-        .executableTarget(
-            name: "TokenBenchmark",
-            dependencies: [
-                "ApplePay",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        // Setup and baselines for scripts/bench-authorize and scripts/bench-http (orders, minted tokens,
-        // the disk's commit rate). Uses the test PKI, so it is never part of `orchard`.
-        .executableTarget(
-            name: "orchard-bench",
-            dependencies: [
-                "OrchardConfiguration", "OrchardServices",
-                "ApplePay",
-                "CSQLite",
-                "CurlClient",
-                "OrchardTesting",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        // The HTTP floor scripts/bench-http compares Orchard with: one bare Hummingbird route.
-        .executableTarget(
-            name: "orchard-bench-floor",
-            dependencies: [
-                .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "CurlClientTests",
-            dependencies: ["CurlClient", "OrchardTesting"],
-            swiftSettings: swiftSettings
+            dependencies: ["CurlClient", "OrchardTesting"]
         ),
         .testTarget(
             name: "ApplePayTests",
@@ -417,8 +353,7 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
             ],
-            resources: [.copy("Fixtures")],
-            swiftSettings: swiftSettings
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "CertificateToolsTests",
@@ -430,8 +365,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // Core's policies and services, in memory (OrchardTesting's store and test identity): no sockets, no files.
         .testTarget(
@@ -440,8 +374,7 @@ let package = Package(
                 "OrchardInMemory",
                 "OrchardCore", "ApplePay", "OrchardTesting", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The repositories' contract, run on SQLite, in memory and on PostgreSQL alike.
         .testTarget(
@@ -453,16 +386,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // What only the SQLite adapter has: its writer's group commit; the payments engine across a restart on its file.
         .testTarget(
             name: "OrchardSQLiteTests",
             dependencies: [
                 "ApplePay", "OrchardCore", "OrchardSQLite", "OrchardTesting", .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // What only the PostgreSQL adapter has: migrations, connection failures, TLS.
         .testTarget(
@@ -470,8 +401,7 @@ let package = Package(
             dependencies: [
                 "ApplePay", "OrchardCore", "OrchardPostgres", "OrchardTesting", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "PostgresNIO", package: "postgres-nio"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The Apple gateway adapter against the mock gateway over mutual TLS.
         .testTarget(
@@ -483,15 +413,13 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "OrchardRuntimeTests",
             dependencies: [
                 "OrchardConfiguration", "OrchardRuntime", "OrchardServer", "CurlClient", .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "OrchardTestingTests",
@@ -501,13 +429,11 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "OrchardTracingTests",
-            dependencies: ["OrchardTracing", .product(name: "Tracing", package: "swift-distributed-tracing")],
-            swiftSettings: swiftSettings
+            dependencies: ["OrchardTracing", .product(name: "Tracing", package: "swift-distributed-tracing")]
         ),
         // The processor clients against the mock processors on loopback HTTPS, without the server.
         .testTarget(
@@ -515,8 +441,7 @@ let package = Package(
             dependencies: [
                 "ApplePay", "CurlClient", "OrchardCore", "OrchardTesting", "ProcessorClients",
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         // The executables as processes: orchard's commands, orchard serve's startup, the sandbox's demo.
         .testTarget(
@@ -529,8 +454,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "OrchardConfigurationTests",
@@ -538,18 +462,15 @@ let package = Package(
                 "ApplePay", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore", "OrchardServices", "OrchardTesting",
                 "ProcessorClients",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
         .testTarget(
             name: "ShopCallbacksTests",
-            dependencies: ["CurlClient", "OrchardCore", "OrchardTesting", "ShopCallbacks"],
-            swiftSettings: swiftSettings
+            dependencies: ["CurlClient", "OrchardCore", "OrchardTesting", "ShopCallbacks"]
         ),
         .testTarget(
             name: "OrchardServicesTests",
-            dependencies: ["OrchardServices"],
-            swiftSettings: swiftSettings
+            dependencies: ["OrchardServices"]
         ),
         .testTarget(
             name: "OrchardServerTests",
@@ -574,8 +495,61 @@ let package = Package(
                 "ShopCallbacks",
                 "OrchardTesting",
                 "CurlClient",
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
     ]
 )
+
+// Fuzzing and benchmark tools, never shipped: in the package only with ORCHARD_TOOLS=1 (scripts/fuzz and
+// Benchmarks/ set it), so `swift build` and `swift test` build none of them, as Hummingbird keeps its
+// benchmarks behind an environment variable.
+let tools: [Target] = [
+    // libFuzzer harness for what Orchard reads from outside: tokens, in-app bodies, payment data,
+    // Apple's token events, processors' answers (scripts/fuzz builds it with -sanitize=fuzzer).
+    // A tool, never shipped.
+    .target(name: "CFuzzerDriver"),
+    .executableTarget(
+        name: "TokenFuzzer",
+        dependencies: ["ApplePay", "CFuzzerDriver", "OrchardCore", "ProcessorClients"]
+    ),
+    // Verify+decrypt throughput on the real vectors (Benchmarks/bench-tokens).
+    .executableTarget(
+        name: "TokenBenchmark",
+        dependencies: [
+            "ApplePay",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+        ]
+    ),
+    // Setup and baselines for Benchmarks/bench-authorize and Benchmarks/bench-http (orders, minted tokens,
+    // the disk's commit rate). Uses the test PKI, so it is never part of `orchard`.
+    .executableTarget(
+        name: "orchard-bench",
+        dependencies: [
+            "OrchardConfiguration", "OrchardServices",
+            "ApplePay",
+            "CSQLite",
+            "CurlClient",
+            "OrchardTesting",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]
+    ),
+    // The HTTP floor Benchmarks/bench-http compares Orchard with: one bare Hummingbird route.
+    .executableTarget(
+        name: "orchard-bench-floor",
+        dependencies: [
+            .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]
+    ),
+]
+if Context.environment["ORCHARD_TOOLS"] == "1" {
+    package.targets += tools
+}
+
+// Every Swift target gets the same upcoming features, applied here once (as swift-certificates does).
+for target in package.targets where target.type != .system && target.type != .plugin {
+    target.swiftSettings = (target.swiftSettings ?? []) + swiftSettings
+}

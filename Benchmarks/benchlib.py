@@ -6,6 +6,8 @@ import json, os, re, secrets, shutil, signal, socket, subprocess, sys, time, url
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELEASE = os.path.join(ROOT, ".build", "release")
+# Package.swift adds the fuzzer and benchmark targets only when this is set.
+TOOLS_ENV = {**os.environ, "ORCHARD_TOOLS": "1"}
 
 
 def free_port():
@@ -46,8 +48,9 @@ def require_tools(*tools):
 
 
 def build(*products):
+    """Release builds of `products`, the benchmark tools among them: they are in the package only with ORCHARD_TOOLS=1."""
     for product in products:
-        subprocess.run(["swift", "build", "-c", "release", "--product", product], cwd=ROOT, check=True)
+        subprocess.run(["swift", "build", "-c", "release", "--product", product], cwd=ROOT, check=True, env=TOOLS_ENV)
 
 
 def percentile(values, p):
