@@ -72,16 +72,6 @@ public struct WebhookDispatcher: Service {
         }
     }
 
-    /// One pass that waits for its batches: every merchant with due events, in parallel, each
-    /// merchant's in order. Returns how many events were leased.
-    public func deliverDue() async -> Int {
-        let batches = await leaseDue(busy: [])
-        await withDiscardingTaskGroup { group in
-            for batch in batches { group.addTask { await deliver(batch) } }
-        }
-        return batches.reduce(0) { $0 + $1.events.count }
-    }
-
     /// Tries each of a merchant's pending events once, now, oldest first: for a merchant about to
     /// be retired, whose endpoint goes with it. At most 100 events, started within two
     /// attempts' deadlines; what is not delivered stays pending (and is then skipped). Not
