@@ -92,13 +92,7 @@ extension PostgresStore {
             let links = try Self.json(record.links)
             let metadata = try record.merchantTokenMetadata.map(Self.json)
             query = """
-                WITH moved_order AS (
-                    UPDATE orders SET state = \(decision.move.order.to.rawValue)::text
-                    WHERE id = \(orderId)::text AND state = \(decision.move.order.from.rawValue)::text
-                    AND price_version = \(Int64(decision.priceVersion))::bigint AND xmin = \(version)::text::xid
-                    AND (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)::text) = \(Int64(read.attempts))::bigint
-                    AND NOT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)::text)
-                    RETURNING id),
+                WITH \(movedOrder: decision, of: claim, read: read, version: version),
                 attempt AS (
                     INSERT INTO payments (\(unescaped: Self.paymentColumns), retry_payload) SELECT
                     \(record.id)::text, \(record.orderId)::text, \(record.transactionId)::text, \(record.state.rawValue)::text,
@@ -118,13 +112,7 @@ extension PostgresStore {
         case .resend(let paymentId, let sends):
             let now = claim.draft.createdAt
             query = """
-                WITH moved_order AS (
-                    UPDATE orders SET state = \(decision.move.order.to.rawValue)::text
-                    WHERE id = \(orderId)::text AND state = \(decision.move.order.from.rawValue)::text
-                    AND price_version = \(Int64(decision.priceVersion))::bigint AND xmin = \(version)::text::xid
-                    AND (SELECT COUNT(*) FROM payments WHERE order_id = \(orderId)::text) = \(Int64(read.attempts))::bigint
-                    AND NOT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)::text)
-                    RETURNING id),
+                WITH \(movedOrder: decision, of: claim, read: read, version: version),
                 attempt AS (
                     UPDATE payments SET state = \(decision.move.to.rawValue)::text, sends = sends + 1,
                     retry_payload = \(claim.sealedRequest.bytea)::bytea, updated_at = \(now)::timestamptz, last_sent_at = \(now)::timestamptz
@@ -152,5 +140,34 @@ extension PostgresStore {
     /// Whether `error` is ``partialGuard``'s: the statement changed nothing.
     static func isPartialMove(_ error: PSQLError) -> Bool {
         error.sqlState == "22P02" && (error.serverInfo?[.message]?.contains("moved without its payment") ?? false)
+    }
+}
+
+extension PostgresQuery.StringInterpolation {
+    /// `moved_order`, the order's compare-and-set both claim statements start with
+    /// (``PostgresStore/write(_:of:read:version:)`` says what it re-checks): the order's ID when it
+    /// moved, no row when anything it relied on changed. Written once, appended in place so that
+    /// its values take their turn among the statement's parameters.
+    mutating func appendInterpolation(
+        movedOrder decision: PaymentClaimDecision, of claim: PaymentClaim, read: PaymentClaimSnapshot, version: String
+    ) {
+        let orderId = claim.draft.orderId
+        appendLiteral("moved_order AS (\n    UPDATE orders SET state = ")
+        appendInterpolation(decision.move.order.to.rawValue)
+        appendLiteral("::text\n    WHERE id = ")
+        appendInterpolation(orderId)
+        appendLiteral("::text AND state = ")
+        appendInterpolation(decision.move.order.from.rawValue)
+        appendLiteral("::text\n    AND price_version = ")
+        appendInterpolation(Int64(decision.priceVersion))
+        appendLiteral("::bigint AND xmin = ")
+        appendInterpolation(version)
+        appendLiteral("::text::xid\n    AND (SELECT COUNT(*) FROM payments WHERE order_id = ")
+        appendInterpolation(orderId)
+        appendLiteral("::text) = ")
+        appendInterpolation(Int64(read.attempts))
+        appendLiteral("::bigint\n    AND NOT EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = ")
+        appendInterpolation(claim.transactionId)
+        appendLiteral("::text)\n    RETURNING id)")
     }
 }

@@ -7,7 +7,6 @@ import NIOCore
 import NIOEmbedded
 import OrchardServer
 import Synchronization
-import Testing
 
 /// Answers requests with the application's router in this process, as Hummingbird's router tests
 /// do, with no socket: what most of the server's tests need, since the routes, middleware and
@@ -77,18 +76,4 @@ private struct CollectingWriter: ResponseBodyWriter {
     }
 
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
-}
-
-/// Counts the tests that start the harness (by transport) or the server as a process, when `ORCHARD_COUNT_TRANSPORTS` names a
-/// file: one line per test and transport, for the router-against-live figure.
-public enum TransportCount {
-    public static func record(_ transport: some CustomStringConvertible) {
-        guard let path = ProcessInfo.processInfo.environment["ORCHARD_COUNT_TRANSPORTS"], let test = Test.current else { return }
-        // O_APPEND: tests run in parallel, and each short line lands whole.
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        guard descriptor >= 0 else { return }
-        defer { close(descriptor) }
-        let line = Array("\(transport) \(test.id)\n".utf8)
-        _ = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-    }
 }

@@ -97,7 +97,6 @@ public struct ServerHarness: Sendable {
         configure: (inout ConfigurationFile, TemporaryDirectory) async throws -> Void = { _, _ in },
         _ body: (ServerHarness) async throws -> Void
     ) async throws {
-        TransportCount.record(transport)
         let fixture = try await GatewayFixture.start(domains: [domain], otherMerchants: otherMockMerchants, faults: faults)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

@@ -88,7 +88,6 @@ public final class ServerProcess: Sendable {
     /// Starts the server and waits until it answers /health on one of the ports it listens on
     /// (the metrics listener does not serve /health).
     public func start() async throws {
-        TransportCount.record("process")
         let child = try ChildProcess(
             OrchardProcess.orchard.path, ["serve", "--config", directory.path("orchard.json")] + arguments, environment: environment,
             output: .file(directory.path("server.log")))

@@ -20,8 +20,6 @@ public struct DemoEnvironment: Sendable {
     public var identityCertificateFile: String { file("test-merchant-identity.pem") }
     public var identityKeyFile: String { file("test-merchant-identity.key") }
     public var configurationFile: String { file("orchard.json") }
-    /// The test "Apple" root that signs minted tokens (trusted only by test configurations).
-    public var tokenRootFile: String { file("test-apple-root.pem") }
     public var ecProcessingKeyFile: String { file("test-processing-ec.key") }
     public var rsaProcessingKeyFile: String { file("test-processing-rsa.key") }
 

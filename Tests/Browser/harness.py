@@ -7,14 +7,13 @@ import http.client
 import json
 import os
 import re
-import signal
 import sqlite3
 import ssl
 import subprocess
-import tempfile
 import threading
 import time
 import http.server
+import sys
 from pathlib import Path
 
 from selenium import webdriver
@@ -22,6 +21,10 @@ from selenium.common.exceptions import NoSuchElementException, StaleElementRefer
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
+
+# The launcher Tests/Client's harness shares (Tests/PythonSupport): unittest puts only Tests/Browser on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "PythonSupport"))
+from sandbox_demo import SandboxDemo  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SANDBOX = Path(os.environ.get("ORCHARD_SANDBOX_BINARY", ROOT / ".build" / "debug" / "orchard-sandbox"))
@@ -52,49 +55,17 @@ document.addEventListener('orchard:start', (event) => window.__starts.push(event
 """
 
 
-class Demo:
+class Demo(SandboxDemo):
     """One `orchard-sandbox demo` on a free loopback port with its own state folder."""
 
+    banner = {**SandboxDemo.banner, "gateway_port": (r"mock Apple gateway:\s+https://127\.0\.0\.1:(\d+)", int)}
+    required = ("port", "gateway_port")
+
     def __init__(self, *flags):
-        self.folder = tempfile.TemporaryDirectory(prefix="orchard-browser-")
-        self.state_dir = Path(self.folder.name)
-        self.process = subprocess.Popen(
-            [str(SANDBOX), "demo", "--port", "0", "--state-dir", str(self.state_dir), *flags],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        self.output = []
-        found = threading.Event()
-        self.port = None
-        self.gateway_port = None
-
-        def read():
-            for line in self.process.stdout:
-                self.output.append(line)
-                match = re.search(r"checkout page:\s+http://localhost:(\d+)/", line)
-                if match:
-                    self.port = int(match.group(1))
-                match = re.search(r"mock Apple gateway:\s+https://127\.0\.0\.1:(\d+)", line)
-                if match:
-                    self.gateway_port = int(match.group(1))
-                if self.port is not None and self.gateway_port is not None:
-                    found.set()
-            found.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        if not found.wait(60) or self.port is None or self.gateway_port is None:
-            self.stop()
-            raise RuntimeError("orchard-sandbox demo did not start:\n" + "".join(self.output))
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(SANDBOX, ROOT, flags, prefix="orchard-browser-", start_timeout=60, stop_timeout=10)
 
     def stop(self):
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self.process.stdout.close()
-        self.folder.cleanup()
+        self.end()
 
     def database(self):
         connection = sqlite3.connect(self.state_dir / "state" / "orchard.sqlite")

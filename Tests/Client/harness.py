@@ -9,17 +9,19 @@ import datetime
 import enum
 import json
 import os
-import re
 import signal
 import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 import urllib.request
 from pathlib import Path
+
+# The launcher Tests/Browser's harness shares (Tests/PythonSupport): unittest puts only Tests/Client on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "PythonSupport"))
+from sandbox_demo import SandboxDemo, exit_status  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 # ORCHARD_BUILD=release runs the tests on the release build (scripts/test does): what ships is what is tested.
@@ -54,13 +56,6 @@ def generated_client():
     return _generated["package"]
 
 
-def exit_status(returncode):
-    """How a child process ended, its signal named: a crash of the release build shows as SIGSEGV or SIGILL, not -11."""
-    if returncode is not None and returncode < 0:
-        return f"killed by {signal.Signals(-returncode).name}"
-    return f"exited with status {returncode}"
-
-
 def wait_until(predicate, what, timeout=60):
     """Polls `predicate` until it holds, for at most `timeout` seconds: a wait for an event, bounded, never a fixed sleep."""
     deadline = time.monotonic() + timeout
@@ -73,57 +68,22 @@ def wait_until(predicate, what, timeout=60):
         time.sleep(0.1)
 
 
-class Demo:
+class Demo(SandboxDemo):
     """`orchard-sandbox demo --processor PROCESSOR OPTIONS…` on a free loopback port with its own state folder: the
     mock Apple gateway, a mock Worldpay and Worldline (which capture and refund) and the demo's token minter."""
 
+    banner = {**SandboxDemo.banner, "admin_token_file": (r"--token-file (\S+)", Path),
+              "processor_url": (r"a mock \w+ at (https://127\.0\.0\.1:\d+)", str)}
+    required = ("port", "admin_token_file")
+
     def __init__(self, processor="worldpay", *options):
-        self.folder = tempfile.TemporaryDirectory(prefix="orchard-client-")
-        self.state_dir = Path(self.folder.name)
-        self.process = subprocess.Popen(
-            [str(SANDBOX), "demo", "--port", "0", "--state-dir", str(self.state_dir), "--processor", processor, *options],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        self.output = []
-        self.port = self.admin_token_file = self.processor_url = None
-        started = threading.Event()
-
-        def read():
-            for line in self.process.stdout:
-                self.output.append(line)
-                match = re.search(r"checkout page:\s+http://localhost:(\d+)/", line)
-                if match:
-                    self.port = int(match.group(1))
-                match = re.search(r"--token-file (\S+)", line)
-                if match:
-                    self.admin_token_file = Path(match.group(1))
-                match = re.search(r"a mock \w+ at (https://127\.0\.0\.1:\d+)", line)
-                if match:
-                    self.processor_url = match.group(1)
-                if self.port is not None and self.admin_token_file is not None:
-                    started.set()
-            started.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        if not started.wait(120) or self.port is None or self.admin_token_file is None:
-            ended = self.process.poll()
-            self.stop(check=False)
-            status = "still running" if ended is None else exit_status(ended)
-            raise RuntimeError(f"orchard-sandbox demo did not start ({status}):\n" + "".join(self.output))
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(SANDBOX, ROOT, ("--processor", processor, *options), prefix="orchard-client-",
+                         start_timeout=120, stop_timeout=30)
 
     def stop(self, check=True):
         """Stops the demo with SIGINT; with `check`, fails if it had died already or did not stop cleanly (its signal
         and output shown: a crash of the release build is the failure this test exists for)."""
-        died = self.process.poll()
-        if died is None:
-            os.killpg(self.process.pid, signal.SIGINT)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        self.process.stdout.close()
-        self.folder.cleanup()
+        died = self.end()
         if check and (died is not None or self.process.returncode not in (0, -signal.SIGINT)):
             when = "during the test" if died is not None else "when stopped"
             raise AssertionError(f"orchard-sandbox demo ended {when} ({exit_status(self.process.returncode)}):\n"

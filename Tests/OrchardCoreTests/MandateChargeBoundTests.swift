@@ -13,6 +13,12 @@ struct MandateChargeBoundTests {
             automaticReloadBilling: kind == .automaticReload ? line : nil)
     }
 
+    /// A refusal is Core's one error, as the API's 400 (invalidRequest).
+    static func refused(_ check: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) {
+        let error = #expect(throws: CoreError.self, sourceLocation: sourceLocation) { try check() }
+        #expect(error?.code == .invalidRequest, sourceLocation: sourceLocation)
+    }
+
     @Test("up to the agreement's amount; above it only with a reason, and never for a reload", arguments: PaymentAgreement.Kind.allCases)
     func bounds(kind: PaymentAgreement.Kind) {
         let agreement = Self.agreement(kind)
@@ -20,21 +26,15 @@ struct MandateChargeBoundTests {
             #expect(throws: Never.self) { try MandateChargeBound.check(amount: amount, agreement: agreement, reasonAbove: nil) }
         }
         for amount: Int64 in [1001, .max] {
-            #expect(throws: MandateChargeBound.Refusal.self) {
-                try MandateChargeBound.check(amount: amount, agreement: agreement, reasonAbove: nil)
-            }
+            Self.refused { try MandateChargeBound.check(amount: amount, agreement: agreement, reasonAbove: nil) }
         }
         let reason = "price change notified on 1 March"
         if kind == .automaticReload {
-            #expect(throws: MandateChargeBound.Refusal.self) {
-                try MandateChargeBound.check(amount: 1001, agreement: agreement, reasonAbove: reason)
-            }
+            Self.refused { try MandateChargeBound.check(amount: 1001, agreement: agreement, reasonAbove: reason) }
         } else {
             #expect(throws: Never.self) { try MandateChargeBound.check(amount: 1001, agreement: agreement, reasonAbove: reason) }
             for bad in ["", "   ", String(repeating: "x", count: 201)] {
-                #expect(throws: MandateChargeBound.Refusal.self) {
-                    try MandateChargeBound.check(amount: 1001, agreement: agreement, reasonAbove: bad)
-                }
+                Self.refused { try MandateChargeBound.check(amount: 1001, agreement: agreement, reasonAbove: bad) }
             }
         }
     }
@@ -43,6 +43,6 @@ struct MandateChargeBoundTests {
     func missingLine() {
         var agreement = Self.agreement(.recurring)
         agreement.regularBilling = nil
-        #expect(throws: MandateChargeBound.Refusal.self) { try MandateChargeBound.check(amount: 1, agreement: agreement, reasonAbove: nil) }
+        Self.refused { try MandateChargeBound.check(amount: 1, agreement: agreement, reasonAbove: nil) }
     }
 }

@@ -4,11 +4,6 @@ import ApplePay
 /// accepted on the sheet: the shopper saw a billing amount, and a charge above it is one they
 /// did not agree to.
 public enum MandateChargeBound {
-    /// Why a charge is refused, naming the agreement's amount.
-    public struct Refusal: Error, Sendable, Equatable {
-        public var message: String
-    }
-
     /// The longest reason a shop may give for charging above a recurring or deferred amount.
     public static let maximumReasonLength = 200
 
@@ -19,7 +14,8 @@ public enum MandateChargeBound {
     ///
     /// A recurring or deferred charge may go above its amount only when the shop says why
     /// (`reasonAbove`, 1–200 characters: a price change it notified, say); a reload never.
-    public static func check(amount: Int64, agreement: PaymentAgreement, reasonAbove: String?) throws(Refusal) {
+    /// A refusal is ``CoreError/Code/invalidRequest`` and names the agreement's amount.
+    public static func check(amount: Int64, agreement: PaymentAgreement, reasonAbove: String?) throws(CoreError) {
         let (limit, name): (Int64?, String) =
             switch agreement.type {
             case .recurring: (agreement.regularBilling?.amount, "the recurring agreement's regularBilling.amount")
@@ -28,20 +24,22 @@ public enum MandateChargeBound {
             }
         if let reasonAbove {
             guard agreement.type != .automaticReload else {
-                throw Refusal(message: "allowAmountAbove does not apply to an automatic reload: a reload charges its reload amount at most")
+                throw CoreError(
+                    .invalidRequest, "allowAmountAbove does not apply to an automatic reload: a reload charges its reload amount at most")
             }
             guard (1...maximumReasonLength).contains(reasonAbove.count), !reasonAbove.allSatisfy(\.isWhitespace) else {
-                throw Refusal(
-                    message: "allowAmountAbove.reason must be 1–\(maximumReasonLength) characters saying why the shopper is charged more")
+                throw CoreError(
+                    .invalidRequest,
+                    "allowAmountAbove.reason must be 1–\(maximumReasonLength) characters saying why the shopper is charged more")
             }
             return
         }
         // An agreement without its billing line cannot have been accepted; refuse rather than guess.
-        guard let limit else { throw Refusal(message: "the mandate's agreement has no billing amount: it cannot be charged") }
+        guard let limit else { throw CoreError(.invalidRequest, "the mandate's agreement has no billing amount: it cannot be charged") }
         guard amount <= limit else {
-            throw Refusal(
-                message:
-                    "amount \(amount) is above \(name) (\(limit)) the shopper agreed to; pass allowAmountAbove with a reason if the shopper was told"
+            throw CoreError(
+                .invalidRequest,
+                "amount \(amount) is above \(name) (\(limit)) the shopper agreed to; pass allowAmountAbove with a reason if the shopper was told"
             )
         }
     }

@@ -162,11 +162,7 @@ public struct MandateChargeService: Sendable {
         guard let agreement = try await orderPayments.order(id: mandate.orderId)?.priced.agreement else {
             throw CoreError(.inconsistent, "the order that set up this mandate is missing: it cannot be charged")
         }
-        do throws(MandateChargeBound.Refusal) {
-            try MandateChargeBound.check(amount: draft.amount, agreement: agreement, reasonAbove: draft.allowAmountAbove?.reason)
-        } catch {
-            throw CoreError(.invalidRequest, error.message)
-        }
+        try MandateChargeBound.check(amount: draft.amount, agreement: agreement, reasonAbove: draft.allowAmountAbove?.reason)
         if let reason = draft.allowAmountAbove?.reason {
             logger.notice(
                 "a mandate is charged above its agreement's amount, as the shop asked",

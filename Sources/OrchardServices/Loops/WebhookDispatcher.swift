@@ -72,16 +72,6 @@ public struct WebhookDispatcher: Service {
         }
     }
 
-    /// One pass that waits for its batches: every merchant with due events, in parallel, each
-    /// merchant's in order. Returns how many events were leased.
-    public func deliverDue() async -> Int {
-        let batches = await leaseDue(busy: [])
-        await withDiscardingTaskGroup { group in
-            for batch in batches { group.addTask { await deliver(batch) } }
-        }
-        return batches.reduce(0) { $0 + $1.events.count }
-    }
-
     /// Tries each of a merchant's pending events once, now, oldest first: for a merchant about to
     /// be retired, whose endpoint goes with it. At most 100 events, started within two
     /// attempts' deadlines; what is not delivered stays pending (and is then skipped). Not
@@ -181,32 +171,6 @@ public struct WebhookDispatcher: Service {
             _ = try await store.recordDelivery(result)
         } catch {
             logger.error("a webhook attempt could not be recorded; it will be sent again", metadata: ["event": "\(event.id)"])
-        }
-    }
-}
-
-/// Moves open payment requests past their expiry to `expired` (with their webhook), every `interval`.
-public struct PaymentRequestExpiry: Service {
-    let store: any PaymentRequests
-    let interval: Duration
-    let time: TimeSource
-    let logger: Logger
-
-    public init(store: any PaymentRequests, interval: Duration, time: TimeSource, logger: Logger) {
-        self.store = store
-        self.interval = interval
-        self.time = time
-        self.logger = logger
-    }
-
-    public func run() async throws {
-        await repeatUntilShutdown(every: interval) {
-            do {
-                let expired = try await store.expireOrders(at: time.now, limit: 500)
-                if !expired.isEmpty { logger.info("payment requests expired", metadata: ["count": "\(expired.count)"]) }
-            } catch {
-                logger.error("expired payment requests could not be closed", metadata: ["error": "\(error)"])
-            }
         }
     }
 }
