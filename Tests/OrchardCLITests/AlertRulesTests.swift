@@ -3,7 +3,7 @@ import OrchardTesting
 import Testing
 
 /// Config/prometheus's alert rules and Config/grafana's dashboard: promtool checks the rules and runs
-/// their unit tests, and every series they name is one Orchard records (docs/operations.md's table)
+/// their unit tests, and every series they name is one Orchard records (docs/monitoring.md's table)
 /// or one of the guard's.
 @Suite("Alert rules and dashboard")
 struct AlertRulesTests {
@@ -106,7 +106,7 @@ struct AlertRulesTests {
             let found = Self.series(in: try String(contentsOf: file, encoding: .utf8))
             #expect(!found.isEmpty, "\(file.lastPathComponent) names series")
             for name in found where !Self.recorded(name, known: known) {
-                Issue.record("\(file.lastPathComponent) names \(name), which docs/operations.md's metrics table does not list")
+                Issue.record("\(file.lastPathComponent) names \(name), which docs/monitoring.md's metrics table does not list")
             }
             named.formUnion(found)
         }

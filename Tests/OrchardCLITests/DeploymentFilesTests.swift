@@ -87,7 +87,7 @@ struct DeploymentFilesTests {
         }
     }
 
-    @Test("kubectl kustomize renders the Kubernetes example: probes as operations.md recommends, a migration Job")
+    @Test("kubectl kustomize renders the Kubernetes example: probes as monitoring.md recommends, a migration Job")
     func kubernetes() async throws {
         let (status, output) = try await Self.tool("kubectl", ["kustomize", "Config/kubernetes"], in: Self.root)
         #expect(status == 0, "\(output)")

@@ -2,7 +2,7 @@ import Foundation
 import OrchardTesting
 import Testing
 
-/// docs/operations.md lists the metric series the code defines, no more and no fewer.
+/// docs/monitoring.md lists the metric series the code defines, no more and no fewer.
 @Suite("Documentation metrics")
 struct DocumentationMetricsTests {
     static let root = OrchardProcess.repositoryRoot
@@ -29,7 +29,7 @@ struct DocumentationMetricsTests {
 
     /// The first cells of the metrics table (`| series | labels | what it counts |`).
     static func documentedSeries() throws -> Set<String> {
-        let text = try String(contentsOf: root.appendingPathComponent("docs/operations.md"), encoding: .utf8)
+        let text = try String(contentsOf: root.appendingPathComponent("docs/monitoring.md"), encoding: .utf8)
         var names: Set<String> = []
         for line in text.split(separator: "\n") where line.hasPrefix("| `orchard_") {
             let cell = line.split(separator: "|")[0]
@@ -38,13 +38,13 @@ struct DocumentationMetricsTests {
         return names
     }
 
-    @Test("the metrics table of docs/operations.md names each series the code records, and only those")
+    @Test("the metrics table of docs/monitoring.md names each series the code records, and only those")
     func metricsTable() throws {
         let code = try Self.seriesInSources()
         let documented = try Self.documentedSeries()
         #expect(code.count > 15, "the series were found in Sources/ (\(code.count))")
-        for name in code.subtracting(documented).sorted() { Issue.record("docs/operations.md does not list \(name)") }
-        for name in documented.subtracting(code).sorted() { Issue.record("docs/operations.md lists \(name), which no code records") }
+        for name in code.subtracting(documented).sorted() { Issue.record("docs/monitoring.md does not list \(name)") }
+        for name in documented.subtracting(code).sorted() { Issue.record("docs/monitoring.md lists \(name), which no code records") }
     }
 
     @Test("the name finder reads Swift literals and Markdown cells, and nothing else")

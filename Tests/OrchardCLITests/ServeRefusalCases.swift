@@ -47,7 +47,7 @@ extension RefusalCase {
         .edit("a platformIntegrator whose key does not match its certificate") { json, _ in
             json.addPlatform { $0["identityKey"] = "stranger.key" }
         },
-        .edit("docs/operations.md's store.postgres snippet (no payments.vaultKey)", environment: ["ORCHARD_DB_PASSWORD": "secret"]) {
+        .edit("docs/scaling.md's store.postgres snippet (no payments.vaultKey)", environment: ["ORCHARD_DB_PASSWORD": "secret"]) {
             json, _ in
             json["store"] = [
                 "postgres": [
