@@ -51,7 +51,7 @@ VOLUME ["/var/lib/orchard"]
 EXPOSE 8080
 
 # /health answers 200 while the instance takes traffic (503 while starting, draining or without
-# its store): docs/operations.md#health-and-readiness.
+# its store): docs/monitoring.md#health-and-readiness.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
     CMD ["curl", "--fail", "--silent", "--output", "/dev/null", "--max-time", "2", "http://127.0.0.1:8080/health"]
 

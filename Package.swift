@@ -19,7 +19,7 @@ let package = Package(
         .library(name: "OrchardTesting", targets: ["OrchardTesting"]),
     ],
     // Off by default: `swift build --traits OTel` adds swift-otel's OTLP/HTTP span exporter
-    // (docs/operations.md#exporting-spans-with-swift-otel); the default build compiles none of it.
+    // (docs/monitoring.md#exporting-spans-with-swift-otel); the default build compiles none of it.
     traits: [
         .trait(
             name: "OTel",
