@@ -18,6 +18,20 @@ struct MigrateCommandTests {
         return path
     }
 
+    /// A configuration whose store is `database` on the test's PostgreSQL (its password in `PGPASS`).
+    static func postgresConfiguration(in directory: TemporaryDirectory, server: PostgresServer, database: String) throws -> String {
+        try configuration(
+            in: directory,
+            [
+                "store": [
+                    "postgres": [
+                        "host": "127.0.0.1", "port": server.port, "database": database, "user": PostgresServer.user,
+                        "password": "env:PGPASS",
+                    ]
+                ]
+            ])
+    }
+
     static func migrate(_ configuration: String, environment: [String: String] = [:]) async throws -> (
         status: Int32, lines: [String], stderr: String
     ) {
@@ -34,16 +48,7 @@ struct MigrateCommandTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try await server.withDatabase(poolSize: 1) { settings in
-            let configuration = try Self.configuration(
-                in: directory,
-                [
-                    "store": [
-                        "postgres": [
-                            "host": "127.0.0.1", "port": server.port, "database": settings.database, "user": PostgresServer.user,
-                            "password": "env:PGPASS",
-                        ]
-                    ]
-                ])
+            let configuration = try Self.postgresConfiguration(in: directory, server: server, database: settings.database)
             let environment = ["PGPASS": server.password]
             let first = try await Self.migrate(configuration, environment: environment)
             #expect(first.status == 0, "\(first.stderr)")
@@ -81,16 +86,7 @@ struct MigrateCommandTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try await server.withDatabase(poolSize: 1) { settings in
-            let configuration = try Self.configuration(
-                in: directory,
-                [
-                    "store": [
-                        "postgres": [
-                            "host": "127.0.0.1", "port": server.port, "database": settings.database, "user": PostgresServer.user,
-                            "password": "env:PGPASS",
-                        ]
-                    ]
-                ])
+            let configuration = try Self.postgresConfiguration(in: directory, server: server, database: settings.database)
             let environment = ["PGPASS": server.password]
             #expect(try await Self.migrate(configuration, environment: environment).status == 0)
             // Back to the schema before the case-insensitive index, with the variants it let in.
