@@ -251,30 +251,56 @@ let package = Package(
             name: "OrchardConfigurationTesting",
             dependencies: ["OrchardConfiguration", "OrchardTesting", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        // The server's test fixtures (the harness, in process or live, the mock-processor fixture, a
-        // server process, nginx in front), shared by the server's and the command line's tests.
-        // In no product: nothing that ships links it.
+        // What a router test needs: `ApplicationDependencies.testing(…)` (the composition root on the
+        // in-memory store, a configuration made in memory, no file) and the in-process transport.
+        // No SQLite, no PostgreSQL, no process. In no product.
         .target(
             name: "OrchardServerTesting",
             dependencies: [
-                "AppleGateway", "ApplePay", "CurlClient", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore",
-                "OrchardInMemory", "OrchardRuntime",
-                "OrchardServer", "OrchardServices", "OrchardSQLite", "OrchardTesting", "ProcessorClients",
+                "ApplePay", "CurlClient", "OrchardComposition", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore",
+                "OrchardInMemory", "OrchardServer", "OrchardServices", "OrchardTesting",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
+        // The integration tests' fixtures (the harness on SQLite and the mock gateway over mutual TLS,
+        // in process or live, the mock-processor fixture, a server process, nginx in front), shared by
+        // the integration and the command line's tests. In no product: nothing that ships links it.
+        .target(
+            name: "OrchardIntegrationTesting",
+            dependencies: [
+                "AppleGateway", "ApplePay", "CurlClient", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore",
+                "OrchardInMemory", "OrchardRuntime", "OrchardServerTesting",
+                "OrchardServer", "OrchardServices", "OrchardSQLite", "OrchardTesting", "ProcessorClients",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
             ]
         ),
-        // What both executables run: the server's composition root and the command-line basics.
+        // The composition root: every service made once from a loaded configuration and the adapters
+        // it is handed (the runtime's, or a test's in-memory ones). No adapter of its own.
+        .target(
+            name: "OrchardComposition",
+            dependencies: [
+                "ApplePay", "OrchardConfiguration", "OrchardCore", "OrchardServer", "OrchardServices",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // What both executables run: the adapters the composition root is handed, and the command-line basics.
         .target(
             name: "OrchardRuntime",
             dependencies: [
+                "OrchardComposition",
                 "AppleGateway",
                 "ApplePay",
                 "CurlClient",
@@ -447,7 +473,7 @@ let package = Package(
         .testTarget(
             name: "OrchardCLITests",
             dependencies: [
-                "OrchardServerTesting",
+                "OrchardIntegrationTesting", "OrchardServerTesting",
                 "ApplePay", "CurlClient", "OrchardConfiguration", "OrchardCore", "OrchardPostgres", "OrchardRuntime", "OrchardServer",
                 "OrchardServices", "OrchardSQLite", "OrchardTesting", "ShopCallbacks", "orchard", "orchard-sandbox",
                 .product(name: "Logging", package: "swift-log"),
@@ -472,12 +498,32 @@ let package = Package(
             name: "OrchardServicesTests",
             dependencies: ["OrchardServices"]
         ),
+        // Router tests: the routes, middleware and error mapping on in-memory dependencies
+        // (`ApplicationDependencies.testing`), as Hummingbird's own tests are. No SQLite file, no
+        // PostgreSQL, no process, no socket on Orchard's side (LayeringTests holds this).
         .testTarget(
             name: "OrchardServerTests",
             dependencies: [
+                "ApplePay", "OrchardComposition", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore",
+                "OrchardInMemory", "OrchardServer", "OrchardServerTesting", "OrchardServices", "OrchardTesting", "OrchardTracing",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ]
+        ),
+        // The server with its real adapters: SQLite, the mock gateway and processors over mutual TLS,
+        // live sockets, PostgreSQL, processes.
+        .testTarget(
+            name: "OrchardIntegrationTests",
+            dependencies: [
+                "OrchardIntegrationTesting",
                 "OrchardServerTesting",
                 "OrchardInMemory",
                 "AppleGateway",
+                "OrchardComposition",
                 "OrchardConfiguration",
                 "OrchardCore",
                 "OrchardPostgres",

@@ -5,6 +5,7 @@ import CurlClient
 import Foundation
 import Hummingbird
 import Logging
+import OrchardComposition
 import OrchardConfiguration
 import OrchardCore
 import OrchardPostgres
@@ -152,7 +153,7 @@ private func makeServer(
         merchantTokens: AppleMerchantTokenClient(http: clients.http, endpoint: configuration.gateway, logger: logger),
         domainProbe: CurlDomainProbe(http: clients.http), tenantDomainProbe: CurlDomainProbe(http: clients.tenantProcessors),
         processorMaker: processorMaker, shopCalls: clients.shopCalls,
-        activity: activity, logger: logger)
+        serveChecks: { await serveDoctorChecks(loaded: configuration, store: store) }, activity: activity, logger: logger)
     return buildApplication(dependencies, onServerRunning: onServerRunning)
 }
 

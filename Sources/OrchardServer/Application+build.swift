@@ -38,8 +38,7 @@ public func buildApplication(
 /// what `buildApplication` serves, and what router tests send requests to in process.
 public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<OrchardRequestContext> {
     let d = dependencies
-    let (settings, stored, time, directory, logger) = (d.settings, d.repositories, d.time, d.directory, d.logger)
-    let (engine, mandates) = (d.services.engine, d.services.mandates)
+    let (settings, stored, services, time, directory, logger) = (d.settings, d.repositories, d.services, d.time, d.directory, d.logger)
     let router = Router(context: OrchardRequestContext.self)
     router.add(middleware: RequestTracingMiddleware(accept: settings.acceptTraceparent, trustedProxies: settings.trustedProxies))
     router.add(middleware: HTTPMetricsMiddleware(activity: d.activity))
@@ -51,7 +50,7 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
         router.add(middleware: LogRequestsMiddleware(.debug))
     }
     addStaticFiles(to: router, folder: settings.publicDirectory, time: time, logger: logger)
-    router.addRoutes(DomainAssociationController(directory: directory, signer: d.vault.domainFileSigner).routes)
+    router.addRoutes(DomainAssociationController(directory: directory, signer: d.signer).routes)
     // Who the client is and which merchant its Host names matter to the routes below only: a
     // static file, a 404 (no route matched) or the association file is answered without either.
     let routes = router.group()
@@ -65,33 +64,22 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
         merchants: directory.merchants, certificates: settings.certificates, directory: directory, time: time,
         activity: d.activity)
     routes.addRoutes(health.routes)
-    let orders = OrderService(
-        orders: stored.orderPayments, paymentRequests: stored.paymentRequests,
-        quotes: d.shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, time: time,
-        openFor: settings.ordersOpenFor.timeInterval)
-    routes.addRoutes(OrdersController(service: orders, limiter: limiter).routes)
-    routes.addRoutes(AuthorizeController(engine: engine, limiter: limiter).routes)
+    routes.addRoutes(OrdersController(service: services.orders, limiter: limiter).routes)
+    routes.addRoutes(AuthorizeController(engine: services.engine, limiter: limiter).routes)
     let v1 = routes.group("v1").add(middleware: APIKeyMiddleware(store: stored.apiKeys, directory: directory))
-    let requestService = PaymentRequestService(
-        paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, refunds: stored.refunds, vault: d.vault, time: time)
     let paymentRequests = PaymentRequestsController(
-        service: requestService,
+        service: services.paymentRequests,
         simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter)
     v1.addRoutes(paymentRequests.apiRoutes)
     routes.addRoutes(paymentRequests.pageRoutes)
-    let paymentsAPI = PaymentsAPIController(refunds: stored.refunds, paymentRequests: stored.paymentRequests, engine: engine)
+    let paymentsAPI = PaymentsAPIController(refunds: stored.refunds, paymentRequests: stored.paymentRequests, engine: services.engine)
     v1.addRoutes(paymentsAPI.routes)
-    v1.addRoutes(InAppAuthorizeController(requests: requestService, payments: paymentsAPI, limiter: limiter).routes)
-    v1.addRoutes(
-        MandatesController(
-            service: MandateChargeService(
-                mandates: stored.mandates, paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, engine: engine,
-                time: time), lifecycle: mandates
-        ).routes)
+    v1.addRoutes(InAppAuthorizeController(requests: services.paymentRequests, payments: paymentsAPI, limiter: limiter).routes)
+    v1.addRoutes(MandatesController(service: services.mandateCharges, lifecycle: services.mandates).routes)
     routes.addRoutes(
         TokenEventsController(
             store: stored.tokenEventInbox, directory: directory, policy: settings.tokenEvents, limiter: limiter,
-            fetching: d.services.tokenEvents != nil,
+            fetching: services.tokenEvents != nil,
             time: time
         ).routes)
     routes.addRoutes(
@@ -111,17 +99,9 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
 /// The admin API's routes, in the group that checks the admin token.
 private func addAdminRoutes(to admin: RouterGroup<OrchardRequestContext>, _ d: ApplicationDependencies) {
     let (services, stored, directory) = (d.services, d.repositories, d.directory)
-    let retirement = TenantRetirement(
-        merchantRegistry: stored.merchantRegistry, mandates: stored.mandates, apiKeys: stored.apiKeys, directory: directory,
-        processors: d.processors, lifecycle: services.mandates,
-        webhooks: services.webhooks, time: d.time, logger: services.mandates.logger)
-    let registry = MerchantRegistryService(
-        merchantRegistry: stored.merchantRegistry, directory: directory, apple: d.registration, retirement: retirement,
-        processors: d.processors,
-        processorMaker: d.processorMaker, time: d.time)
     admin.addRoutes(
         AdminController(
-            merchants: directory.merchants, platform: directory.platform, directory: directory, registry: registry,
+            merchants: directory.merchants, platform: directory.platform, directory: directory, registry: services.registry,
             sealer: d.settingsSealer
         )
         .routes)

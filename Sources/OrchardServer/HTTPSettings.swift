@@ -25,8 +25,6 @@ public struct HTTPSettings: Sendable {
     public var limits: RateLimitSettings
     /// The admin API's bearer token; nil turns the admin API off.
     public var adminToken: AdminToken?
-    /// How long an order stays open for payment.
-    public var ordersOpenFor: Duration
     /// The token-event inbox's caps (for the notification route).
     public var tokenEvents: TokenEventPolicy
     /// One webhook attempt's deadline (for the admin API's test delivery).
@@ -39,7 +37,7 @@ public struct HTTPSettings: Sendable {
     public init(
         host: String, port: Int, idleTimeout: Duration, maxBodyBytes: Int, publicDirectory: String?, trustedProxies: [IPNetwork],
         clientAddressHeader: String, acceptTraceparent: TraceparentTrust, applePaySDK: URL?, checkoutPage: CheckoutPageSettings,
-        limits: RateLimitSettings, adminToken: AdminToken?, ordersOpenFor: Duration, tokenEvents: TokenEventPolicy,
+        limits: RateLimitSettings, adminToken: AdminToken?, tokenEvents: TokenEventPolicy,
         webhookTimeout: Duration, certificates: [ConfiguredCertificate]
     ) {
         self.host = host
@@ -54,7 +52,6 @@ public struct HTTPSettings: Sendable {
         self.checkoutPage = checkoutPage
         self.limits = limits
         self.adminToken = adminToken
-        self.ordersOpenFor = ordersOpenFor
         self.tokenEvents = tokenEvents
         self.webhookTimeout = webhookTimeout
         self.certificates = certificates

@@ -1,12 +1,19 @@
 import OrchardCore
 import ServiceLifecycle
 
-/// What the routes and the loops beside them share, made once by the composition root: the
-/// payments engine, the mandate lifecycle, the webhook dispatcher and the token-event fetcher,
-/// and the loops the server runs in its lifetime.
+/// Every service the routes and the loops beside them use, made once by the composition root
+/// (`OrchardComposition`): the routes are handed them and only wire them.
 public struct ServerServices: Sendable {
     public var engine: PaymentsEngine
     public var mandates: MandateLifecycle
+    /// Orders priced from the catalogue (or the shop's quote URL) and their payment requests.
+    public var orders: OrderService
+    /// The payments API's payment requests.
+    public var paymentRequests: PaymentRequestService
+    /// Charges of a stored mandate through the payments API.
+    public var mandateCharges: MandateChargeService
+    /// The admin API's registered merchants: registration at Apple, settings, retirement.
+    public var registry: MerchantRegistryService
     /// Delivers the outbox in the background; a retirement sends a leaving tenant's last events
     /// through it. Nil: events are kept, not sent.
     public var webhooks: WebhookDispatcher?
@@ -17,11 +24,16 @@ public struct ServerServices: Sendable {
     public var background: [any Service]
 
     public init(
-        engine: PaymentsEngine, mandates: MandateLifecycle, webhooks: WebhookDispatcher?, tokenEvents: TokenEventFetcher?,
-        background: [any Service]
+        engine: PaymentsEngine, mandates: MandateLifecycle, orders: OrderService, paymentRequests: PaymentRequestService,
+        mandateCharges: MandateChargeService, registry: MerchantRegistryService, webhooks: WebhookDispatcher?,
+        tokenEvents: TokenEventFetcher?, background: [any Service]
     ) {
         self.engine = engine
         self.mandates = mandates
+        self.orders = orders
+        self.paymentRequests = paymentRequests
+        self.mandateCharges = mandateCharges
+        self.registry = registry
         self.webhooks = webhooks
         self.tokenEvents = tokenEvents
         self.background = background

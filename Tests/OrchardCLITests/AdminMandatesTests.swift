@@ -2,6 +2,7 @@ import CurlClient
 import Foundation
 import OrchardConfiguration
 import OrchardCore
+import OrchardIntegrationTesting
 import OrchardServer
 import OrchardServerTesting
 import OrchardServices

@@ -2,6 +2,7 @@ import CurlClient
 import Foundation
 import OrchardConfiguration
 import OrchardCore
+import OrchardIntegrationTesting
 import OrchardServer
 import OrchardServerTesting
 import OrchardServices
@@ -98,7 +99,7 @@ struct ClusterTests {
             #expect(created.status == 201)
             let orderId = try #require(created.json?["orderId"] as? String)
             let request = try #require(created.json?["paymentRequest"] as? [String: Any])
-            let (body, _) = try ProcessorFixture.authorizeBody(orderId, request, minter: cluster.a.minter)
+            let (body, _) = try AuthorizeBody.make(orderId, request, minter: cluster.a.minter)
             let statuses = await withTaskGroup(of: Int.self) { group in
                 for _ in 0..<50 {
                     group.addTask { (try? await cluster.shopper("POST", "/api/apple-pay/authorize", body: body).status) ?? 0 }

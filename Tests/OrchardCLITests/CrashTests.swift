@@ -2,6 +2,7 @@ import CurlClient
 import Foundation
 import OrchardConfiguration
 import OrchardCore
+import OrchardIntegrationTesting
 import OrchardSQLite
 import OrchardServer
 import OrchardServerTesting
@@ -93,7 +94,7 @@ struct CrashTests {
                     _ = try await server.pay(id, request)
                 case .killDuringTap:
                     mock.behaviour = .delay(.milliseconds(400))
-                    let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: server.minter)
+                    let (body, _) = try AuthorizeBody.make(id, request, minter: server.minter)
                     let tap = Task { try? await server.send("POST", "/api/apple-pay/authorize", body: body) }
                     // The scenario: a kill at a random moment of the tap (before, during or after the charge).
                     try await Task.sleep(for: .milliseconds(Int.random(in: 5...300, using: &random)))

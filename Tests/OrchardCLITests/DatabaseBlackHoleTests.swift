@@ -1,6 +1,7 @@
 import Foundation
 import OrchardConfiguration
 import OrchardCore
+import OrchardIntegrationTesting
 import OrchardServerTesting
 import OrchardTesting
 import Synchronization

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OrchardConfiguration
 import OrchardCore
+import OrchardIntegrationTesting
 import OrchardPostgres
 import OrchardServer
 import OrchardServerTesting
@@ -51,7 +52,7 @@ enum DatabaseFaultLoad {
             guard let created = await journal.timed("orders", { try await server.send("POST", "/api/orders", body: basket) }),
                 created.status == 201, let id = created.json?["orderId"] as? String,
                 let request = created.json?["paymentRequest"] as? [String: Any],
-                let (body, _) = try? ProcessorFixture.authorizeBody(id, request, minter: server.minter)
+                let (body, _) = try? AuthorizeBody.make(id, request, minter: server.minter)
             else { continue }
             journal.orders.withLock { $0.append(id) }
             let paid = await journal.timed("authorize") { try await server.send("POST", "/api/apple-pay/authorize", body: body) }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OrchardConfiguration
 import OrchardCore
+import OrchardIntegrationTesting
 import OrchardPostgres
 import OrchardServer
 import OrchardServerTesting

@@ -2,6 +2,7 @@ import Crypto
 import CurlClient
 import Foundation
 import OrchardConfiguration
+import OrchardIntegrationTesting
 import OrchardRuntime
 import OrchardSQLite
 import OrchardServerTesting

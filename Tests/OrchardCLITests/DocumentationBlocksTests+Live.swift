@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import OrchardConfiguration
+import OrchardIntegrationTesting
 import OrchardServerTesting
 import OrchardTesting
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import OrchardConfiguration
+import OrchardIntegrationTesting
 import OrchardServerTesting
 import OrchardServices
 import OrchardTesting

@@ -2,6 +2,7 @@ import ApplePay
 import Crypto
 import CurlClient
 import Foundation
+import OrchardIntegrationTesting
 import OrchardServerTesting
 import OrchardTesting
 import Testing

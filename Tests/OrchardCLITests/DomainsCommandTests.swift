@@ -2,6 +2,7 @@ import CurlClient
 import Foundation
 import OrchardConfiguration
 import OrchardCore
+import OrchardIntegrationTesting
 import OrchardServerTesting
 import OrchardTesting
 import Testing

@@ -1,5 +1,6 @@
 import CurlClient
 import Foundation
+import OrchardIntegrationTesting
 import OrchardServerTesting
 import OrchardTesting
 import Testing

@@ -51,6 +51,11 @@ struct LayeringTests {
         // Trace context knows nothing of Orchard: the server and the clients reach it through swift-distributed-tracing.
         "OrchardTracing": ["OrchardCore", "OrchardServer", "CurlClient", "Hummingbird", "ApplePay"],
         "OrchardRuntime": ["OrchardTesting", "OrchardServerTesting", "OrchardConfigurationTesting", "NIOSSL"],
+        // The composition root: services made from a configuration and the adapters it is handed.
+        "OrchardComposition": [
+            "CurlClient", "CSQLite", "OrchardSQLite", "OrchardPostgres", "AppleGateway", "ProcessorClients", "ShopCallbacks",
+            "OrchardTesting", "OrchardRuntime", "Prometheus", "NIOPosix",
+        ],
         "orchard": ["OrchardTesting", "OrchardServerTesting", "OrchardConfigurationTesting", "NIOSSL"],
         // The test merchant's configuration is below the HTTP server: the configuration's tests use it.
         "OrchardConfigurationTesting": ["Hummingbird", "OrchardServer", "OrchardServerTesting", "OrchardRuntime"],
@@ -181,16 +186,27 @@ struct LayeringTests {
     /// What must stay out of a target's build, direct or through what it depends on: the server
     /// is built without the configuration loader, Core's tests without any HTTP server.
     static let unlinked: [String: Set<String>] = [
-        // The server's tests run it in process or on a port; the executables are the CLI tests'.
-        "OrchardServerTests": ["orchard", "orchard-sandbox"],
+        // Router tests, on in-memory dependencies: no database, no runtime, no adapter that calls
+        // out, no integration fixture (those are OrchardIntegrationTests'); the executables are the CLI tests'.
+        "OrchardServerTests": routerTestsUnlinked.union(["orchard", "orchard-sandbox"]),
+        "OrchardServerTesting": routerTestsUnlinked,
+        // The composition root is handed its adapters: it makes none.
+        "OrchardComposition": routerTestsUnlinked.union(["CurlClient"]),
+        "OrchardServicesTests": routerTestsUnlinked.union(["Hummingbird", "OrchardServer", "OrchardConfiguration"]),
         "OrchardConfigurationTests": ["Hummingbird", "OrchardServer", "OrchardServerTesting", "OrchardRuntime"],
         "OrchardServer": ["OrchardConfiguration", "OrchardRuntime", "CertificateTools"],
         "OrchardServices": ["Hummingbird", "OrchardServer", "OrchardConfiguration"],
         "OrchardCoreTests": ["Hummingbird", "HummingbirdTesting", "OrchardServer", "OrchardServices", "OrchardConfiguration"],
     ]
 
+    /// What neither the router tests nor their fixtures may be built with.
+    static let routerTestsUnlinked: Set<String> = [
+        "OrchardSQLite", "CSQLite", "OrchardPostgres", "PostgresNIO", "OrchardRuntime", "OrchardIntegrationTesting", "AppleGateway",
+        "ProcessorClients", "ShopCallbacks",
+    ]
+
     @Test(
-        "the server holds no configuration loader, and Core's tests link no HTTP server (Package.swift, dependencies followed through)",
+        "the server holds no configuration loader, Core's tests no HTTP server, the router tests no database or runtime (Package.swift, followed through)",
         arguments: unlinked.keys.sorted())
     func linked(target: String) throws {
         let manifest = try PackageManifest(
@@ -199,6 +215,19 @@ struct LayeringTests {
         #expect(closure.count > 1, "\(target) depends on something: \(closure.sorted())")
         for module in closure.intersection(Self.unlinked[target, default: []]).sorted() {
             Issue.record("\(target) is built with \(module)")
+        }
+    }
+
+    @Test("the router tests start no process, open no database file and listen on no port: they answer in process")
+    func routerTestsInProcess() throws {
+        let files = try Self.sources(of: "OrchardServerTests", in: "Tests") + Self.sources(of: "OrchardServerTesting")
+        #expect(files.count > 5, "the router tests and their fixtures")
+        let outside =
+            /\b(Process|ChildProcess|ServerProcess|PostgresServer|SQLiteStore|ServerHarness|ServiceGroup)\b|\.sqlite\b|\.live\b|\.test\(\.live\)/
+        for (file, lines) in files {
+            for line in lines where !line.drop(while: { $0 == " " }).hasPrefix("//") && line.contains(outside) {
+                Issue.record("\(file) reaches outside the process: \(line.trimmingCharacters(in: .whitespaces))")
+            }
         }
     }
 

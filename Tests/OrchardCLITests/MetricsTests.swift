@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import OrchardConfiguration
+import OrchardIntegrationTesting
 import OrchardServer
 import OrchardServerTesting
 import OrchardServices

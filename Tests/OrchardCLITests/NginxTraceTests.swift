@@ -1,6 +1,7 @@
 import CurlClient
 import Foundation
 import OrchardConfiguration
+import OrchardIntegrationTesting
 import OrchardServerTesting
 import OrchardTesting
 import OrchardTracing
@@ -42,7 +43,7 @@ struct NginxTraceTests {
         #expect(created.status == 201)
         let orderId = try #require(created.json?["orderId"] as? String)
         let request = try #require(created.json?["paymentRequest"] as? [String: Any])
-        let (body, _) = try ProcessorFixture.authorizeBody(orderId, request, minter: server.minter)
+        let (body, _) = try AuthorizeBody.make(orderId, request, minter: server.minter)
         let paid = try await shopper("/api/apple-pay/authorize", body)
         #expect(paid.status == 200, "\(nginx.accessLog.suffix(500))")
         let charge = try #require(mock.received.last { $0.method == "POST" })

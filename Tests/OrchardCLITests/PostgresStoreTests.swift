@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import OrchardConfiguration
 import OrchardCore
+import OrchardIntegrationTesting
 import OrchardPostgres
 import OrchardRuntime
 import OrchardServer

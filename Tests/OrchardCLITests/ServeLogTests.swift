@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OrchardConfiguration
 import OrchardCore
+import OrchardIntegrationTesting
 import OrchardServerTesting
 import OrchardServices
 import OrchardTesting

@@ -3,9 +3,9 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import OrchardComposition
 import OrchardCore
 import OrchardInMemory
-import OrchardRuntime
 import OrchardServerTesting
 import OrchardTesting
 import Testing

@@ -5,7 +5,6 @@ import Hummingbird
 import HummingbirdTesting
 import OrchardCore
 import OrchardInMemory
-import OrchardRuntime
 import OrchardServerTesting
 import OrchardTesting
 import Testing
@@ -20,9 +19,14 @@ import Testing
 @Suite("Content types: JSON routes refuse cross-site simple requests")
 struct ContentTypeTests {
     /// One request a minute per client and per merchant, burst 1: a second admitted call is a 429.
-    static let oneAMinute = ConfigurationFile.Limits(
-        merchantSessions: .init(perClientIP: .init(perMinute: 1, burst: 1), perMerchant: .init(perMinute: 1, burst: 1)),
-        orders: .init(perClientIP: .init(perMinute: 1, burst: 1), perMerchant: .init(perMinute: 1, burst: 1)))
+    static let oneAMinute: RateLimitSettings = {
+        var limits = RateLimitSettings.defaults
+        for action in [RateLimitSettings.Action.merchantSessions, .orders] {
+            limits.perClient[action] = RateLimit(perMinute: 1, burst: 1)
+            limits.perMerchant[action] = RateLimit(perMinute: 1, burst: 1)
+        }
+        return limits
+    }()
 
     /// What a cross-site form or `fetch(…, {mode: "no-cors"})` can send without a preflight.
     static let simpleTypes: [String?] = [
@@ -32,16 +36,10 @@ struct ContentTypeTests {
     static func withApp(_ body: @escaping @Sendable (any TestClientProtocol, InMemoryStore, StubSessionCounter) async throws -> Void)
         async throws
     {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
-        file.merchants[0].domains.append("localhost")
-        file.limits = oneAMinute
-        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
         let store = InMemoryStore()
         let sessions = StubSessionCounter()
-        try await buildApplication(ApplicationDependencies(configuration: configuration, sessions: sessions, store: store)).test(.router) {
-            client in
+        let dependencies = try ApplicationDependencies.testing(store: store, sessions: sessions) { $0.limits = oneAMinute }
+        try await buildApplication(dependencies).test(.router) { client in
             try await body(client, store, sessions)
         }
     }

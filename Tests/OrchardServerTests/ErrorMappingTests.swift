@@ -3,9 +3,10 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import OrchardComposition
+import OrchardConfigurationTesting
 import OrchardCore
 import OrchardInMemory
-import OrchardRuntime
 import OrchardServerTesting
 import OrchardTesting
 import Testing
@@ -65,7 +66,7 @@ struct ErrorMappingTests {
             let order = try #require(RouterTests.json(created))
             let id = try #require(order["orderId"] as? String)
             let request = try #require(order["paymentRequest"] as? [String: Any])
-            let (bytes, _) = try ProcessorFixture.authorizeBody(id, request, minter: TokenMinter(chain: ServerHarness.tokenChain))
+            let (bytes, _) = try AuthorizeBody.make(id, request, minter: TokenMinter(chain: TestConfiguration.tokenChain))
             var body = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
             body["orderId"] = "no-such-order"
             let refused = try await client.execute(

@@ -5,9 +5,10 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import OrchardComposition
+import OrchardConfigurationTesting
 import OrchardCore
 import OrchardInMemory
-import OrchardRuntime
 import OrchardServerTesting
 import OrchardTesting
 import Testing
@@ -76,14 +77,13 @@ struct OpenAPITests {
         return buildRouter(dependencies)
     }
 
+    /// The test merchant's configuration, made in memory, with the admin API on and no rate limits.
     static func withConfiguration(_ body: (ServerConfiguration) async throws -> Void) async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
-        file.merchants[0].domains.append("localhost")
-        file.admin = .init(token: "env:ORCHARD_ADMIN_TOKEN")
-        file.limits = ServerHarness.noLimits
-        try await body(try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: MoreMerchants.environment))
+        var configuration = try ServerConfiguration(
+            merchants: [try TestMerchant.configuration(domains: [TestConfiguration.domain, "localhost"])],
+            tokenRoot: TestConfiguration.tokenChain.root.certificate, adminToken: AdminToken(MoreMerchants.adminToken))
+        configuration.limits = .unlimited
+        try await body(configuration)
     }
 
     @Test("the document parses as OpenAPI 3.1, every $ref resolves, every operation has an ID and responses")
@@ -145,7 +145,8 @@ struct OpenAPITests {
             let demo = Set(
                 Self.router(
                     configuration: configuration,
-                    simulator: try SimulatedSheet(chain: ServerHarness.tokenChain, processingKey: ServerHarness.processingKey.publicKey)
+                    simulator: try SimulatedSheet(
+                        chain: TestConfiguration.tokenChain, processingKey: TestConfiguration.processingKey.publicKey)
                 ).routes.map {
                     "\($0.method.rawValue) \(Self.normalised($0.path.description))"
                 })
@@ -215,20 +216,19 @@ struct OpenAPITests {
     func served() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
         try FileManager.default.createDirectory(atPath: directory.path("site"), withIntermediateDirectories: true)
         try directory.write("site/index.html", Array("<p>mine</p>".utf8))
-        file.server?.publicDirectory = "site"
-        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
-        // The router test client says Host: localhost, which this configuration's merchant does not serve.
-        try await buildApplication(ApplicationDependencies(configuration: configuration, sessions: StubSessions(), store: InMemoryStore()))
-            .test(.router) { client in
-                let response = try await client.execute(uri: "/openapi.json", method: .get)
-                #expect(response.status == .ok)
-                #expect(Array(response.body.readableBytesView) == Array(try Data(contentsOf: Self.file)))
-                #expect(response.headers[.contentType] == "application/json; charset=utf-8")
-                #expect(response.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
-                #expect(response.headers[.xContentTypeOptions] == "nosniff")
-            }
+        // The router test client says Host: localhost, which this merchant does not serve.
+        try await buildApplication(
+            try .testing(domains: [TestConfiguration.domain]) { $0.publicDirectory = directory.path("site") }
+        )
+        .test(.router) { client in
+            let response = try await client.execute(uri: "/openapi.json", method: .get)
+            #expect(response.status == .ok)
+            #expect(Array(response.body.readableBytesView) == Array(try Data(contentsOf: Self.file)))
+            #expect(response.headers[.contentType] == "application/json; charset=utf-8")
+            #expect(response.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
+            #expect(response.headers[.xContentTypeOptions] == "nosniff")
+        }
     }
 }

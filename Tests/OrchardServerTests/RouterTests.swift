@@ -6,22 +6,15 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import OrchardConfiguration
+import OrchardConfigurationTesting
 import OrchardCore
 import OrchardInMemory
-import OrchardRuntime
 import OrchardServer
 import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Synchronization
 import Testing
-
-/// A session service that answers without a network.
-struct StubSessions: MerchantSessionService {
-    func createSession(_ request: MerchantSessionRequest, for merchant: MerchantConfiguration) async throws(GatewayError) -> [UInt8] {
-        Array(#"{"merchantIdentifier":"stub","domainName":"\#(request.initiativeContext)"}"#.utf8)
-    }
-}
 
 /// Controllers through the router alone (`app.test(.router)`): no sockets, no TLS, the in-memory
 /// store. The router test client always says Host: localhost, so the merchant serves "localhost".
@@ -30,13 +23,9 @@ struct RouterTests {
     static func withApp(
         servesLocalhost: Bool = true, _ body: @escaping @Sendable (any TestClientProtocol, InMemoryStore) async throws -> Void
     ) async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
-        if servesLocalhost { file.merchants[0].domains.append("localhost") }
-        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
         let store = InMemoryStore()
-        let app = buildApplication(ApplicationDependencies(configuration: configuration, sessions: StubSessions(), store: store))
+        let domains = [TestConfiguration.domain] + (servesLocalhost ? ["localhost"] : [])
+        let app = buildApplication(try .testing(store: store, domains: domains))
         try await app.test(.router) { client in
             try await body(client, store)
         }
@@ -56,7 +45,7 @@ struct RouterTests {
             let order = try #require(Self.json(created))
             let id = try #require(order["orderId"] as? String)
             let request = try #require(order["paymentRequest"] as? [String: Any])
-            let (body, _) = try ProcessorFixture.authorizeBody(id, request, minter: TokenMinter(chain: ServerHarness.tokenChain))
+            let (body, _) = try AuthorizeBody.make(id, request, minter: TokenMinter(chain: TestConfiguration.tokenChain))
             let paid = try await client.execute(
                 uri: "/api/apple-pay/authorize", method: .post, headers: [.contentType: "application/json"],
                 body: ByteBuffer(bytes: body))
@@ -127,14 +116,8 @@ struct RouterTests {
 
     @Test("at the debug level every request is logged with its path; the middleware that does it is left out above that level")
     func requestsLoggedAtDebug() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
-        file.merchants[0].domains.append("localhost")
-        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
         let handler = CapturingLogHandler()  // at .trace
-        let dependencies = ApplicationDependencies(
-            configuration: configuration, sessions: StubSessions(), store: InMemoryStore(), logger: Logger(label: "t") { _ in handler })
+        let dependencies = try ApplicationDependencies.testing(logger: Logger(label: "t") { _ in handler })
         try await buildApplication(dependencies).test(.router) { client in
             let response = try await client.execute(uri: "/no/such/page", method: .get)
             #expect(response.status == .notFound)
@@ -176,7 +159,7 @@ struct RouterTests {
     func publicDirectoryOverride() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
+        var file = try TestConfiguration.file(gatewayPort: 9, directory: directory)
         try FileManager.default.createDirectory(atPath: directory.path("site"), withIntermediateDirectories: true)
         file.server?.publicDirectory = "site"
         #expect {

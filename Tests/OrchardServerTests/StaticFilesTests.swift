@@ -4,7 +4,6 @@ import Hummingbird
 import HummingbirdTesting
 import OrchardCore
 import OrchardInMemory
-import OrchardRuntime
 import OrchardServerTesting
 import OrchardTesting
 import Testing
@@ -24,17 +23,14 @@ struct StaticFilesTests {
     ) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        var file = try ServerHarness.configurationFile(gatewayPort: 9, directory: directory)
         if site {
             try FileManager.default.createDirectory(atPath: directory.path("site"), withIntermediateDirectories: true)
             try directory.write("site/index.html", Array("<p>first</p>".utf8))
             try directory.write("site/app.js", Array("let a = 1\n".utf8))
             try directory.write("site/large.bin", [UInt8](repeating: 7, count: StaticFileCache.maximumFileBytes + 10))
-            file.server?.publicDirectory = "site"
         }
-        let configuration = try ServerConfiguration.resolve(file, relativeTo: directory.url.path, environment: [:])
         let app = buildApplication(
-            ApplicationDependencies(configuration: configuration, sessions: StubSessions(), store: InMemoryStore(), time: clock.source))
+            try .testing(time: clock.source) { if site { $0.publicDirectory = directory.path("site") } })
         try await app.test(.router) { client in try await body(client, directory) }
     }
 

@@ -1,0 +1,153 @@
+import ApplePay
+import Foundation
+import Logging
+import OrchardConfiguration
+import OrchardCore
+import OrchardServer
+import OrchardServices
+import ServiceLifecycle
+
+extension ApplicationDependencies {
+    /// The application made from a loaded configuration: its HTTP settings, every service the
+    /// routes and the loops beside the server use, those loops, and the doctor. This is the one
+    /// place services are made; `buildRouter` only wires them. Adapters left out are those of a
+    /// server that calls nobody: record-only processors, the configured vault (else a random key),
+    /// the configured merchants only, no Apple APIs beyond `sessions`, no shop calls.
+    /// `repositories`, when given, replaces the ones made from `store` (a test puts a failing
+    /// repository in one field). `serveChecks` are the doctor's first lines (`orchard serve`'s own
+    /// checks of the store it runs on); the doctor's other lines check each piece.
+    public init(
+        configuration: ServerConfiguration, sessions: any MerchantSessionService, store: some OrchardStore,
+        repositories: Repositories? = nil, processors: PaymentProcessors = .recordOnly, vault: PaymentVault? = nil,
+        time: TimeSource = .system,
+        simulator: (any SimulatedApplePay)? = nil, directory: MerchantDirectory? = nil,
+        registration: (any MerchantRegistrationService)? = nil, merchantTokens: (any MerchantTokenService)? = nil,
+        domainProbe: (any DomainProbe)? = nil, tenantDomainProbe: (any DomainProbe)? = nil, processorMaker: (any ProcessorMaker)? = nil,
+        shopCalls: (any ShopTransport)? = nil, serveChecks: (@Sendable () async -> [DoctorCheck])? = nil,
+        activity: ServerActivity = ServerActivity(), logger: Logger = Logger(label: "orchard")
+    ) {
+        let parts = Parts(
+            configuration: configuration, stored: repositories ?? Repositories(store), processors: processors,
+            vault: vault ?? configuration.vault ?? .ephemeral(),
+            time: time, directory: directory ?? MerchantDirectory(configuration: configuration), registration: registration,
+            merchantTokens: merchantTokens, domainProbe: domainProbe, tenantDomainProbe: tenantDomainProbe,
+            processorMaker: processorMaker, shopCalls: shopCalls, activity: activity, logger: logger)
+        // `orchard doctor`'s report: serve's own lines (the store included), then each piece's.
+        let doctor: DoctorRun = { [vault = parts.vault] live, domains in
+            let pieces = await Doctor(
+                sessions: live ? sessions : nil, probe: domains ? domainProbe : nil, signer: vault.domainFileSigner, time: time
+            ).check(configuration: configuration)
+            return DoctorReport(checks: (await serveChecks?() ?? []) + pieces.checks)
+        }
+        self.init(
+            settings: configuration.httpSettings, services: parts.services(), sessions: sessions, repositories: parts.stored,
+            signer: parts.vault.domainFileSigner, time: time, simulator: simulator, directory: parts.directory,
+            settingsSealer: configuration.settingsSealer, shopCalls: shopCalls, doctor: doctor, activity: activity, logger: logger)
+    }
+}
+
+extension ServerConfiguration {
+    /// What the routes read.
+    public var httpSettings: HTTPSettings {
+        HTTPSettings(
+            host: host, port: port, idleTimeout: idleTimeout, maxBodyBytes: maxBodyBytes, publicDirectory: publicDirectory,
+            trustedProxies: trustedProxies, clientAddressHeader: clientAddressHeader, acceptTraceparent: acceptTraceparent,
+            applePaySDK: applePaySDK, checkoutPage: checkoutPage, limits: limits, adminToken: adminToken,
+            tokenEvents: tokenEvents, webhookTimeout: webhooks.timeout, certificates: certificates)
+    }
+}
+
+/// What the shared services and the loops are made from.
+private struct Parts {
+    let configuration: ServerConfiguration
+    let stored: Repositories
+    let processors: PaymentProcessors
+    let vault: PaymentVault
+    let time: TimeSource
+    let directory: MerchantDirectory
+    let registration: (any MerchantRegistrationService)?
+    let merchantTokens: (any MerchantTokenService)?
+    let domainProbe: (any DomainProbe)?
+    let tenantDomainProbe: (any DomainProbe)?
+    let processorMaker: (any ProcessorMaker)?
+    let shopCalls: (any ShopTransport)?
+    let activity: ServerActivity
+    let logger: Logger
+
+    /// Every service, each made once and shared by the routes and the loops.
+    func services() -> ServerServices {
+        let engine = configuration.makePaymentsEngine(
+            repositories: stored, processors: processors, vault: vault, time: time, logger: logger)
+        let mandates = MandateLifecycle(
+            store: stored.mandates, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
+        let webhooks = shopCalls.map {
+            WebhookDispatcher(
+                store: stored.webhookOutbox, transport: $0, directory: directory, policy: configuration.webhooks, time: time, logger: logger
+            )
+        }
+        let tokenEvents = merchantTokens.map { _ in
+            TokenEventFetcher(
+                store: stored.tokenEventInbox, lifecycle: mandates, budgets: TokenEventBudgets(policy: configuration.tokenEvents),
+                gatewayTimeout: configuration.gateway.timeout, time: time, logger: logger)
+        }
+        let background = backgroundServices(engine: engine) + [tokenEvents as (any Service)?, webhooks].compactMap { $0 }
+        return ServerServices(
+            engine: engine, mandates: mandates,
+            orders: OrderService(
+                orders: stored.orderPayments, paymentRequests: stored.paymentRequests,
+                quotes: shopCalls.map { QuoteClient(transport: $0, time: time, logger: logger) }, time: time,
+                openFor: configuration.ordersOpenFor.timeInterval),
+            paymentRequests: PaymentRequestService(
+                paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, refunds: stored.refunds, vault: vault,
+                time: time),
+            mandateCharges: MandateChargeService(
+                mandates: stored.mandates, paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, engine: engine,
+                time: time),
+            registry: registry(mandates: mandates, webhooks: webhooks),
+            webhooks: webhooks, tokenEvents: tokenEvents, background: background)
+    }
+
+    /// The admin API's registry, with the retirement that winds a leaving tenant down.
+    private func registry(mandates: MandateLifecycle, webhooks: WebhookDispatcher?) -> MerchantRegistryService {
+        let retirement = TenantRetirement(
+            merchantRegistry: stored.merchantRegistry, mandates: stored.mandates, apiKeys: stored.apiKeys, directory: directory,
+            processors: processors, lifecycle: mandates, webhooks: webhooks, time: time, logger: mandates.logger)
+        return MerchantRegistryService(
+            merchantRegistry: stored.merchantRegistry, directory: directory, apple: registration, retirement: retirement,
+            processors: processors, processorMaker: processorMaker, time: time)
+    }
+
+    /// The loops beside the server: expiry, reconciliation, purges, store readiness, and those the
+    /// configuration asks for (the guard, registry sync, gauges).
+    private func backgroundServices(engine: PaymentsEngine) -> [any Service] {
+        var services: [any Service] = [
+            PaymentReconciler(engine: engine, interval: configuration.reconciliation.reconcileInterval, logger: logger),
+            PaymentRequestExpiry(store: stored.paymentRequests, interval: .seconds(15), time: time, logger: logger),
+            RetentionPurge(store: stored.purging, policy: configuration.retention, time: time, logger: logger),
+            StoreReadiness(store: stored.counting, activity: activity, logger: logger),
+        ]
+        if configuration.guardSettings.enabled {
+            let settings = configuration.guardSettings
+            let service = GuardService(
+                records: stored.guardRecords, probe: domainProbe, tenantProbe: tenantDomainProbe, signer: vault.domainFileSigner,
+                registration: registration, registry: stored.merchantRegistry, policy: settings.policy, concurrency: settings.concurrency,
+                time: time,
+                logger: logger)
+            services.append(GuardMonitor(service: service, directory: directory, records: stored.guardRecords, time: time, logger: logger))
+        }
+        if configuration.platform != nil {
+            // Instances sharing one database learn each other's registrations within this interval.
+            services.append(
+                RegistrySync(
+                    store: stored.merchantRegistry, directory: directory, processors: processors, processorMaker: processorMaker,
+                    openSettings: configuration.openSettings, interval: .seconds(2), logger: logger))
+        }
+        if let metrics = configuration.metrics {
+            services.append(
+                OperationalGauges(
+                    store: stored.counting, certificates: configuration.certificates, time: time, interval: metrics.refreshInterval,
+                    logger: logger))
+        }
+        return services
+    }
+}
