@@ -1,4 +1,5 @@
 import Logging
+import OrchardServerTesting
 import ServiceLifecycle
 
 /// Runs `service` while `body` runs, then shuts it down gracefully and waits for it.

@@ -1,4 +1,5 @@
 import Foundation
+import OrchardServerTesting
 import OrchardTesting
 import Testing
 

@@ -2,6 +2,7 @@ import ApplePay
 import Crypto
 import CurlClient
 import Foundation
+import OrchardServerTesting
 import OrchardTesting
 import Testing
 
@@ -41,7 +42,7 @@ public enum RecurringPayment {
             to: ServerHarness.processingKey.publicKey, merchantIdentifier: TestMaterial.merchantIdentifier,
             applicationDataHash: Array(SHA256.hash(data: appData)))
         let authorized = try await server.send(
-            "POST", "/api/apple-pay/authorize", body: try ServerHarness.paymentBody(orderId: id, token: minted))
+            "POST", "/api/apple-pay/authorize", body: try PageCheckout.paymentBody(orderId: id, token: minted))
         #expect(authorized.status == 200)
         let paymentId = try #require(authorized.json?["paymentId"] as? String)
         let detail = try await server.api("GET", "/v1/payments/\(paymentId)", key: key)

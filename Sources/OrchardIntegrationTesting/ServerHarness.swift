@@ -51,7 +51,7 @@ public enum HarnessTransport: String, Sendable, CustomStringConvertible {
 
 /// The application wired to a real mock gateway over mutual TLS, answering in process or, with
 /// `transport: .live`, as the real server on a free loopback port.
-public struct ServerHarness: Sendable {
+public struct ServerHarness: ServerRequests {
     public static let domain = TestConfiguration.domain
     public static let unregisteredDomain = TestConfiguration.unregisteredDomain
     public static let associationFile = TestConfiguration.associationFile
@@ -175,32 +175,14 @@ public struct ServerHarness: Sendable {
         await fixture.gateway.stop()
     }
 
-    /// A request to the server, as a browser on `host` would send it.
-    public func send(
-        _ method: String, _ path: String, host: String = domain, body: [UInt8]? = nil,
-        extraHeaders: [(name: String, value: String)] = []
-    ) async throws -> CurlResponse {
-        var headers: [(name: String, value: String)] = [(name: "Host", value: host)] + extraHeaders
-        if body != nil { headers.append((name: "Content-Type", value: "application/json")) }
+    public var apiKeys: any APIKeys { store }
+
+    public func respond(_ method: String, _ path: String, host: String, headers: [(name: String, value: String)], body: [UInt8]?)
+        async throws -> CurlResponse
+    {
         if let router { return try await router.send(method, path, host: host, headers: headers, body: body) }
         return try await client.execute(
             CurlRequest(method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers, body: body))
-    }
-
-    /// Creates a secret API key for `merchant` straight in the store, as `orchard keys create` does.
-    public func apiKey(for merchant: String = TestMaterial.merchantIdentifier) async throws -> String {
-        let (record, secret) = APIKeyRecord.generate(merchantIdentifier: merchant, at: Date())
-        try await store.insertAPIKey(record)
-        return secret
-    }
-
-    /// A payments-API call from the shop's backend.
-    public func api(
-        _ method: String, _ path: String, key: String, json: String? = nil, idempotencyKey: String? = nil
-    ) async throws -> CurlResponse {
-        var headers = [(name: "Authorization", value: "Bearer \(key)")]
-        if let idempotencyKey { headers.append((name: "Idempotency-Key", value: idempotencyKey)) }
-        return try await send(method, path, host: "api.internal", body: json.map { Array($0.utf8) }, extraHeaders: headers)
     }
 
     public func requestSession(
@@ -211,23 +193,6 @@ public struct ServerHarness: Sendable {
         let body = try validationURL.map { try JSONSerialization.data(withJSONObject: ["validationURL": $0]) }
         return try await send("POST", "/api/apple-pay/session", host: host, body: body.map(Array.init) ?? [])
     }
-}
-
-extension ServerHarness {
-    /// The page's authorize body for `token`, paid with a Visa debit card.
-    public static func paymentBody(orderId: String, token: PaymentData) throws -> [UInt8] {
-        let payment = PaymentToken(
-            paymentData: token, paymentMethod: .init(displayName: "Visa 1111", network: "Visa", type: "debit"),
-            transactionIdentifier: token.header.transactionId)
-        let tokenJSON = try JSONSerialization.jsonObject(with: JSONEncoder().encode(payment))
-        return Array(try JSONSerialization.data(withJSONObject: ["orderId": orderId, "payment": ["token": tokenJSON]]))
-    }
-}
-
-extension CurlResponse {
-    public var json: [String: Any]? { try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] }
-    public var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
-    public var errorMessage: String? { (json?["error"] as? [String: Any])?["message"] as? String }
 }
 
 extension MoreMerchants {

@@ -167,7 +167,7 @@ struct PaymentsAPITests {
         let chosen = try await server.send(
             "POST", "/api/orders/\(id)/shipping-method", body: Array(#"{"identifier": "courier"}"#.utf8))
         #expect((chosen.json?["newTotal"] as? [String: Any])?["amount"] as? String == "27.34")
-        let pay = try OrdersAuthorizeTests().paymentBody(orderId: id, request: request, amount: 2734)
+        let pay = try PageCheckout.paymentBody(orderId: id, request: request, amount: 2734)
         let authorized = try await server.send("POST", "/api/apple-pay/authorize", body: pay)
         #expect(authorized.status == 200)
         let paymentId = try #require(authorized.json?["paymentId"] as? String)
@@ -258,7 +258,7 @@ struct PaymentsAPITests {
             let created = try await server.api("POST", "/v1/payment-requests", key: key, json: Self.cart, idempotencyKey: "w-1")
             let id = try #require(created.json?["id"] as? String)
             let request = try #require(created.json?["paymentRequest"] as? [String: Any])
-            let pay = try OrdersAuthorizeTests().paymentBody(orderId: id, request: request, amount: 1734)
+            let pay = try PageCheckout.paymentBody(orderId: id, request: request, amount: 1734)
             #expect(try await server.send("POST", "/api/apple-pay/authorize", body: pay).status == 200)
             // The first attempt fails at once; polled, as a loaded machine may take seconds to make it.
             var pending: [WebhookEvent] = []
@@ -287,7 +287,7 @@ struct PaymentsAPITests {
             let later = try await server.api("POST", "/v1/payment-requests", key: key, json: Self.cart, idempotencyKey: "w-2")
             let laterId = try #require(later.json?["id"] as? String)
             let laterRequest = try #require(later.json?["paymentRequest"] as? [String: Any])
-            let laterPay = try OrdersAuthorizeTests().paymentBody(orderId: laterId, request: laterRequest, amount: 1734)
+            let laterPay = try PageCheckout.paymentBody(orderId: laterId, request: laterRequest, amount: 1734)
             #expect(try await server.send("POST", "/api/apple-pay/authorize", body: laterPay).status == 200)
             _ = try await receiver.wait { $0.contains { $0.status == 204 && $0.eventId != eventId } }
             #expect(receiver.accepted.filter { $0.eventId == eventId }.count == 1)

@@ -101,7 +101,7 @@ struct QuoteTests {
             quotes.answer(200, body: Self.quote)
             _ = try await update(server, id, "shipping-contact", #"{"countryCode": "FR"}"#)
             let request = try #require(created.json?["paymentRequest"] as? [String: Any])
-            let pay = try OrdersAuthorizeTests().paymentBody(orderId: id, request: request, amount: 2300)
+            let pay = try PageCheckout.paymentBody(orderId: id, request: request, amount: 2300)
             #expect(try await server.send("POST", "/api/apple-pay/authorize", body: pay).status == 200)
         }
     }

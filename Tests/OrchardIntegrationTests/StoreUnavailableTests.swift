@@ -31,7 +31,7 @@ struct StoreUnavailableTests {
             return store
         }) { server in
             let store = try #require(captured.store.withLock { $0 })
-            let tests = OrdersAuthorizeTests()
+            let tests = PageCheckout.self
             let (orderId, request) = try await tests.createOrder(server)
             #expect(try await server.send("GET", "/health").status == 200)
             // Another writer on the same file, holding its lock until it rolls back.

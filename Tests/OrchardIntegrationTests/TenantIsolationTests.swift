@@ -80,12 +80,12 @@ struct TenantIsolationTests {
         let id = try #require(created.json?["id"] as? String)
         let request = try #require(created.json?["paymentRequest"] as? [String: Any])
         let appData = try #require(Data(base64Encoded: request["applicationData"] as? String ?? ""))
-        let minted = try OrdersAuthorizeTests().minter.mintEC(
+        let minted = try PageCheckout.minter.mintEC(
             payload: TokenMinter.merchantTokenPayload(amount: 990, merchantTokenIdentifier: token),
             to: MoreMerchants.platformProcessingKey.publicKey, merchantIdentifier: TestMaterial.platformMerchantIdentifier,
             applicationDataHash: Array(SHA256.hash(data: appData)))
         let authorized = try await server.send(
-            "POST", "/api/apple-pay/authorize", host: Self.domain, body: try OrdersAuthorizeTests().paymentBody(orderId: id, token: minted))
+            "POST", "/api/apple-pay/authorize", host: Self.domain, body: try PageCheckout.paymentBody(orderId: id, token: minted))
         #expect(authorized.status == 200, "\(authorized.errorMessage ?? "")")
         let paymentId = try #require(authorized.json?["paymentId"] as? String)
         return try #require(try await server.store.payment(id: paymentId)?.mandateId)

@@ -27,13 +27,13 @@ struct TenantLateMandateTests {
         let id = try #require(created.json?["id"] as? String)
         let request = try #require(created.json?["paymentRequest"] as? [String: Any])
         let appData = try #require(Data(base64Encoded: request["applicationData"] as? String ?? ""))
-        let minted = try OrdersAuthorizeTests().minter.mintEC(
+        let minted = try PageCheckout.minter.mintEC(
             payload: TokenMinter.merchantTokenPayload(amount: 990, merchantTokenIdentifier: token),
             to: MoreMerchants.platformProcessingKey.publicKey, merchantIdentifier: TestMaterial.platformMerchantIdentifier,
             applicationDataHash: Array(SHA256.hash(data: appData)))
         return try await server.send(
             "POST", "/api/apple-pay/authorize", host: Tenants.domain,
-            body: try OrdersAuthorizeTests().paymentBody(orderId: id, token: minted))
+            body: try PageCheckout.paymentBody(orderId: id, token: minted))
     }
 
     /// The partner registered, paying through the mock's Worldpay; its API key.

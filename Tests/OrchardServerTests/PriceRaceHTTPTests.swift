@@ -3,25 +3,23 @@ import CurlClient
 import Foundation
 import OrchardConfiguration
 import OrchardCore
-import OrchardIntegrationTesting
+import OrchardInMemory
 import OrchardServer
 import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import Testing
 
-/// The price race as a racing shopper would run it, over real HTTP: an authorize and a switch to
+/// The price race as a racing shopper would run it, through the router: an authorize and a switch to
 /// a dearer shipping method for the same order, sent together. Whichever lands first, a payment
 /// is never for another total than the order's.
-@Suite("Authorize and a repricing sent together, over real HTTP")
+@Suite("Authorize and a repricing sent together, through the router")
 struct PriceRaceHTTPTests {
     @Test("30 orders: exactly one of the two wins each, and an authorized payment is always the order's total")
     func race() async throws {
-        let orders = OrdersAuthorizeTests()
-        let off = ConfigurationFile.RateRules(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0))
-        try await ServerHarness.with(configure: { file, _ in
-            file.limits = .init(orders: off, orderUpdates: off, authorizations: off)
-        }) { server in
+        let orders = PageCheckout.self
+        // The router harness sets no rate limits: 60 calls from one address are not what this is about.
+        try await RouterHarness.with { server in
             var outcomes: [String: Int] = [:]
             for _ in 0..<30 {
                 let (id, request) = try await orders.createOrder(server)
