@@ -190,6 +190,7 @@ struct LayeringTests {
         // out, no integration fixture (those are OrchardIntegrationTests'); the executables are the CLI tests'.
         "OrchardServerTests": routerTestsUnlinked.union(["orchard", "orchard-sandbox"]),
         "OrchardServerTesting": routerTestsUnlinked,
+        "OrchardIntegrationTests": ["orchard", "orchard-sandbox"],
         // The composition root is handed its adapters: it makes none.
         "OrchardComposition": routerTestsUnlinked.union(["CurlClient"]),
         "OrchardServicesTests": routerTestsUnlinked.union(["Hummingbird", "OrchardServer", "OrchardConfiguration"]),
