@@ -7,7 +7,6 @@ import OrchardServer
 import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
-import ShopCallbacks
 import Testing
 
 /// The operator's view of mandates: `/admin/mandates` and `orchard mandates`, over real HTTP

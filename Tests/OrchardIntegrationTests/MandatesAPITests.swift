@@ -9,7 +9,6 @@ import OrchardServer
 import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
-import ShopCallbacks
 import Testing
 
 /// Recurring, deferred and automatic-reload payments through the payments API, over real HTTP:

@@ -7,7 +7,6 @@ import OrchardServer
 import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
-import ShopCallbacks
 import Testing
 
 /// The payments API as a shop's backend uses it, over real HTTP: keys, payment requests,

@@ -8,7 +8,6 @@ import OrchardServer
 import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
-import ShopCallbacks
 import Testing
 
 /// A shop that prices sheet changes itself: Orchard asks its quote URL, shows its answer, and

@@ -10,7 +10,6 @@ import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import ProcessorClients
-import ShopCallbacks
 import Testing
 
 /// A merchant a platform integrator registered takes payments: the admin API sets its processor

@@ -9,7 +9,6 @@ import OrchardServer
 import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
-import ShopCallbacks
 import Testing
 
 /// A platform integrator's tenants never meet: a partner cannot take a configured merchant's or

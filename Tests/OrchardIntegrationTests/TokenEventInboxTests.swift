@@ -8,7 +8,6 @@ import OrchardServer
 import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
-import ShopCallbacks
 import Testing
 
 /// Apple's merchant token notifications over real HTTP, against the mock gateway: each is

@@ -10,7 +10,6 @@ import OrchardServerTesting
 import OrchardServices
 import OrchardTesting
 import ProcessorClients
-import ShopCallbacks
 import Testing
 
 /// One hostile tenant — thousands of undelivered events and an endpoint that accepts and never
