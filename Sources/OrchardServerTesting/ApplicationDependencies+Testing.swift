@@ -55,23 +55,37 @@ extension ApplicationDependencies {
 }
 
 /// The shared test merchant (``TestConfiguration``'s identity, association file, catalogue and
-/// processing key) made in memory, as the loader would make it from those files.
+/// processing key) and the second one (``MoreMerchants``), made in memory as the loader would make
+/// them from their files.
 public enum TestMerchant {
     public static func configuration(domains: [String], at now: Date = Date()) throws -> MerchantConfiguration {
-        let identity = TestMaterial.shared.identity
+        try make(
+            TestMaterial.merchantIdentifier, "Orchard Test Shop", domains: domains, identity: TestMaterial.shared.identity,
+            association: TestConfiguration.associationFile, processingKey: TestConfiguration.processingKey, at: now)
+    }
+
+    /// ``MoreMerchants``' second merchant, on its own domain.
+    public static func second(at now: Date = Date()) throws -> MerchantConfiguration {
+        try make(
+            TestMaterial.secondMerchantIdentifier, "Second Shop", domains: [MoreMerchants.secondDomain],
+            identity: TestMaterial.secondIdentity, association: MoreMerchants.secondAssociation,
+            processingKey: MoreMerchants.secondProcessingKey, at: now)
+    }
+
+    static func make(
+        _ merchantIdentifier: String, _ displayName: String, domains: [String], identity: TestCertificate, association: [UInt8],
+        processingKey: P256.KeyAgreement.PrivateKey, at now: Date
+    ) throws -> MerchantConfiguration {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return MerchantConfiguration(
-            merchantIdentifier: TestMaterial.merchantIdentifier, displayName: "Orchard Test Shop", domains: domains,
+            merchantIdentifier: merchantIdentifier, displayName: displayName, domains: domains,
             identity: try MerchantIdentity(
                 certificatePEM: Array(try identity.certificatePEM.utf8), keyPEM: Array(try identity.keyPEM.utf8),
-                certificateName: "the test identity", keyName: "the test identity's key", at: now),
-            identitySource: "the test identity (in memory)", domainAssociation: TestConfiguration.associationFile,
+                certificateName: "\(displayName)'s test identity", keyName: "its key", at: now),
+            identitySource: "\(displayName)'s test identity (in memory)", domainAssociation: association,
             catalogue: try decoder.decode(Catalogue.self, from: Data(TestConfiguration.catalogueJSON.utf8)).validated(),
-            processingKeys: [
-                try ProcessingKey(
-                    privateKeyPEM: TestConfiguration.processingKey.pemRepresentation, merchantIdentifier: TestMaterial.merchantIdentifier)
-            ])
+            processingKeys: [try ProcessingKey(privateKeyPEM: processingKey.pemRepresentation, merchantIdentifier: merchantIdentifier)])
     }
 }
 

@@ -22,16 +22,21 @@ public struct RouterHarness: ServerRequests {
     public let store: InMemoryStore
     public var apiKeys: any APIKeys { store }
 
-    /// Runs `body` against the router built from the test merchant's configuration, changed by `configure`.
+    /// Runs `body` against the router built from the test merchant's configuration (with
+    /// ``MoreMerchants``' second merchant beside it when `secondMerchant`), changed by `configure`.
     public static func with(
-        store: InMemoryStore = InMemoryStore(), time: TimeSource = .system,
-        configure: (inout ServerConfiguration) throws -> Void = { _ in },
-        _ body: (RouterHarness) async throws -> Void
+        store: InMemoryStore = InMemoryStore(), time: TimeSource = .system, secondMerchant: Bool = false,
+        configure: (inout ServerConfiguration) throws -> Void = { _ in }, _ body: (RouterHarness) async throws -> Void
     ) async throws {
         let logger = Logger(label: "orchard.test")
-        let dependencies = try ApplicationDependencies.testing(store: store, time: time, logger: logger) { configuration in
+        // Ready as a server is once it listens: /health answers 200.
+        let activity = ServerActivity()
+        activity.markReady()
+        let dependencies = try ApplicationDependencies.testing(store: store, time: time, activity: activity, logger: logger) {
+            configuration in
             // Tests send many calls from one address; a test about limits sets its own.
             configuration.limits = .unlimited
+            if secondMerchant { configuration.merchants.append(try TestMerchant.second(at: time.now)) }
             try configure(&configuration)
         }
         try await body(RouterHarness(router: RouterTransport(buildRouter(dependencies), logger: logger), store: store))

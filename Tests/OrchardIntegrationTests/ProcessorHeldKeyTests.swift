@@ -220,10 +220,10 @@ extension ProcessorHeldKeyTests {
     func inApp() async throws {
         try await Self.with(.worldpay) { fixture in
             let key = try await fixture.server.apiKey()
-            let request = try await InAppPaymentTests.create(fixture.server, key: key, idempotencyKey: "app-held")
-            let token = try InAppPaymentTests.mint(request.applicationData, to: Self.agreementKey.publicKey)
+            let request = try await APIPayments.create(fixture.server, key: key, idempotencyKey: "app-held")
+            let token = try APIPayments.mint(request.applicationData, to: Self.agreementKey.publicKey)
             let answer = try await fixture.server.api(
-                "POST", "/v1/payment-requests/\(request.id)/authorize", key: key, json: try InAppPaymentTests.body(token, .base64))
+                "POST", "/v1/payment-requests/\(request.id)/authorize", key: key, json: try APIPayments.inAppBody(token, .base64))
             #expect(answer.status == 200, "\(String(describing: answer.json))")
             let payment = try #require(answer.json?["payment"] as? [String: Any])
             #expect(payment["state"] as? String == "authorized" && payment["lastFour"] as? String == "0492")

@@ -4,7 +4,7 @@ import CurlClient
 import Foundation
 import OrchardConfiguration
 import OrchardCore
-import OrchardIntegrationTesting
+import OrchardInMemory
 import OrchardServer
 import OrchardServerTesting
 import OrchardServices
@@ -16,61 +16,18 @@ import Testing
 /// with its secret key. Same engine, same rules and webhooks as the page.
 @Suite("In-app payments: /v1/payment-requests/{id}/authorize with the app's token")
 struct InAppPaymentTests {
-    /// The three ways apps and SDKs send `paymentData`.
-    enum Encoding: String, CaseIterable, CustomTestStringConvertible {
-        case object, jsonText, base64
-        var testDescription: String { rawValue }
-    }
-
-    static let cart = #"{"amount": 1990, "currency": "EUR", "reference": "app-order-1"}"#
-
-    /// `{"token": PKPaymentToken}` as the app would send it, its `paymentData` in `encoding`.
-    static func body(_ paymentData: PaymentData, _ encoding: Encoding) throws -> String {
-        let data = try JSONEncoder().encode(paymentData)
-        var token: [String: Any] = [
-            "paymentMethod": ["displayName": "Visa 0492", "network": "Visa", "type": "debit"],
-            "transactionIdentifier": paymentData.header.transactionId.uppercased(),
-        ]
-        switch encoding {
-        case .object: token["paymentData"] = try JSONSerialization.jsonObject(with: data)
-        case .jsonText: token["paymentData"] = String(decoding: data, as: UTF8.self)
-        case .base64: token["paymentData"] = data.base64EncodedString()
-        }
-        return String(decoding: try JSONSerialization.data(withJSONObject: ["token": token]), as: UTF8.self)
-    }
-
-    /// A payment request made through the API, with the `applicationData` the app puts in its `PKPaymentRequest`.
-    static func create(_ server: ServerHarness, key: String, idempotencyKey: String) async throws -> (id: String, applicationData: [UInt8])
-    {
-        let created = try await server.api("POST", "/v1/payment-requests", key: key, json: cart, idempotencyKey: idempotencyKey)
-        #expect(created.status == 201, "\(String(describing: created.json))")
-        let id = try #require(created.json?["id"] as? String)
-        let request = try #require(created.json?["paymentRequest"] as? [String: Any])
-        let applicationData = try #require(Data(base64Encoded: request["applicationData"] as? String ?? ""))
-        return (id, Array(applicationData))
-    }
-
-    /// The token Apple would give the app for `applicationData`, encrypted to `recipient`.
-    static func mint(
-        _ applicationData: [UInt8], amount: Int = 1990, to recipient: P256.KeyAgreement.PublicKey = ServerHarness.processingKey.publicKey
-    ) throws -> PaymentData {
-        try TokenMinter(chain: ServerHarness.tokenChain).mintEC(
-            payload: TokenMinter.samplePayload(amount: amount), to: recipient, merchantIdentifier: TestMaterial.merchantIdentifier,
-            applicationDataHash: Array(SHA256.hash(data: applicationData)))
-    }
-
     static func json(_ response: CurlResponse) -> NSDictionary? {
         (try? JSONSerialization.jsonObject(with: Data(response.body))) as? NSDictionary
     }
 
     @Test(
         "authorized once in each encoding; the answer is the payment as GET /v1/payments/{id} shows it; a replay is refused",
-        arguments: Encoding.allCases)
-    func encodings(_ encoding: Encoding) async throws {
-        try await PaymentsAPITests.with { server in
+        arguments: APIPayments.Encoding.allCases)
+    func encodings(_ encoding: APIPayments.Encoding) async throws {
+        try await RouterHarness.with(secondMerchant: true) { server in
             let key = try await server.apiKey()
-            let request = try await Self.create(server, key: key, idempotencyKey: "app-\(encoding)")
-            let body = try Self.body(try Self.mint(request.applicationData), encoding)
+            let request = try await APIPayments.create(server, key: key, idempotencyKey: "app-\(encoding)")
+            let body = try APIPayments.inAppBody(try APIPayments.mint(request.applicationData), encoding)
             let answer = try await server.api("POST", "/v1/payment-requests/\(request.id)/authorize", key: key, json: body)
             #expect(answer.status == 200, "\(String(describing: answer.json))")
             let payment = try #require(answer.json?["payment"] as? [String: Any])
@@ -90,19 +47,19 @@ struct InAppPaymentTests {
 
     @Test("refused, nothing paid: another merchant's key, another request's token, a simulator token, a body that is no token")
     func refusals() async throws {
-        try await PaymentsAPITests.with { server in
+        try await RouterHarness.with(secondMerchant: true) { server in
             let key = try await server.apiKey()
-            let request = try await Self.create(server, key: key, idempotencyKey: "app-refusals")
-            let body = try Self.body(try Self.mint(request.applicationData), .object)
+            let request = try await APIPayments.create(server, key: key, idempotencyKey: "app-refusals")
+            let body = try APIPayments.inAppBody(try APIPayments.mint(request.applicationData), .object)
             let path = "/v1/payment-requests/\(request.id)/authorize"
 
             let otherKey = try await server.apiKey(for: TestMaterial.secondMerchantIdentifier)
             let stranger = try await server.api("POST", path, key: otherKey, json: body)
             #expect(stranger.status == 404 && stranger.errorCode == "not_found")
 
-            let other = try await Self.create(server, key: key, idempotencyKey: "app-other")
+            let other = try await APIPayments.create(server, key: key, idempotencyKey: "app-other")
             let misbound = try await server.api(
-                "POST", path, key: key, json: try Self.body(try Self.mint(other.applicationData), .base64))
+                "POST", path, key: key, json: try APIPayments.inAppBody(try APIPayments.mint(other.applicationData), .base64))
             #expect(misbound.status == 422 && misbound.errorCode == "payment_mismatch", "\(String(describing: misbound.json))")
 
             let simulator =
@@ -131,13 +88,12 @@ struct InAppPaymentTests {
 
     @Test("paymentMethod and paymentData of every JSON type get a 400, nothing is paid, and the server keeps answering")
     func hostileFieldTypes() async throws {
-        // Fifty refusals in a row: the authorization rate limits would answer 429 before the parser.
-        let unlimited = ConfigurationFile.RateRules(perClientIP: .init(perMinute: 0), perMerchant: .init(perMinute: 0))
-        try await ServerHarness.with(configure: { file, _ in file.limits = .init(authorizations: unlimited) }) { server in
+        // Fifty refusals in a row: the router harness sets no rate limits, which would answer 429 before the parser.
+        try await RouterHarness.with { server in
             let key = try await server.apiKey()
-            let request = try await Self.create(server, key: key, idempotencyKey: "app-hostile")
+            let request = try await APIPayments.create(server, key: key, idempotencyKey: "app-hostile")
             let path = "/v1/payment-requests/\(request.id)/authorize"
-            let paymentData = String(decoding: try JSONEncoder().encode(try Self.mint(request.applicationData)), as: UTF8.self)
+            let paymentData = String(decoding: try JSONEncoder().encode(try APIPayments.mint(request.applicationData)), as: UTF8.self)
             var bodies = Self.hostileValues.map { #"{"token": {"paymentData": \#(paymentData), "paymentMethod": \#($0)}}"# }
             bodies += Self.hostileValues.map { #"{"token": {"paymentData": \#($0), "paymentMethod": {"network": "Visa"}}}"# }
             bodies += Self.hostileValues.map { #"{"token": \#($0)}"# } + Self.hostileValues
