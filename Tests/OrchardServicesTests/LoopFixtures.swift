@@ -14,14 +14,16 @@ enum LoopFixtures {
     static let secret = Secret(String(repeating: "s", count: 40))
 
     /// A configured merchant whose webhooks go to `https://<identifier>/hooks`, or nowhere.
-    static func merchant(_ identifier: String, webhook: Bool = true, domains: [String] = []) throws -> MerchantConfiguration {
+    static func merchant(_ identifier: String, webhook: Bool = true, domains: [String] = [], association: [UInt8]? = nil) throws
+        -> MerchantConfiguration
+    {
         let identity = TestMaterial.shared.identity
         return MerchantConfiguration(
             merchantIdentifier: identifier, displayName: identifier, domains: domains,
             identity: try MerchantIdentity(
                 certificatePEM: Array(try identity.certificatePEM.utf8), keyPEM: Array(try identity.keyPEM.utf8),
                 certificateName: "identity.pem", keyName: "identity.key", at: TestRecords.now),
-            identitySource: "identity.pem",
+            identitySource: "identity.pem", domainAssociation: association,
             webhook: webhook ? WebhookEndpoint(url: "https://\(identifier)/hooks", secret: secret) : nil)
     }
 
