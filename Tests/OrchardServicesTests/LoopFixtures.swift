@@ -40,14 +40,19 @@ enum LoopFixtures {
             PaymentTransition(paymentId: "p-\(id)", orderId: id, move: PaymentLifecycle.move(.authorized), at: date))
     }
 
-    /// Runs `service` until `body` returns, then cancels it and waits for it to end.
+    /// Runs a loop's `run` in a task while `body` runs, then cancels it and waits for it to end,
+    /// whether `body` returned or threw: no loop outlives the test that started it.
     static func running<T>(_ run: @escaping @Sendable () async throws -> Void, _ body: () async throws -> T) async throws -> T {
         let task = Task { try await run() }
-        defer { task.cancel() }
-        let result = try await body()
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
         task.cancel()
         _ = await task.result
-        return result
+        return try result.get()
     }
 }
 
