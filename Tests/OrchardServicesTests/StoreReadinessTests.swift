@@ -49,7 +49,7 @@ struct StoreReadinessDirectTests {
     @Test("running: a store that goes down is seen by the next check, and back up by the one after it comes back")
     func runningChecks() async throws {
         let readiness = readiness(every: .milliseconds(20))
-        try await LoopFixtures.running({ await readiness.run() }) { () async throws in
+        try await LoopFixtures.running(readiness.run) { () async throws in
             #expect(try await Eventually.until { store.checks.load(ordering: .relaxed) >= 1 })
             store.reachable.store(false, ordering: .relaxed)
             #expect(try await Eventually.until { !activity.storeAvailable }, "unavailable after a failed check")
@@ -61,7 +61,7 @@ struct StoreReadinessDirectTests {
     @Test("running: a call that fails as unavailable turns the answer at once, not at the next check an hour away")
     func followsCalls() async throws {
         let readiness = readiness(every: .seconds(3600))
-        try await LoopFixtures.running({ await readiness.run() }) { () async throws in
+        try await LoopFixtures.running(readiness.run) { () async throws in
             // The first check has run, so the loop has subscribed (it does before checking).
             #expect(try await Eventually.until { store.checks.load(ordering: .relaxed) >= 1 })
             store.availability?.report(available: false)
