@@ -496,7 +496,17 @@ let package = Package(
         ),
         .testTarget(
             name: "OrchardServicesTests",
-            dependencies: ["OrchardServices"]
+            // The loops driven directly, on the in-memory store and test clocks: no server, no SQLite.
+            dependencies: [
+                "OrchardServices",
+                "OrchardCore",
+                "OrchardInMemory",
+                "OrchardTesting",
+                "ApplePay",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         // Router tests: the routes, middleware and error mapping on in-memory dependencies
         // (`ApplicationDependencies.testing`), as Hummingbird's own tests are. No SQLite file, no

@@ -92,7 +92,11 @@ struct LayeringTests {
             "OrchardServer", "Hummingbird", "HummingbirdTesting", "OrchardRuntime", "OrchardSQLite", "OrchardPostgres",
         ],
         "ShopCallbacksTests": ["OrchardServer", "Hummingbird", "AppleGateway", "ProcessorClients", "OrchardSQLite", "OrchardRuntime"],
-        "OrchardServicesTests": ["OrchardServer", "Hummingbird", "HummingbirdTesting", "OrchardConfiguration", "OrchardRuntime"],
+        // The loops are driven on the in-memory store: no adapter, no server harness.
+        "OrchardServicesTests": [
+            "OrchardServer", "Hummingbird", "HummingbirdTesting", "OrchardConfiguration", "OrchardRuntime", "OrchardSQLite",
+            "OrchardPostgres", "OrchardServerTesting",
+        ],
         "CurlClientTests": ["OrchardCore", "OrchardServer", "AppleGateway", "ProcessorClients", "OrchardSQLite", "OrchardPostgres"],
     ]
 

@@ -19,13 +19,19 @@ public struct PaymentRequestExpiry: Service {
     }
 
     public func run() async throws {
-        await repeatUntilShutdown(every: interval) {
-            do {
-                let expired = try await store.expireOrders(at: time.now, limit: 500)
-                if !expired.isEmpty { logger.info("payment requests expired", metadata: ["count": "\(expired.count)"]) }
-            } catch {
-                logger.error("expired payment requests could not be closed", metadata: ["error": "\(error)"])
-            }
+        await repeatUntilShutdown(every: interval) { await expireDue() }
+    }
+
+    /// One pass: closes up to 500 open payment requests whose expiry has passed; returns their IDs.
+    @discardableResult
+    public func expireDue() async -> [String] {
+        do {
+            let expired = try await store.expireOrders(at: time.now, limit: 500)
+            if !expired.isEmpty { logger.info("payment requests expired", metadata: ["count": "\(expired.count)"]) }
+            return expired
+        } catch {
+            logger.error("expired payment requests could not be closed", metadata: ["error": "\(error)"])
+            return []
         }
     }
 }
