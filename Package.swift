@@ -494,9 +494,9 @@ let package = Package(
             name: "ShopCallbacksTests",
             dependencies: ["CurlClient", "OrchardCore", "OrchardTesting", "ShopCallbacks"]
         ),
+        // The loops driven directly, on the in-memory store and test clocks: no server, no SQLite.
         .testTarget(
             name: "OrchardServicesTests",
-            // The loops driven directly, on the in-memory store and test clocks: no server, no SQLite.
             dependencies: [
                 "OrchardServices",
                 "OrchardCore",

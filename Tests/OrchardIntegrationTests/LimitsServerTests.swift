@@ -259,29 +259,3 @@ struct LimitsServerTests {
         }
     }
 }
-
-@Suite("Retention purge service")
-struct RetentionPurgeTests {
-    @Test("one run purges in batches until nothing old is left, on the injected clock, and keeps what is recent")
-    func batches() async throws {
-        let store = InMemoryStore()
-        let clock = ManualClock()
-        for index in 0..<1_201 {
-            var order = try TestRecords.order("old-\(index)")
-            order.expiresAt = clock.now.addingTimeInterval(-31 * 86_400)
-            try await store.insert(order)
-        }
-        var recent = try TestRecords.order("recent")
-        recent.expiresAt = clock.now.addingTimeInterval(-86_400)
-        try await store.insert(recent)
-        #expect(try await store.expireOrders(at: clock.now, limit: 5_000).count == 1_202)
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        let purge = RetentionPurge(store: store, policy: RetentionPolicy(), time: clock.source, logger: logger)
-        #expect(await purge.purgeOnce() == PurgeCounts(orders: 1_201, webhookEvents: 0), "three batches of at most 500")
-        #expect(try await store.order(id: "old-0") == nil)
-        #expect(try await store.order(id: "recent")?.state == .expired, "a day old: kept for 29 more")
-        clock.advance(30 * 86_400)
-        #expect(await purge.purgeOnce().orders == 1)
-    }
-}

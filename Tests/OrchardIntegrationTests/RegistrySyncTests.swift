@@ -45,25 +45,4 @@ struct RegistrySyncTests {
             #expect(try await waitForAssociation(server, status: 404) == 404)
         }
     }
-
-    @Test("a refresh that read the store before a change made here does not put the older registry back")
-    func staleRefreshIsDropped() async throws {
-        try await ServerHarness.with(
-            otherMockMerchants: MoreMerchants.mockMerchants, environment: MoreMerchants.environment, configure: MoreMerchants.all
-        ) { server in
-            let directory = MerchantDirectory(configuration: server.configuration)
-            let now = Date()
-            let old = RegisteredMerchant(
-                partnerIdentifier: "p", name: "P", encryptTo: TestMaterial.platformMerchantIdentifier, merchantUrl: nil,
-                domains: [Self.domain, "www.\(Self.domain)"], createdAt: now, updatedAt: now)
-            var newer = old
-            newer.domains = [Self.domain]
-            let read = directory.generation
-            directory.replaceRegistrations([newer])  // the admin API, after the refresh read `old`
-            #expect(!directory.replaceRegistrations([old], settings: [:], ifGeneration: read))
-            #expect(directory.registrations == [newer])
-            #expect(directory.replaceRegistrations([old], settings: [:], ifGeneration: directory.generation))
-            #expect(directory.registrations == [old])
-        }
-    }
 }
