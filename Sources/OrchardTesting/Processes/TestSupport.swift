@@ -37,9 +37,9 @@ public enum OrchardProcess {
     /// The `orchard-sandbox` executable (demo, mock gateway, token mint) built beside the test bundle.
     public static var sandbox: URL { executable("orchard-sandbox") }
 
-    /// The repository's root (this file's folder, two levels up).
+    /// The repository's root (this file's folder, `Sources/OrchardTesting/Processes`, three levels up).
     public static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
 
     static func executable(_ name: String) -> URL {
         let candidates = [

@@ -60,19 +60,30 @@ extension MockProcessors {
     /// Moves a Worldline payment to `status`, as Worldline would once the customer, the acquirer
     /// or the merchant acted: GetPayment answers it from then on.
     public func setWorldlineStatus(_ status: MockWorldlineStatus, ofPayment id: String) {
+        guard let worldline = processor(MockWorldline.self) else { return }
         state.withLock { state in
-            state.worldlineStatuses[id] = status
-            guard let index = state.charges.firstIndex(where: { $0.processor == "worldline" && $0.id == id }) else { return }
+            worldline.statuses.withLock { $0[id] = status }
+            guard let index = state.charges.firstIndex(where: { $0.processor == worldline.name && $0.id == id }) else { return }
             state.charges[index].state = status.chargeState
         }
     }
 
+    /// Moves a refund to a Worldline refund status (`REFUNDED`, `REJECTED`…): GetRefunds shows it from then on.
+    public func setWorldlineRefundStatus(_ status: String, ofRefund id: String) {
+        state.withLock { state in
+            guard let index = state.refunds.firstIndex(where: { $0.id == id }) else { return }
+            state.refunds[index].status = status
+        }
+    }
+}
+
+extension MockWorldline {
     /// The status GetPayment answers for a Worldline payment.
     func worldlineStatus(of charge: MockCharge, in state: State) -> MockWorldlineStatus {
         switch charge.state {
         case .settled: .captured
         case .cancelled: .cancelled
-        default: state.worldlineStatuses[charge.id] ?? (charge.state == .refused ? .rejected : .pendingCapture)
+        default: statuses.withLock { $0[charge.id] } ?? (charge.state == .refused ? .rejected : .pendingCapture)
         }
     }
 
@@ -103,8 +114,8 @@ extension MockProcessors {
     }
 
     /// `GET /v2/{merchantId}/payments/{paymentId}` and `…/refunds`, signed; nil for another request.
-    func worldlineQueryRoute(_ request: MockProcessorRequest) -> Reply? {
-        let prefix = "/v2/\(worldline.merchantId)/payments/"
+    func worldlineQueryRoute(_ request: MockProcessorRequest, mock: MockProcessors) -> Reply? {
+        let prefix = "/v2/\(account.merchantId)/payments/"
         guard request.method == "GET", request.path.hasPrefix(prefix) else { return nil }
         guard worldlineSignatureValid(request), worldlineDateFresh(request) else {
             return worldlineError(401, "AUTHORIZATION_FAILED", "the request signature or its Date header is invalid")
@@ -113,16 +124,16 @@ extension MockProcessors {
         let rest = request.path.dropFirst(prefix.count).split(separator: "/")
         let unknown = Self.reply(
             404, ["errorId": UUID().uuidString, "errors": [["id": "UNKNOWN_PAYMENT_ID", "message": "no such payment"]]])
-        return state.withLock { state in
+        return mock.state.withLock { state in
             guard let id = rest.first.map(String.init),
-                let charge = state.charges.first(where: { $0.processor == "worldline" && $0.id == id })
+                let charge = state.charges.first(where: { $0.processor == name && $0.id == id })
             else { return unknown }
             switch rest.count {
             case 1:
                 return Self.reply(
                     200, Self.worldlinePayment(id: id, status: worldlineStatus(of: charge, in: state), reference: charge.reference))
             case 2 where rest[1] == "refunds":
-                let refunds = state.refunds.filter { $0.processor == "worldline" && $0.paymentReference == charge.reference }
+                let refunds = state.refunds.filter { $0.processor == name && $0.paymentReference == charge.reference }
                 return Self.reply(200, ["refunds": refunds.map(Self.worldlineRefund)])
             default:
                 return worldlineError(404, "NOT_FOUND", "no such resource")
@@ -148,11 +159,4 @@ extension MockProcessors {
         ]
     }
 
-    /// Moves a refund to a Worldline refund status (`REFUNDED`, `REJECTED`…): GetRefunds shows it from then on.
-    public func setWorldlineRefundStatus(_ status: String, ofRefund id: String) {
-        state.withLock { state in
-            guard let index = state.refunds.firstIndex(where: { $0.id == id }) else { return }
-            state.refunds[index].status = status
-        }
-    }
 }

@@ -1,5 +1,4 @@
 import ApplePay
-import Crypto
 import Foundation
 import Logging
 import NIOCore
@@ -34,32 +33,6 @@ public enum MockProcessorBehaviour: Sendable, Equatable {
     case worldlineStatus(MockWorldlineStatus)
 }
 
-/// A Worldpay Access account the mock accepts.
-public struct MockWorldpayAccount: Sendable {
-    public var entity: String
-    public var username: String
-    public var password: String
-
-    public init(entity: String, username: String, password: String) {
-        self.entity = entity
-        self.username = username
-        self.password = password
-    }
-}
-
-/// A Worldline Direct account the mock accepts.
-public struct MockWorldlineAccount: Sendable {
-    public var merchantId: String
-    public var apiKeyId: String
-    public var secretApiKey: String
-
-    public init(merchantId: String, apiKeyId: String, secretApiKey: String) {
-        self.merchantId = merchantId
-        self.apiKeyId = apiKeyId
-        self.secretApiKey = secretApiKey
-    }
-}
-
 /// A payment the mock has taken: one per idempotency reference, whatever the retries.
 public struct MockCharge: Sendable, Equatable {
     /// `pending`: taken without an outcome yet (a Worldline redirect, an authorization requested).
@@ -91,13 +64,17 @@ public struct MockProcessorRequest: Sendable {
     }
 }
 
-/// Stand-ins for Worldpay Access and Worldline Direct on one loopback HTTPS port. They check
-/// what the real APIs check (Basic credentials or the v1HMAC signature and its date, media
-/// types, required fields, integer minor-unit amounts, ISO currency codes), keep payments
-/// idempotent by reference, and answer as told by ``behaviour``.
+/// Stand-ins for the processors on one loopback HTTPS port: the listener, TLS, the test's
+/// controls and what every processor shares (the payments, refunds and tokens taken, the
+/// behaviour, the clock). Each processor's API is its own ``MockProcessorAPI`` (in its own
+/// folder: `MockWorldpay/`, `MockWorldline/`), which checks what the real API checks and answers
+/// in its shapes; the listener asks them in turn. Payments are idempotent by reference and
+/// answered as told by ``behaviour``.
 public final class MockProcessors: Sendable {
     public let worldpay: MockWorldpayAccount
     public let worldline: MockWorldlineAccount
+    /// The processor mocks the listener asks, in order (``registered(worldpay:worldline:)``).
+    let processors: [any MockProcessorAPI]
     let logger: Logger
     private let sslContext: NIOSSLContext
     private let host: String
@@ -130,11 +107,6 @@ public final class MockProcessors: Sendable {
         var decrypted: [DecryptedPayment] = []
         /// The mock's "now" for what the payment queries show (tests move it instead of sleeping).
         var clock: TimeSource = .system
-        /// How long after a payment or refund Worldpay's Payment Queries and payment events show it.
-        var paymentQueriesLag: TimeInterval = 0
-        var paymentEventsLag: TimeInterval = 0
-        /// Worldline payments' statuses, by payment ID, as GetPayment answers them.
-        var worldlineStatuses: [String: MockWorldlineStatus] = [:]
     }
     private let channels = ChannelTracker()
 
@@ -144,6 +116,7 @@ public final class MockProcessors: Sendable {
     ) throws {
         self.worldpay = worldpay
         self.worldline = worldline
+        self.processors = Self.registered(worldpay: worldpay, worldline: worldline)
         self.host = host
         self.requestedPort = port
         self.logger = logger
@@ -153,6 +126,17 @@ public final class MockProcessors: Sendable {
         tls.minimumTLSVersion = .tlsv12
         sslContext = try NIOSSLContext(configuration: tls)
         state = Mutex(State())
+    }
+
+    /// Every processor mock the listener serves, in the order it asks them: adding a processor
+    /// is its folder and a line here.
+    static func registered(worldpay: MockWorldpayAccount, worldline: MockWorldlineAccount) -> [any MockProcessorAPI] {
+        [MockWorldpay(account: worldpay), MockWorldline(account: worldline)]
+    }
+
+    /// The registered mock of type `P` (its own state and controls).
+    func processor<P: MockProcessorAPI>(_ type: P.Type) -> P? {
+        processors.lazy.compactMap { $0 as? P }.first
     }
 
     /// How the next authorizations are answered.
@@ -168,7 +152,7 @@ public final class MockProcessors: Sendable {
     /// idempotence key) is still being processed: what an operator sees as "in progress".
     public func isInProgress(_ reference: String) -> Bool {
         state.withLock { state in
-            ["worldpay:", "worldline:"].contains { state.inProgress[$0 + reference].map { $0 > .now } ?? false }
+            processors.contains { state.inProgress[$0.name + ":" + reference].map { $0 > .now } ?? false }
         }
     }
 
@@ -183,6 +167,13 @@ public final class MockProcessors: Sendable {
 
     /// Every request received, oldest first.
     public var received: [MockProcessorRequest] { state.withLock { $0.received } }
+
+    /// The mock's "now" for the queries' lag and what payments and refunds are stamped with; the
+    /// system clock unless a test sets its own.
+    public var clock: TimeSource {
+        get { state.withLock { $0.clock } }
+        set { state.withLock { $0.clock = newValue } }
+    }
 
     public var port: Int { channels.port }
     public var baseURL: String { "https://\(host):\(port)" }
@@ -207,34 +198,15 @@ public final class MockProcessors: Sendable {
 
     // MARK: Answers
 
-    /// What to do with one request: answer, or drop the connection.
-    enum Reply {
-        case answer(status: Int, body: [UInt8], headers: [(String, String)])
-        case drop
-        case delayed(Duration, status: Int, body: [UInt8])
-        /// No answer: the caller's timeout ends the request.
-        case unanswered
-        /// This answer, once the test releases it (``MockProcessors/releaseAwaitedAnswers()``).
-        case awaiting(status: Int, body: [UInt8])
-    }
+    typealias Reply = MockProcessorReply
 
+    /// Records the request and asks each processor mock in turn; the first that knows the path answers.
     func handle(_ request: MockProcessorRequest) -> Reply {
         // A test reading the mock is no processor traffic: ``received`` leaves it out.
         if let control = controlRoute(request) { return control }
         state.withLock { $0.received.append(request) }
-        let path = request.path
-        if let refund = refundRoute(request) { return refund }
-        if let mandate = mandateRoute(request) { return mandate }
-        if let query = queryRoute(request) { return query }
-        if path == "/cardPayments/customerInitiatedTransactions" && request.method == "POST" { return worldpayAuthorize(request) }
-        if path.hasPrefix("/payments/settlements/full/") || path.hasPrefix("/payments/authorizations/cancellations/") {
-            return worldpayAction(request)
-        }
-        let prefix = "/v2/\(worldline.merchantId)/payments"
-        if path == prefix && request.method == "POST" { return worldlineCreate(request) }
-        if path.hasPrefix(prefix + "/") && request.method == "POST" { return worldlineAction(request, prefix: prefix) }
-        if path.hasPrefix("/v2/") {
-            return Self.reply(404, ["errorId": UUID().uuidString, "errors": [["code": "9007", "message": "UNKNOWN_MERCHANT"]]])
+        for processor in processors {
+            if let reply = processor.handle(request, mock: self) { return reply }
         }
         return Self.reply(404, ["errorName": "urlNotFound", "message": "no such resource"])
     }
@@ -315,63 +287,5 @@ public final class MockProcessors: Sendable {
         case .awaitRelease: return .awaiting(status: outcome.status, body: outcome.body)
         default: return .answer(status: outcome.status, body: outcome.body, headers: outcome.replayed ? replayHeaders : [])
         }
-    }
-}
-
-/// Reads a request, asks ``MockProcessors`` and answers, delays or drops the connection.
-final class MockProcessorHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    let mock: MockProcessors
-    let reset: ConnectionResetHandler
-    private var collector = RequestCollector(limit: 256 * 1024)
-
-    init(mock: MockProcessors, reset: ConnectionResetHandler) {
-        self.mock = mock
-        self.reset = reset
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard let (head, body, tooLarge) = collector.consume(unwrapInboundIn(data)) else { return }
-        guard !tooLarge else { return respond(413, MockProcessors.body(["message": "the body is too large"]), [], head, context) }
-        let components = URLComponents(string: head.uri)
-        let query = (components?.queryItems ?? []).reduce(into: [String: String]()) { $0[$1.name] = $1.value ?? "" }
-        let request = MockProcessorRequest(
-            method: head.method.rawValue, path: String(head.uri.split(separator: "?").first ?? ""),
-            headers: head.headers.map { (name: $0.name, value: $0.value) }, body: body, query: query)
-        switch mock.handle(request) {
-        case .answer(let status, let body, let headers):
-            respond(status, body, headers, head, context)
-        case .drop:
-            reset.reset()
-        case .unanswered:
-            break
-        case .delayed(let duration, let status, let body):
-            context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(duration)) {
-                self.respond(status, body, [], head, context)
-            }
-        case .awaiting(let status, let body):
-            let loop = context.eventLoop
-            let bound = NIOLoopBound((handler: self, context: context), eventLoop: loop)
-            mock.keepBack {
-                loop.execute { bound.value.handler.respond(status, body, [], head, bound.value.context) }
-            }
-        }
-    }
-
-    private func respond(
-        _ status: Int, _ body: [UInt8], _ extra: [(String, String)], _ request: HTTPRequestHead, _ context: ChannelHandlerContext
-    ) {
-        guard context.channel.isActive else { return }
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "application/json")
-        headers.add(name: "Content-Length", value: String(body.count))
-        for (name, value) in extra { headers.add(name: name, value: value) }
-        context.write(
-            wrapOutboundOut(.head(HTTPResponseHead(version: request.version, status: .init(statusCode: status), headers: headers))),
-            promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 }

@@ -2,8 +2,8 @@ import Crypto
 import Foundation
 import Synchronization
 
-/// The Worldline Direct half of ``MockProcessors``: v1HMAC-signed CreatePayment, capture and cancel.
-extension MockProcessors {
+/// Worldline Direct payments: v1HMAC-signed CreatePayment, capture and cancel.
+extension MockWorldline {
     // MARK: Worldline Direct
 
     func worldlineError(_ status: Int, _ id: String, _ message: String, property: String? = nil) -> Reply {
@@ -16,13 +16,13 @@ extension MockProcessors {
     func worldlineSignatureValid(_ request: MockProcessorRequest) -> Bool {
         guard let authorization = request.header("Authorization"), authorization.hasPrefix("GCS v1HMAC:") else { return false }
         let parts = authorization.dropFirst("GCS v1HMAC:".count).split(separator: ":", maxSplits: 1)
-        guard parts.count == 2, parts[0] == worldline.apiKeyId else { return false }
+        guard parts.count == 2, parts[0] == account.apiKeyId else { return false }
         let gcs = request.headers.filter { $0.name.lowercased().hasPrefix("x-gcs") }
             .map { "\($0.name.lowercased()):\($0.value.trimmingCharacters(in: .whitespaces))" }.sorted()
         let lines = [request.method, request.header("Content-Type") ?? "", request.header("Date") ?? ""] + gcs + [request.path]
         let subject = lines.map { $0 + "\n" }.joined()
         let expected = HMAC<SHA256>.authenticationCode(
-            for: Array(subject.utf8), using: SymmetricKey(data: Array(worldline.secretApiKey.utf8)))
+            for: Array(subject.utf8), using: SymmetricKey(data: Array(account.secretApiKey.utf8)))
         guard let presented = Data(base64Encoded: String(parts[1])) else { return false }
         return presented == Data(expected)
     }
@@ -46,7 +46,7 @@ extension MockProcessors {
         return abs(date.timeIntervalSinceNow) <= 15 * 60
     }
 
-    func worldlineCreate(_ request: MockProcessorRequest) -> Reply {
+    func worldlineCreate(_ request: MockProcessorRequest, mock: MockProcessors) -> Reply {
         guard worldlineSignatureValid(request), worldlineDateFresh(request) else {
             return worldlineError(401, "AUTHORIZATION_FAILED", "the request signature or its Date header is invalid")
         }
@@ -66,45 +66,45 @@ extension MockProcessors {
             return worldlineError(400, "INVALID_VALUE", "currencyCode must be ISO 4217", property: "order.amountOfMoney.currencyCode")
         }
         if body["cardPaymentMethodSpecificInput"] != nil {
-            return worldlineMandateCharge(request, body: body, amount: amount, currency: money["currencyCode"] as? String ?? "")
+            return worldlineMandateCharge(request, body: body, amount: amount, currency: money["currencyCode"] as? String ?? "", mock: mock)
         }
         let input = body["mobilePaymentMethodSpecificInput"] as? [String: Any] ?? [:]
         if let refusal = worldlineInputError(input) { return refusal }
         let tokenization = worldlineTokenization(input)
         if let refusal = tokenization.refusal { return refusal }
         // Only a first payment that asked for a token gets one, unless tokens are withheld.
-        let token = tokenization.usage != nil && !withholdsTokens ? Self.newTokenId() : nil
+        let token = tokenization.usage != nil && !mock.withholdsTokens ? Self.newTokenId() : nil
         guard let key = request.header("X-GCS-Idempotence-Key"), !key.isEmpty else {
             return worldlineError(400, "PARAMETER_NOT_FOUND_IN_REQUEST", "this mock requires X-GCS-Idempotence-Key")
         }
         let mode = input["authorizationMode"] as? String ?? ""
-        let id = "\(3_000_000_000 + Int64(state.withLock { $0.charges.count }))_0"
+        let id = "\(3_000_000_000 + Int64(mock.state.withLock { $0.charges.count }))_0"
         let references = (body["order"] as? [String: Any])?["references"] as? [String: Any]
         let reference = references?["merchantReference"] as? String ?? key
-        let status = Self.worldlineStatus(behaviour: behaviour, mode: mode)
-        let declined = Self.worldlineToken(input).flatMap {
-            heldKeyRefusal($0, amount: amount, currency: money["currencyCode"] as? String ?? "")
+        let status = Self.worldlineStatus(behaviour: mock.behaviour, mode: mode)
+        let declined = Self.heldKeyToken(input).flatMap {
+            mock.heldKeyRefusal($0, amount: amount, currency: money["currencyCode"] as? String ?? "")
         }
         var creation: [String: Any] = ["isNewToken": token != nil]
         if tokenization.usage != nil { creation["tokenizationSucceeded"] = token != nil }
         creation["token"] = token
         let created = Self.worldlineCreated(
             id: id, status: status, reference: reference, extra: status.chargeState == .authorized ? ["creationOutput": creation] : [:])
-        return authorization(
-            reference: "worldline:" + key,
+        return mock.authorization(
+            reference: name + ":" + key,
             charge: MockCharge(
-                processor: "worldline", reference: key, id: id, amount: amount, currency: money["currencyCode"] as? String ?? "",
+                processor: name, reference: key, id: id, amount: amount, currency: money["currencyCode"] as? String ?? "",
                 state: status.chargeState, mode: input["encryptedPaymentData"] is String ? "encrypted" : "decrypted"),
             authorized: created.1, authorizedStatus: created.0,
             refused: { code, description in (402, Self.worldlineRejection(id: id, code: code, description: description)) },
             errorBody: Self.worldlineFault, inProgress: InProgressAnswer(status: 409, body: Self.worldlineInProgress),
             replayHeaders: Self.worldlineReplayHeaders, declined: declined,
             taken: { state, taken in
-                state.worldlineStatuses[id] = taken.state == status.chargeState ? status : .rejected
+                statuses.withLock { $0[id] = taken.state == status.chargeState ? status : .rejected }
                 guard taken.state == .authorized, let token, let usage = tokenization.usage else { return }
                 state.tokens.append(
                     MockStoredToken(
-                        processor: "worldline", reference: token, usage: usage, paymentReference: key, schemeReference: nil,
+                        processor: name, reference: token, usage: usage, paymentReference: key, schemeReference: nil,
                         deleted: false))
             })
     }
@@ -174,7 +174,7 @@ extension MockProcessors {
         ])
     }
 
-    func worldlineAction(_ request: MockProcessorRequest, prefix: String) -> Reply {
+    func worldlineAction(_ request: MockProcessorRequest, prefix: String, mock: MockProcessors) -> Reply {
         guard worldlineSignatureValid(request), worldlineDateFresh(request) else {
             return worldlineError(401, "AUTHORIZATION_FAILED", "the request signature or its Date header is invalid")
         }
@@ -183,8 +183,8 @@ extension MockProcessors {
         guard rest.count == 2, ["capture", "cancel"].contains(rest[1]) else { return worldlineError(404, "NOT_FOUND", "no such action") }
         let id = String(rest[0])
         let capture = rest[1] == "capture"
-        return state.withLock { state in
-            guard let index = state.charges.firstIndex(where: { $0.processor == "worldline" && $0.id == id }) else {
+        return mock.state.withLock { state in
+            guard let index = state.charges.firstIndex(where: { $0.processor == name && $0.id == id }) else {
                 return Self.reply(
                     404, ["errorId": UUID().uuidString, "errors": [["id": "UNKNOWN_PAYMENT_ID", "message": "no such payment"]]])
             }

@@ -1,14 +1,14 @@
 import Foundation
 import Synchronization
 
-/// Worldpay Access mandates in ``MockProcessors``: the first payment's `customerAgreement` and
+/// Worldpay Access mandates: the first payment's `customerAgreement` and
 /// `tokenCreation`, merchant-initiated charges of the token, and token deletion.
 ///
 /// The answer's `tokenPaymentInstrument` (`card/tokenized`, the token's href) on an Apple Pay
 /// wallet payment is this mock's contract: Worldpay's guides do not show whether a wallet payment
 /// gets a token. What the guides do show is checked strictly: `channel` is not allowed on a
 /// merchant-initiated charge, and a `schemeReference` is 1–56 letters and digits.
-extension MockProcessors {
+extension MockWorldpay {
     static let worldpayAgreementTypes: Set = ["cardOnFile", "subscription", "installment", "unscheduled"]
 
     /// Checks a first payment's `customerAgreement` and `tokenCreation`. Returns the usage of the
@@ -66,7 +66,7 @@ extension MockProcessors {
 
     /// `POST /cardPayments/merchantInitiatedTransactions`: checked as a payment, then for what
     /// this route allows; an unknown or deleted token is refused (`outcome: refused`).
-    func worldpayMandateCharge(_ request: MockProcessorRequest) -> Reply {
+    func worldpayMandateCharge(_ request: MockProcessorRequest, mock: MockProcessors) -> Reply {
         var mandateProblems: [(name: String, message: String)] = []
         let checking = worldpayPaymentRequest(request) { instruction in
             mandateProblems = Self.worldpayMandateProblems(instruction)
@@ -83,27 +83,28 @@ extension MockProcessors {
         let href = (checked.instruction["paymentInstrument"] as? [String: Any])?["href"] as? String ?? ""
         let agreement = checked.instruction["customerAgreement"] as? [String: Any] ?? [:]
         let usage = agreement["type"] as? String == "subscription" ? "scheduled" : "unscheduled"
-        let refusal = tokenRefusal("worldpay", href)
+        let refusal = mock.tokenRefusal(name, href)
         return worldpayPayment(
             checked, mode: "token", extra: ["scheme": ["reference": agreement["schemeReference"] as? String ?? "060720116005060"]],
-            declined: refusal.map { (code: $0.code == "TOKEN_DELETED" ? "tokenDeleted" : "tokenNotFound", description: $0.description) }
+            declined: refusal.map { (code: $0.code == "TOKEN_DELETED" ? "tokenDeleted" : "tokenNotFound", description: $0.description) },
+            mock: mock
         ) { state, taken in
             state.mandateCharges.append(
                 MockMandateCharge(
-                    processor: "worldpay", reference: checked.reference, id: taken.id, token: href, usage: usage, amount: checked.amount,
+                    processor: name, reference: checked.reference, id: taken.id, token: href, usage: usage, amount: checked.amount,
                     currency: checked.currency, schemeReference: agreement["schemeReference"] as? String, state: taken.state))
         }
     }
 
     /// `DELETE` on a token's href (Tokens API v3, which its `Accept` header names): 204, or 404
     /// for a token unknown or gone.
-    func worldpayDeleteToken(_ request: MockProcessorRequest) -> Reply {
+    func worldpayDeleteToken(_ request: MockProcessorRequest, mock: MockProcessors) -> Reply {
         if let denied = worldpayAuthorized(request) { return denied }
         let mediaType = "application/vnd.worldpay.tokens-v3.hal+json"
         guard request.header("Accept") == mediaType else {
             return worldpayError(406, "headerHasInvalidValue", "Accept must be \(mediaType)")
         }
-        guard deleteToken("worldpay", baseURL + request.path) else {
+        guard mock.deleteToken(name, mock.baseURL + request.path) else {
             return worldpayError(404, "tokenNotFound", "no such token")
         }
         return .answer(status: 204, body: [], headers: [])

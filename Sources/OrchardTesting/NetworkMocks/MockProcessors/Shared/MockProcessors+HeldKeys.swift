@@ -4,7 +4,8 @@ import Synchronization
 
 /// The mock as a processor that holds the processing key (it issued the CSR that Apple made
 /// the certificate from): Orchard forwards the token encrypted, and the mock decrypts it with
-/// a key Orchard is never given. With keys held, a token that does not decrypt, or that pays
+/// a key Orchard is never given. Each processor mock reads the token from its own request shape
+/// and asks ``heldKeyRefusal(_:amount:currency:)``. With keys held, a token that does not decrypt, or that pays
 /// another amount or currency than the request asks for, is declined before anything is taken.
 extension MockProcessors {
     /// The processing keys the mock holds; none (the default): it decrypts nothing and checks
@@ -36,16 +37,5 @@ extension MockProcessors {
         }
         state.withLock { $0.decrypted.append(payment) }
         return nil
-    }
-
-    /// Worldline's parts of an EC_v1 token (the encrypted data, the ephemeral key and the key's
-    /// hash) as a token the mock can decrypt; Worldline is not sent the signature or transaction ID.
-    static func worldlineToken(_ input: [String: Any]) -> PaymentData? {
-        guard let data = input["encryptedPaymentData"] as? String, let ephemeral = input["ephemeralKey"] as? String,
-            let hash = input["publicKeyHash"] as? String
-        else { return nil }
-        return PaymentData(
-            version: "EC_v1", data: data, signature: "AA==",
-            header: .init(ephemeralPublicKey: ephemeral, publicKeyHash: hash, transactionId: "00"))
     }
 }

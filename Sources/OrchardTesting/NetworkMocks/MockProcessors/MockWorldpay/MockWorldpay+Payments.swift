@@ -2,9 +2,9 @@ import ApplePay
 import Foundation
 import Synchronization
 
-/// The Worldpay Access half of ``MockProcessors``: Basic-authenticated authorizations, settle
-/// and cancel by the links they hand out.
-extension MockProcessors {
+/// Worldpay Access payments: Basic-authenticated authorizations, settle and cancel by the links
+/// they hand out.
+extension MockWorldpay {
     // MARK: Worldpay Access
 
     func worldpayError(_ status: Int, _ name: String, _ message: String) -> Reply {
@@ -12,7 +12,7 @@ extension MockProcessors {
     }
 
     func worldpayAuthorized(_ request: MockProcessorRequest) -> Reply? {
-        let expected = "Basic " + Data("\(worldpay.username):\(worldpay.password)".utf8).base64EncodedString()
+        let expected = "Basic " + Data("\(account.username):\(account.password)".utf8).base64EncodedString()
         guard request.header("Authorization") == expected else {
             return worldpayError(401, "accessDenied", "Access to the requested resource has been denied")
         }
@@ -51,7 +51,7 @@ extension MockProcessors {
         var problems: [String] = []
         let reference = body["transactionReference"] as? String ?? ""
         if reference.isEmpty || reference.count > 64 { problems.append("transactionReference: 1–64 characters") }
-        if (body["merchant"] as? [String: Any])?["entity"] as? String != worldpay.entity {
+        if (body["merchant"] as? [String: Any])?["entity"] as? String != account.entity {
             problems.append("merchant.entity: not configured")
         }
         let instruction = body["instruction"] as? [String: Any] ?? [:]
@@ -80,7 +80,7 @@ extension MockProcessors {
             ])
     }
 
-    func worldpayAuthorize(_ request: MockProcessorRequest) -> Reply {
+    func worldpayAuthorize(_ request: MockProcessorRequest, mock: MockProcessors) -> Reply {
         var usage: String?
         var wallet: PaymentData?
         let checking = worldpayPaymentRequest(request) { instruction in
@@ -108,16 +108,16 @@ extension MockProcessors {
             return Self.worldpaySchemaError([("fieldIsMissing", "channel: ecom for a customer-initiated payment")])
         }
         // Only a first payment that asked for a token gets one, unless tokens are withheld.
-        let token = usage != nil && !withholdsTokens ? "\(baseURL)/tokens/\(Self.newTokenId())" : nil
+        let token = usage != nil && !mock.withholdsTokens ? "\(mock.baseURL)/tokens/\(Self.newTokenId())" : nil
         let scheme = "0607\(Int.random(in: 10_000_000_000...99_999_999_999))"
         var extra: [String: Any] = ["scheme": ["reference": scheme]]
         if let token { extra["tokenPaymentInstrument"] = ["type": "card/tokenized", "href": token] }
-        let declined = wallet.flatMap { heldKeyRefusal($0, amount: checked.amount, currency: checked.currency) }
-        return worldpayPayment(checked, mode: "walletToken", extra: extra, declined: declined) { state, taken in
+        let declined = wallet.flatMap { mock.heldKeyRefusal($0, amount: checked.amount, currency: checked.currency) }
+        return worldpayPayment(checked, mode: "walletToken", extra: extra, declined: declined, mock: mock) { state, taken in
             guard taken.state == .authorized, let token, let usage else { return }
             state.tokens.append(
                 MockStoredToken(
-                    processor: "worldpay", reference: token, usage: usage, paymentReference: checked.reference, schemeReference: scheme,
+                    processor: name, reference: token, usage: usage, paymentReference: checked.reference, schemeReference: scheme,
                     deleted: false))
         }
     }
@@ -126,7 +126,7 @@ extension MockProcessors {
     /// the answer carries the settle and cancel links, and `extra`.
     func worldpayPayment(
         _ checked: WorldpayPaymentRequest, mode: String, extra: [String: Any], declined: (code: String, description: String)? = nil,
-        taken: (inout State, MockCharge) -> Void
+        mock: MockProcessors, taken: (inout State, MockCharge) -> Void
     ) -> Reply {
         let key = Data(checked.reference.utf8).base64EncodedString().replacingOccurrences(of: "/", with: "_").replacingOccurrences(
             of: "+", with: "-")
@@ -134,16 +134,16 @@ extension MockProcessors {
             "outcome": "authorized",
             "paymentInstrument": ["type": "card/network+masked", "card": ["brand": "visa", "fundingType": "debit"]],
             "_links": [
-                "cardPayments:cancel": ["href": "\(baseURL)/payments/authorizations/cancellations/\(key)"],
-                "cardPayments:settle": ["href": "\(baseURL)/payments/settlements/full/\(key)"],
-                "cardPayments:events": ["href": "\(baseURL)/payments/events/\(key)"],
+                "cardPayments:cancel": ["href": "\(mock.baseURL)/payments/authorizations/cancellations/\(key)"],
+                "cardPayments:settle": ["href": "\(mock.baseURL)/payments/settlements/full/\(key)"],
+                "cardPayments:events": ["href": "\(mock.baseURL)/payments/events/\(key)"],
             ],
         ]
         answer.merge(extra) { $1 }
-        return authorization(
-            reference: "worldpay:" + checked.reference,
+        return mock.authorization(
+            reference: name + ":" + checked.reference,
             charge: MockCharge(
-                processor: "worldpay", reference: checked.reference, id: key, amount: checked.amount, currency: checked.currency,
+                processor: name, reference: checked.reference, id: key, amount: checked.amount, currency: checked.currency,
                 state: .authorized, mode: mode),
             authorized: Self.body(answer), authorizedStatus: 201,
             refused: { code, description in (201, Self.body(["outcome": "refused", "code": code, "description": description])) },
@@ -157,12 +157,12 @@ extension MockProcessors {
             replayHeaders: [], declined: declined, taken: taken)
     }
 
-    func worldpayAction(_ request: MockProcessorRequest) -> Reply {
+    func worldpayAction(_ request: MockProcessorRequest, mock: MockProcessors) -> Reply {
         if let denied = worldpayAuthorized(request) { return denied }
         let settle = request.path.hasPrefix("/payments/settlements/full/")
         let key = String(request.path.split(separator: "/").last ?? "")
-        return state.withLock { state in
-            guard let index = state.charges.firstIndex(where: { $0.processor == "worldpay" && $0.id == key }) else {
+        return mock.state.withLock { state in
+            guard let index = state.charges.firstIndex(where: { $0.processor == name && $0.id == key }) else {
                 return Self.reply(404, ["errorName": "urlNotFound", "message": "no such payment"])
             }
             guard state.charges[index].state == .authorized else {
@@ -172,7 +172,7 @@ extension MockProcessors {
             state.charges[index].state = settle ? .settled : .cancelled
             if settle { state.charges[index].settledAt = state.clock.now }
             // As Worldpay's, a settlement's answer is where the refund links come from.
-            let refunds = "\(baseURL)/payments/settlements/refunds"
+            let refunds = "\(mock.baseURL)/payments/settlements/refunds"
             let links = [
                 "payments:refund": ["href": "\(refunds)/full/\(key)"], "payments:partialRefund": ["href": "\(refunds)/partials/\(key)"],
             ]

@@ -65,16 +65,11 @@ extension MockProcessors {
             ])
     }
 
-    /// The processor and idempotency reference of an authorization request (Worldpay's
-    /// `transactionReference`, Worldline's `X-GCS-Idempotence-Key`); nil for any other request.
+    /// The processor and idempotency reference of an authorization request (the processor mock
+    /// that knows it says which); nil for any other request.
     private func authorizationSummary(_ request: MockProcessorRequest) -> [String: String]? {
-        guard request.method == "POST" else { return nil }
-        if request.path == "/cardPayments/customerInitiatedTransactions" {
-            let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
-            return ["processor": "worldpay", "reference": body?["transactionReference"] as? String ?? ""]
-        }
-        if request.path == "/v2/\(worldline.merchantId)/payments" {
-            return ["processor": "worldline", "reference": request.header("X-GCS-Idempotence-Key") ?? ""]
+        for processor in processors {
+            if let reference = processor.authorizationReference(request) { return ["processor": processor.name, "reference": reference] }
         }
         return nil
     }
