@@ -44,13 +44,15 @@ struct WebhookFairnessTests {
             // The backlog, written straight to the store: due now, oldest first, all the first merchant's.
             let now = Date()
             for index in 0..<Self.backlog {
-                try await Self.authorize(server.store, order: "hostile-\(index)", merchant: TestMaterial.merchantIdentifier, at: now)
+                try await TestRecords.authorizedPayment(
+                    in: server.store, order: "hostile-\(index)", merchant: TestMaterial.merchantIdentifier, at: now)
             }
             // The hanging endpoint is being called: its worker is stuck on its first batch.
             _ = try await hanging.wait { !$0.isEmpty }
 
             let written = ContinuousClock.now
-            try await Self.authorize(server.store, order: "polite-1", merchant: TestMaterial.secondMerchantIdentifier, at: Date())
+            try await TestRecords.authorizedPayment(
+                in: server.store, order: "polite-1", merchant: TestMaterial.secondMerchantIdentifier, at: Date())
             let seen = try await healthy.wait { $0.contains { $0.type == "payment.authorized" } }
             let waited = ContinuousClock.now - written
             #expect(seen.contains { $0.type == "payment.authorized" && $0.verified }, "delivered, signed, after \(waited)")
@@ -81,7 +83,8 @@ struct WebhookFairnessTests {
                     file, relativeTo: directory.url.path, environment: environment, processors: ProcessorFactory.drivers
                 ).openSQLiteStore()
                 for index in 0..<35 {
-                    try await Self.authorize(store, order: "busy-\(index)", merchant: TestMaterial.merchantIdentifier, at: Date())
+                    try await TestRecords.authorizedPayment(
+                        in: store, order: "busy-\(index)", merchant: TestMaterial.merchantIdentifier, at: Date())
                 }
             }
         ) { server in
@@ -90,16 +93,4 @@ struct WebhookFairnessTests {
         }
     }
 
-    /// An authorized payment of a new order of `merchant`: one `payment.authorized` event, due at once.
-    static func authorize(_ store: any OrchardStore, order id: String, merchant: String, at date: Date) async throws {
-        var order = try TestRecords.order(id)
-        order.merchantIdentifier = merchant
-        try await store.insert(order)
-        var claim = TestRecords.claim(id, transaction: "t-\(id)", payment: "p-\(id)")
-        claim.draft.createdAt = date
-        claim.draft.updatedAt = date
-        _ = try await store.claimPayment(claim)
-        _ = try await store.transition(
-            PaymentTransition(paymentId: "p-\(id)", orderId: id, move: PaymentLifecycle.move(.authorized), at: date))
-    }
 }

@@ -27,19 +27,6 @@ enum LoopFixtures {
             webhook: webhook ? WebhookEndpoint(url: "https://\(identifier)/hooks", secret: secret) : nil)
     }
 
-    /// An authorized payment of a new order of `merchant`: one `payment.authorized` event, due at `date`.
-    static func authorize(_ store: InMemoryStore, order id: String, merchant: String, at date: Date) async throws {
-        var order = try TestRecords.order(id)
-        order.merchantIdentifier = merchant
-        try await store.insert(order)
-        var claim = TestRecords.claim(id, transaction: "t-\(id)", payment: "p-\(id)")
-        claim.draft.createdAt = date
-        claim.draft.updatedAt = date
-        _ = try await store.claimPayment(claim)
-        _ = try await store.transition(
-            PaymentTransition(paymentId: "p-\(id)", orderId: id, move: PaymentLifecycle.move(.authorized), at: date))
-    }
-
     /// Runs a loop's `run` in a task while `body` runs, then cancels it and waits for it to end,
     /// whether `body` returned or threw: no loop outlives the test that started it.
     static func running<T>(_ run: @escaping @Sendable () async throws -> Void, _ body: () async throws -> T) async throws -> T {

@@ -46,7 +46,7 @@ struct RetentionPurgeTests {
     /// `count` webhook events delivered `age` seconds ago.
     func deliveredEvents(_ prefix: String, _ count: Int, age: TimeInterval) async throws {
         for index in 0..<count {
-            try await LoopFixtures.authorize(store, order: "\(prefix)-\(index)", merchant: Self.merchant, at: clock.now)
+            try await TestRecords.authorizedPayment(in: store, order: "\(prefix)-\(index)", merchant: Self.merchant, at: clock.now)
         }
         for event in try await store.webhookEvents(merchantIdentifier: Self.merchant, state: .pending, limit: count + 1) {
             _ = try await store.recordDelivery(

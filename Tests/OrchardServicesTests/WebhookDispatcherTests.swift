@@ -29,7 +29,7 @@ struct WebhookDispatcherTests {
 
     func events(_ merchant: String, _ count: Int, at date: Date? = nil) async throws {
         for index in 0..<count {
-            try await LoopFixtures.authorize(store, order: "\(merchant)-\(index)", merchant: merchant, at: date ?? clock.now)
+            try await TestRecords.authorizedPayment(in: store, order: "\(merchant)-\(index)", merchant: merchant, at: date ?? clock.now)
         }
     }
 

@@ -42,6 +42,20 @@ public enum TestRecords {
             transactionId: transaction, sealedRequest: [9, 9, 9], priceVersion: 1)
     }
 
+    /// An authorized payment of a new order `id` of `merchant`, written straight to `store`: one
+    /// `payment.authorized` webhook event, due at `date`.
+    public static func authorizedPayment(in store: any OrderPayments, order id: String, merchant: String, at date: Date) async throws {
+        var order = try order(id)
+        order.merchantIdentifier = merchant
+        try await store.insert(order)
+        var claim = claim(id, transaction: "t-\(id)", payment: "p-\(id)")
+        claim.draft.createdAt = date
+        claim.draft.updatedAt = date
+        _ = try await store.claimPayment(claim)
+        _ = try await store.transition(
+            PaymentTransition(paymentId: "p-\(id)", orderId: id, move: PaymentLifecycle.move(.authorized), at: date))
+    }
+
     /// The code of the business refusal `body` throws; nil when it throws nothing (or something else).
     public static func refusal(_ body: () async throws -> Void) async -> CoreError.Code? {
         do {
