@@ -2,40 +2,53 @@ import Foundation
 import OrchardCore
 import PostgresNIO
 
-/// Claims in two round trips and no transaction: one statement reads what
-/// ``PaymentClaimPolicy`` decides from, the policy decides in Swift, and one statement writes the
-/// decision only if everything it relied on is still as read. A write that finds a change reads
-/// and decides again.
+/// Claims in two round trips on one leased connection and no transaction: one statement reads
+/// what ``PaymentClaimPolicy`` decides from, the policy decides in Swift, and one statement writes
+/// the decision only if everything it relied on is still as read. A write that finds a change
+/// reads and decides again.
 extension PostgresStore {
     /// How often a claim reads and decides before it gives up with today's refusal: each retry
     /// means the order was written meanwhile, so a few suffice.
     static let claimAttempts = 3
 
     public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
-        for _ in 1...Self.claimAttempts {
-            let read = try await claimSnapshot(claim)
-            let decision = try PaymentClaimPolicy.decide(claim, read.snapshot)
-            // `decide` refuses a claim without an order, so an allowed one has the order's row version.
-            guard let version = read.version else { break }
-            do {
-                if let payment = try await write(decision, of: claim, read: read.snapshot, version: version) { return payment }
-            } catch let error as PSQLError where error.sqlState == "23505" {
-                // Another order's claim of the same transaction ID committed first (the unique index's word).
-                throw CoreError(.replayedPayment, "transaction \(claim.transactionId.prefix(16))… was already used")
-            } catch let error as PSQLError where Self.isPartialMove(error) {
-                continue
-            } catch {
-                throw Self.storeError(error)
-            }
+        // The read and the write on one connection: one lease and one deadline for the claim.
+        do {
+            return try await claimOnOneConnection(claim)
+        } catch {
+            throw Self.storeError(error)
         }
-        throw CoreError(.orderChanged, "order \(claim.draft.orderId) changed")
+    }
+
+    private func claimOnOneConnection(_ claim: PaymentClaim) async throws -> PaymentRecord {
+        try await pinned { [self] session in
+            for _ in 1...Self.claimAttempts {
+                let read = try await claimSnapshot(claim, on: session)
+                let decision = try PaymentClaimPolicy.decide(claim, read.snapshot)
+                // `decide` refuses a claim without an order, so an allowed one has the order's row version.
+                guard let version = read.version else { break }
+                do {
+                    if let payment = try await write(decision, of: claim, read: read.snapshot, version: version, on: session) {
+                        return payment
+                    }
+                } catch let error as PSQLError where error.sqlState == "23505" {
+                    // Another order's claim of the same transaction ID committed first (the unique index's word).
+                    throw CoreError(.replayedPayment, "transaction \(claim.transactionId.prefix(16))… was already used")
+                } catch let error as PSQLError where Self.isPartialMove(error) {
+                    continue
+                }
+            }
+            throw CoreError(.orderChanged, "order \(claim.draft.orderId) changed")
+        }
     }
 
     /// What the policy decides from, in one statement (one snapshot, no lock), and the order row's
     /// version (`xmin`, the transaction that last wrote it): the write requires it unchanged.
-    private func claimSnapshot(_ claim: PaymentClaim) async throws -> (snapshot: PaymentClaimSnapshot, version: String?) {
+    private func claimSnapshot(_ claim: PaymentClaim, on session: Pinned) async throws
+        -> (snapshot: PaymentClaimSnapshot, version: String?)
+    {
         let orderId = claim.draft.orderId
-        let row = try await rows(
+        let row = try await session.rows(
             """
             SELECT o.state, o.price_version, o.expires_at, o.xmin::text AS version, o.merchant AS order_merchant,
             EXISTS (SELECT 1 FROM payment_transactions WHERE transaction_id = \(claim.transactionId)::text) AS used,
@@ -81,9 +94,9 @@ extension PostgresStore {
     ///   concurrent claim of the same ID on another order is left to the unique indexes: 23505).
     /// A re-send also re-checks the unknown attempt's state and sends in its own compare-and-set;
     /// if the order moved and that did not, the statement fails as a whole (``isPartialMove(_:)``).
-    private func write(_ decision: PaymentClaimDecision, of claim: PaymentClaim, read: PaymentClaimSnapshot, version: String) async throws
-        -> PaymentRecord?
-    {
+    private func write(
+        _ decision: PaymentClaimDecision, of claim: PaymentClaim, read: PaymentClaimSnapshot, version: String, on session: Pinned
+    ) async throws -> PaymentRecord? {
         let orderId = claim.draft.orderId
         let query: PostgresQuery
         // Every value is cast: the statements are prepared (``Statements``) without parameter types.
@@ -108,7 +121,7 @@ extension PostgresStore {
                     SELECT \(claim.transactionId)::text, id, \(claim.draft.createdAt)::timestamptz FROM attempt RETURNING payment_id)
                 \(unescaped: Self.partialGuard)
                 """
-            return try await statement(query, prepared: Statements.ClaimFirst.self).first.map(Self.payment)
+            return try await session.statement(query, prepared: Statements.ClaimFirst.self).first.map(Self.payment)
         case .resend(let paymentId, let sends):
             let now = claim.draft.createdAt
             query = """
@@ -124,7 +137,7 @@ extension PostgresStore {
                     SELECT \(claim.transactionId)::text, id, \(now)::timestamptz FROM attempt RETURNING payment_id)
                 \(unescaped: Self.partialGuard)
                 """
-            return try await statement(query, prepared: Statements.ClaimResend.self).first.map(Self.payment)
+            return try await session.statement(query, prepared: Statements.ClaimResend.self).first.map(Self.payment)
         }
     }
 

@@ -131,10 +131,13 @@ extension PostgresStore {
     }
 
     /// A child task holds the lease while this task runs the body on the connection it hands
-    /// over, and gives the connection back when the body returns. Another child closes the
-    /// connection if the body is still running after `callTimeout`: when packets are dropped
-    /// rather than refused, neither the server's timeouts (it may never see the statement, or
-    /// its answer never arrives) nor the kernel (its keepalive counts in minutes) end the wait.
+    /// over, and gives the connection back when the body returns. The deadlines are timers on the
+    /// pool's event loops, not tasks that sleep: the one for the connection abandons the request
+    /// when none came in time; the one for the call closes the connection if the body is still
+    /// running after `callTimeout`: when packets are dropped rather than refused, neither the
+    /// server's timeouts (it may never see the statement, or its answer never arrives) nor the
+    /// kernel (its keepalive counts in minutes) end the wait. Two sleeping tasks a call cost
+    /// about as much as the rest of the lease together (issue 51).
     private func leasedWithDeadlines<T>(
         _ body: (PostgresConnection) async throws -> T, abandon: @escaping @Sendable (any Error) -> Void
     ) async throws -> T {
@@ -143,11 +146,18 @@ extension PostgresStore {
         let done = Gate()
         let watch = CallWatch()
         let (timeout, deadline) = (acquireTimeout, callTimeout)
+        let waiting = timers.next().scheduleTask(in: TimeAmount(timeout)) {
+            if race.abandon() {
+                handOver.finish(
+                    throwing: StoreError(code: .unavailable, message: "no PostgreSQL connection within \(timeout.milliseconds) ms"))
+            }
+        }
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { [client] in
                 do {
                     try await client.withConnection { connection in
                         guard race.acquire() else { return }
+                        waiting.cancel()
                         handOver.yield(connection)
                         await done.wait()
                         // A connection that is gone goes back to the pool only once the pool knows:
@@ -161,15 +171,9 @@ extension PostgresStore {
                     handOver.finish(throwing: error)
                 }
             }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                if race.abandon() {
-                    handOver.finish(
-                        throwing: StoreError(
-                            code: .unavailable, message: "no PostgreSQL connection within \(timeout.milliseconds) ms"))
-                }
-            }
+            var running: Scheduled<Void>?
             defer {
+                running?.cancel()
                 watch.finish()
                 done.open()
                 group.cancelAll()
@@ -185,16 +189,16 @@ extension PostgresStore {
                 code: .unavailable,
                 message: "PostgreSQL did not answer within \(deadline.milliseconds) ms (store.postgres.callTimeoutMilliseconds); "
                     + "the connection was closed, and whether a write it carried was committed is not known")
-            group.addTask {
-                do { try await Task.sleep(for: deadline) } catch { return }
+            running = connection.eventLoop.scheduleTask(in: TimeAmount(deadline)) {
                 guard watch.expire() else { return }
                 // Closing fails the statement the connection holds at once; the pool drops the
                 // connection. A statement written after the close would never complete: the
-                // caller is answered now, and the connection goes back to the pool closed.
+                // caller is answered once it is closed, and the connection goes back to the pool closed.
                 connection.close().whenComplete { _ in }
-                try? await connection.closeFuture.get()
-                abandon(expired)
-                done.open()
+                connection.closeFuture.whenComplete { _ in
+                    abandon(expired)
+                    done.open()
+                }
             }
             do {
                 return try await body(connection)

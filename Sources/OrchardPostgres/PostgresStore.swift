@@ -36,6 +36,8 @@ public final class PostgresStore: OrchardStore, Service {
     let acquireTimeout: Duration
     /// How long it may then take on that connection before the connection is closed (``leased(_:)``).
     let callTimeout: Duration
+    /// The pool's event loops: a call's deadlines are timers scheduled on them (``leased(_:)``).
+    let timers: any EventLoopGroup
     /// TCP keepalive for this end of each connection, when over TCP (``keepAlive(_:)``).
     let keepalive: PostgresSettings.SessionLimits?
     /// The connections whose socket has its keepalive set; each leaves when it closes.
@@ -43,8 +45,9 @@ public final class PostgresStore: OrchardStore, Service {
     /// Told by every call whether the database answered or could not be reached.
     public let availability: StoreAvailability? = StoreAvailability()
 
-    private init(client: PostgresClient, logger: Logger, settings: PostgresSettings) {
+    private init(client: PostgresClient, logger: Logger, settings: PostgresSettings, eventLoops: any EventLoopGroup) {
         self.client = client
+        self.timers = eventLoops
         self.logger = logger
         self.acquireTimeout = settings.acquireTimeout
         self.callTimeout = settings.limits.callTimeout
@@ -106,7 +109,7 @@ public final class PostgresStore: OrchardStore, Service {
         background.logLevel = max(logger.logLevel, .notice)
         let client = PostgresClient(
             configuration: try clientConfiguration(settings), eventLoopGroup: eventLoops, backgroundLogger: background)
-        return PostgresStore(client: client, logger: quiet, settings: settings)
+        return PostgresStore(client: client, logger: quiet, settings: settings, eventLoops: eventLoops)
     }
 
     // MARK: Transactions and errors
@@ -224,13 +227,55 @@ public final class PostgresStore: OrchardStore, Service {
     private func send<Name: PreparedStatementName>(_ query: PostgresQuery, prepared name: Name.Type) async throws
         -> [PostgresRandomAccessRow]
     {
+        try await leased { [self] connection in try await execute(query, prepared: name, on: connection) }
+    }
+
+    /// `query` as the prepared statement `name`, on `connection`: its rows.
+    func execute<Name: PreparedStatementName>(_ query: PostgresQuery, prepared name: Name.Type, on connection: PostgresConnection)
+        async throws -> [PostgresRandomAccessRow]
+    {
         PreparedTexts.register(query.sql, as: Name.name)
-        return try await leased { [self] connection in
-            var rows: [PostgresRandomAccessRow] = []
-            for try await row in try await connection.execute(Prepared<Name>(bindings: query.binds), logger: logger) {
-                rows.append(row)
+        var rows: [PostgresRandomAccessRow] = []
+        for try await row in try await connection.execute(Prepared<Name>(bindings: query.binds), logger: logger) {
+            rows.append(row)
+        }
+        return rows
+    }
+
+    /// Runs `body` with one pooled connection for all its statements, sent one after another, each
+    /// on its own (autocommitted, no transaction): one lease, and one deadline, for an operation
+    /// that reads, decides and writes, instead of one per statement.
+    func pinned<T: Sendable>(_ body: @escaping @Sendable (Pinned) async throws -> T) async throws -> T {
+        try await leased { [self] connection in try await body(Pinned(store: self, connection: connection)) }
+    }
+
+    /// Statements on the one connection ``pinned(_:)`` leased. Their failures are thrown as the
+    /// driver reported them, so that the lease sees a connection that ended; the caller maps them
+    /// (``storeError(_:)``) once outside ``pinned(_:)``.
+    struct Pinned: Sendable {
+        let store: PostgresStore
+        let connection: PostgresConnection
+
+        func rows<Name: PreparedStatementName>(_ query: PostgresQuery, prepared name: Name.Type) async throws
+            -> [PostgresRandomAccessRow]
+        {
+            store.roundTrips.add(1, ordering: .relaxed)
+            return try await store.execute(query, prepared: name, on: connection)
+        }
+
+        /// A deadlock or serialization failure runs it again, as ``statement(_:prepared:)`` does.
+        func statement<Name: PreparedStatementName>(_ query: PostgresQuery, prepared name: Name.Type) async throws
+            -> [PostgresRandomAccessRow]
+        {
+            var attempt = 1
+            while true {
+                store.roundTrips.add(1, ordering: .relaxed)
+                do {
+                    return try await store.execute(query, prepared: name, on: connection)
+                } catch let error as PSQLError where attempt < 3 && ["40001", "40P01"].contains(error.sqlState) {
+                    attempt += 1
+                }
             }
-            return rows
         }
     }
 
