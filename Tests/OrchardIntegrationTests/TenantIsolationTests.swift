@@ -68,13 +68,15 @@ struct TenantIsolationTests {
         }
     }
 
-    /// A recurring payment on the partner's domain: the token is encrypted to the platform's key,
-    /// the mandate is the partner's.
-    func payRecurring(_ server: ServerHarness, key: String, token: String) async throws -> String {
+    /// A recurring payment on the partner's domain, as the page sends it: the token is encrypted to
+    /// the platform's key, the mandate is the partner's. The authorize answer.
+    static func authorizeRecurring(_ server: ServerHarness, key: String, token: String, idempotencyKey: String) async throws
+        -> CurlResponse
+    {
         // A registered merchant has no catalogue, so no default country.
         let body = MandatesAPITests.recurring.replacingOccurrences(
             of: #""currency": "EUR","#, with: #""currency": "EUR", "countryCode": "FR","#)
-        let created = try await server.api("POST", "/v1/payment-requests", key: key, json: body, idempotencyKey: "t-1")
+        let created = try await server.api("POST", "/v1/payment-requests", key: key, json: body, idempotencyKey: idempotencyKey)
         #expect(created.status == 201, "\(created.errorMessage ?? "")")
         let id = try #require(created.json?["id"] as? String)
         let request = try #require(created.json?["paymentRequest"] as? [String: Any])
@@ -83,8 +85,13 @@ struct TenantIsolationTests {
             payload: TokenMinter.merchantTokenPayload(amount: 990, merchantTokenIdentifier: token),
             to: MoreMerchants.platformProcessingKey.publicKey, merchantIdentifier: TestMaterial.platformMerchantIdentifier,
             applicationDataHash: Array(SHA256.hash(data: appData)))
-        let authorized = try await server.send(
+        return try await server.send(
             "POST", "/api/apple-pay/authorize", host: Self.domain, body: try PageCheckout.paymentBody(orderId: id, token: minted))
+    }
+
+    /// ``authorizeRecurring(_:key:token:idempotencyKey:)`` authorized: the mandate it made.
+    func payRecurring(_ server: ServerHarness, key: String, token: String) async throws -> String {
+        let authorized = try await Self.authorizeRecurring(server, key: key, token: token, idempotencyKey: "t-1")
         #expect(authorized.status == 200, "\(authorized.errorMessage ?? "")")
         let paymentId = try #require(authorized.json?["paymentId"] as? String)
         return try #require(try await server.store.payment(id: paymentId)?.mandateId)

@@ -20,20 +20,7 @@ struct TenantLateMandateTests {
     /// The agreement's first payment on the partner's domain, as the page sends it: answered once
     /// the processor answers.
     static func payRecurring(_ server: ServerHarness, key: String) async throws -> CurlResponse {
-        let body = MandatesAPITests.recurring.replacingOccurrences(
-            of: #""currency": "EUR","#, with: #""currency": "EUR", "countryCode": "FR","#)
-        let created = try await server.api("POST", "/v1/payment-requests", key: key, json: body, idempotencyKey: "late-1")
-        #expect(created.status == 201, "\(created.errorMessage ?? "")")
-        let id = try #require(created.json?["id"] as? String)
-        let request = try #require(created.json?["paymentRequest"] as? [String: Any])
-        let appData = try #require(Data(base64Encoded: request["applicationData"] as? String ?? ""))
-        let minted = try PageCheckout.minter.mintEC(
-            payload: TokenMinter.merchantTokenPayload(amount: 990, merchantTokenIdentifier: token),
-            to: MoreMerchants.platformProcessingKey.publicKey, merchantIdentifier: TestMaterial.platformMerchantIdentifier,
-            applicationDataHash: Array(SHA256.hash(data: appData)))
-        return try await server.send(
-            "POST", "/api/apple-pay/authorize", host: Tenants.domain,
-            body: try PageCheckout.paymentBody(orderId: id, token: minted))
+        try await Tenants.authorizeRecurring(server, key: key, token: token, idempotencyKey: "late-1")
     }
 
     /// The partner registered, paying through the mock's Worldpay; its API key.
