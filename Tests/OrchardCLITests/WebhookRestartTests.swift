@@ -28,9 +28,11 @@ struct WebhookRestartTests {
     }
 
     /// `orchard webhooks list` lines (one per event) once `condition` holds on them, or at the deadline.
-    static func listed(_ server: ServerProcess, until condition: ([String]) -> Bool) async throws -> [String] {
+    static func listed(
+        _ server: ServerProcess, within timeout: Duration = Eventually.patience, until condition: ([String]) -> Bool
+    ) async throws -> [String] {
         var lines: [String] = []
-        _ = try await Eventually.until(every: .milliseconds(100)) {
+        _ = try await Eventually.until(timeout: timeout, every: .milliseconds(100)) {
             let result = try await server.command(["webhooks", "list"])
             #expect(result.status == 0, "\(result.stderr)")
             lines = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
@@ -69,7 +71,13 @@ struct WebhookRestartTests {
         receiver.comeBack()
         try await server.start()
         let once = "delivered after \(event.attempts + 1) attempt(s), last HTTP 200"
-        let delivered = try await Self.listed(server) { $0.contains { $0.hasPrefix(event.id) && $0.contains("delivered") } }
+        // A server killed between claiming the event and recording its attempt leaves the claim
+        // held until its lease ends (the batch lease, 110 s here): no instance may send it before,
+        // as another one could still be sending. CI met it; wait for the lease, then as usual.
+        let leased = max(0, (event.nextAttemptAt ?? Date()).timeIntervalSinceNow)
+        let delivered = try await Self.listed(server, within: .seconds(leased) + Eventually.patience) {
+            $0.contains { $0.hasPrefix(event.id) && $0.contains("delivered") }
+        }
         #expect(delivered.count == 1 && delivered[0].hasPrefix(event.id) && delivered[0].hasSuffix(once), "\(delivered)")
         // Marked delivered after the 2xx, by the only dispatcher: nothing more is in flight.
         #expect(receiver.deliveries.count == 1, "exactly once: \(receiver.deliveries.map(\.eventId))")
