@@ -22,6 +22,20 @@ extension PostgresStore {
 
     private func claimOnOneConnection(_ claim: PaymentClaim) async throws -> PaymentRecord {
         try await pinned { [self] session in
+            // What the order's read kept, if the claim carries it: decided and written without a
+            // read, one round trip. Refused, or found changed by the write, it is read again below,
+            // and that read's decision is the one reported.
+            if let basis = claim.basis, let decision = try? PaymentClaimPolicy.decide(claim, basis.snapshot) {
+                do {
+                    if let payment = try await write(decision, of: claim, read: basis.snapshot, version: basis.version, on: session) {
+                        return payment
+                    }
+                } catch let error as PSQLError where error.sqlState == "23505" {
+                    throw CoreError(.replayedPayment, "transaction \(claim.transactionId.prefix(16))… was already used")
+                } catch let error as PSQLError where Self.isPartialMove(error) {
+                    // Changed under the guess: read, as below.
+                }
+            }
             for _ in 1...Self.claimAttempts {
                 let read = try await claimSnapshot(claim, on: session)
                 let decision = try PaymentClaimPolicy.decide(claim, read.snapshot)
@@ -40,6 +54,30 @@ extension PostgresStore {
             }
             throw CoreError(.orderChanged, "order \(claim.draft.orderId) changed")
         }
+    }
+
+    /// The order with what its claim decides from (``PaymentClaimBasis``), in one statement: the
+    /// claim that carries it writes without reading. The transaction ID is not known yet: the
+    /// write's compare-and-set finds it unused, or the claim reads again and reports it replayed.
+    public func claimableOrder(id: String) async throws -> ClaimableOrder? {
+        let row = try await rows(
+            """
+            SELECT \(unescaped: Self.qualified(Self.orderColumns, by: "o")), o.xmin::text AS version, o.merchant AS order_merchant,
+            (SELECT COUNT(*) FROM payments WHERE order_id = o.id) AS n, u.id AS u_id, u.sends, \(unescaped: Self.requestRead)
+            FROM orders o LEFT JOIN LATERAL (
+                SELECT id, sends FROM payments WHERE order_id = o.id AND state = 'unknown' ORDER BY created_at DESC, seq DESC LIMIT 1
+            ) AS u ON true LEFT JOIN payment_requests r ON r.id = o.id
+            WHERE o.id = \(id)::text
+            """, prepared: Statements.ClaimableOrderRead.self
+        ).first
+        guard let row else { return nil }
+        let order = try Self.order(row)
+        remember(try MoveContext(row), of: id)
+        let snapshot = PaymentClaimSnapshot(
+            order: .init(state: order.state, priceVersion: order.priceVersion, expiresAt: order.expiresAt), transactionUsed: false,
+            unknownAttempt: try row.optionalText("u_id").map { .init(id: $0, sends: Int(try row.optionalInteger("sends") ?? 1)) },
+            attempts: Int(try row.integer("n")))
+        return ClaimableOrder(order: order, basis: PaymentClaimBasis(snapshot: snapshot, version: try row.text("version")))
     }
 
     /// What the policy decides from, in one statement (one snapshot, no lock), and the order row's

@@ -52,6 +52,7 @@ enum PreparedTexts {
 enum Statements {
     enum OrderRead: PreparedStatementName { static let name = "order_read" }
     enum ClaimRead: PreparedStatementName { static let name = "claim_read" }
+    enum ClaimableOrderRead: PreparedStatementName { static let name = "claimable_order_read" }
     enum ClaimFirst: PreparedStatementName { static let name = "claim_first" }
     enum ClaimResend: PreparedStatementName { static let name = "claim_resend" }
     enum MoveRead: PreparedStatementName { static let name = "move_read" }

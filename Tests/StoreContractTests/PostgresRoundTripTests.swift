@@ -8,9 +8,10 @@ import Testing
 @testable import OrchardPostgres
 
 /// The authorization path's round trips on PostgreSQL, counted by the store's own helpers (every
-/// statement it sends on its own, and every transaction it begins): a claim reads and writes, a
-/// move given the payment the engine holds only writes, neither opens a transaction.
-@Suite("PostgreSQL store: a claim takes two round trips, a move one")
+/// statement it sends on its own, and every transaction it begins): a claim given what the order's
+/// read kept only writes (alone, it reads and writes), a move given the payment the engine holds
+/// only writes, neither opens a transaction.
+@Suite("PostgreSQL store: an order's read, its claim and its move take a round trip each")
 struct PostgresRoundTripTests {
     typealias Shop = ShopStoreContractTests
 
@@ -70,6 +71,79 @@ struct PostgresRoundTripTests {
             }
             #expect(late == nil && lateTrips == 1, "given the payment as it was: one write, which finds the order moved")
             #expect(try await Shop.events(store).count == 2)
+        }
+    }
+
+    /// A claim given `basis`, counted.
+    static func claim(
+        _ store: PostgresStore, _ claim: PaymentClaim, basis: PaymentClaimBasis?, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> (PaymentRecord, Int) {
+        var claim = claim
+        claim.basis = basis
+        return try await Self.counted(store, sourceLocation: sourceLocation) { try await store.claimPayment(claim) }
+    }
+
+    @Test(
+        "the order read for its claim: the claim only writes; a basis the order has moved from is read again, and refused as without it",
+        .enabled(if: PostgresServer.enabled))
+    func claimBasis() async throws {
+        try await Self.withStore { store in
+            try await store.insert(try StoreContractTests.order("o1"))
+            let (read, readTrips) = try await Self.counted(store) { try await store.claimableOrder(id: "o1") }
+            let first = try #require(read?.basis)
+            let stored = try await store.order(id: "o1")
+            #expect(readTrips == 1 && read?.order == stored)
+            #expect(
+                first.snapshot
+                    == PaymentClaimSnapshot(
+                        order: .init(state: .open, priceVersion: 1, expiresAt: read?.order.expiresAt), transactionUsed: false,
+                        unknownAttempt: nil, attempts: 0))
+            let (claimed, trips) = try await Self.claim(store, Shop.claim("o1", payment: "p1"), basis: first)
+            #expect(claimed.reference == "o1-1" && claimed.state == .pending && trips == 1, "one write, no read")
+
+            // The same basis once the order is pending: the write finds the order moved, changes
+            // nothing, and the read's decision is reported.
+            let error = await Shop.storeError { _ = try await Self.claim(store, Shop.claim("o1", payment: "p2", at: 1), basis: first) }
+            #expect(error == .paymentInProgress || error == .orderNotOpen, "\(String(describing: error))")
+            #expect(try await store.payments(orderId: "o1").map(\.id) == ["p1"])
+
+            // Unknown, then read again: the basis names the unknown attempt; its re-send only writes.
+            _ = try #require(try await Shop.move(store, "p1", of: "o1", .noAnswer, at: 2))
+            let unknown = try #require(try await store.claimableOrder(id: "o1")?.basis)
+            #expect(unknown.snapshot.unknownAttempt == .init(id: "p1", sends: 1) && unknown.snapshot.attempts == 1)
+            var resend = Shop.claim("o1", payment: "p3", at: 3)
+            resend.resending = "p1"
+            resend.expectedSends = 1
+            let (resent, resendTrips) = try await Self.claim(store, resend, basis: unknown)
+            #expect(resent.id == "p1" && resent.sends == 2 && resendTrips == 1)
+
+            // A token another order used since its order was read: the write finds the ID taken,
+            // and the claim is refused as a replay, with nothing written.
+            try await store.insert(try StoreContractTests.order("o2"))
+            let second = try #require(try await store.claimableOrder(id: "o2")?.basis)
+            let (_, replayTrips) = await Self.counted(store) {
+                let error = await Shop.storeError {
+                    var replay = StoreContractTests.claim("o2", transaction: "t-p3-3", payment: "p4")
+                    replay.basis = second
+                    _ = try await store.claimPayment(replay)
+                }
+                #expect(error == .replayedPayment)
+            }
+            #expect(replayTrips == 2, "the write, then the read that decides")
+            let untouched = try await store.order(id: "o2")
+            #expect(try await store.payments(orderId: "o2").isEmpty && untouched?.state == .open)
+
+            // Repriced since the read: the write finds another row version; the claim at the old
+            // price is refused, and at the new one (read again) it goes through.
+            let order = try #require(try await store.order(id: "o2"))
+            try await store.updateOpen(try PriceVersionContractTests.dearer(order))
+            let stale = await Shop.storeError { _ = try await Self.claim(store, Shop.claim("o2", payment: "p5"), basis: second) }
+            #expect(stale == .orderChanged)
+            let fresh = try #require(try await store.claimableOrder(id: "o2"))
+            var current = Shop.claim("o2", payment: "p5")
+            current.priceVersion = fresh.order.priceVersion
+            let (paid, paidTrips) = try await Self.claim(store, current, basis: fresh.basis)
+            #expect(paid.reference == "o2-1" && paid.amount == current.draft.amount && paidTrips == 1)
         }
     }
 

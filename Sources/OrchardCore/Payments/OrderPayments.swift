@@ -9,6 +9,9 @@ import Foundation
 public protocol OrderPayments: Sendable {
     func insert(_ order: OrderRecord) async throws
     func order(id: String) async throws -> OrderRecord?
+    /// The order a payment is about to claim, with what a store that claims without reading again
+    /// read with it (``PaymentClaimBasis``), in one read.
+    func claimableOrder(id: String) async throws -> ClaimableOrder?
     /// Replaces an open order's pricing with `order`'s, a compare-and-set on its price version:
     /// the stored order must be at `order.priceVersion - 1` (``OrderRecord/repriced(_:)`` makes
     /// such a record). Fails with ``CoreError/Code/orderNotOpen`` when the order is not open and
@@ -45,4 +48,11 @@ public protocol OrderPayments: Sendable {
     func payment(id: String) async throws -> PaymentRecord?
     /// Newest first; every state when `state` is nil.
     func payments(state: PaymentState?, limit: Int) async throws -> [PaymentRecord]
+}
+
+extension OrderPayments {
+    /// The order alone: the claim reads what it decides from.
+    public func claimableOrder(id: String) async throws -> ClaimableOrder? {
+        try await order(id: id).map { ClaimableOrder(order: $0) }
+    }
 }

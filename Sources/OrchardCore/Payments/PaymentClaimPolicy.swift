@@ -43,6 +43,33 @@ public struct PaymentClaimSnapshot: Sendable, Equatable {
     }
 }
 
+/// What a store read with an order, for its claim (``OrderPayments/claimableOrder(id:)``): the
+/// snapshot as it was then, its transaction ID not yet known (unused), and the store's version
+/// of the order's row. A claim that carries it can be decided and written without reading again;
+/// the write's compare-and-set re-checks every part of it, so it is a guess, never the authority.
+public struct PaymentClaimBasis: Sendable, Equatable {
+    public var snapshot: PaymentClaimSnapshot
+    /// The store's own version of the order's row, opaque to Core.
+    public var version: String
+
+    public init(snapshot: PaymentClaimSnapshot, version: String) {
+        self.snapshot = snapshot
+        self.version = version
+    }
+}
+
+/// An order as a claim starts from: the record, and what the store read with it for the claim.
+public struct ClaimableOrder: Sendable {
+    public var order: OrderRecord
+    /// Nil when the store reads again as it claims (SQLite, memory).
+    public var basis: PaymentClaimBasis?
+
+    public init(order: OrderRecord, basis: PaymentClaimBasis? = nil) {
+        self.order = order
+        self.basis = basis
+    }
+}
+
 /// What a store writes for a claim ``PaymentClaimPolicy`` allowed, in the transaction that read
 /// the snapshot: the attempt, then the order's compare-and-set along `move` at `priceVersion`,
 /// then the transaction ID.

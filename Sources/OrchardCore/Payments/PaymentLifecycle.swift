@@ -111,12 +111,15 @@ public struct PaymentClaim: Sendable {
     /// The order's price version the token was checked against (``OrderRecord/priceVersion``):
     /// a claim that finds the order repriced since fails with ``CoreError/Code/orderChanged``.
     public var priceVersion: Int
+    /// What the store read with the order (``OrderPayments/claimableOrder(id:)``), if it did.
+    public var basis: PaymentClaimBasis?
 
     public init(
         draft: PaymentRecord, transactionId: String, sealedRequest: [UInt8], priceVersion: Int, expectedSends: Int? = nil,
-        resending: String? = nil
+        resending: String? = nil, basis: PaymentClaimBasis? = nil
     ) {
         self.priceVersion = priceVersion
+        self.basis = basis
         self.draft = draft
         self.transactionId = transactionId
         self.sealedRequest = sealedRequest

@@ -124,7 +124,8 @@ public struct PaymentsEngine: Sendable {
     }
 
     private func authorizeOnce(_ attempt: Attempt) async throws(CoreError) -> PaymentRecord {
-        var order = try await claimableOrder(attempt)
+        var claimable = try await claimableOrder(attempt)
+        var order = claimable.order
         let (verified, payment) = try check(attempt, against: order)
         let processor = processors.processor(forMerchant: order.merchantIdentifier)
         var expectedSends: Int?
@@ -147,7 +148,8 @@ public struct PaymentsEngine: Sendable {
                     // Authorized by the earlier send: the order is paid. Refused: it is open
                     // again, and this token makes a new attempt.
                     if settled.state != .refused { return settled }
-                    order = try await claimableOrder(attempt)
+                    claimable = try await claimableOrder(attempt)
+                    order = claimable.order
                 }
             }
         }
@@ -169,7 +171,7 @@ public struct PaymentsEngine: Sendable {
         let claimed = try await claim(
             PaymentClaim(
                 draft: draft, transactionId: transactionId, sealedRequest: sealed, priceVersion: order.priceVersion,
-                expectedSends: expectedSends, resending: resending))
+                expectedSends: expectedSends, resending: resending, basis: claimable.basis))
         let request = AuthorizationRequest(
             order: order, token: attempt.token, payment: payment, reference: claimed.reference, cardholderName: attempt.cardholderName,
             storeCredential: order.priced.agreement.map { CredentialUsage($0.type) })
@@ -177,12 +179,12 @@ public struct PaymentsEngine: Sendable {
     }
 
     /// The attempt's order. Whether it may be paid now is the claim's to say, after the replay check.
-    private func claimableOrder(_ attempt: Attempt) async throws(CoreError) -> OrderRecord {
+    private func claimableOrder(_ attempt: Attempt) async throws(CoreError) -> ClaimableOrder {
         guard RecordIdentifier.isLookup(attempt.orderId),
-            let order = try await storage({ try await orderPayments.order(id: attempt.orderId) }),
-            order.merchantIdentifier == attempt.merchantIdentifier
+            let claimable = try await storage({ try await orderPayments.claimableOrder(id: attempt.orderId) }),
+            claimable.order.merchantIdentifier == attempt.merchantIdentifier
         else { throw CoreError(.notFound, "there is no such order") }
-        return order
+        return claimable
     }
 
     /// Verifies the token, decrypts it where Orchard holds its key, and checks it pays exactly
