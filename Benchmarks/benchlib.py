@@ -2,7 +2,7 @@
 
 Not a script: the benchmarks beside it and scripts/otel-check import it.
 """
-import json, os, re, secrets, shutil, signal, socket, subprocess, sys, time, urllib.request
+import glob, json, os, re, secrets, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELEASE = os.path.join(ROOT, ".build", "release")
@@ -158,3 +158,108 @@ def record(path, measured, baseline, ratio, target=None, holds=None):
     with open(results, "a") as f:
         f.write(json.dumps({"path": path, "measured": measured, "baseline": baseline, "ratio": ratio, "target": target,
                             "holds": holds}) + "\n")
+
+
+class PrivateCluster:
+    """A PostgreSQL cluster of its own on a free loopback port (Debian's binaries; run as `postgres`
+    when this script runs as root), fsync on, removed at the end."""
+
+    def __init__(self, statements=False):
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[4]))
+        if not found:
+            sys.exit("PostgreSQL is not installed (apt-get install postgresql), or use --store sqlite")
+        self.bin = os.path.dirname(found[-1])
+        self.folder = tempfile.mkdtemp(prefix="orchard-bench-pg-")
+        self.password = secrets.token_hex(16)
+        self.port = free_port()
+        with open(os.path.join(self.folder, "password"), "w") as f:
+            f.write(self.password)
+        os.chmod(self.folder, 0o755)  # the orchard process (this user) reads the password file
+        self.as_owner = []
+        if os.geteuid() == 0:  # initdb refuses root
+            shutil.chown(self.folder, "postgres")
+            self.as_owner = ["runuser", "-u", "postgres", "--"]
+        data = os.path.join(self.folder, "data")
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
+        subprocess.run(self.as_owner + [f"{self.bin}/initdb", "-D", data, "-U", "orchard", f"--pwfile={self.folder}/password",
+                                        "-A", "scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"], **quiet)
+        subprocess.run(self.as_owner + [f"{self.bin}/pg_ctl", "-D", data, "-l", f"{self.folder}/log", "-w", "-o",
+                                        f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=on "
+                                        "-c synchronous_commit=on"
+                                        + (" -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on"
+                                           if statements else ""), "start"], **quiet)
+        self.psql("postgres", "CREATE DATABASE orchard")
+        self.statements = statements
+        if statements:
+            self.psql("orchard", "CREATE EXTENSION pg_stat_statements")
+
+    def psql(self, database, sql):
+        """Runs `sql` as the cluster's owner role; returns its rows, tab-separated."""
+        return subprocess.run([f"{self.bin}/psql", "-X", "-q", "-A", "-t", "-F", "\t", "-h", "127.0.0.1", "-p", str(self.port),
+                               "-U", "orchard", "-d", database, "-c", sql],
+                              env={"PGPASSWORD": self.password, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                              check=True).stdout
+
+    def reset_statements(self):
+        if self.statements:
+            self.psql("orchard", "SELECT pg_stat_statements_reset()")
+
+    def report_statements(self, requests, concurrency):
+        """Every statement the measured run made, per authorization: calls, server time (planning and
+        execution, with planning also apart) and rows, the costliest first (pg_stat_statements; the
+        round trip is not in it)."""
+        if not self.statements:
+            return
+        rows = self.psql("orchard", "SELECT calls, total_exec_time + total_plan_time, total_plan_time, rows, regexp_replace(query, '\\s+', ' ', 'g') "
+                                    "FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'orchard') "
+                                    "ORDER BY total_exec_time DESC")
+        print(f"PostgreSQL statements at c={concurrency}, per authorization ({requests} authorizations):")
+        print(f"  {'calls':>6} {'µs':>7} {'plan µs':>7} {'rows':>6}  statement")
+        total_calls = total_time = 0
+        for line in rows.splitlines():
+            calls, time_ms, plan_ms, count, query = line.split("\t", 4)
+            total_calls += int(calls)
+            total_time += float(time_ms)
+            if int(calls) >= requests / 100:
+                print(f"  {int(calls) / requests:>6.2f} {1000 * float(time_ms) / requests:>7.1f} {1000 * float(plan_ms) / requests:>7.1f} "
+                      f"{int(count) / requests:>6.2f}  {query[:140]}")
+        print(f"  {total_calls / requests:>6.2f} {1000 * total_time / requests:>7.1f} {'':>7}         all statements")
+
+    def commits(self):
+        """Transactions committed in the orchard database so far (pg_stat_database.xact_commit): an
+        autocommitted statement counts one, a BEGIN … COMMIT one. The statistics reach the view when
+        backend reports them (at most a second late while it works, ten once it is idle), so a
+        reading waits out that delay first, then asks for a fresh snapshot."""
+        time.sleep(11)
+        row = self.psql("orchard", "SELECT pg_stat_clear_snapshot(); SELECT xact_commit FROM pg_stat_database WHERE datname = 'orchard'")
+        return int(row.split()[-1])
+
+    def round_trips(self, requests):
+        """Top-level statements per authorization (pg_stat_statements, BEGIN and COMMIT included;
+        the foreign-key checks a statement runs inside are not round trips): each is one round trip
+        from Orchard, as nothing is pipelined. None without --statements."""
+        if not self.statements:
+            return None
+        row = self.psql("orchard", "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE toplevel "
+                                   "AND dbid = (SELECT oid FROM pg_database WHERE datname = 'orchard')")
+        return int(row.strip()) / requests
+
+    def cpu_seconds(self):
+        """The cluster's CPU time so far: the postmaster's own and its ended children's (which it has
+        waited for), plus each live backend's and background process's."""
+        with open(os.path.join(self.folder, "data", "postmaster.pid")) as f:
+            postmaster = int(f.readline())
+        with open(f"/proc/{postmaster}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total = sum(int(n) for n in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        for child in subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split():
+            try:
+                total += cpu_seconds(int(child))
+            except (FileNotFoundError, ProcessLookupError):
+                pass  # ended meanwhile: counted by the postmaster once it has waited for it
+        return total
+
+    def stop(self):
+        subprocess.run(self.as_owner + [f"{self.bin}/pg_ctl", "-D", os.path.join(self.folder, "data"), "-m", "fast", "-w", "stop"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.folder, ignore_errors=True)

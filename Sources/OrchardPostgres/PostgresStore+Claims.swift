@@ -12,6 +12,7 @@ extension PostgresStore {
     static let claimAttempts = 3
 
     public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
+        forgetOrder(claim.draft.orderId)
         // The read and the write on one connection: one lease and one deadline for the claim.
         do {
             return try await claimOnOneConnection(claim)
@@ -22,20 +23,7 @@ extension PostgresStore {
 
     private func claimOnOneConnection(_ claim: PaymentClaim) async throws -> PaymentRecord {
         try await pinned { [self] session in
-            // What the order's read kept, if the claim carries it: decided and written without a
-            // read, one round trip. Refused, or found changed by the write, it is read again below,
-            // and that read's decision is the one reported.
-            if let basis = claim.basis, let decision = try? PaymentClaimPolicy.decide(claim, basis.snapshot) {
-                do {
-                    if let payment = try await write(decision, of: claim, read: basis.snapshot, version: basis.version, on: session) {
-                        return payment
-                    }
-                } catch let error as PSQLError where error.sqlState == "23505" {
-                    throw CoreError(.replayedPayment, "transaction \(claim.transactionId.prefix(16))… was already used")
-                } catch let error as PSQLError where Self.isPartialMove(error) {
-                    // Changed under the guess: read, as below.
-                }
-            }
+            if let payment = try await claimFromBasis(claim, on: session) { return payment }
             for _ in 1...Self.claimAttempts {
                 let read = try await claimSnapshot(claim, on: session)
                 let decision = try PaymentClaimPolicy.decide(claim, read.snapshot)
@@ -56,28 +44,32 @@ extension PostgresStore {
         }
     }
 
-    /// The order with what its claim decides from (``PaymentClaimBasis``), in one statement: the
-    /// claim that carries it writes without reading. The transaction ID is not known yet: the
-    /// write's compare-and-set finds it unused, or the claim reads again and reports it replayed.
-    public func claimableOrder(id: String) async throws -> ClaimableOrder? {
-        let row = try await rows(
-            """
-            SELECT \(unescaped: Self.qualified(Self.orderColumns, by: "o")), o.xmin::text AS version, o.merchant AS order_merchant,
-            (SELECT COUNT(*) FROM payments WHERE order_id = o.id) AS n, u.id AS u_id, u.sends, \(unescaped: Self.requestRead)
-            FROM orders o LEFT JOIN LATERAL (
-                SELECT id, sends FROM payments WHERE order_id = o.id AND state = 'unknown' ORDER BY created_at DESC, seq DESC LIMIT 1
-            ) AS u ON true LEFT JOIN payment_requests r ON r.id = o.id
-            WHERE o.id = \(id)::text
-            """, prepared: Statements.ClaimableOrderRead.self
-        ).first
-        guard let row else { return nil }
-        let order = try Self.order(row)
-        remember(try MoveContext(row), of: id)
-        let snapshot = PaymentClaimSnapshot(
-            order: .init(state: order.state, priceVersion: order.priceVersion, expiresAt: order.expiresAt), transactionUsed: false,
-            unknownAttempt: try row.optionalText("u_id").map { .init(id: $0, sends: Int(try row.optionalInteger("sends") ?? 1)) },
-            attempts: Int(try row.integer("n")))
-        return ClaimableOrder(order: order, basis: PaymentClaimBasis(snapshot: snapshot, version: try row.text("version")))
+    /// The claim decided from what the engine's read of the order kept (``PaymentClaimBasis``) and
+    /// written without a read: one round trip. Nil when it carries none, or a read one that is
+    /// refused or that the write finds changed: the caller reads, and that read's decision is
+    /// the one reported. A remembered one is never read again here: its refusal, or
+    /// ``CoreError/Code/orderChanged`` when the write finds the order otherwise, has the engine
+    /// decide again from a read.
+    private func claimFromBasis(_ claim: PaymentClaim, on session: Pinned) async throws -> PaymentRecord? {
+        guard let basis = claim.basis else { return nil }
+        let decision: PaymentClaimDecision
+        do {
+            decision = try PaymentClaimPolicy.decide(claim, basis.snapshot)
+        } catch {
+            if basis.remembered { throw error }
+            return nil
+        }
+        do {
+            if let payment = try await write(decision, of: claim, read: basis.snapshot, version: basis.version, on: session) {
+                return payment
+            }
+        } catch let error as PSQLError where error.sqlState == "23505" {
+            throw CoreError(.replayedPayment, "transaction \(claim.transactionId.prefix(16))… was already used")
+        } catch let error as PSQLError where Self.isPartialMove(error) {
+            // Changed under the guess, and nothing written.
+        }
+        guard basis.remembered else { return nil }
+        throw CoreError(.orderChanged, "order \(claim.draft.orderId) changed since this instance wrote it")
     }
 
     /// What the policy decides from, in one statement (one snapshot, no lock), and the order row's

@@ -31,6 +31,8 @@ public final class PostgresStore: OrchardStore, Service {
     let transactions = Atomic<Int>(0)
     /// What each recently claimed order's moves report, by order ID (``MoveContext``).
     let moveContexts = Mutex<[String: MoveContext]>([:])
+    /// The open orders this store wrote and no claim has taken yet, by ID (``RememberedOrder``).
+    let rememberedOrders = Mutex<[String: RememberedOrder]>([:])
 
     /// How long a statement or transaction waits for a pooled connection (``leased(_:)``).
     let acquireTimeout: Duration

@@ -89,7 +89,7 @@ struct PostgresRoundTripTests {
     func claimBasis() async throws {
         try await Self.withStore { store in
             try await store.insert(try StoreContractTests.order("o1"))
-            let (read, readTrips) = try await Self.counted(store) { try await store.claimableOrder(id: "o1") }
+            let (read, readTrips) = try await Self.counted(store) { try await store.claimableOrder(id: "o1", remembered: false) }
             let first = try #require(read?.basis)
             let stored = try await store.order(id: "o1")
             #expect(readTrips == 1 && read?.order == stored)
@@ -109,7 +109,7 @@ struct PostgresRoundTripTests {
 
             // Unknown, then read again: the basis names the unknown attempt; its re-send only writes.
             _ = try #require(try await Shop.move(store, "p1", of: "o1", .noAnswer, at: 2))
-            let unknown = try #require(try await store.claimableOrder(id: "o1")?.basis)
+            let unknown = try #require(try await store.claimableOrder(id: "o1", remembered: false)?.basis)
             #expect(unknown.snapshot.unknownAttempt == .init(id: "p1", sends: 1) && unknown.snapshot.attempts == 1)
             var resend = Shop.claim("o1", payment: "p3", at: 3)
             resend.resending = "p1"
@@ -120,7 +120,7 @@ struct PostgresRoundTripTests {
             // A token another order used since its order was read: the write finds the ID taken,
             // and the claim is refused as a replay, with nothing written.
             try await store.insert(try StoreContractTests.order("o2"))
-            let second = try #require(try await store.claimableOrder(id: "o2")?.basis)
+            let second = try #require(try await store.claimableOrder(id: "o2", remembered: false)?.basis)
             let (_, replayTrips) = await Self.counted(store) {
                 let error = await Shop.storeError {
                     var replay = StoreContractTests.claim("o2", transaction: "t-p3-3", payment: "p4")
@@ -139,12 +139,72 @@ struct PostgresRoundTripTests {
             try await store.updateOpen(try PriceVersionContractTests.dearer(order))
             let stale = await Shop.storeError { _ = try await Self.claim(store, Shop.claim("o2", payment: "p5"), basis: second) }
             #expect(stale == .orderChanged)
-            let fresh = try #require(try await store.claimableOrder(id: "o2"))
+            let fresh = try #require(try await store.claimableOrder(id: "o2", remembered: false))
             var current = Shop.claim("o2", payment: "p5")
             current.priceVersion = fresh.order.priceVersion
             let (paid, paidTrips) = try await Self.claim(store, current, basis: fresh.basis)
             #expect(paid.reference == "o2-1" && paid.amount == current.draft.amount && paidTrips == 1)
         }
+    }
+
+    @Test(
+        "an order this store wrote is claimed in one round trip and no read; one another instance changed since is refused as changed, with nothing written",
+        .enabled(if: PostgresServer.enabled))
+    func rememberedOrders() async throws {
+        try await PostgresServer.shared().withDatabase { settings in
+            let logger = Logger(label: "orchard.test")
+            let other = try await PostgresStore.open(settings, logger: logger, eventLoops: PostgresServer.storeLoops)
+            try await other.withRunning { other in
+                let store = try await PostgresStore.open(settings, logger: logger, eventLoops: PostgresServer.storeLoops)
+                try await store.withRunning { store in
+                    try await Self.remembered(store, other: other)
+                }
+            }
+        }
+    }
+
+    /// `store` claims orders it wrote; `other`, another instance on the same database, changes one.
+    static func remembered(_ store: PostgresStore, other: PostgresStore) async throws {
+        let order = try StoreContractTests.order("o1")
+        try await store.insert(order)
+        let (kept, keptTrips) = try await Self.counted(store) { try await store.claimableOrder(id: "o1", remembered: true) }
+        let read = try await other.claimableOrder(id: "o1", remembered: true)
+        #expect(keptTrips == 0 && kept?.remembered == true && read?.remembered == false, "the other instance reads it")
+        #expect(kept?.order == read?.order && kept?.basis?.version == read?.basis?.version, "as a read returns it")
+        #expect(kept?.basis?.snapshot == read?.basis?.snapshot)
+        let (claimed, trips) = try await Self.claim(store, Shop.claim("o1", payment: "p1"), basis: kept?.basis)
+        #expect(claimed.reference == "o1-1" && trips == 1)
+        let (after, afterTrips) = try await Self.counted(store) { try await store.claimableOrder(id: "o1", remembered: true) }
+        #expect(after?.remembered == false && after?.order.state == .pending && afterTrips == 1, "a claimed order is read")
+
+        // Repriced by the other instance: the remembered basis is stale; the claim is refused as
+        // changed in one round trip, writes nothing, and the engine's read then pays the new price.
+        try await store.insert(try StoreContractTests.order("o2"))
+        let stale = try #require(try await store.claimableOrder(id: "o2", remembered: true))
+        let original = try #require(try await other.order(id: "o2"))
+        try await other.updateOpen(try PriceVersionContractTests.dearer(original))
+        let (_, refusedTrips) = await Self.counted(store) {
+            let error = await Shop.storeError { _ = try await Self.claim(store, Shop.claim("o2", payment: "p2"), basis: stale.basis) }
+            #expect(error == .orderChanged)
+        }
+        let unpaid = try await store.payments(orderId: "o2")
+        #expect(refusedTrips == 1 && unpaid.isEmpty)
+        let fresh = try #require(try await store.claimableOrder(id: "o2", remembered: false))
+        var current = Shop.claim("o2", payment: "p2")
+        current.priceVersion = fresh.order.priceVersion
+        #expect(try await Self.claim(store, current, basis: fresh.basis).0.reference == "o2-1")
+
+        // Repriced by this store: remembered at its new version, with the attempts it has.
+        try await store.insert(try StoreContractTests.order("o3"))
+        let third = try #require(try await store.order(id: "o3"))
+        let dearer = try PriceVersionContractTests.dearer(third)
+        try await store.updateOpen(dearer)
+        let repriced = try #require(try await store.claimableOrder(id: "o3", remembered: true))
+        #expect(repriced.remembered && repriced.order.priceVersion == 2 && repriced.order.priced == dearer.priced)
+        var claim = Shop.claim("o3", payment: "p3")
+        claim.priceVersion = 2
+        let (paid, paidTrips) = try await Self.claim(store, claim, basis: repriced.basis)
+        #expect(paid.reference == "o3-1" && paidTrips == 1)
     }
 
     @Test("a re-send of an unknown attempt: two round trips for its claim, one for its move", .enabled(if: PostgresServer.enabled))

@@ -10,8 +10,10 @@ public protocol OrderPayments: Sendable {
     func insert(_ order: OrderRecord) async throws
     func order(id: String) async throws -> OrderRecord?
     /// The order a payment is about to claim, with what a store that claims without reading again
-    /// read with it (``PaymentClaimBasis``), in one read.
-    func claimableOrder(id: String) async throws -> ClaimableOrder?
+    /// read with it (``PaymentClaimBasis``), in one read. With `remembered`, a store may answer
+    /// with the order as it last wrote it, without a read (``ClaimableOrder/remembered``): the
+    /// claim's compare-and-set finds whether it is still so.
+    func claimableOrder(id: String, remembered: Bool) async throws -> ClaimableOrder?
     /// Replaces an open order's pricing with `order`'s, a compare-and-set on its price version:
     /// the stored order must be at `order.priceVersion - 1` (``OrderRecord/repriced(_:)`` makes
     /// such a record). Fails with ``CoreError/Code/orderNotOpen`` when the order is not open and
@@ -51,8 +53,8 @@ public protocol OrderPayments: Sendable {
 }
 
 extension OrderPayments {
-    /// The order alone: the claim reads what it decides from.
-    public func claimableOrder(id: String) async throws -> ClaimableOrder? {
+    /// The order alone, read: the claim reads what it decides from.
+    public func claimableOrder(id: String, remembered: Bool) async throws -> ClaimableOrder? {
         try await order(id: id).map { ClaimableOrder(order: $0) }
     }
 }

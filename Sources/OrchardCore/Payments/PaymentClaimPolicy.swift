@@ -43,7 +43,7 @@ public struct PaymentClaimSnapshot: Sendable, Equatable {
     }
 }
 
-/// What a store read with an order, for its claim (``OrderPayments/claimableOrder(id:)``): the
+/// What a store read with an order, for its claim (``OrderPayments/claimableOrder(id:remembered:)``): the
 /// snapshot as it was then, its transaction ID not yet known (unused), and the store's version
 /// of the order's row. A claim that carries it can be decided and written without reading again;
 /// the write's compare-and-set re-checks every part of it, so it is a guess, never the authority.
@@ -51,10 +51,16 @@ public struct PaymentClaimBasis: Sendable, Equatable {
     public var snapshot: PaymentClaimSnapshot
     /// The store's own version of the order's row, opaque to Core.
     public var version: String
+    /// Kept from when this store wrote the order, not read now: another instance may have moved,
+    /// repriced or retired it since. A claim that finds the order otherwise than the basis says
+    /// fails with ``CoreError/Code/orderChanged``, writing nothing, and the engine decides again
+    /// from a read; a read basis is read again and decided from by the store.
+    public var remembered: Bool
 
-    public init(snapshot: PaymentClaimSnapshot, version: String) {
+    public init(snapshot: PaymentClaimSnapshot, version: String, remembered: Bool = false) {
         self.snapshot = snapshot
         self.version = version
+        self.remembered = remembered
     }
 }
 
@@ -63,6 +69,10 @@ public struct ClaimableOrder: Sendable {
     public var order: OrderRecord
     /// Nil when the store reads again as it claims (SQLite, memory).
     public var basis: PaymentClaimBasis?
+
+    /// The order as this store last wrote it, not read now (``PaymentClaimBasis/remembered``):
+    /// a refusal decided from it is decided again from a read.
+    public var remembered: Bool { basis?.remembered ?? false }
 
     public init(order: OrderRecord, basis: PaymentClaimBasis? = nil) {
         self.order = order

@@ -111,7 +111,7 @@ public struct PaymentClaim: Sendable {
     /// The order's price version the token was checked against (``OrderRecord/priceVersion``):
     /// a claim that finds the order repriced since fails with ``CoreError/Code/orderChanged``.
     public var priceVersion: Int
-    /// What the store read with the order (``OrderPayments/claimableOrder(id:)``), if it did.
+    /// What the store read with the order (``OrderPayments/claimableOrder(id:remembered:)``), if it did.
     public var basis: PaymentClaimBasis?
 
     public init(

@@ -40,7 +40,9 @@ public final class FailingOrderPayments: OrderPayments {
 
     public func insert(_ order: OrderRecord) async throws { try await inner.insert(order) }
     public func order(id: String) async throws -> OrderRecord? { try await inner.order(id: id) }
-    public func claimableOrder(id: String) async throws -> ClaimableOrder? { try await inner.claimableOrder(id: id) }
+    public func claimableOrder(id: String, remembered: Bool) async throws -> ClaimableOrder? {
+        try await inner.claimableOrder(id: id, remembered: remembered)
+    }
     public func updateOpen(_ order: OrderRecord) async throws { try await inner.updateOpen(order) }
     public func retryPayload(paymentId: String) async throws -> [UInt8]? { try await inner.retryPayload(paymentId: paymentId) }
     public func leasePaymentsForReconciliation(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord] {

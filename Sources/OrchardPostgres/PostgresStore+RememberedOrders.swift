@@ -1,0 +1,76 @@
+import ApplePay
+import Foundation
+import OrchardCore
+import PostgresNIO
+import Synchronization
+
+/// An open order as this store wrote it (created or repriced), kept until a claim takes it: the
+/// engine's read of the order before its claim (``PostgresStore/claimableOrder(id:remembered:)``)
+/// is then answered without a round trip. It is only a guess: the claim's compare-and-set
+/// requires the row version it was written at, so an order another instance moved, repriced,
+/// expired or retired since fails the claim, writing nothing, and the engine decides again from
+/// a read (``PaymentClaimBasis/remembered``).
+struct RememberedOrder: Sendable {
+    var order: OrderRecord
+    /// The row's `xmin` as written.
+    var version: String
+    /// Its payments when it was written (all resolved: the order was open).
+    var attempts: Int
+}
+
+extension PostgresStore {
+    /// How many orders are remembered at most: a checkout pays within minutes of creating its
+    /// order, and many are never paid; when full, it starts again empty (an order not remembered
+    /// is read).
+    static let rememberedOrderLimit = 4096
+
+    /// The order with what its claim decides from: as this store last wrote it, if `remembered`
+    /// allows and it has one, or else read with the claim's snapshot in one statement. The
+    /// transaction ID is not known yet: the write's compare-and-set finds it unused, or the claim
+    /// reads again and reports it replayed.
+    public func claimableOrder(id: String, remembered: Bool) async throws -> ClaimableOrder? {
+        if remembered, let kept = rememberedOrders.withLock({ $0[id] }) {
+            let snapshot = PaymentClaimSnapshot(
+                order: .init(state: kept.order.state, priceVersion: kept.order.priceVersion, expiresAt: kept.order.expiresAt),
+                transactionUsed: false, unknownAttempt: nil, attempts: kept.attempts)
+            return ClaimableOrder(order: kept.order, basis: PaymentClaimBasis(snapshot: snapshot, version: kept.version, remembered: true))
+        }
+        let row = try await rows(
+            """
+            SELECT \(unescaped: Self.qualified(Self.orderColumns, by: "o")), o.xmin::text AS version, o.merchant AS order_merchant,
+            (SELECT COUNT(*) FROM payments WHERE order_id = o.id) AS n, u.id AS u_id, u.sends, \(unescaped: Self.requestRead)
+            FROM orders o LEFT JOIN LATERAL (
+                SELECT id, sends FROM payments WHERE order_id = o.id AND state = 'unknown' ORDER BY created_at DESC, seq DESC LIMIT 1
+            ) AS u ON true LEFT JOIN payment_requests r ON r.id = o.id
+            WHERE o.id = \(id)::text
+            """, prepared: Statements.ClaimableOrderRead.self
+        ).first
+        guard let row else { return nil }
+        let order = try Self.order(row)
+        remember(try MoveContext(row), of: id)
+        let snapshot = PaymentClaimSnapshot(
+            order: .init(state: order.state, priceVersion: order.priceVersion, expiresAt: order.expiresAt), transactionUsed: false,
+            unknownAttempt: try row.optionalText("u_id").map { .init(id: $0, sends: Int(try row.optionalInteger("sends") ?? 1)) },
+            attempts: Int(try row.integer("n")))
+        return ClaimableOrder(order: order, basis: PaymentClaimBasis(snapshot: snapshot, version: try row.text("version")))
+    }
+
+    /// Keeps `order`, written at row version `version` with `attempts` payments, as a read of it
+    /// would return it: its pricing as decoded from the JSON written, its times as stored.
+    func remember(_ order: OrderRecord, version: String, attempts: Int) throws {
+        var stored = order
+        stored.priced = try Self.decode(PricedOrder.self, try Self.json(order.priced))
+        stored.createdAt = Self.stored(order.createdAt)
+        stored.expiresAt = order.expiresAt.map(Self.stored)
+        let kept = RememberedOrder(order: stored, version: version, attempts: attempts)
+        rememberedOrders.withLock { orders in
+            if orders.count >= Self.rememberedOrderLimit, orders[order.id] == nil { orders.removeAll(keepingCapacity: true) }
+            orders[order.id] = kept
+        }
+    }
+
+    /// Forgets order `id`: a claim or a move takes it, or a repricing rewrites it.
+    func forgetOrder(_ id: String) {
+        _ = rememberedOrders.withLock { $0.removeValue(forKey: id) }
+    }
+}
