@@ -29,6 +29,24 @@ extension InMemoryStore {
         }
     }
 
+    public func skipWebhookEvents(of merchants: Set<String>, at date: Date, reason: String) async throws -> Int {
+        state.withLock { state in
+            var skipped = 0
+            for index in state.events.indices
+            where state.events[index].state == .pending && merchants.contains(state.events[index].merchantIdentifier)
+                && (state.events[index].nextAttemptAt.map { $0 <= date } ?? false)
+            {
+                state.events[index].state = .skipped
+                state.events[index].attempts += 1
+                state.events[index].nextAttemptAt = nil
+                state.events[index].lastStatus = nil
+                state.events[index].lastError = reason
+                skipped += 1
+            }
+            return skipped
+        }
+    }
+
     public func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool {
         state.withLock { state in
             guard

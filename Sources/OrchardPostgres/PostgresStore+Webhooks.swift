@@ -76,6 +76,18 @@ extension PostgresStore {
             .map(Self.event)
     }
 
+    public func skipWebhookEvents(of merchants: Set<String>, at date: Date, reason: String) async throws -> Int {
+        guard !merchants.isEmpty else { return 0 }
+        return try await rows(
+            """
+            UPDATE webhook_events SET state = 'skipped', attempts = attempts + 1, next_attempt_at = NULL, last_status = NULL,
+            last_error = \(reason)::text
+            WHERE state = 'pending' AND next_attempt_at <= \(date)::timestamptz AND merchant = ANY(\(merchants.sorted())::text[])
+            RETURNING id
+            """
+        ).count
+    }
+
     public func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool {
         try await rows(
             """

@@ -89,6 +89,18 @@ extension SQLiteStore {
         }
     }
 
+    public func skipWebhookEvents(of merchants: Set<String>, at date: Date, reason: String) async throws -> Int {
+        guard !merchants.isEmpty else { return 0 }
+        // One statement: the merchants as a JSON array, so their number is not the statement's.
+        let names = String(decoding: try JSONEncoder().encode(merchants.sorted()), as: UTF8.self)
+        return try await write(
+            """
+            UPDATE webhook_events SET state = 'skipped', attempts = attempts + 1, next_attempt_at = NULL, last_status = NULL,
+            last_error = \(reason)
+            WHERE state = 'pending' AND next_attempt_at <= \(date) AND merchant IN (SELECT value FROM json_each(\(names)))
+            """)
+    }
+
     public func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool {
         try await write(
             """

@@ -27,8 +27,8 @@ struct WebhookDispatcherTests {
             time: clock.source, logger: LoopFixtures.quiet)
     }
 
-    func events(_ merchant: String, _ count: Int, at date: Date? = nil) async throws {
-        for index in 0..<count {
+    func events(_ merchant: String, _ count: Int, at date: Date? = nil, from first: Int = 0) async throws {
+        for index in first..<(first + count) {
             try await TestRecords.authorizedPayment(in: store, order: "\(merchant)-\(index)", merchant: merchant, at: date ?? clock.now)
         }
     }
@@ -135,6 +135,36 @@ struct WebhookDispatcherTests {
         let event = try await only(Self.first)
         #expect(event.state == .skipped && shop.deliveries.isEmpty)
         #expect(event.lastError == "the merchant has no webhook endpoint")
+    }
+
+    @Test(
+        "once a merchant is seen without an endpoint, its due events are skipped in one call a pass, before the lease; with one again, sent"
+    )
+    func endpointlessSkippedInBulk() async throws {
+        try await events(Self.first, 1)
+        let without = try dispatcher(merchants: [try LoopFixtures.merchant(Self.first, webhook: false)])
+        await without.skipEndpointless()
+        #expect(try await only(Self.first).state == .pending, "not seen yet: leased and skipped one by one")
+        await pass(without)
+        #expect(try await only(Self.first).state == .skipped)
+
+        try await events(Self.first, 25, from: 1)
+        await without.skipEndpointless()
+        let skipped = try await store.webhookEvents(merchantIdentifier: Self.first, state: .skipped, limit: 100)
+        #expect(skipped.count == 26 && skipped.allSatisfy { $0.lastError == "the merchant has no webhook endpoint" && $0.attempts == 1 })
+        #expect(await without.leaseDue(busy: []).isEmpty, "nothing left to lease")
+
+        // The same dispatcher's merchant given an endpoint (a registry update): forgotten, sent.
+        try await events(Self.first, 1, from: 26)
+        let directory = MerchantDirectory(merchants: [try LoopFixtures.merchant(Self.first)], platform: nil)
+        let with = WebhookDispatcher(
+            store: store, transport: shop, directory: directory, policy: WebhookPolicy(firstRetry: .seconds(30)), time: clock.source,
+            logger: LoopFixtures.quiet)
+        with.endpointless.insert(Self.first)
+        await with.skipEndpointless()
+        await pass(with)
+        let delivered = try await store.webhookEvents(merchantIdentifier: Self.first, state: .delivered, limit: 10)
+        #expect(shop.deliveries.count == 1 && delivered.count == 1)
     }
 
     @Test("a batch whose lease would end before an attempt's deadline is left for a later pass")

@@ -173,6 +173,39 @@ extension ShopStoreContractTests {
     }
 
     @Test(
+        "skipped by merchant: every due pending event of the merchants named, in one call; leased, later and other merchants' untouched",
+        arguments: Kind.enabled)
+    func skippedByMerchant(kind: Kind) async throws {
+        try await StoreContractTests.withStore(kind) { store in
+            let due = try await Self.authorizedEvent(store, "a1", at: 5)
+            let leased = try await Self.authorizedEvent(store, "a2", at: 6)
+            let later = try await Self.authorizedEvent(store, "a3", at: 100)
+            let delivered = try await Self.authorizedEvent(store, "a4", at: 7)
+            let other = try await Self.authorizedEvent(store, "b1", merchant: Self.otherMerchant, at: 5)
+            #expect(try await store.recordDelivery(Self.result(delivered, .delivered, status: 204, at: 8)))
+            #expect(
+                try await store.leaseWebhookEvents(
+                    at: Self.at(6), until: Self.at(66), fairly: WebhookLease(merchants: 1, perMerchant: 2, excluding: [Self.otherMerchant])
+                ).map(\.id) == [due.id, leased.id])
+            // The lease of `due` ended at 66 too: only events due at `date` are skipped, so
+            // skipping at 10 takes none of the leased ones; at 70, both of this merchant's.
+            #expect(try await store.skipWebhookEvents(of: [Self.merchant], at: Self.at(10), reason: "no endpoint") == 0)
+            #expect(try await store.skipWebhookEvents(of: [], at: Self.at(70), reason: "no endpoint") == 0)
+            #expect(
+                try await store.skipWebhookEvents(of: [Self.merchant, "merchant.unknown"], at: Self.at(70), reason: "no endpoint") == 2)
+            for id in [due.id, leased.id] {
+                let event = try #require(try await store.webhookEvent(id: id))
+                #expect(event.state == .skipped && event.attempts == 1 && event.lastError == "no endpoint" && event.nextAttemptAt == nil)
+                #expect(event.lastStatus == nil && event.deliveredAt == nil)
+            }
+            #expect(try await store.webhookEvent(id: later.id)?.state == .pending, "due at 100, not yet")
+            #expect(try await store.webhookEvent(id: delivered.id)?.state == .delivered)
+            let untouched = try await store.webhookEvent(id: other.id)
+            #expect(untouched?.state == .pending && untouched?.attempts == 0)
+        }
+    }
+
+    @Test(
         "a fair lease: each merchant's oldest few, merchants by their oldest due event, a busy merchant left out",
         arguments: Kind.enabled)
     func fairLease(kind: Kind) async throws {

@@ -12,6 +12,10 @@ public protocol WebhookOutbox: Sendable {
     func leaseWebhookEvents(at date: Date, until leaseEnd: Date, fairly lease: WebhookLease) async throws -> [WebhookEvent]
     /// Records an attempt if the event is still pending at `attempt` attempts; false otherwise.
     func recordDelivery(_ result: WebhookDeliveryResult) async throws -> Bool
+    /// Records one attempt, `skipped` with `reason`, for every pending event of `merchants` due
+    /// at `date` (merchants with no endpoint, so nothing was sent), in one statement; how many.
+    /// Events leased meanwhile (not due) are left to their holder.
+    func skipWebhookEvents(of merchants: Set<String>, at date: Date, reason: String) async throws -> Int
     /// Newest first (by creation, then by writing).
     func webhookEvents(merchantIdentifier: String?, state: WebhookEvent.DeliveryState?, limit: Int) async throws -> [WebhookEvent]
     func webhookEvent(id: String) async throws -> WebhookEvent?

@@ -22,6 +22,9 @@ public struct WebhookDispatcher: Service {
     let policy: WebhookPolicy
     let time: TimeSource
     let logger: Logger
+    /// Merchants an event was found for with no endpoint: their due events are skipped in one
+    /// statement a pass, not leased and recorded one by one (a commit each per payment).
+    let endpointless = Endpointless()
 
     public init(
         store: any WebhookOutbox, transport: any ShopTransport, directory: MerchantDirectory, policy: WebhookPolicy,
@@ -43,6 +46,19 @@ public struct WebhookDispatcher: Service {
         func remove(_ merchant: String) { state.withLock { _ = $0.remove(merchant) } }
     }
 
+    /// The merchants seen without a webhook endpoint; one that has one again leaves at the next pass.
+    final class Endpointless: Sendable {
+        private let state = Mutex<Set<String>>([])
+        func insert(_ merchant: String) { state.withLock { _ = $0.insert(merchant) } }
+        /// Those still without an endpoint in `directory`; the others are forgotten.
+        func current(in directory: MerchantDirectory) -> Set<String> {
+            state.withLock { merchants in
+                merchants = merchants.filter { directory.webhook(for: $0) == nil }
+                return merchants
+            }
+        }
+    }
+
     /// One batch: a merchant's due events, oldest first, held until `leaseEnd`.
     struct Batch: Sendable {
         var merchant: String
@@ -60,6 +76,7 @@ public struct WebhookDispatcher: Service {
         let more = WakeUp()
         await withDiscardingTaskGroup { group in
             await repeatUntilShutdown(every: policy.pollInterval, wakeUp: more) {
+                await skipEndpointless()
                 for batch in await leaseDue(busy: busy.merchants) {
                     busy.insert(batch.merchant)
                     group.addTask {
@@ -86,6 +103,22 @@ public struct WebhookDispatcher: Service {
             tried += 1
         }
         return tried
+    }
+
+    static let noEndpoint = "the merchant has no webhook endpoint"
+
+    /// Skips the due events of the merchants seen without an endpoint that still have none.
+    func skipEndpointless() async {
+        let merchants = endpointless.current(in: directory)
+        guard !merchants.isEmpty else { return }
+        do {
+            let skipped = try await store.skipWebhookEvents(of: merchants, at: time.now, reason: Self.noEndpoint)
+            if skipped > 0 {
+                Counter(label: "orchard_webhook_deliveries_total", dimensions: [("outcome", "skipped")]).increment(by: skipped)
+            }
+        } catch {
+            logger.error("the webhook outbox could not be written", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Leases a batch for each merchant with due events that is not `busy` here.
@@ -131,7 +164,8 @@ public struct WebhookDispatcher: Service {
             "attempt": "\(event.attempts + 1)",
         ]
         guard let endpoint = directory.webhook(for: event.merchantIdentifier) else {
-            await record(event, .skipped, status: nil, error: "the merchant has no webhook endpoint", next: nil)
+            endpointless.insert(event.merchantIdentifier)
+            await record(event, .skipped, status: nil, error: Self.noEndpoint, next: nil)
             return
         }
         let headers = endpoint.deliveryHeaders(eventId: event.id, type: event.type.rawValue, body: event.payload, at: time.now)
