@@ -18,11 +18,38 @@ struct RememberedOrder: Sendable {
     var attempts: Int
 }
 
+/// The remembered orders, the oldest forgotten first once there are ``limit``: a checkout pays
+/// within minutes of creating its order, and many orders are never paid.
+struct RememberedOrders: Sendable {
+    /// 16,384 orders of about a kilobyte each: a shop creating a thousand orders a minute keeps
+    /// a quarter of an hour of them. An order not remembered is read, one more round trip.
+    static let limit = 16_384
+
+    private var orders: [String: RememberedOrder] = [:]
+    /// IDs in the order they were remembered, from `head` on; a forgotten one stays until passed.
+    private var queue: [String] = []
+    private var head = 0
+
+    subscript(id: String) -> RememberedOrder? { orders[id] }
+
+    mutating func insert(_ order: RememberedOrder) {
+        orders[order.order.id] = order
+        queue.append(order.order.id)
+        while orders.count > Self.limit, head < queue.count {
+            orders.removeValue(forKey: queue[head])
+            head += 1
+        }
+        // The queue never holds more than twice the limit: claimed orders leave their IDs behind.
+        if queue.count - head > 2 * Self.limit || head > Self.limit {
+            queue = queue[head...].filter { orders[$0] != nil }
+            head = 0
+        }
+    }
+
+    mutating func remove(_ id: String) { orders.removeValue(forKey: id) }
+}
+
 extension PostgresStore {
-    /// How many orders are remembered at most: a checkout pays within minutes of creating its
-    /// order, and many are never paid; when full, it starts again empty (an order not remembered
-    /// is read).
-    static let rememberedOrderLimit = 4096
 
     /// The order with what its claim decides from: as this store last wrote it, if `remembered`
     /// allows and it has one, or else read with the claim's snapshot in one statement. The
@@ -63,14 +90,11 @@ extension PostgresStore {
         stored.createdAt = Self.stored(order.createdAt)
         stored.expiresAt = order.expiresAt.map(Self.stored)
         let kept = RememberedOrder(order: stored, version: version, attempts: attempts)
-        rememberedOrders.withLock { orders in
-            if orders.count >= Self.rememberedOrderLimit, orders[order.id] == nil { orders.removeAll(keepingCapacity: true) }
-            orders[order.id] = kept
-        }
+        rememberedOrders.withLock { $0.insert(kept) }
     }
 
     /// Forgets order `id`: a claim or a move takes it, or a repricing rewrites it.
     func forgetOrder(_ id: String) {
-        _ = rememberedOrders.withLock { $0.removeValue(forKey: id) }
+        rememberedOrders.withLock { $0.remove(id) }
     }
 }

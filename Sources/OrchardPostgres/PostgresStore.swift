@@ -32,7 +32,7 @@ public final class PostgresStore: OrchardStore, Service {
     /// What each recently claimed order's moves report, by order ID (``MoveContext``).
     let moveContexts = Mutex<[String: MoveContext]>([:])
     /// The open orders this store wrote and no claim has taken yet, by ID (``RememberedOrder``).
-    let rememberedOrders = Mutex<[String: RememberedOrder]>([:])
+    let rememberedOrders = Mutex(RememberedOrders())
 
     /// How long a statement or transaction waits for a pooled connection (``leased(_:)``).
     let acquireTimeout: Duration
