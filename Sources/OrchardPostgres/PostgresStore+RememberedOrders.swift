@@ -16,6 +16,8 @@ struct RememberedOrder: Sendable {
     var version: String
     /// Its payments when it was written (all resolved: the order was open).
     var attempts: Int
+    /// What its moves report, when known as it was written (a plain order's: no payment request).
+    var context: MoveContext?
 }
 
 /// The remembered orders, the oldest forgotten first once there are ``limit``: a checkout pays
@@ -57,6 +59,8 @@ extension PostgresStore {
     /// reads again and reports it replayed.
     public func claimableOrder(id: String, remembered: Bool) async throws -> ClaimableOrder? {
         if remembered, let kept = rememberedOrders.withLock({ $0[id] }) {
+            // Kept for the moves from now, as a read would keep it: the claim and its move follow.
+            if let context = kept.context { remember(context, of: id) }
             let snapshot = PaymentClaimSnapshot(
                 order: .init(state: kept.order.state, priceVersion: kept.order.priceVersion, expiresAt: kept.order.expiresAt),
                 transactionUsed: false, unknownAttempt: nil, attempts: kept.attempts)
@@ -82,14 +86,15 @@ extension PostgresStore {
         return ClaimableOrder(order: order, basis: PaymentClaimBasis(snapshot: snapshot, version: try row.text("version")))
     }
 
-    /// Keeps `order`, written at row version `version` with `attempts` payments, as a read of it
-    /// would return it: its pricing as decoded from the JSON written, its times as stored.
-    func remember(_ order: OrderRecord, version: String, attempts: Int) throws {
+    /// Keeps `order`, written at row version `version` with `attempts` payments (and its moves'
+    /// `context` if known), as a read of it would return it: its pricing as decoded from the
+    /// JSON written, its times as stored.
+    func remember(_ order: OrderRecord, version: String, attempts: Int, context: MoveContext? = nil) throws {
         var stored = order
         stored.priced = try Self.decode(PricedOrder.self, try Self.json(order.priced))
         stored.createdAt = Self.stored(order.createdAt)
         stored.expiresAt = order.expiresAt.map(Self.stored)
-        let kept = RememberedOrder(order: stored, version: version, attempts: attempts)
+        let kept = RememberedOrder(order: stored, version: version, attempts: attempts, context: context)
         rememberedOrders.withLock { $0.insert(kept) }
     }
 
