@@ -234,6 +234,12 @@ class PrivateCluster:
         row = self.psql("orchard", "SELECT pg_stat_clear_snapshot(); SELECT xact_commit FROM pg_stat_database WHERE datname = 'orchard'")
         return int(row.split()[-1])
 
+    def idle_commits(self):
+        """Commits per second while no payment comes (the loops' polls, these readings), over
+        about 11 s: ``commits`` waits for the statistics before each reading."""
+        first, start = self.commits(), time.monotonic()
+        return (self.commits() - first) / (time.monotonic() - start)
+
     def round_trips(self, requests):
         """Top-level statements per authorization (pg_stat_statements, BEGIN and COMMIT included;
         the foreign-key checks a statement runs inside are not round trips): each is one round trip

@@ -76,8 +76,10 @@ public struct WebhookDispatcher: Service {
         let more = WakeUp()
         await withDiscardingTaskGroup { group in
             await repeatUntilShutdown(every: policy.pollInterval, wakeUp: more) {
-                await skipEndpointless()
-                for batch in await leaseDue(busy: busy.merchants) {
+                // One time for the pass: what the skip leaves due, the lease does not take either.
+                let now = time.now
+                await skipEndpointless(at: now)
+                for batch in await leaseDue(busy: busy.merchants, at: now) {
                     busy.insert(batch.merchant)
                     group.addTask {
                         await deliver(batch)
@@ -108,11 +110,11 @@ public struct WebhookDispatcher: Service {
     static let noEndpoint = "the merchant has no webhook endpoint"
 
     /// Skips the due events of the merchants seen without an endpoint that still have none.
-    func skipEndpointless() async {
+    func skipEndpointless(at now: Date? = nil) async {
         let merchants = endpointless.current(in: directory)
         guard !merchants.isEmpty else { return }
         do {
-            let skipped = try await store.skipWebhookEvents(of: merchants, at: time.now, reason: Self.noEndpoint)
+            let skipped = try await store.skipWebhookEvents(of: merchants, at: now ?? time.now, reason: Self.noEndpoint)
             if skipped > 0 {
                 Counter(label: "orchard_webhook_deliveries_total", dimensions: [("outcome", "skipped")]).increment(by: skipped)
             }
@@ -122,9 +124,9 @@ public struct WebhookDispatcher: Service {
     }
 
     /// Leases a batch for each merchant with due events that is not `busy` here.
-    func leaseDue(busy: Set<String>) async -> [Batch] {
+    func leaseDue(busy: Set<String>, at date: Date? = nil) async -> [Batch] {
         guard let lease = policy.lease(busy: busy) else { return [] }
-        let now = time.now
+        let now = date ?? time.now
         let leaseEnd = now.addingTimeInterval(policy.batchLease.timeInterval)
         let due: [WebhookEvent]
         do {
