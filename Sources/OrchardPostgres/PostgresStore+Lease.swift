@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOPosix
 import OrchardCore
 import PostgresNIO
 import Synchronization
@@ -76,11 +77,12 @@ extension PostgresStore {
         _ work: @escaping @Sendable (_ abandon: @escaping @Sendable (any Error) -> Void) async throws -> T
     ) async throws -> T {
         let outcome = Outcome<T>()
+        let executor = LoopExecutor.current()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 outcome.await(continuation)
                 outcome.attach(
-                    Task {
+                    Task(executorPreference: executor) {
                         do {
                             outcome.finish(.success(try await work { outcome.finish(.failure($0)) }))
                         } catch {
@@ -256,4 +258,33 @@ extension PostgresStore {
 extension Duration {
     /// Whole milliseconds, for messages.
     var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+}
+
+/// The event loop a call comes from, as a task executor: a request runs on its connection's loop
+/// (the server's executor middleware), and the call's own task runs there too, so PostgreSQL's
+/// answer resumes it with one hop from the connection's loop, not through a thread of Swift's
+/// cooperative pool and back. A caller on no loop keeps the default executor.
+final class LoopExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
+
+    private init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+
+    /// One executor per loop, made once.
+    private static let made = Mutex<[ObjectIdentifier: LoopExecutor]>([:])
+
+    /// The executor of the loop this thread runs, if it runs one.
+    static func current() -> LoopExecutor? {
+        guard let loop = MultiThreadedEventLoopGroup.currentEventLoop else { return nil }
+        return made.withLock { made in
+            if let executor = made[ObjectIdentifier(loop)] { return executor }
+            let executor = LoopExecutor(loop)
+            made[ObjectIdentifier(loop)] = executor
+            return executor
+        }
+    }
 }

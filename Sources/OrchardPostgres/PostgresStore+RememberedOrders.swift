@@ -23,8 +23,11 @@ struct RememberedOrder: Sendable {
 /// The remembered orders, the oldest forgotten first once there are ``limit``: a checkout pays
 /// within minutes of creating its order, and many orders are never paid.
 struct RememberedOrders: Sendable {
-    /// 16,384 orders of about a kilobyte each: a shop creating a thousand orders a minute keeps
-    /// a quarter of an hour of them. An order not remembered is read, one more round trip.
+    /// 16,384 orders: a shop creating a thousand orders a minute keeps a quarter of an hour of
+    /// them. An order not remembered is read, one more round trip. Each costs about 2.7 KB of
+    /// resident memory (small carts, measured by `bench-authorize`'s RSS), about 45 MB at the
+    /// limit; kept as the JSON text written, an order took about 1 KB, but decoding it again cost
+    /// each authorization about 35 µs of CPU, more than the rest of its store calls.
     static let limit = 16_384
 
     private var orders: [String: RememberedOrder] = [:]

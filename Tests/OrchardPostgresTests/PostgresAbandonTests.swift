@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import OrchardCore
 import OrchardTesting
 import PostgresNIO
@@ -49,6 +50,20 @@ struct PostgresAbandonTests {
                 #expect(throws: Never.self) { try #require(next, "the next call got no connection").get() }
             }
         }
+    }
+
+    @Test("a call from an event loop runs its work on that loop; one from elsewhere, on the default executor")
+    func callersLoop() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let executor = try #require(try await loop.submit { LoopExecutor.current() }.get())
+        #expect(executor.eventLoop === loop)
+        #expect(try await loop.submit { LoopExecutor.current() }.get() === executor, "one executor per loop")
+        #expect(LoopExecutor.current() == nil, "a test runs on Swift's pool, on no loop")
+        let onLoop = try await withTaskExecutorPreference(executor) {
+            try await PostgresStore.abandonable { _ in loop.inEventLoop }
+        }
+        #expect(onLoop)
+        #expect(try await PostgresStore.abandonable { _ in MultiThreadedEventLoopGroup.currentEventLoop == nil })
     }
 
     @Test("abandonable: the work's result, or the abandonment first; cancelling the caller cancels the work")
