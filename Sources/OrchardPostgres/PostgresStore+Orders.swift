@@ -16,7 +16,7 @@ extension PostgresStore {
         }
         // A plain order has no payment request, so its moves need no read for it either.
         if let version, order.state == .open {
-            try remember(order, version: version, attempts: 0, context: MoveContext(merchant: order.merchantIdentifier))
+            try remember(order, version: version, attempts: 0, plain: true)
         }
     }
 

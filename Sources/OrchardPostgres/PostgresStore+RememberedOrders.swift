@@ -9,25 +9,34 @@ import Synchronization
 /// is then answered without a round trip. It is only a guess: the claim's compare-and-set
 /// requires the row version it was written at, so an order another instance moved, repriced,
 /// expired or retired since fails the claim, writing nothing, and the engine decides again from
-/// a read (``PaymentClaimBasis/remembered``).
-struct RememberedOrder: Sendable {
-    var order: OrderRecord
+/// a read (``PaymentClaimBasis/remembered``). A class, not a struct: an order is 832 bytes
+/// inline, and a dictionary keeps its values inline in a table up to twice the size of its
+/// count: 3.2 KB an order, measured, against 1.3 KB with the order behind a reference.
+final class RememberedOrder: Sendable {
+    let order: OrderRecord
     /// The row's `xmin` as written.
-    var version: String
+    let version: String
     /// Its payments when it was written (all resolved: the order was open).
-    var attempts: Int
-    /// What its moves report, when known as it was written (a plain order's: no payment request).
-    var context: MoveContext?
+    let attempts: Int
+    /// A plain order (created without a payment request): its moves report only its merchant.
+    let plain: Bool
+
+    init(order: OrderRecord, version: String, attempts: Int, plain: Bool = false) {
+        self.order = order
+        self.version = version
+        self.attempts = attempts
+        self.plain = plain
+    }
 }
 
 /// The remembered orders, the oldest forgotten first once there are ``limit``: a checkout pays
 /// within minutes of creating its order, and many orders are never paid.
 struct RememberedOrders: Sendable {
     /// 16,384 orders: a shop creating a thousand orders a minute keeps a quarter of an hour of
-    /// them. An order not remembered is read, one more round trip. Each costs about 2.7 KB of
-    /// resident memory (small carts, measured by `bench-authorize`'s RSS), about 45 MB at the
-    /// limit; kept as the JSON text written, an order took about 1 KB, but decoding it again cost
-    /// each authorization about 35 µs of CPU, more than the rest of its store calls.
+    /// them. An order not remembered is read, one more round trip. Each costs about 1.3 KB with a
+    /// one-line cart (measured by the process's resident size), about 21 MB at the limit; kept
+    /// as the JSON text written it took less, but decoding it again cost each authorization
+    /// about 35 µs of CPU, more than the rest of its store calls.
     static let limit = 16_384
 
     private var orders: [String: RememberedOrder] = [:]
@@ -63,7 +72,7 @@ extension PostgresStore {
     public func claimableOrder(id: String, remembered: Bool) async throws -> ClaimableOrder? {
         if remembered, let kept = rememberedOrders.withLock({ $0[id] }) {
             // Kept for the moves from now, as a read would keep it: the claim and its move follow.
-            if let context = kept.context { remember(context, of: id) }
+            if kept.plain { remember(MoveContext(merchant: kept.order.merchantIdentifier), of: id) }
             let snapshot = PaymentClaimSnapshot(
                 order: .init(state: kept.order.state, priceVersion: kept.order.priceVersion, expiresAt: kept.order.expiresAt),
                 transactionUsed: false, unknownAttempt: nil, attempts: kept.attempts)
@@ -89,15 +98,15 @@ extension PostgresStore {
         return ClaimableOrder(order: order, basis: PaymentClaimBasis(snapshot: snapshot, version: try row.text("version")))
     }
 
-    /// Keeps `order`, written at row version `version` with `attempts` payments (and its moves'
-    /// `context` if known), as a read of it would return it: its pricing as decoded from the
-    /// JSON written, its times as stored.
-    func remember(_ order: OrderRecord, version: String, attempts: Int, context: MoveContext? = nil) throws {
+    /// Keeps `order`, written at row version `version` with `attempts` payments (`plain`: created
+    /// without a payment request), as a read of it would return it: its pricing as decoded from
+    /// the JSON written, its times as stored.
+    func remember(_ order: OrderRecord, version: String, attempts: Int, plain: Bool = false) throws {
         var stored = order
         stored.priced = try Self.decode(PricedOrder.self, try Self.json(order.priced))
         stored.createdAt = Self.stored(order.createdAt)
         stored.expiresAt = order.expiresAt.map(Self.stored)
-        let kept = RememberedOrder(order: stored, version: version, attempts: attempts, context: context)
+        let kept = RememberedOrder(order: stored, version: version, attempts: attempts, plain: plain)
         rememberedOrders.withLock { $0.insert(kept) }
     }
 
