@@ -15,15 +15,8 @@ import Testing
 struct PostgresEngineTests {
     /// The bench's engine on `store`, beside `other` on the same database.
     static func withBench(_ body: (EngineBench, PostgresStore, PostgresStore) async throws -> Void) async throws {
-        try await PostgresServer.shared().withDatabase { settings in
-            let logger = Logger(label: "orchard.test")
-            let other = try await PostgresStore.open(settings, logger: logger, eventLoops: PostgresServer.storeLoops)
-            try await other.withRunning { other in
-                let store = try await PostgresStore.open(settings, logger: logger, eventLoops: PostgresServer.storeLoops)
-                try await store.withRunning { store in
-                    try await body(try EngineBench(opening: { store }), store, other)
-                }
-            }
+        try await PostgresRoundTripTests.withTwoInstances { store, other in
+            try await body(try EngineBench(opening: { store }), store, other)
         }
     }
 

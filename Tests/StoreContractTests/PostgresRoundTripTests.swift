@@ -151,14 +151,17 @@ struct PostgresRoundTripTests {
         "an order this store wrote is claimed in one round trip and no read; one another instance changed since is refused as changed, with nothing written",
         .enabled(if: PostgresServer.enabled))
     func rememberedOrders() async throws {
+        try await Self.withTwoInstances { store, other in try await Self.remembered(store, other: other) }
+    }
+
+    /// Two stores on one fresh database, as two instances of Orchard: `body(store, other)`.
+    static func withTwoInstances(_ body: (PostgresStore, PostgresStore) async throws -> Void) async throws {
         try await PostgresServer.shared().withDatabase { settings in
             let logger = Logger(label: "orchard.test")
             let other = try await PostgresStore.open(settings, logger: logger, eventLoops: PostgresServer.storeLoops)
             try await other.withRunning { other in
                 let store = try await PostgresStore.open(settings, logger: logger, eventLoops: PostgresServer.storeLoops)
-                try await store.withRunning { store in
-                    try await Self.remembered(store, other: other)
-                }
+                try await store.withRunning { store in try await body(store, other) }
             }
         }
     }
