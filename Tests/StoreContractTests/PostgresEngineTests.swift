@@ -74,6 +74,22 @@ struct PostgresEngineTests {
     }
 
     @Test(
+        "a token that does not pay a remembered order, unchanged since: refused after one read, nothing written or sent, the order still payable",
+        .enabled(if: PostgresServer.enabled))
+    func refusedUnchanged() async throws {
+        try await Self.withBench { bench, store, _ in
+            let order = try await bench.order()
+            let before = store.roundTrips.load(ordering: .relaxed)
+            let refused = await Self.authorize(bench, order, token: try bench.token(for: order, amount: 1))
+            if case .failure(let error) = refused { #expect(error.code == .paymentMismatch, "\(error)") } else { Issue.record("paid") }
+            #expect(store.roundTrips.load(ordering: .relaxed) - before == 1, "the read that finds it unchanged, nothing written")
+            #expect(try await store.payments(orderId: order.id).isEmpty && bench.processor.requests == 0)
+            let paid = try await Self.authorize(bench, order, token: try bench.token(for: order)).get()
+            #expect(paid.state == .authorized, "the order was left open")
+        }
+    }
+
+    @Test(
         "paid through another instance meanwhile: refused as not open after one read, nothing sent twice",
         .enabled(if: PostgresServer.enabled))
     func paidElsewhere() async throws {

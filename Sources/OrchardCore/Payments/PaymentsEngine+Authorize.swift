@@ -19,6 +19,10 @@ extension PaymentsEngine {
             // read before the repricing would have been: the order changed, pay again.
             let read = try await claimableOrder(attempt, remembered: false)
             if error.code == .orderChanged, read.order.priceVersion != claimable.order.priceVersion { throw error }
+            // At the same row version the order is as remembered, so the decision would be the
+            // same: a token refused by its checks is not verified twice. A claim's own refusal
+            // (`orderChanged`) says something moved, its transaction ID's use among them: decided again.
+            if error.code != .orderChanged, read.basis != nil, read.basis?.version == claimable.basis?.version { throw error }
             step = try await claimStep(attempt, from: read)
         }
         switch step {
