@@ -34,7 +34,7 @@ extension PostgresStore {
                         return payment
                     }
                 } catch let error as PSQLError where error.sqlState == "23505" {
-                    // Another order's claim of the same transaction ID committed first (the unique index's word).
+                    // Another order's claim of the same transaction ID committed first (`payment_transactions`' key says so).
                     throw CoreError(.replayedPayment, "transaction \(claim.transactionId.prefix(16))… was already used")
                 } catch let error as PSQLError where Self.isPartialMove(error) {
                     continue
@@ -121,7 +121,7 @@ extension PostgresStore {
     ///   after waiting: the payments committed in between (the reference `<order>-<n>`), the
     ///   unknown attempt's sends;
     /// - the number of payments and the transaction ID, as of the statement's snapshot (a
-    ///   concurrent claim of the same ID on another order is left to the unique indexes: 23505).
+    ///   concurrent claim of the same ID on another order is left to `payment_transactions`' key: 23505).
     /// A re-send also re-checks the unknown attempt's state and sends in its own compare-and-set;
     /// if the order moved and that did not, the statement fails as a whole (``isPartialMove(_:)``).
     private func write(
