@@ -265,6 +265,45 @@ class PrivateCluster:
                 pass  # ended meanwhile: counted by the postmaster once it has waited for it
         return total
 
+    def commit_floor(self, concurrency, seconds=3):
+        """PostgreSQL's own cost of an authorization's two commits on this cluster and machine, the
+        baseline for its CPU per authorization: the cluster's CPU µs per pair of autocommitted one-row
+        UPDATEs (a claim's commit, then an outcome's), from pgbench (prepared statements,
+        `concurrency` clients, `seconds` of load). In a database of its own, so the orchard
+        database's statistics stay Orchard's."""
+        if not getattr(self, "floor_script", None):
+            self.psql("postgres", "CREATE DATABASE floor")
+            self.psql("floor", "CREATE TABLE t (id bigint PRIMARY KEY, n bigint NOT NULL); "
+                               "INSERT INTO t SELECT g, 0 FROM generate_series(1, 100000) g")
+            self.psql("floor", "VACUUM ANALYZE t")  # not in the statement above: psql -c sends one transaction
+            self.floor_script = os.path.join(self.folder, "floor.sql")
+            with open(self.floor_script, "w") as f:
+                f.write("\\set id random(1, 100000)\nUPDATE t SET n = n + 1 WHERE id = :id;\nUPDATE t SET n = n + 1 WHERE id = :id;\n")
+        before = self.cpu_seconds()
+        out = subprocess.run([f"{self.bin}/pgbench", "-n", "-M", "prepared", "-h", "127.0.0.1", "-p", str(self.port), "-U", "orchard",
+                              "-c", str(concurrency), "-j", str(min(concurrency, os.cpu_count() or 1)), "-T", str(seconds),
+                              "-f", self.floor_script, "floor"],
+                             env={"PGPASSWORD": self.password, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True).stdout
+        pairs = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
+        # pgbench's backends have ended: their CPU counts once the postmaster has reaped them.
+        deadline = time.monotonic() + 10
+        while self.has_child_of("floor") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return 1e6 * (self.cpu_seconds() - before) / max(1, pairs)
+
+    def has_child_of(self, database):
+        """Whether a backend connected to `database` is still alive (its title names the database)."""
+        with open(os.path.join(self.folder, "data", "postmaster.pid")) as f:
+            postmaster = f.readline().strip()
+        for child in subprocess.run(["pgrep", "-P", postmaster], capture_output=True, text=True).stdout.split():
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as f:
+                    if f" {database} ".encode() in f.read().replace(b"\0", b" "):
+                        return True
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+        return False
+
     def stop(self):
         subprocess.run(self.as_owner + [f"{self.bin}/pg_ctl", "-D", os.path.join(self.folder, "data"), "-m", "fast", "-w", "stop"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
