@@ -85,6 +85,16 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
             ]
         ),
+        // Wallet orders, pure: order.json in Apple's schema, the package (manifest, CMS signature, zip)
+        // and the Order Type ID identity that signs it.
+        .target(
+            name: "WalletOrders",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
+        ),
         // Certificate tooling for `orchard certs`: CSRs, Apple .cer import, inspection of PEM, DER and PKCS#12.
         .target(
             name: "CertificateTools",
@@ -380,6 +390,17 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
             ],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "WalletOrdersTests",
+            dependencies: [
+                "WalletOrders",
+                "OrchardTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ]
         ),
         .testTarget(
             name: "CertificateToolsTests",
