@@ -113,6 +113,7 @@ let package = Package(
             name: "OrchardCore",
             dependencies: [
                 "ApplePay",
+                "WalletOrders",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -179,6 +180,7 @@ let package = Package(
                 "CertificateTools",
                 "OrchardCore",
                 "OrchardServices",
+                "WalletOrders",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -506,6 +508,7 @@ let package = Package(
         .testTarget(
             name: "OrchardConfigurationTests",
             dependencies: [
+                "WalletOrders",
                 "ApplePay", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore", "OrchardServices", "OrchardTesting",
                 "ProcessorClients",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),

@@ -19,6 +19,8 @@ public enum MerchantCertificateKind: String, Sendable, Codable {
     case identity
     /// Payment Processing: the key tokens are encrypted to.
     case processing
+    /// Order Type ID: signs Wallet order packages and authenticates their pushes to APNs.
+    case orderType
     case other
 }
 
@@ -73,6 +75,7 @@ public struct CertificateFileReport: Sendable, Codable, Equatable {
 /// Reads PEM, DER and PKCS#12 files and reports what Apple Pay cares about.
 public enum CertificateInspector {
     static let userIDOID: ASN1ObjectIdentifier = [0, 9, 2342, 19_200_300, 100, 1, 1]
+    static let passTypeOID: ASN1ObjectIdentifier = [1, 2, 840, 113_635, 100, 6, 1, 16]
 
     /// Inspects `bytes`; `password` opens a PKCS#12 file; `now` counts the days left.
     public static func inspect(_ bytes: [UInt8], password: String?, at now: Date) throws(CertificateToolError)
@@ -190,8 +193,17 @@ public enum CertificateInspector {
     /// names are free text. An identity certificate is a TLS client certificate (the client-auth
     /// extended key usage); a processing certificate is one tokens are encrypted to (key
     /// agreement or key encipherment) that cannot authenticate a TLS client.
+    ///
+    /// An Order Type ID certificate is a TLS client certificate too, but Apple gives it no
+    /// merchant-ID extension; it names its type in the subject's UID, as a Pass Type ID certificate
+    /// does, and unlike one carries no Pass Type ID extension (1.2.840.113635.100.6.1.16).
     public static func kind(of certificate: Certificate) -> MerchantCertificateKind {
-        if let usage = try? certificate.extensions.extendedKeyUsage, usage.contains(.clientAuth) { return .identity }
+        if let usage = try? certificate.extensions.extendedKeyUsage, usage.contains(.clientAuth) {
+            let isMerchant = certificate.extensions[oid: MerchantIdentifierExtension.oid] != nil
+            let isPassType = certificate.extensions[oid: passTypeOID] != nil
+            if !isMerchant && !isPassType && attribute(userIDOID, in: certificate.subject) != nil { return .orderType }
+            return .identity
+        }
         if let usage = try? certificate.extensions.keyUsage, usage.keyAgreement || usage.keyEncipherment { return .processing }
         return .other
     }
@@ -229,9 +241,10 @@ public enum CertificateInspector {
     }
 }
 
-/// Keys and certificate signing requests for Apple's two merchant certificates.
+/// Keys and certificate signing requests for Apple's merchant certificates and the Order Type ID certificate.
 public enum CertificateRequests {
-    /// A new private key (PEM, PKCS#8) and CSR (PEM): RSA-2048 for identity, EC P-256 for processing.
+    /// A new private key (PEM, PKCS#8) and CSR (PEM): RSA-2048 for identity and order type, EC P-256
+    /// for processing. `merchantIdentifier` is the order type identifier for an order type.
     public static func make(kind: MerchantCertificateKind, merchantIdentifier: String) throws(CertificateToolError) -> (
         keyPEM: String, csrPEM: String
     ) {
@@ -240,7 +253,7 @@ public enum CertificateRequests {
             let keyPEM: String
             let algorithm: Certificate.SignatureAlgorithm
             switch kind {
-            case .identity:
+            case .identity, .orderType:
                 let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
                 key = Certificate.PrivateKey(rsa)
                 keyPEM = rsa.pkcs8PEMRepresentation
@@ -251,7 +264,7 @@ public enum CertificateRequests {
                 keyPEM = ec.pemRepresentation
                 algorithm = .ecdsaWithSHA256
             case .other:
-                throw CertificateToolError("the kind must be identity or processing")
+                throw CertificateToolError("the kind must be identity, processing or orderType")
             }
             let subject = try DistinguishedName {
                 CommonName(merchantIdentifier)

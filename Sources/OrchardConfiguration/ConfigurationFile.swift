@@ -76,6 +76,8 @@ public struct ConfigurationFile: Codable, Sendable {
         /// The shop's quote URL and its signing secret: asked to price each sheet change of a
         /// payments-API request (absent: Orchard prices from the request's shipping methods).
         public var quote: MerchantWebhook?
+        /// The merchant's orders in the shopper's Wallet (WalletOrdersConfiguration.swift); off when absent.
+        public var walletOrders: WalletOrders?
 
         public init(
             merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String?,

@@ -41,6 +41,9 @@ public struct Doctor: Sendable {
                 domains: merchant.domains.map { $0.lowercased() }, identity: files, association: merchant.domainAssociationFile,
                 associationKey: "domainAssociationFile", processingKeys: merchant.processingKeys ?? [])
             checks += await pieceChecks(piece, values: values)
+            if let walletOrders = merchant.walletOrders {
+                checks.append(walletOrdersCheck(walletOrders, merchant: merchant, values: values))
+            }
         }
         if let platform = file.platformIntegrator {
             let files = IdentityFiles(
@@ -142,6 +145,9 @@ public struct Doctor: Sendable {
         checks += decryptChecks(
             merchant.processingKeys.enumerated().map { ($0.offset + 1, $0.element) }, after: checks, subject: subject,
             merchantIdentifier: merchantIdentifier)
+        if let walletOrders = merchant.walletOrders {
+            checks.append(walletOrdersCheck(walletOrders, merchantIdentifier: merchantIdentifier))
+        }
         return checks + (await sessionChecks(merchant, subject: subject))
     }
 

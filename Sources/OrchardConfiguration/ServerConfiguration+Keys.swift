@@ -28,6 +28,11 @@ extension ServerConfiguration {
     {
         let (certificates, key, certificateName, keyName) = try readIdentity(files, values: values)
         guard let leaf = certificates.first else { throw ConfigurationError("\(certificateName): no certificate") }
+        if CertificateInspector.kind(of: leaf) == .orderType {
+            throw ConfigurationError(
+                "\(certificateName)\(Self.named(leaf)): this is an Order Type ID certificate (Wallet orders) where the merchant identity certificate goes (\(files.section)identityCertificate); it belongs in walletOrders"
+            )
+        }
         if CertificateInspector.kind(of: leaf) == .processing {
             throw ConfigurationError(
                 "\(certificateName)\(Self.named(leaf)): this is a Payment Processing certificate (key agreement, not TLS client authentication) where the merchant identity certificate goes (\(files.section)identityCertificate)"
@@ -89,7 +94,7 @@ extension ServerConfiguration {
         for (index, file) in files.enumerated() {
             let label = "processingKeys[\(index)]"
             let (key, certificate, name, certificateName) = try readProcessingKey(file, label: label, values: source)
-            if let certificate, CertificateInspector.kind(of: certificate) == .identity {
+            if let certificate, [.identity, .orderType].contains(CertificateInspector.kind(of: certificate)) {
                 throw ConfigurationError(
                     "\(certificateName)\(Self.named(certificate)): this is a merchant identity certificate (TLS client authentication) where the payment processing certificate goes (\(label).certificate)"
                 )

@@ -168,7 +168,9 @@ extension ServerConfiguration {
             identitySource: identityFiles.source(values), domainAssociation: association, catalogue: catalogue,
             processingKeys: keys, processor: processor,
             webhook: try resolveWebhook(merchant.webhook, label: "\(label).webhook", values: values),
-            quote: try resolveWebhook(merchant.quote, label: "\(label).quote", values: values))
+            quote: try resolveWebhook(merchant.quote, label: "\(label).quote", values: values),
+            walletOrders: try resolveWalletOrders(
+                merchant.walletOrders, merchantDisplayName: merchant.displayName, label: label, values: values, time: time))
     }
 
     static func loadCatalogue(_ file: String, values: ConfigurationValues) throws(ConfigurationError) -> Catalogue {

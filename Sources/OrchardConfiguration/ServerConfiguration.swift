@@ -2,6 +2,7 @@ import ApplePay
 import Foundation
 import OrchardCore
 import OrchardServices
+import WalletOrders
 import X509
 
 /// Everything the server needs, loaded and checked at startup.
@@ -72,6 +73,11 @@ public struct ServerConfiguration: Sendable {
             list.append(
                 ConfiguredCertificate(
                     owner: owner, kind: "identity", source: merchant.identitySource, certificate: merchant.identity.certificate))
+            if let wallet = merchant.walletOrders {
+                list.append(
+                    ConfiguredCertificate(
+                        owner: owner, kind: "orderType", source: wallet.identitySource, certificate: wallet.identity.certificate))
+            }
             for key in merchant.processingKeys {
                 if let certificate = key.certificate {
                     list.append(ConfiguredCertificate(owner: owner, kind: "processing", source: nil, certificate: certificate))

@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import WalletOrders
 
 /// A merchant, loaded and checked: who it is to Apple, where it sells, what it sells and
 /// where its payments go.
@@ -23,12 +24,16 @@ public struct MerchantConfiguration: Sendable {
     public var webhook: WebhookEndpoint?
     /// The shop's quote URL, asked to price each change on the sheet of a payments-API request; nil: Orchard prices.
     public var quote: WebhookEndpoint?
+    /// The merchant's orders in the shopper's Wallet; nil: off.
+    public var walletOrders: WalletOrdersSettings?
 
     public init(
         merchantIdentifier: String, displayName: String, domains: [String], identity: MerchantIdentity, identitySource: String,
         domainAssociation: [UInt8]? = nil, catalogue: Catalogue? = nil, processingKeys: [ProcessingKey] = [],
-        processor: any ProcessorSettings = RecordOnlySettings(), webhook: WebhookEndpoint? = nil, quote: WebhookEndpoint? = nil
+        processor: any ProcessorSettings = RecordOnlySettings(), webhook: WebhookEndpoint? = nil, quote: WebhookEndpoint? = nil,
+        walletOrders: WalletOrdersSettings? = nil
     ) {
+        self.walletOrders = walletOrders
         self.quote = quote
         self.webhook = webhook
         self.merchantIdentifier = merchantIdentifier

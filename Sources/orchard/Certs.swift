@@ -17,20 +17,37 @@ struct Certs: ParsableCommand {
             discussion: """
                 identity: RSA-2048 key + CSR for the Merchant Identity certificate (merchant sessions, \
                 domain registration). processing: EC P-256 key + CSR for the Payment Processing \
-                certificate (tokens are encrypted to it). The key is written with mode 0600.
+                certificate (tokens are encrypted to it). order-type: RSA-2048 key + CSR for an \
+                Order Type ID certificate (Wallet orders; give --order-type-id instead of \
+                --merchant-id). The key is written with mode 0600.
                 """)
 
         enum Kind: String, ExpressibleByArgument, CaseIterable {
             case identity, processing
+            case orderType = "order-type"
         }
 
-        @Option(help: "Which certificate: identity (merchant sessions) or processing (tokens are encrypted to it).") var type: Kind
-        @Option(help: ArgumentHelp("The merchant ID (merchant.com.example.shop).", valueName: "id")) var merchantId: String
+        @Option(
+            help: "Which certificate: identity (merchant sessions), processing (tokens are encrypted to it) or order-type (Wallet orders).")
+        var type: Kind
+        @Option(help: ArgumentHelp("The merchant ID (merchant.com.example.shop), for identity and processing.", valueName: "id"))
+        var merchantId: String?
+        @Option(help: ArgumentHelp("The Order Type ID (order.com.example.shop), for order-type.", valueName: "id"))
+        var orderTypeId: String?
         @Option(help: ArgumentHelp("The folder to write <type>.key and <type>.csr into.", valueName: "folder")) var out: String
         @Flag(help: "Replace an existing key and CSR.") var force = false
 
+        func validate() throws {
+            switch (type, merchantId, orderTypeId) {
+            case (.orderType, nil, .some), (.identity, .some, nil), (.processing, .some, nil): return
+            case (.orderType, _, _):
+                throw ValidationError("--type order-type takes --order-type-id (order.com.example.shop), not --merchant-id")
+            default: throw ValidationError("--type \(type.rawValue) takes --merchant-id (merchant.com.example.shop), not --order-type-id")
+            }
+        }
+
         func run() throws {
-            let (keyPath, _) = try Self.write(type, merchantId: merchantId, folder: out, force: force)
+            let (keyPath, _) = try Self.write(type, merchantId: merchantId ?? orderTypeId ?? "", folder: out, force: force)
             say("next: run\n  orchard certs import --cer <downloaded>.cer --key \(keyPath) --out \(type.rawValue).pem")
         }
 
@@ -41,7 +58,12 @@ struct Certs: ParsableCommand {
         static func write(
             _ type: Kind, merchantId: String, folder out: String, force: Bool, ownership: ConfigurationOwnership? = nil
         ) throws -> (key: String, csr: String) {
-            let kind: MerchantCertificateKind = type == .identity ? .identity : .processing
+            let kind: MerchantCertificateKind =
+                switch type {
+                case .identity: .identity
+                case .processing: .processing
+                case .orderType: .orderType
+                }
             let made: (keyPEM: String, csrPEM: String)
             do {
                 made = try CertificateRequests.make(kind: kind, merchantIdentifier: merchantId)
@@ -67,9 +89,11 @@ struct Certs: ParsableCommand {
                 try ownership.apply(toPath: csrPath)
             }
             let portal =
-                type == .identity
-                ? "Merchant IDs → \(merchantId) → Apple Pay Merchant Identity Certificate → Create Certificate"
-                : "Merchant IDs → \(merchantId) → Apple Pay Payment Processing Certificate → Create Certificate"
+                switch type {
+                case .identity: "Merchant IDs → \(merchantId) → Apple Pay Merchant Identity Certificate → Create Certificate"
+                case .processing: "Merchant IDs → \(merchantId) → Apple Pay Payment Processing Certificate → Create Certificate"
+                case .orderType: "Certificates → + → Order Type ID Certificate → \(merchantId)"
+                }
             let mode = String(ownership?.keyMode ?? 0o600, radix: 8)
             say(
                 """

@@ -28,6 +28,14 @@ extension Certs {
             @Option(help: "The merchant ID, as merchants[].merchantIdentifier names it.") var merchant: String
             @Option(help: ArgumentHelp("The configuration file (JSON).", valueName: "file")) var config: String = "Config/orchard.json"
 
+            func validate() throws {
+                if type == .orderType {
+                    throw ValidationError(
+                        "a rotation covers a merchant's identity and processing certificates; for an Order Type ID certificate, make a key and CSR with `orchard certs csr --type order-type`, import Apple's .cer, point walletOrders at the new files and restart"
+                    )
+                }
+            }
+
             /// The same step's command line, for "next:" lines.
             func command(_ step: String, _ extra: String = "") -> String {
                 "orchard certs rotate \(step) --type \(type.rawValue) --merchant \(merchant) --config \(config)\(extra)"

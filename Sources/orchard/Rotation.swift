@@ -113,6 +113,16 @@ struct Rotation {
         say("next: \(next(after: .csr))")
     }
 
+    /// "an identity", "a processing"…: what a certificate is, for messages.
+    static func article(_ kind: MerchantCertificateKind) -> String {
+        switch kind {
+        case .identity: "an identity"
+        case .processing: "a processing"
+        case .orderType: "an Order Type ID"
+        case .other: "neither a processing nor an identity"
+        }
+    }
+
     // MARK: step 2
 
     func importCertificate(_ cer: String, at now: Date) throws {
@@ -124,7 +134,7 @@ struct Rotation {
             let kind = CertificateInspector.kind(of: certificate)
             guard kind == expected else {
                 throw CommandFailure(
-                    "\(cer): this is \(kind == .other ? "neither a processing nor an identity" : kind == .identity ? "an identity" : "a processing") certificate (by its key usage), not the \(type) certificate this rotation needs"
+                    "\(cer): this is \(Self.article(kind)) certificate (by its key usage), not the \(type) certificate this rotation needs"
                 )
             }
             guard MerchantIdentifierExtension.value(in: certificate)?.uppercased() == merchantHash else {

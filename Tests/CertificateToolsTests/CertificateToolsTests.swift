@@ -43,6 +43,22 @@ struct CertificateToolsTests {
         #expect(key.publicKeyHash.count == 32)
     }
 
+    @Test(
+        "order type: an RSA-2048 CSR for the Order Type ID; the certificate Apple issues for it is inspected as orderType, a merchant identity as identity"
+    )
+    func orderType() throws {
+        let made = try CertificateRequests.make(kind: .orderType, merchantIdentifier: "order.com.example.shop")
+        let csr = try CertificateSigningRequest(pemEncoded: made.csrPEM)
+        #expect(_RSA.Signing.PublicKey(csr.publicKey)?.keySizeInBits == 2048)
+        #expect(csr.subject.description == "CN=order.com.example.shop")
+        let pki = TestMaterial.shared.pki
+        let issued = try pki.issueOrderTypeIdentity(orderTypeIdentifier: "order.com.example.shop")
+        #expect(CertificateInspector.kind(of: issued.leaf.certificate) == .orderType)
+        #expect(CertificateInspector.report(issued.leaf.certificate, at: Date()).kind == .orderType)
+        #expect(CertificateInspector.kind(of: TestMaterial.shared.identity.certificate) == .identity)
+        #expect(CertificateInspector.kind(of: issued.intermediate.certificate) == .other)
+    }
+
     @Test("import: Apple's DER .cer becomes PEM with its own key, and is refused with another key")
     func importCertificate() async throws {
         let made = try CertificateRequests.make(kind: .processing, merchantIdentifier: "merchant.com.example.shop")

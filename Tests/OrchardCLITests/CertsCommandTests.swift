@@ -57,4 +57,34 @@ struct CertsCommandTests {
         #expect(text.contains("key hash     +9VwJrqieiPF2ZRB0xHFYhgQ6RYza5hfrVLpdB1KtKI="), "\(text)")
         #expect(text.contains("no private key in this file"), "\(text)")
     }
+
+    @Test(
+        "csr --type order-type takes --order-type-id and writes order-type.key and .csr; inspect names the issued certificate orderType; rotate refuses the type"
+    )
+    func orderType() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let out = directory.path("keys")
+        let made = try await OrchardProcess.run([
+            "certs", "csr", "--type", "order-type", "--order-type-id", "order.com.example.shop", "--out", out,
+        ])
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(String(decoding: made.stdout, as: UTF8.self).contains("Order Type ID Certificate → order.com.example.shop"))
+        #expect(
+            FileManager.default.fileExists(atPath: out + "/order-type.key")
+                && FileManager.default.fileExists(atPath: out + "/order-type.csr"))
+
+        let wrongOption = try await OrchardProcess.run([
+            "certs", "csr", "--type", "order-type", "--merchant-id", "merchant.com.example", "--out", directory.path("other"),
+        ])
+        #expect(wrongOption.status != 0 && wrongOption.stderr.contains("takes --order-type-id"), "\(wrongOption.stderr)")
+
+        let issued = try TestMaterial.shared.pki.issueOrderTypeIdentity(orderTypeIdentifier: "order.com.example.shop")
+        try issued.leaf.write(certificateTo: directory.path("order.pem"), keyTo: directory.path("order.key"))
+        let inspected = try await OrchardProcess.run(["certs", "inspect", directory.path("order.pem")])
+        #expect(String(decoding: inspected.stdout, as: UTF8.self).contains("kind         orderType"), "\(inspected.stderr)")
+
+        let rotate = try await OrchardProcess.run(["certs", "rotate", "csr", "--type", "order-type", "--merchant", "merchant.x"])
+        #expect(rotate.status != 0 && rotate.stderr.contains("a rotation covers a merchant's identity and processing certificates"))
+    }
 }

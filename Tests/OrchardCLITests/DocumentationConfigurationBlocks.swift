@@ -32,6 +32,12 @@ struct DocumentationConfigurationBlocks {
             publicKey: Certificate.PublicKey(P256.Signing.PrivateKey().publicKey))
         try folder.write("keys/apple_pay.cer", try Self.der(processing))
         try folder.write("db-ca.pem", Array(try pki.ca.certificatePEM.utf8))
+        // docs/wallet-orders.md's files: an Order Type ID identity, its intermediate (DER, as Apple
+        // serves WWDR G4) and a logo.
+        let orderType = try pki.issueOrderTypeIdentity(orderTypeIdentifier: "order.com.example.shop")
+        try orderType.leaf.write(certificateTo: folder.path("keys/order-type.pem"), keyTo: folder.path("keys/order-type.key"))
+        try folder.write("keys/AppleWWDRCAG4.cer", try Self.der(orderType.intermediate.certificate))
+        try folder.write("keys/logo.png", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0])
         var environment = ProcessInfo.processInfo.environment
         environment["WORLDLINE_SECRET"] = "worldline-secret-of-the-example"
         environment["ORCHARD_DB_PASSWORD"] = "database-password"
@@ -61,8 +67,16 @@ struct DocumentationConfigurationBlocks {
     }
 
     /// `fragment` merged over `base`, member by member (objects merged, anything else replaced).
+    /// A fragment of a merchant's own members (`"walletOrders": {…}`) goes into each merchant.
     static func merged(_ base: [String: Any], _ fragment: [String: Any]) -> [String: Any] {
-        base.merging(fragment) { old, new in
+        let merchantMembers = ["walletOrders"]
+        if let key = fragment.keys.first(where: merchantMembers.contains), var merchants = base["merchants"] as? [[String: Any]] {
+            for index in merchants.indices { merchants[index] = merged(merchants[index], [key: fragment[key] as Any]) }
+            var result = merged(base, fragment.filter { !merchantMembers.contains($0.key) })
+            result["merchants"] = merchants
+            return result
+        }
+        return base.merging(fragment) { old, new in
             guard let old = old as? [String: Any], let new = new as? [String: Any] else { return new }
             return merged(old, new)
         }

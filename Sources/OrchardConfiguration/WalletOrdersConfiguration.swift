@@ -1,0 +1,148 @@
+import ApplePay
+import CertificateTools
+import Foundation
+import OrchardCore
+import WalletOrders
+import X509
+
+extension ConfigurationFile {
+    /// `merchants[].walletOrders`: the Order Type ID identity and what Wallet shows of the merchant.
+    public struct WalletOrders: Codable, Sendable {
+        /// The Order Type ID, e.g. `order.com.example.shop`: the certificate's subject UID.
+        public var orderTypeIdentifier: String
+        /// Certificate and key in one PKCS#12 file, instead of the pair below.
+        public var identity: PKCS12File?
+        public var identityCertificate: String?
+        public var identityKey: String?
+        public var identityKeyPassword: String?
+        /// Apple's WWDR intermediate (G4) that issued the certificate, unless the PKCS#12 file or
+        /// the certificate file holds it after the leaf.
+        public var intermediateCertificate: String?
+        /// The public base where Wallet reaches Orchard's order web service (`/v1/…` is appended).
+        public var webServiceURL: String
+        /// The merchant's name in Wallet (default: the merchant's `displayName`).
+        public var displayName: String?
+        /// The merchant's site.
+        public var url: String
+        /// The merchant's logo, a PNG file.
+        public var logo: String?
+        /// Where the shopper manages an order; `{orderNumber}` becomes the order's number.
+        public var orderManagementURL: String
+        /// Apple's push service: by default its production host.
+        public var apns: APNs?
+        /// Whether a mandate's merchant-initiated charges get Wallet orders too (default false).
+        public var mandateCharges: Bool?
+
+        public init(
+            orderTypeIdentifier: String, identityCertificate: String?, identityKey: String?, intermediateCertificate: String?,
+            webServiceURL: String, url: String, orderManagementURL: String
+        ) {
+            self.orderTypeIdentifier = orderTypeIdentifier
+            self.identityCertificate = identityCertificate
+            self.identityKey = identityKey
+            self.intermediateCertificate = intermediateCertificate
+            self.webServiceURL = webServiceURL
+            self.url = url
+            self.orderManagementURL = orderManagementURL
+        }
+    }
+
+    /// `walletOrders.apns`: where pushes go, and whom to trust there.
+    public struct APNs: Codable, Sendable {
+        public var baseURL: String?
+        /// A PEM CA bundle to trust instead of the system store (a test service).
+        public var caFile: String?
+        /// Must be true for a `baseURL` whose host is not Apple's push service (a mock).
+        public var allowNonAppleHost: Bool?
+
+        public init(baseURL: String? = nil, caFile: String? = nil, allowNonAppleHost: Bool? = nil) {
+            self.baseURL = baseURL
+            self.caFile = caFile
+            self.allowNonAppleHost = allowNonAppleHost
+        }
+    }
+}
+
+extension ServerConfiguration {
+    /// `merchants[].walletOrders`: checked whole at startup, so a wrong certificate stops the
+    /// server with its fix rather than failing the first shopper's Wallet.
+    static func resolveWalletOrders(
+        _ file: ConfigurationFile.WalletOrders?, merchantDisplayName: String, label: String, values: ConfigurationValues,
+        time: TimeSource
+    ) throws(ConfigurationError) -> WalletOrdersSettings? {
+        guard let file else { return nil }
+        let section = "\(label).walletOrders"
+        let identifier = file.orderTypeIdentifier
+        guard !identifier.isEmpty, identifier.utf8.count <= 255, identifier.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "/" })
+        else {
+            throw ConfigurationError(
+                "\(section).orderTypeIdentifier: \(identifier.debugDescription) is not an Order Type ID like order.com.example.shop")
+        }
+        for (key, url) in [("webServiceURL", file.webServiceURL), ("url", file.url), ("orderManagementURL", file.orderManagementURL)] {
+            if let problem = WalletOrdersSettings.checkPublicURL(url.replacingOccurrences(of: "{orderNumber}", with: "x")) {
+                throw ConfigurationError("\(section).\(key) \(problem)")
+            }
+        }
+        let files = IdentityFiles(
+            pkcs12: file.identity, certificate: file.identityCertificate, key: file.identityKey, keyPassword: file.identityKeyPassword,
+            section: "\(section).")
+        let (certificates, key, certificateName, _) = try readIdentity(files, values: values)
+        guard let leaf = certificates.first else { throw ConfigurationError("\(certificateName): no certificate") }
+        var intermediates = Array(certificates.dropFirst())
+        if let intermediate = file.intermediateCertificate {
+            let bytes = try values.read(intermediate, what: "\(section).intermediateCertificate")
+            intermediates += try reading(values.describe(intermediate)) { () throws(CertificateToolError) in
+                try KeyReader.certificates(bytes)
+            }
+        }
+        let identity: OrderTypeIdentity
+        do {
+            identity = try OrderTypeIdentity(
+                orderTypeIdentifier: identifier, certificate: leaf, privateKey: try Certificate.PrivateKey(pemEncoded: key.pem),
+                intermediates: intermediates, name: certificateName, at: time.now)
+        } catch let error as WalletOrderError {
+            throw ConfigurationError(error.message)
+        } catch {
+            throw ConfigurationError("\(certificateName): the key cannot sign (\(error))")
+        }
+        let logo = try file.logo.map { logo throws(ConfigurationError) in
+            let bytes = try values.read(logo, what: "\(section).logo")
+            guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]), bytes.count <= 1_000_000 else {
+                throw ConfigurationError("\(values.describe(logo)): \(section).logo must be a PNG file of at most 1 MB")
+            }
+            return bytes
+        }
+        return WalletOrdersSettings(
+            identity: identity, identitySource: files.source(values), webServiceURL: file.webServiceURL.trimmingSuffix("/"),
+            merchantDisplayName: file.displayName ?? merchantDisplayName, merchantURL: file.url, logoPNG: logo,
+            orderManagementURL: file.orderManagementURL, apns: try resolveAPNs(file.apns, section: section, values: values),
+            mandateCharges: file.mandateCharges ?? false)
+    }
+
+    /// `walletOrders.apns`: an https Apple push host (or an allowed test host) and its trust.
+    static func resolveAPNs(_ apns: ConfigurationFile.APNs?, section: String, values: ConfigurationValues) throws(ConfigurationError)
+        -> RemoteEndpoint
+    {
+        let baseURL = (apns?.baseURL ?? "https://\(WalletOrdersSettings.apnsHosts[0])").trimmingSuffix("/")
+        guard let components = URLComponents(string: baseURL), components.scheme == "https", let host = components.host?.lowercased(),
+            !host.isEmpty, components.user == nil, components.query == nil, components.path.isEmpty
+        else {
+            throw ConfigurationError("\(section).apns.baseURL: \(baseURL) must be https://host[:port], without path, credentials or query")
+        }
+        let isApple = WalletOrdersSettings.apnsHosts.contains(host) && [nil, 443, 2197].contains(components.port)
+        if !isApple && apns?.allowNonAppleHost != true {
+            throw ConfigurationError(
+                "\(section).apns.baseURL: \(host) is not Apple's push service (api.push.apple.com); set apns.allowNonAppleHost to true to use a test service"
+            )
+        }
+        var trust = RemoteEndpoint.Trust.system
+        if let caFile = apns?.caFile {
+            let bytes = try values.read(caFile, what: "\(section).apns.caFile")
+            guard String(decoding: bytes, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
+                throw ConfigurationError("\(values.describe(caFile)): \(section).apns.caFile holds no PEM certificate")
+            }
+            trust = .caPEM(bytes)
+        }
+        return RemoteEndpoint(baseURL: baseURL, trust: trust, connectTimeout: .seconds(3), timeout: .seconds(10), isProductionHost: isApple)
+    }
+}
