@@ -136,6 +136,7 @@ let package = Package(
         .target(
             name: "OrchardSQLite",
             dependencies: [
+                "WalletOrders",
                 "ApplePay",
                 "CSQLite",
                 "OrchardCore",
@@ -146,6 +147,7 @@ let package = Package(
         .target(
             name: "OrchardPostgres",
             dependencies: [
+                "WalletOrders",
                 "ApplePay",
                 "OrchardCore",
                 .product(name: "Logging", package: "swift-log"),
@@ -233,7 +235,9 @@ let package = Package(
         // Adapter: the in-memory store, for tests and the engine's bench (no file, no socket).
         .target(
             name: "OrchardInMemory",
-            dependencies: ["ApplePay", "OrchardCore"]
+            dependencies: [
+                "WalletOrders", "ApplePay", "OrchardCore",
+            ]
         ),
         // Test PKI and the mock Apple gateway (mutual TLS on loopback).
         .target(
@@ -430,7 +434,7 @@ let package = Package(
             name: "StoreContractTests",
             dependencies: [
                 "OrchardInMemory",
-                "ApplePay", "OrchardCore", "OrchardPostgres", "OrchardSQLite", "OrchardTesting",
+                "ApplePay", "OrchardCore", "OrchardPostgres", "OrchardSQLite", "OrchardTesting", "WalletOrders",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -27,6 +27,10 @@ public final class InMemoryStore: OrchardStore {
         /// Until when a reconciler holds each refund.
         var refundLeases: [String: Date] = [:]
         var guardRecords: [GuardSubject: GuardRecord] = [:]
+        /// Wallet orders in insertion order, the devices registered for them, and the pushes owed.
+        var walletOrders: [WalletOrderRecord] = []
+        var walletRegistrations: [WalletOrderRegistration] = []
+        var walletPushes: [WalletOrderPush] = []
     }
 
     let state = Mutex(State())

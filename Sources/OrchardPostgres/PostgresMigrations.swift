@@ -50,6 +50,34 @@ enum PostgresMigrations {
             ], check: refuseCaseVariants),
         Migration(
             version: 10, description: "a payment costs fewer writes: two indexes nothing reads dropped", statements: leanerPayments),
+        Migration(
+            version: 11, description: "Wallet orders, the devices registered for them and the pushes owed them", statements: walletOrders),
+    ]
+
+    /// One Wallet order per payment that has one, keyed as Wallet names it; the devices Wallet
+    /// registered, found by order (to push) and by token (a 410 removes a token's); the push
+    /// outbox, one row per (token, type), leased by due time.
+    static let walletOrders = [
+        """
+        CREATE TABLE wallet_orders (
+            order_type text NOT NULL, order_id text NOT NULL, merchant text NOT NULL, payment_id text NOT NULL UNIQUE,
+            token_hash bytea NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, version bigint NOT NULL,
+            fulfillments text NOT NULL, PRIMARY KEY (order_type, order_id))
+        """,
+        """
+        CREATE TABLE wallet_order_devices (
+            device_id text NOT NULL, order_type text NOT NULL, order_id text NOT NULL, push_token text NOT NULL,
+            created_at timestamptz NOT NULL, PRIMARY KEY (device_id, order_type, order_id))
+        """,
+        "CREATE INDEX wallet_order_devices_by_order ON wallet_order_devices (order_type, order_id)",
+        "CREATE INDEX wallet_order_devices_by_token ON wallet_order_devices (push_token, order_type)",
+        """
+        CREATE TABLE wallet_order_pushes (
+            seq bigint GENERATED ALWAYS AS IDENTITY, id text PRIMARY KEY, merchant text NOT NULL, order_type text NOT NULL,
+            push_token text NOT NULL, attempts bigint NOT NULL, created_at timestamptz NOT NULL, next_attempt_at timestamptz NOT NULL,
+            UNIQUE (push_token, order_type))
+        """,
+        "CREATE INDEX wallet_order_pushes_due ON wallet_order_pushes (next_attempt_at, seq)",
     ]
 
     /// Every payment's claim inserts its row and every move writes a new version of it (its state

@@ -52,6 +52,17 @@ extension SQLiteStore {
             detail TEXT NOT NULL, expires_at INTEGER, checked_at INTEGER, first_failure_at INTEGER, changed_at INTEGER,
             failures INTEGER NOT NULL, repairs INTEGER NOT NULL, next_check_at INTEGER NOT NULL, version INTEGER NOT NULL,
             PRIMARY KEY (merchant, kind, target));
+        -- Wallet orders: one per payment that has one; the devices registered for each; the pushes owed.
+        CREATE TABLE IF NOT EXISTS wallet_orders (
+            order_type TEXT NOT NULL, order_id TEXT NOT NULL, merchant TEXT NOT NULL, payment_id TEXT NOT NULL UNIQUE,
+            token_hash BLOB NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, version INTEGER NOT NULL,
+            fulfillments TEXT NOT NULL, PRIMARY KEY (order_type, order_id));
+        CREATE TABLE IF NOT EXISTS wallet_order_devices (
+            device_id TEXT NOT NULL, order_type TEXT NOT NULL, order_id TEXT NOT NULL, push_token TEXT NOT NULL,
+            created_at INTEGER NOT NULL, PRIMARY KEY (device_id, order_type, order_id));
+        CREATE TABLE IF NOT EXISTS wallet_order_pushes (
+            id TEXT PRIMARY KEY, merchant TEXT NOT NULL, order_type TEXT NOT NULL, push_token TEXT NOT NULL,
+            attempts INTEGER NOT NULL, created_at INTEGER NOT NULL, next_attempt_at INTEGER NOT NULL, UNIQUE (push_token, order_type));
         -- Empty but while the readiness check writes one page-sized row and deletes it again.
         CREATE TABLE IF NOT EXISTS store_probe (id INTEGER PRIMARY KEY, filler BLOB NOT NULL);
         """
@@ -88,6 +99,9 @@ extension SQLiteStore {
         CREATE INDEX IF NOT EXISTS token_events_due ON token_events(state, next_attempt_at);
         CREATE INDEX IF NOT EXISTS token_events_by_source ON token_events(source, state, finished_at);
         CREATE INDEX IF NOT EXISTS guard_records_due ON guard_records(next_check_at);
+        CREATE INDEX IF NOT EXISTS wallet_order_devices_by_order ON wallet_order_devices(order_type, order_id);
+        CREATE INDEX IF NOT EXISTS wallet_order_devices_by_token ON wallet_order_devices(push_token, order_type);
+        CREATE INDEX IF NOT EXISTS wallet_order_pushes_due ON wallet_order_pushes(next_attempt_at);
         CREATE UNIQUE INDEX IF NOT EXISTS registered_merchants_lower ON registered_merchants(lower(partner_id));
         """
 
