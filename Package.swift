@@ -246,6 +246,7 @@ let package = Package(
                 "ApplePay",
                 "OrchardCore",
                 "OrchardInMemory",
+                "WalletOrders",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -425,7 +426,7 @@ let package = Package(
             name: "OrchardCoreTests",
             dependencies: [
                 "OrchardInMemory",
-                "OrchardCore", "ApplePay", "OrchardTesting", .product(name: "Crypto", package: "swift-crypto"),
+                "OrchardCore", "ApplePay", "OrchardTesting", "WalletOrders", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -544,6 +545,7 @@ let package = Package(
             dependencies: [
                 "ApplePay", "OrchardComposition", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore",
                 "OrchardInMemory", "OrchardServer", "OrchardServerTesting", "OrchardServices", "OrchardTesting", "OrchardTracing",
+                "WalletOrders",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),

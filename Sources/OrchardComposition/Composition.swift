@@ -104,7 +104,8 @@ private struct Parts {
                 mandates: stored.mandates, paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, engine: engine,
                 time: time),
             registry: registry(mandates: mandates, webhooks: webhooks),
-            webhooks: webhooks, tokenEvents: tokenEvents, background: background)
+            webhooks: webhooks, tokenEvents: tokenEvents, background: background,
+            walletOrders: WalletOrderService(store: stored.walletOrders, merchants: directory, time: time, logger: logger))
     }
 
     /// The admin API's registry, with the retirement that winds a leaving tenant down.

@@ -19,6 +19,8 @@ extension ConfigurationFile {
         public var authorizations: RateRules?
         /// `GET /apple-pay/token-events/…`: Apple's notifications, per source address and per merchant.
         public var tokenEvents: RateRules?
+        /// The Wallet order web service (every call Wallet makes), per client address and per merchant.
+        public var walletOrders: RateRules?
         /// The most client addresses tracked at once (default 100000); the least recently seen go first.
         public var maxTrackedClients: Int?
 
@@ -37,7 +39,7 @@ extension ConfigurationFile {
         }
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case merchantSessions, orders, paymentRequests, orderUpdates, authorizations, tokenEvents, maxTrackedClients
+            case merchantSessions, orders, paymentRequests, orderUpdates, authorizations, tokenEvents, walletOrders, maxTrackedClients
         }
 
         public init(from decoder: any Decoder) throws {
@@ -49,6 +51,7 @@ extension ConfigurationFile {
             orderUpdates = try container.decodeIfPresent(RateRules.self, forKey: .orderUpdates)
             authorizations = try container.decodeIfPresent(RateRules.self, forKey: .authorizations)
             tokenEvents = try container.decodeIfPresent(RateRules.self, forKey: .tokenEvents)
+            walletOrders = try container.decodeIfPresent(RateRules.self, forKey: .walletOrders)
             maxTrackedClients = try container.decodeIfPresent(Int.self, forKey: .maxTrackedClients)
         }
     }
@@ -166,6 +169,7 @@ extension ServerConfiguration {
         let rules: [(RateLimitSettings.Action, ConfigurationFile.RateRules?)] = [
             (.merchantSessions, file?.merchantSessions), (.orders, file?.orders), (.paymentRequests, file?.paymentRequests),
             (.orderUpdates, file?.orderUpdates), (.authorizations, file?.authorizations), (.tokenEvents, file?.tokenEvents),
+            (.walletOrders, file?.walletOrders),
         ]
         for (action, rule) in rules {
             if let rate = rule?.perClientIP {

@@ -122,6 +122,13 @@ extension ServerConfiguration {
                 }
                 seenDomains[domain] = merchant.merchantIdentifier
             }
+            if let type = resolved.walletOrders?.orderTypeIdentifier,
+                let other = merchants.first(where: { $0.walletOrders?.orderTypeIdentifier == type })
+            {
+                throw ConfigurationError(
+                    "\(label).walletOrders: the Order Type ID \(type) is already \(other.merchantIdentifier)'s; each merchant needs its own"
+                )
+            }
             merchants.append(resolved)
         }
         return merchants

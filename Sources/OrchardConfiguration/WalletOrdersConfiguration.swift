@@ -83,11 +83,13 @@ extension ServerConfiguration {
                 throw ConfigurationError("\(section).\(key) \(problem)")
             }
         }
+        try checkServicePath(file.webServiceURL, section: section)
         let files = IdentityFiles(
             pkcs12: file.identity, certificate: file.identityCertificate, key: file.identityKey, keyPassword: file.identityKeyPassword,
             section: "\(section).")
-        let (certificates, key, certificateName, _) = try readIdentity(files, values: values)
+        let (certificates, key, certificateName, keyName) = try readIdentity(files, values: values)
         guard let leaf = certificates.first else { throw ConfigurationError("\(certificateName): no certificate") }
+        try checkKeyType(key, certificate: leaf, keyName: keyName, certificateName: certificateName)
         var intermediates = Array(certificates.dropFirst())
         if let intermediate = file.intermediateCertificate {
             let bytes = try values.read(intermediate, what: "\(section).intermediateCertificate")
@@ -117,6 +119,22 @@ extension ServerConfiguration {
             merchantDisplayName: file.displayName ?? merchantDisplayName, merchantURL: file.url, logoPNG: logo,
             orderManagementURL: file.orderManagementURL, apns: try resolveAPNs(file.apns, section: section, values: values),
             mandateCharges: file.mandateCharges ?? false)
+    }
+
+    /// Orchard serves Wallet's calls under `webServiceURL`'s path: one of its own, apart from
+    /// Orchard's other routes, and plain enough to be a route (no `{`, `:` or `*`).
+    static func checkServicePath(_ url: String, section: String) throws(ConfigurationError) {
+        let path = (URLComponents(string: url)?.path ?? "").trimmingSuffix("/")
+        let reserved = ["/v1", "/api", "/admin", "/apple-pay", "/.well-known", "/health", "/metrics", "/openapi"]
+        let plain = path.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || Array("/._~-".utf8).contains(byte)
+        }
+        guard !path.isEmpty, plain, !path.contains("//"), !reserved.contains(where: { path == $0 || path.hasPrefix($0 + "/") }) else {
+            throw ConfigurationError(
+                "\(section).webServiceURL must have a path of its own, like https://pay.shop.example/wallet-orders (letters, digits, '.', '_', '~', '-'; not under /v1, /api or /admin)"
+            )
+        }
     }
 
     /// `walletOrders.apns`: an https Apple push host (or an allowed test host) and its trust.

@@ -65,17 +65,23 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
         activity: d.activity)
     routes.addRoutes(health.routes)
     routes.addRoutes(OrdersController(service: services.orders, limiter: limiter).routes)
-    routes.addRoutes(AuthorizeController(engine: services.engine, limiter: limiter).routes)
+    routes.addRoutes(AuthorizeController(engine: services.engine, walletOrders: services.walletOrders, limiter: limiter).routes)
     let v1 = routes.group("v1").add(middleware: APIKeyMiddleware(store: stored.apiKeys, directory: directory))
     let paymentRequests = PaymentRequestsController(
         service: services.paymentRequests,
         simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter)
     v1.addRoutes(paymentRequests.apiRoutes)
     routes.addRoutes(paymentRequests.pageRoutes)
-    let paymentsAPI = PaymentsAPIController(refunds: stored.refunds, paymentRequests: stored.paymentRequests, engine: services.engine)
+    let paymentsAPI = PaymentsAPIController(
+        refunds: stored.refunds, paymentRequests: stored.paymentRequests, engine: services.engine, walletOrders: services.walletOrders)
     v1.addRoutes(paymentsAPI.routes)
     v1.addRoutes(InAppAuthorizeController(requests: services.paymentRequests, payments: paymentsAPI, limiter: limiter).routes)
     v1.addRoutes(MandatesController(service: services.mandateCharges, lifecycle: services.mandates).routes)
+    if let walletOrders = services.walletOrders {
+        let paths = Set(directory.merchants.compactMap { $0.walletOrders.flatMap { URLComponents(string: $0.webServiceURL)?.path } })
+        routes.addRoutes(WalletOrdersController(service: walletOrders, paths: paths.sorted(), limiter: limiter).routes)
+        v1.addRoutes(FulfillmentsController(service: walletOrders).routes)
+    }
     routes.addRoutes(
         TokenEventsController(
             store: stored.tokenEventInbox, directory: directory, policy: settings.tokenEvents, limiter: limiter,

@@ -8,6 +8,7 @@ import OrchardServices
 /// answer has the shape `completePayment` takes.
 struct AuthorizeController {
     let engine: PaymentsEngine
+    let walletOrders: WalletOrderService?
     let limiter: RateLimiter
 
     /// A token with full contacts is under 10 KiB; anything over 64 KiB is refused unread.
@@ -51,6 +52,8 @@ struct AuthorizeController {
         var errors: [ApplePayErrorItem]
         var orderId: String
         var paymentId: String
+        /// For `completePayment`'s `orderDetails`, when the merchant offers Wallet orders.
+        var orderDetails: WalletOrderDetails?
     }
 
     /// The routes the router adds.
@@ -90,6 +93,7 @@ struct AuthorizeController {
             .init(
                 merchantIdentifier: merchant.merchantIdentifier, orderId: body.orderId, token: token,
                 cardholderName: body.payment.cardholderName))
-        return Answer(status: "success", errors: [], orderId: body.orderId, paymentId: payment.id)
+        let details = await walletOrders?.issue(for: payment, merchantIdentifier: merchant.merchantIdentifier)
+        return Answer(status: "success", errors: [], orderId: body.orderId, paymentId: payment.id, orderDetails: details)
     }
 }

@@ -19,6 +19,8 @@ public struct ServerServices: Sendable {
     public var webhooks: WebhookDispatcher?
     /// Fetches Apple's token events in the background; nil where Apple cannot be asked.
     public var tokenEvents: TokenEventFetcher?
+    /// Wallet orders: made at authorization, changed by fulfilments, refunds and cancellations.
+    public var walletOrders: WalletOrderService?
     /// Expiry, reconciliation, purges, the guard, registry sync, gauges, webhooks, token events:
     /// run beside the server and stopped with it.
     public var background: [any Service]
@@ -26,8 +28,9 @@ public struct ServerServices: Sendable {
     public init(
         engine: PaymentsEngine, mandates: MandateLifecycle, orders: OrderService, paymentRequests: PaymentRequestService,
         mandateCharges: MandateChargeService, registry: MerchantRegistryService, webhooks: WebhookDispatcher?,
-        tokenEvents: TokenEventFetcher?, background: [any Service]
+        tokenEvents: TokenEventFetcher?, background: [any Service], walletOrders: WalletOrderService? = nil
     ) {
+        self.walletOrders = walletOrders
         self.engine = engine
         self.mandates = mandates
         self.orders = orders

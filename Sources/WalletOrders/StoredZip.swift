@@ -126,3 +126,34 @@ extension Array where Element == UInt8 {
         Swift.withUnsafeBytes(of: value.littleEndian) { self.append(contentsOf: $0) }
     }
 }
+
+extension StoredZip {
+    /// The entries of an archive this writer made (stored entries, no ZIP64), from its central
+    /// directory, each checked against its CRC; nil for anything else. For tests and tools.
+    public static func entries(of archive: [UInt8]) -> [Entry]? {
+        func u16(_ at: Int) -> Int? { at + 2 <= archive.count ? Int(archive[at]) | Int(archive[at + 1]) << 8 : nil }
+        func u32(_ at: Int) -> Int? {
+            guard let low = u16(at), let high = u16(at + 2) else { return nil }
+            return low | high << 16
+        }
+        guard archive.count >= 22, u32(archive.count - 22) == 0x0605_4B50, let count = u16(archive.count - 12),
+            var offset = u32(archive.count - 6)
+        else { return nil }
+        var entries: [Entry] = []
+        for _ in 0..<count {
+            guard u32(offset) == 0x0201_4B50, u16(offset + 10) == 0, let crc = u32(offset + 16), let size = u32(offset + 20),
+                let nameLength = u16(offset + 28), let extra = u16(offset + 30), let comment = u16(offset + 32),
+                let local = u32(offset + 42), offset + 46 + nameLength <= archive.count,
+                let localName = u16(local + 26), let localExtra = u16(local + 28)
+            else { return nil }
+            let name = String(decoding: archive[(offset + 46)..<(offset + 46 + nameLength)], as: UTF8.self)
+            let start = local + 30 + localName + localExtra
+            guard start + size <= archive.count else { return nil }
+            let bytes = Array(archive[start..<(start + size)])
+            guard CRC32.checksum(bytes) == UInt32(crc) else { return nil }
+            entries.append(Entry(path: name, bytes: bytes))
+            offset += 46 + nameLength + extra + comment
+        }
+        return entries
+    }
+}

@@ -63,7 +63,8 @@ extension WalletOrder {
     static func isCurrencyAmount(_ value: CurrencyAmount) -> Bool {
         let currency = value.currency.utf8
         guard currency.count == 3, currency.allSatisfy({ (65...90).contains($0) }) else { return false }
-        let parts = value.amount.split(separator: ".", omittingEmptySubsequences: false)
+        let unsigned = value.amount.hasPrefix("-") ? String(value.amount.dropFirst()) : value.amount
+        let parts = unsigned.split(separator: ".", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), parts.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { (48...57).contains($0) } }) else {
             return false
         }

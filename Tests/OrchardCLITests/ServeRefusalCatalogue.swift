@@ -80,6 +80,21 @@ struct RefusalBench {
         let otherKey = Certificate.PublicKey(P256.Signing.PrivateKey().publicKey)
         try writePEM("processing-other-key.pem", try pki.issueProcessingCertificate(merchantIdentifier: merchant, publicKey: otherKey))
         try writeREADMEFiles()
+        try writeOrderTypeFiles()
+    }
+
+    /// An Order Type ID identity and its intermediate for the demo's merchant, and an expired one.
+    private func writeOrderTypeFiles() throws {
+        let pki = demo.material.pki
+        let valid = try pki.issueOrderTypeIdentity(orderTypeIdentifier: "order.dev.orchard.demo")
+        try valid.leaf.write(certificateTo: file("order-type.pem"), keyTo: file("order-type.key"))
+        try writePEM("order-type-wwdr.pem", valid.intermediate.certificate)
+        let expired = try pki.issueOrderTypeIdentity(
+            orderTypeIdentifier: "order.dev.orchard.demo", notValidBefore: Date(timeIntervalSinceNow: -800 * 86_400),
+            notValidAfter: Date(timeIntervalSinceNow: -86_400))
+        try expired.leaf.write(certificateTo: file("order-type-expired.pem"), keyTo: file("order-type-expired.key"))
+        try writePEM("order-type-expired-wwdr.pem", expired.intermediate.certificate)
+        try write("logo.txt", "not a PNG\n")
     }
 
     /// The files the README's example names, made by the test PKI for its merchant.

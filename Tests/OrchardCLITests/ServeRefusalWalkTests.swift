@@ -88,6 +88,14 @@ struct ServeRefusalWalkTests {
             "unreachable: every call in its do block throws ApplePayError or ConfigurationError, caught above it"
         ),
         (
+            "OrchardConfiguration/WalletOrdersConfiguration.swift", "certificateName): no certificate",
+            "unreachable: KeyReader.certificates refuses a file without a certificate first (the reading site)"
+        ),
+        (
+            "OrchardConfiguration/WalletOrdersConfiguration.swift", "the key cannot sign",
+            "unreachable: KeyReader reads RSA and EC keys only, each a key X509 signs with"
+        ),
+        (
             "OrchardConfiguration/PaymentsConfiguration.swift", "cannot create the payment vault key",
             "creating the key file in a folder SQLite has just opened its database in: a full disk, not a file's setting"
         ),

@@ -13,7 +13,7 @@ struct UntypedJSONTests {
         "AppleGateway", "ApplePay", "CertificateTools", "CurlClient", "OrchardComposition", "OrchardConfiguration", "OrchardCore",
         "OrchardInMemory",
         "OrchardPostgres", "OrchardRuntime", "OrchardSQLite", "OrchardServer", "OrchardServices", "OrchardTracing", "ProcessorClients",
-        "ShopCallbacks",
+        "ShopCallbacks", "WalletOrders",
     ]
 
     /// Calls that write or read untyped JSON.

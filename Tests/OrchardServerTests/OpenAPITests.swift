@@ -83,6 +83,8 @@ struct OpenAPITests {
             merchants: [try TestMerchant.configuration(domains: [TestConfiguration.domain, "localhost"])],
             tokenRoot: TestConfiguration.tokenChain.root.certificate, adminToken: AdminToken(MoreMerchants.adminToken))
         configuration.limits = .unlimited
+        // Wallet's web service is routed under each configured webServiceURL's path: the document's is /wallet-orders.
+        configuration.merchants[0].walletOrders = try TestWalletOrders.settings()
         try await body(configuration)
     }
 
@@ -127,6 +129,7 @@ struct OpenAPITests {
         #expect(schemes["adminToken"]?["scheme"] as? String == "bearer")
         for (key, path, _, operation) in try Self.operations(document) {
             let names = (operation["security"] as? [[String: Any]] ?? []).flatMap(\.keys)
+            // Wallet's calls carry `Authorization: AppleOrder <token>`, a header parameter Apple defines, no scheme of Orchard's.
             let expected = path.hasPrefix("/v1/") ? ["apiKey"] : path.hasPrefix("/admin/") ? ["adminToken"] : []
             #expect(names == expected, "\(key)")
             if !expected.isEmpty { #expect((operation["responses"] as? [String: Any])?["401"] != nil, "\(key) documents its 401") }

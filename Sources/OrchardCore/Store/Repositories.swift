@@ -25,6 +25,8 @@ public struct Repositories: Sendable {
     public var purging: any RecordPurging
     /// The operational counts and the store's availability check.
     public var counting: any OperationalCounting
+    /// Wallet orders, with the orders, payments, refunds and payment requests they are built from.
+    public var walletOrders: any WalletOrderService.Store
 
     /// Every repository from `store`.
     public init(_ store: some OrchardStore) {
@@ -39,5 +41,6 @@ public struct Repositories: Sendable {
         guardRecords = store
         purging = store
         counting = store
+        walletOrders = store
     }
 }

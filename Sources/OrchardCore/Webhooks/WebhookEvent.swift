@@ -31,6 +31,8 @@ public enum WebhookEventType: String, Sendable, Codable, CaseIterable {
     case registrationDrift = "registration.drift"
     /// Apple's record holds every domain again (the guard registered them again, or an operator did).
     case registrationRestored = "registration.restored"
+    /// A payment's order in the shopper's Wallet changed (a fulfilment, a refund, a cancellation); its devices were pushed.
+    case walletOrderUpdated = "wallet_order.updated"
 }
 
 extension PaymentLifecycle.Event {
@@ -122,10 +124,26 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
             data: Body.Data(
                 payment: payment.map { PaymentView(payment: $0, request: request, refunded: refunded) },
                 paymentRequest: request.map { .init(id: $0.id, reference: $0.reference, metadata: $0.metadata) }, refund: refund,
-                mandate: mandate.map(MandateView.init), guard: nil))
+                mandate: mandate.map(MandateView.init), guard: nil, walletOrder: nil))
         return WebhookEvent(
             id: id, merchantIdentifier: merchantIdentifier, type: type, payload: try PaymentView.encoder.encode(body).asBytes,
             createdAt: date, nextAttemptAt: date)
+    }
+
+    /// `wallet_order.updated`: the order as it now stands, with its payment.
+    public static func make(
+        walletOrder: WalletOrderView, merchantIdentifier: String, payment: PaymentRecord?, request: PaymentRequestRecord?, at date: Date
+    ) throws -> WebhookEvent {
+        let id = "evt_" + RecordIdentifier.random()
+        let body = Body(
+            id: id, type: WebhookEventType.walletOrderUpdated.rawValue, created: date, merchantIdentifier: merchantIdentifier,
+            data: Body.Data(
+                payment: payment.map { PaymentView(payment: $0, request: request, refunded: 0) },
+                paymentRequest: request.map { .init(id: $0.id, reference: $0.reference, metadata: $0.metadata) }, refund: nil,
+                mandate: nil, guard: nil, walletOrder: walletOrder))
+        return WebhookEvent(
+            id: id, merchantIdentifier: merchantIdentifier, type: .walletOrderUpdated,
+            payload: try PaymentView.encoder.encode(body).asBytes, createdAt: date, nextAttemptAt: date)
     }
 
     struct Body: Encodable {
@@ -135,6 +153,7 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
             var refund: RefundRecord?
             var mandate: MandateView?
             var `guard`: GuardView?
+            var walletOrder: WalletOrderView?
         }
 
         struct RequestReference: Encodable {

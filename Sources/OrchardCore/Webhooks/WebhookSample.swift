@@ -1,5 +1,6 @@
 import ApplePay
 import Foundation
+import WalletOrders
 
 extension WebhookEvent {
     /// A sample event of `type` for `merchantIdentifier`, shaped as the real ones (the same
@@ -26,6 +27,7 @@ extension WebhookEvent {
                     id: "ref_" + RecordIdentifier.random(), paymentId: payment.id, amount: 500, currency: "EUR", state: .refunded,
                     reference: "\(payment.reference)-r1", idempotencyKey: "orchard-test", createdAt: date)
             }
+            if type == .walletOrderUpdated { data.walletOrder = sampleWalletOrder(payment: payment, at: date) }
             if [.mandateCreated, .mandateUpdated, .mandateEnded].contains(type) {
                 data.mandate = MandateView(sampleMandate(type, payment: payment, merchantIdentifier: merchantIdentifier, at: date))
             }
@@ -50,6 +52,16 @@ extension WebhookEvent {
             id: "pay_" + RecordIdentifier.random(), orderId: "prq_" + RecordIdentifier.random(), transactionId: "00", state: state,
             amount: 1234, currency: "EUR", network: "Visa", lastFour: "4242", processor: "record", reference: "orchard-test",
             processorCode: type == .paymentRefused ? "declined" : nil, createdAt: date)
+    }
+
+    static func sampleWalletOrder(payment: PaymentRecord, at date: Date) -> WalletOrderView {
+        var parcel = WalletOrder.Fulfillment(fulfillmentIdentifier: "orchard-test", kind: .shipping, status: "onTheWay")
+        parcel.carrier = "Orchard test carrier"
+        parcel.trackingNumber = "orchard-test"
+        let record = WalletOrderRecord(
+            orderIdentifier: RecordIdentifier.random(), orderTypeIdentifier: "order.orchard.test", merchantIdentifier: "",
+            paymentId: payment.id, authenticationTokenHash: [], createdAt: date, updatedAt: date, version: 2, fulfillments: [parcel])
+        return WalletOrderView(record, webServiceURL: "https://orchard.test/wallet-orders")
     }
 
     static func sampleMandate(_ type: WebhookEventType, payment: PaymentRecord, merchantIdentifier: String, at date: Date)

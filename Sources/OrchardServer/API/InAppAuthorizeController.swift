@@ -31,7 +31,9 @@ struct InAppAuthorizeController {
             }
             let payment = try await payments.engine.authorize(
                 .init(merchantIdentifier: merchant.merchantIdentifier, orderId: record.id, token: token))
-            return try await payments.detail(payment)
+            var detail = try await payments.detail(payment)
+            detail.orderDetails = await payments.walletOrders?.issue(for: payment, merchantIdentifier: merchant.merchantIdentifier)
+            return detail
         }
         return v1
     }

@@ -8,6 +8,7 @@ struct PaymentsAPIController {
     let refunds: any Refunds
     let paymentRequests: any PaymentRequests
     let engine: PaymentsEngine
+    let walletOrders: WalletOrderService?
 
     struct RefundBody: Decodable {
         /// Minor units; absent: everything not refunded yet.
@@ -17,6 +18,8 @@ struct PaymentsAPIController {
     struct Detail: ResponseEncodable {
         var payment: PaymentView
         var refunds: [RefundRecord]
+        /// Only in an authorization's answer, for PassKit's `PKPaymentOrderDetails`.
+        var orderDetails: WalletOrderDetails?
     }
 
     struct RefundList: ResponseEncodable {
@@ -33,7 +36,9 @@ struct PaymentsAPIController {
             try await detail(try engine(context) { try await $0.settle(paymentId: $1, merchantIdentifier: $2) })
         }
         v1.post("payments/{id}/cancel") { _, context in
-            try await detail(try engine(context) { try await $0.cancel(paymentId: $1, merchantIdentifier: $2) })
+            let payment = try await engine(context) { try await $0.cancel(paymentId: $1, merchantIdentifier: $2) }
+            await walletOrders?.paymentChanged(paymentId: payment.id)
+            return try await detail(payment)
         }
         v1.get("payments/{id}/refunds") { _, context in
             let payment = try await engine(context) { try await $0.requirePayment($1, merchantIdentifier: $2) }
@@ -45,6 +50,7 @@ struct PaymentsAPIController {
             let refund = try await engine(context) {
                 try await $0.refund(paymentId: $1, merchantIdentifier: $2, amount: body.amount, idempotencyKey: key)
             }
+            if refund.state == .refunded { await walletOrders?.paymentChanged(paymentId: refund.paymentId) }
             let status: HTTPResponse.Status =
                 switch refund.state {
                 case .refunded: .created

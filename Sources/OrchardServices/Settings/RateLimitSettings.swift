@@ -18,7 +18,7 @@ public struct RateLimit: Sendable, Equatable {
 public struct RateLimitSettings: Sendable {
     /// The calls that are limited.
     public enum Action: String, Sendable, CaseIterable {
-        case merchantSessions, orders, paymentRequests, orderUpdates, authorizations, tokenEvents
+        case merchantSessions, orders, paymentRequests, orderUpdates, authorizations, tokenEvents, walletOrders
 
         /// For messages: what was asked too often.
         public var noun: String {
@@ -29,6 +29,7 @@ public struct RateLimitSettings: Sendable {
             case .orderUpdates: "sheet updates"
             case .authorizations: "payment attempts"
             case .tokenEvents: "token notifications"
+            case .walletOrders: "Wallet order calls"
             }
         }
     }
@@ -48,11 +49,13 @@ public struct RateLimitSettings: Sendable {
             .merchantSessions: RateLimit(perMinute: 30, burst: 10), .orders: RateLimit(perMinute: 60, burst: 20),
             .paymentRequests: RateLimit(perMinute: 600, burst: 100), .orderUpdates: RateLimit(perMinute: 120, burst: 30),
             .authorizations: RateLimit(perMinute: 30, burst: 10), .tokenEvents: RateLimit(perMinute: 60, burst: 20),
+            .walletOrders: RateLimit(perMinute: 120, burst: 30),
         ],
         perMerchant: [
             .merchantSessions: RateLimit(perMinute: 1200, burst: 200), .orders: RateLimit(perMinute: 3000, burst: 300),
             .paymentRequests: RateLimit(perMinute: 600, burst: 100), .orderUpdates: RateLimit(perMinute: 6000, burst: 600),
             .authorizations: RateLimit(perMinute: 3000, burst: 300), .tokenEvents: RateLimit(perMinute: 600, burst: 100),
+            .walletOrders: RateLimit(perMinute: 6000, burst: 600),
         ],
         maxTrackedClients: 100_000)
 
