@@ -123,6 +123,7 @@ let package = Package(
         .target(
             name: "AppleGateway",
             dependencies: [
+                "WalletOrders",
                 "ApplePay",
                 "CurlClient",
                 "OrchardCore",
@@ -252,6 +253,9 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -461,7 +465,7 @@ let package = Package(
         .testTarget(
             name: "AppleGatewayTests",
             dependencies: [
-                "AppleGateway", "ApplePay", "CurlClient", "OrchardCore", "OrchardTesting",
+                "AppleGateway", "ApplePay", "CurlClient", "OrchardCore", "OrchardTesting", "OrchardInMemory", "WalletOrders",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -33,6 +33,9 @@ public struct CurlRequest: Sendable {
     /// IDs: for a call to a shop or tenant, who should not learn the trace (the operator's, or a
     /// proxy's upstream) of the request that made it. Without it, the call continues the current trace.
     public var startsTrace = false
+    /// Asks for HTTP/2 (ALPN `h2`), as APNs requires; ``CurlResponse/httpVersion`` says what the
+    /// server spoke, for a caller that must refuse anything else.
+    public var requiresHTTP2 = false
 
     public init(
         method: String = "GET",
@@ -77,6 +80,8 @@ public struct CurlResponse: Sendable {
     /// The certificates the server presented in the TLS handshake, in its order (its own first), each
     /// as PEM; empty unless the request asked (``CurlRequest/readsPeerCertificates``) or over plain http.
     public var peerCertificates: [String] = []
+    /// The HTTP version the answer came in: 1 (1.0 or 1.1), 2 or 3; 0 when answered in process.
+    public var httpVersion = 0
 
     /// A response as received (or, in tests that answer in process, as a server would have sent it).
     public init(

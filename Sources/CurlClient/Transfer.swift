@@ -76,6 +76,11 @@ final class Transfer: @unchecked Sendable {
         try set(CURLOPT_NOSIGNAL, 1)
         try set(CURLOPT_TCP_KEEPALIVE, 1)
         if request.freshConnection || request.readsPeerCertificates { try set(CURLOPT_FRESH_CONNECT, 1) }
+        // HTTP/2 over TLS only: ALPN offers h2 alone, so a server without it fails the handshake.
+        if request.requiresHTTP2 {
+            try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            try set(CURLOPT_SSL_ENABLE_ALPN, 1)
+        }
         if request.readsPeerCertificates {
             // A resumed session or a kept connection would show an earlier handshake's certificates.
             try set(CURLOPT_CERTINFO, 1)
@@ -209,6 +214,16 @@ final class Transfer: @unchecked Sendable {
         return count
     }
 
+    /// CURLINFO_HTTP_VERSION's constant as a number.
+    static func httpVersion(_ constant: Int) -> Int {
+        switch constant {
+        case Int(CURL_HTTP_VERSION_1_0), Int(CURL_HTTP_VERSION_1_1): 1
+        case Int(CURL_HTTP_VERSION_2_0): 2
+        case 30: 3  // CURL_HTTP_VERSION_3
+        default: 0
+        }
+    }
+
     /// Builds the outcome once libcurl reports the transfer done.
     func outcome(for code: CURLcode) -> (Result<CurlResponse, CurlError>, newConnections: Int) {
         var connects = 0
@@ -228,7 +243,10 @@ final class Transfer: @unchecked Sendable {
         }
         var status = 0
         _ = orchard_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        var version = 0
+        _ = orchard_curl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
         var response = CurlResponse(status: status, headers: headers, body: body, newConnections: connects)
+        response.httpVersion = Self.httpVersion(version)
         if readsPeerCertificates { response.peerCertificates = peerCertificates() }
         return (.success(response), connects)
     }

@@ -24,14 +24,15 @@ extension ApplicationDependencies {
         registration: (any MerchantRegistrationService)? = nil, merchantTokens: (any MerchantTokenService)? = nil,
         domainProbe: (any DomainProbe)? = nil, tenantDomainProbe: (any DomainProbe)? = nil, processorMaker: (any ProcessorMaker)? = nil,
         shopCalls: (any ShopTransport)? = nil, serveChecks: (@Sendable () async -> [DoctorCheck])? = nil,
-        activity: ServerActivity = ServerActivity(), logger: Logger = Logger(label: "orchard")
+        walletPusher: (any WalletOrderPusher)? = nil, activity: ServerActivity = ServerActivity(),
+        logger: Logger = Logger(label: "orchard")
     ) {
         let parts = Parts(
             configuration: configuration, stored: repositories ?? Repositories(store), processors: processors,
             vault: vault ?? configuration.vault ?? .ephemeral(),
             time: time, directory: directory ?? MerchantDirectory(configuration: configuration), registration: registration,
             merchantTokens: merchantTokens, domainProbe: domainProbe, tenantDomainProbe: tenantDomainProbe,
-            processorMaker: processorMaker, shopCalls: shopCalls, activity: activity, logger: logger)
+            processorMaker: processorMaker, shopCalls: shopCalls, walletPusher: walletPusher, activity: activity, logger: logger)
         // `orchard doctor`'s report: serve's own lines (the store included), then each piece's.
         let doctor: DoctorRun = { [vault = parts.vault] live, domains in
             let pieces = await Doctor(
@@ -71,6 +72,8 @@ private struct Parts {
     let tenantDomainProbe: (any DomainProbe)?
     let processorMaker: (any ProcessorMaker)?
     let shopCalls: (any ShopTransport)?
+    /// Sends Wallet order pushes (APNs); nil: they stay queued.
+    let walletPusher: (any WalletOrderPusher)?
     let activity: ServerActivity
     let logger: Logger
 
@@ -90,7 +93,8 @@ private struct Parts {
                 store: stored.tokenEventInbox, lifecycle: mandates, budgets: TokenEventBudgets(policy: configuration.tokenEvents),
                 gatewayTimeout: configuration.gateway.timeout, time: time, logger: logger)
         }
-        let background = backgroundServices(engine: engine) + [tokenEvents as (any Service)?, webhooks].compactMap { $0 }
+        let pushes = walletPushes()
+        let background = backgroundServices(engine: engine) + [tokenEvents as (any Service)?, webhooks, pushes].compactMap { $0 }
         return ServerServices(
             engine: engine, mandates: mandates,
             orders: OrderService(
@@ -106,6 +110,14 @@ private struct Parts {
             registry: registry(mandates: mandates, webhooks: webhooks),
             webhooks: webhooks, tokenEvents: tokenEvents, background: background,
             walletOrders: WalletOrderService(store: stored.walletOrders, merchants: directory, time: time, logger: logger))
+    }
+
+    /// The loop sending Wallet order pushes, when a merchant offers Wallet orders and something can send them.
+    private func walletPushes() -> WalletOrderPushLoop? {
+        guard let walletPusher, configuration.merchants.contains(where: { $0.walletOrders != nil }) else { return nil }
+        let sender = WalletOrderPushSender(
+            store: stored.walletOrders, merchants: directory, pusher: walletPusher, time: time, logger: logger)
+        return WalletOrderPushLoop(sender: sender, logger: logger)
     }
 
     /// The admin API's registry, with the retirement that winds a leaving tenant down.

@@ -153,7 +153,8 @@ private func makeServer(
         merchantTokens: AppleMerchantTokenClient(http: clients.http, endpoint: configuration.gateway, logger: logger),
         domainProbe: CurlDomainProbe(http: clients.http), tenantDomainProbe: CurlDomainProbe(http: clients.tenantProcessors),
         processorMaker: processorMaker, shopCalls: clients.shopCalls,
-        serveChecks: { await serveDoctorChecks(loaded: configuration, store: store) }, activity: activity, logger: logger)
+        serveChecks: { await serveDoctorChecks(loaded: configuration, store: store) },
+        walletPusher: APNsPushClient(http: clients.http), activity: activity, logger: logger)
     return buildApplication(dependencies, onServerRunning: onServerRunning)
 }
 

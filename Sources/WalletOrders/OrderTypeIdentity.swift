@@ -105,6 +105,16 @@ public struct OrderTypeIdentity: Sendable {
         return nil
     }
 
+    /// The certificate then its intermediates, PEM: the TLS client chain APNs is shown.
+    public var certificateChainPEM: [UInt8] {
+        get throws { Array(try ([certificate] + intermediates).map { try $0.serializeAsPEM().pemString + "\n" }.joined().utf8) }
+    }
+
+    /// The private key, PEM (PKCS#8), for the TLS client; never logged.
+    public var privateKeyPEM: [UInt8] {
+        get throws { Array((try privateKey.serializeAsPEM().pemString + "\n").utf8) }
+    }
+
     /// A detached CMS SignedData (DER) over `content`, carrying the certificate, its intermediates
     /// and a signing time, as Wallet requires of an order package's `signature`.
     public func signature(over content: [UInt8], signingTime: Date) throws(WalletOrderError) -> [UInt8] {
