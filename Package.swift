@@ -411,7 +411,9 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "X509", package: "swift-certificates"),
-            ]
+            ],
+            // Read by path: the order schema for Python's jsonschema, and the pin scripts/bootstrap installs it from.
+            exclude: ["Fixtures", "requirements.txt"]
         ),
         .testTarget(
             name: "CertificateToolsTests",
@@ -564,6 +566,7 @@ let package = Package(
             name: "OrchardIntegrationTests",
             dependencies: [
                 "OrchardIntegrationTesting",
+                "WalletOrders",
                 "OrchardServerTesting",
                 "OrchardInMemory",
                 "AppleGateway",

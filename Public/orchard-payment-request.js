@@ -134,7 +134,9 @@ export function startPaymentRequest({ order, version, merchantIdentifier, on, t 
     const { token, billingContact, shippingContact } = response.details ?? {};
     const answer = await calls.authorize({ token, billingContact, shippingContact });
     if (answer.status === 'success') {
-      await response.complete('success').catch(() => {});
+      // WebKit takes the Wallet order as ApplePayPaymentCompleteDetails; other browsers ignore it.
+      const details = answer.orderDetails ? { orderDetails: answer.orderDetails } : undefined;
+      await response.complete('success', details).catch(() => {});
       finish('success', null, answer);
       return;
     }

@@ -149,7 +149,10 @@ export function startPayment({ order, version, on, t = defaultStrings }) {
   session.onpaymentauthorized = async (event) => {
     const answer = await calls.authorize(event.payment);
     if (answer.status === 'success') {
-      session.completePayment({ status: ApplePaySession.STATUS_SUCCESS ?? 0, errors: [] });
+      // With the merchant's Wallet orders on, Wallet fetches the order the answer names.
+      const result = { status: ApplePaySession.STATUS_SUCCESS ?? 0, errors: [] };
+      if (answer.orderDetails) result.orderDetails = answer.orderDetails;
+      session.completePayment(result);
       finish('success', null, answer);
       return;
     }

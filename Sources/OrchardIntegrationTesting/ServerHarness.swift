@@ -135,7 +135,8 @@ public struct ServerHarness: ServerRequests {
             },
             merchantTokens: AppleMerchantTokenClient(http: http, endpoint: configuration.gateway, logger: logger),
             processorMaker: processorMaker, shopCalls: callsShops ? clients.shopCalls : nil,
-            serveChecks: { await serveDoctorChecks(loaded: configuration, store: store) }, activity: activity, logger: logger)
+            serveChecks: { await serveDoctorChecks(loaded: configuration, store: store) }, walletPusher: APNsPushClient(http: http),
+            activity: activity, logger: logger)
         // Longer than the server's own gateway and processor timeouts (10 s here), so a slow
         // upstream reaches the test as the server's answer, not as this client giving up first.
         let client = try CurlHTTPClient(

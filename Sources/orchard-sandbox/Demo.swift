@@ -92,6 +92,14 @@ struct Demo: AsyncParsableCommand {
             """)
     var platform = false
 
+    @Flag(
+        help: """
+            Put each paid order in the shopper's Wallet: a test Order Type ID certificate, Orchard's order web service \
+            under /wallet-orders, and a mock APNs (HTTP/2, mutual TLS) that receives the pushes; the banner prints the \
+            curl commands that play Wallet.
+            """)
+    var walletOrders = false
+
     @OptionGroup var faults: FaultOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -116,6 +124,11 @@ struct Demo: AsyncParsableCommand {
         if let heldKey { processors?.heldKeys = [heldKey.held] }
         if let processorFaultOnce { processors?.answerNext([processorFaultOnce.behaviour]) }
         let processorPort = try await processors?.start() ?? 0
+        let apns = walletOrders ? try environment.makeAPNs() : nil
+        let apnsPort = try await apns?.start() ?? 0
+        // Wallet's web service is reached at the server's own address, so its port is chosen now.
+        let serverPort = walletOrders && port == 0 ? LoopbackPort.free() ?? 0 : port
+        let webService = "http://127.0.0.1:\(serverPort)/wallet-orders"
         // In a checkout of the repository the page and catalogue are served from their files, so
         // edits show without a rebuild; anywhere else, the page and catalogue built into the binary.
         let publicDirectory =
@@ -125,10 +138,11 @@ struct Demo: AsyncParsableCommand {
             FileManager.default.fileExists(atPath: "Config/catalogue.json")
             ? URL(fileURLWithPath: "Config/catalogue.json").standardizedFileURL.path : try environment.builtInCatalogue()
         let path = try environment.writeServerConfiguration(
-            gatewayPort: gatewayPort, serverPort: port, publicDirectory: publicDirectory, catalogue: catalogue,
+            gatewayPort: gatewayPort, serverPort: serverPort, publicDirectory: publicDirectory, catalogue: catalogue,
             applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort, webhookURL: webhookUrl,
             webhookRotation: webhookRotation, processorHoldsKey: processorHoldsKey, applePayMode: paymentRequest ? "paymentrequest" : nil,
-            reconcileEverySecond: processorFaultOnce != nil, platform: platform)
+            reconcileEverySecond: processorFaultOnce != nil, platform: platform,
+            walletOrders: walletOrders ? (webService, apnsPort) : nil)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)
@@ -165,13 +179,14 @@ struct Demo: AsyncParsableCommand {
                 and a test token for it: \(sandbox) token mint --state-dir \(URL(fileURLWithPath: stateDir).standardizedFileURL.path) --amount <total in cents> --application-data orchard-order:<orderId>
 
                 Payments go to: \(processor == .record ? "the database only (record)" : "a mock \(processor.rawValue) at \(processors?.baseURL ?? "")")\(heldKey == nil ? "" : ", which holds the processing key: Orchard forwards each token encrypted")
-                Back office: \(orchard) payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)\(platform ? Self.platformLines(orchard: orchard, port: port, tokenFile: tokenFile) : "")
+                Back office: \(orchard) payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)\(platform ? Self.platformLines(orchard: orchard, port: port, tokenFile: tokenFile) : "")\(apns == nil ? "" : Self.walletLines(port: port, apnsPort: apnsPort))
 
                 Press Ctrl-C to stop.
                 """)
         }
         await gateway.stop()
         await processors?.stop()
+        apns?.stop()
     }
 
     /// The banner's lines for `--platform`: the platform and a registration to try.
@@ -181,6 +196,22 @@ struct Demo: AsyncParsableCommand {
         Platform integrator: \(DemoEnvironment.platformIdentifier) (the mock gateway accepts its identity). Register a shop:
           \(orchard) domains register --server http://127.0.0.1:\(port) --token-file \(tokenFile) --partner-id shop-1 --name 'Shop One' --domain shop-one.example
         """
+    }
+
+    /// The banner's lines for `--wallet-orders`: where Wallet's calls go, and how to play Wallet by hand.
+    static func walletLines(port: Int, apnsPort: Int) -> String {
+        let base = "http://127.0.0.1:\(port)/wallet-orders/v1"
+        let type = DemoEnvironment.orderTypeIdentifier
+        return """
+
+            Wallet orders: on (Order Type ID \(type)); web service \(base); pushes go to the mock APNs at https://127.0.0.1:\(apnsPort) (HTTP/2, mutual TLS).
+            Pay on the page; the authorize answer's orderDetails names ORDER and TOKEN. Then play Wallet:
+              curl -sS -o order.order -D - \(base)/orders/\(type)/ORDER -H 'Authorization: AppleOrder TOKEN'
+              curl -sS -X POST \(base)/devices/my-device/registrations/\(type)/ORDER -H 'Authorization: AppleOrder TOKEN' -H 'Content-Type: application/json' -d '{"pushToken":"\(String(repeating: "ab", count: 32))"}'
+              curl -sS \(base)/devices/my-device/registrations/\(type)
+            Ship it (an API key from orchard keys create; the payment ID from the authorize answer):
+              curl -sS -X POST http://127.0.0.1:\(port)/v1/payments/PAYMENT/fulfillments -H "Authorization: Bearer $ORCHARD_API_KEY" -H 'Content-Type: application/json' -d '{"fulfillmentIdentifier":"parcel-1","type":"shipping","status":"onTheWay","carrier":"DHL","trackingNumber":"123"}'
+            """
     }
 
     /// How to type the executable `name`, beside this one, so that the commands the demo prints

@@ -466,3 +466,41 @@ class HeaderTests(CheckoutTestCase):
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+
+
+# Records the Wallet orders the simulated sheet was handed by completePayment.
+WALLET_ORDER_RECORDER = """
+window.__walletOrders = [];
+window.addEventListener('simulatedsheet:walletorder', (event) => window.__walletOrders.push(event.detail));
+"""
+
+
+class WalletOrdersTests(CheckoutTestCase):
+    """The demo with --wallet-orders: the page hands the authorize answer's orderDetails to completePayment."""
+
+    demo_flags = ("--wallet-orders",)
+
+    def pay_and_read_order(self):
+        browser = self.browser(DESKTOP, WALLET_ORDER_RECORDER)
+        self.pay_flow_to_sheet(browser)
+        browser.find('[data-testid="sheet-pay"]').click()
+        browser.wait_status("success")
+        orders = browser.driver.execute_script("return window.__walletOrders")
+        self.assertEqual(len(orders), 1, orders)
+        order = orders[0]
+        self.assertEqual(order["orderTypeIdentifier"], "order.dev.orchard.demo")
+        self.assertEqual(order["webServiceURL"], f"http://127.0.0.1:{self.demo.port}/wallet-orders")
+        self.assertEqual(len(order["orderIdentifier"]), 32)
+        self.assertGreaterEqual(order["tokenLength"], 16)
+        self.assertClean(browser)
+        return order
+
+    def test_the_sheet_receives_order_details(self):
+        self.pay_and_read_order()
+
+
+class WalletOrdersPaymentRequestTests(WalletOrdersTests):
+    """The same through the Payment Request API: complete('success', {orderDetails})."""
+
+    demo_flags = ("--wallet-orders", "--payment-request")
+

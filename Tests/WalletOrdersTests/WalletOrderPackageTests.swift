@@ -45,43 +45,9 @@ enum PackageFixture {
 
 @Suite("Wallet order package: order.json, manifest, signature, zip")
 struct WalletOrderPackageTests {
-    /// Unzips with Python, checks each manifest hash with hashlib, then has `openssl cms -verify`
-    /// check the signature over the manifest against the test CA alone (the intermediate must come
-    /// from the signature itself). Prints `order.json`, then the file list.
-    static let checker = #"""
-        import hashlib, json, subprocess, sys, zipfile
-        package, ca, out = sys.argv[1:4]
-        with zipfile.ZipFile(package) as archive:
-            names = archive.namelist()
-            files = {name: archive.read(name) for name in names}
-        manifest = json.loads(files["manifest.json"])
-        assert sorted(manifest) == sorted(n for n in names if n not in ("manifest.json", "signature")), (manifest, names)
-        for name, digest in manifest.items():
-            assert hashlib.sha256(files[name]).hexdigest() == digest, name
-        open(out + "/manifest.json", "wb").write(files["manifest.json"])
-        open(out + "/signature", "wb").write(files["signature"])
-        verify = subprocess.run(["openssl", "cms", "-verify", "-binary", "-inform", "DER", "-in", out + "/signature",
-            "-content", out + "/manifest.json", "-CAfile", ca, "-purpose", "any", "-out", "/dev/null"], capture_output=True, text=True)
-        sys.stderr.write(verify.stderr)
-        assert verify.returncode == 0, "openssl cms -verify failed"
-        printed = subprocess.run(["openssl", "cms", "-cmsout", "-print", "-inform", "DER", "-in", out + "/signature"], capture_output=True, text=True).stdout
-        assert "signingTime" in printed, "no signing time"
-        assert "eContent: <ABSENT>" in printed, "not detached"
-        print(files["order.json"].decode())
-        print(" ".join(names))
-        """#
-
     static func check(_ package: [UInt8], ca: Certificate) async throws -> (order: String, names: String, stderr: String, status: Int32) {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("order-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        try Data(package).write(to: folder.appendingPathComponent("package.order"))
-        try Data((try ca.serializeAsPEM().pemString + "\n").utf8).write(to: folder.appendingPathComponent("ca.pem"))
-        let result = try await OrchardProcess.tool(
-            "python3",
-            ["-c", checker, folder.appendingPathComponent("package.order").path, folder.appendingPathComponent("ca.pem").path, folder.path])
-        let lines = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
-        return (lines.first ?? "", lines.last ?? "", result.stderr, result.status)
+        let result = try await WalletOrderPackageCheck.check(package, ca: ca)
+        return (result.orderJSON, result.names.joined(separator: " "), result.stderr, result.status)
     }
 
     static func identity(_ pki: TestPKI, orderType: String = PackageFixture.orderType) throws -> OrderTypeIdentity {
@@ -116,6 +82,24 @@ struct WalletOrderPackageTests {
         let checked = try await Self.check(package, ca: ours.ca.certificate)
         #expect(checked.status != 0)
         #expect(checked.stderr.contains("openssl cms -verify failed"))
+    }
+
+    @Test("the check can fail: a signed package whose order.json breaks Apple's schema is refused by jsonschema")
+    func schemaCheckFails() async throws {
+        let pki = try TestPKI.make()
+        let signer = try Self.identity(pki)
+        var json = String(decoding: try WalletOrderJSON.encode(PackageFixture.order()), as: UTF8.self)
+        json = json.replacingOccurrences(of: #""orderType":"ecommerce""#, with: #""orderType":"retail""#)
+        let files = [StoredZip.Entry(path: "order.json", bytes: Array(json.utf8))]
+        let manifest = try WalletOrderManifest.json(for: files)
+        let package = try StoredZip.archive(
+            files + [
+                .init(path: "manifest.json", bytes: manifest),
+                .init(path: "signature", bytes: try signer.signature(over: manifest, signingTime: Date())),
+            ],
+            modified: Date())
+        let checked = try await WalletOrderPackageCheck.check(package, ca: pki.ca.certificate)
+        #expect(checked.status != 0 && checked.stderr.contains("ValidationError"), "\(checked.stderr)")
     }
 
     @Test("an order that breaks Apple's schema is not packaged")

@@ -152,7 +152,8 @@ public struct DemoEnvironment: Sendable {
     public func writeServerConfiguration(
         gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
         processor: DemoProcessor = .record, processorPort: Int = 0, webhookURL: String? = nil, webhookRotation: Bool = false,
-        processorHoldsKey: Bool = false, applePayMode: String? = nil, reconcileEverySecond: Bool = false, platform: Bool = false
+        processorHoldsKey: Bool = false, applePayMode: String? = nil, reconcileEverySecond: Bool = false, platform: Bool = false,
+        walletOrders: (webServiceURL: String, apnsPort: Int)? = nil
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -232,6 +233,9 @@ public struct DemoEnvironment: Sendable {
         if platform {
             configuration["platformIntegrator"] = try platformSection()
             configuration["admin"] = ["token": try adminTokenFile()]
+        }
+        if let walletOrders {
+            merchant["walletOrders"] = try walletOrdersSection(webServiceURL: walletOrders.webServiceURL, apnsPort: walletOrders.apnsPort)
         }
         configuration["merchants"] = [merchant]
         let data = try JSONSerialization.data(

@@ -88,8 +88,8 @@ class SimulatedPaymentResponse extends EventTarget {
     this.payerPhone = options.requestPayerPhone ? contact.phoneNumber ?? null : null;
   }
 
-  complete(result = 'unknown') {
-    return this.#owner.complete(result);
+  complete(result = 'unknown', details = undefined) {
+    return this.#owner.complete(result, details);
   }
 
   retry(errors = {}) {
@@ -230,7 +230,7 @@ class SimulatedPaymentRequest extends EventTarget {
   #owner() {
     return {
       request: this, options: this.#options,
-      complete: (result) => this.#complete(result),
+      complete: (result, details) => this.#complete(result, details),
       retry: (errors) => this.#retry(errors),
     };
   }
@@ -295,10 +295,13 @@ class SimulatedPaymentRequest extends EventTarget {
     return errors;
   }
 
-  #complete(result) {
+  #complete(result, details) {
     if (this.#state !== 'interactive' || this.#retrying) return Promise.reject(stateError('the response is already complete'));
     const success = result === 'success';
-    this.#session.completePayment({ status: success ? 0 : 1, errors: [] });
+    const completion = { status: success ? 0 : 1, errors: [] };
+    // WebKit's ApplePayPaymentCompleteDetails: the Wallet order, as Apple Pay JS takes it.
+    if (details?.orderDetails) completion.orderDetails = details.orderDetails;
+    this.#session.completePayment(completion);
     // A failed complete() is final: the sheet closes, where a session's STATUS_FAILURE would let the shopper retry.
     if (!success) this.#session.abort();
     this.#state = 'closed';

@@ -288,7 +288,19 @@ class SimulatedApplePaySession extends EventTarget {
     const status = typeof result === 'number' ? result : result?.status;
     const errors = typeof result === 'object' && Array.isArray(result.errors) ? result.errors : [];
     if (status === SimulatedApplePaySession.STATUS_SUCCESS) {
-      this.#showMessage('Done', false);
+      const order = typeof result === 'object' ? result.orderDetails : undefined;
+      if (order !== undefined) {
+        // ApplePayPaymentOrderDetails: four required strings, as WebIDL would insist.
+        const fields = ['orderTypeIdentifier', 'orderIdentifier', 'webServiceURL', 'authenticationToken'];
+        if (!fields.every((field) => typeof order?.[field] === 'string')) {
+          throw new TypeError(`orderDetails needs ${fields.join(', ')}.`);
+        }
+        // What Wallet would be handed, told to the page for a test to read (the token's length only).
+        const { orderTypeIdentifier, orderIdentifier, webServiceURL } = order;
+        const detail = { orderTypeIdentifier, orderIdentifier, webServiceURL, tokenLength: order.authenticationToken.length };
+        window.dispatchEvent(new CustomEvent('simulatedsheet:walletorder', { detail }));
+      }
+      this.#showMessage(order ? 'Done: the order is in Wallet' : 'Done', false);
       this.#state = 'done';
       this.#ui.root.dataset.state = 'done';
       setTimeout(() => this.#close(), 600);
