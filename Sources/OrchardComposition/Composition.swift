@@ -79,8 +79,11 @@ private struct Parts {
 
     /// Every service, each made once and shared by the routes and the loops.
     func services() -> ServerServices {
-        let engine = configuration.makePaymentsEngine(
+        let walletOrders = WalletOrderService(store: stored.walletOrders, merchants: directory, time: time, logger: logger)
+        var engine = configuration.makePaymentsEngine(
             repositories: stored, processors: processors, vault: vault, time: time, logger: logger)
+        // A capture, cancellation or refund changes what Wallet shows: a new version, pushed.
+        engine.onPaymentChanged = { paymentId in await walletOrders.paymentChanged(paymentId: paymentId) }
         let mandates = MandateLifecycle(
             store: stored.mandates, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
         let webhooks = shopCalls.map {
@@ -109,7 +112,7 @@ private struct Parts {
                 time: time),
             registry: registry(mandates: mandates, webhooks: webhooks),
             webhooks: webhooks, tokenEvents: tokenEvents, background: background,
-            walletOrders: WalletOrderService(store: stored.walletOrders, merchants: directory, time: time, logger: logger))
+            walletOrders: walletOrders)
     }
 
     /// The loop sending Wallet order pushes, when a merchant offers Wallet orders and something can send them.

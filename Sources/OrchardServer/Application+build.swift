@@ -76,7 +76,8 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
         refunds: stored.refunds, paymentRequests: stored.paymentRequests, engine: services.engine, walletOrders: services.walletOrders)
     v1.addRoutes(paymentsAPI.routes)
     v1.addRoutes(InAppAuthorizeController(requests: services.paymentRequests, payments: paymentsAPI, limiter: limiter).routes)
-    v1.addRoutes(MandatesController(service: services.mandateCharges, lifecycle: services.mandates).routes)
+    v1.addRoutes(
+        MandatesController(service: services.mandateCharges, lifecycle: services.mandates, walletOrders: services.walletOrders).routes)
     if let walletOrders = services.walletOrders {
         let paths = Set(directory.merchants.compactMap { $0.walletOrders.flatMap { URLComponents(string: $0.webServiceURL)?.path } })
         routes.addRoutes(WalletOrdersController(service: walletOrders, paths: paths.sorted(), limiter: limiter).routes)

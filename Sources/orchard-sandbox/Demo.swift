@@ -186,7 +186,7 @@ struct Demo: AsyncParsableCommand {
         }
         await gateway.stop()
         await processors?.stop()
-        apns?.stop()
+        await apns?.stop()
     }
 
     /// The banner's lines for `--platform`: the platform and a registration to try.

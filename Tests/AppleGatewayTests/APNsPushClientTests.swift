@@ -31,8 +31,14 @@ struct APNsPushClientTests {
     ) async throws {
         let pki = TestMaterial.shared.pki
         let apns = try MockAPNs(server: try pki.issueServerCertificate(hosts: ["127.0.0.1"]), clientCA: pki.ca.certificate)
-        let port = try await apns.start()
-        defer { apns.stop() }
+        try await apns.serving { port in try await withClient(port: port, apns: apns, tokens: tokens, identity: identity, body) }
+    }
+
+    static func withClient(
+        port: Int, apns: MockAPNs, tokens: [String], identity: TestOrderTypeIdentity?,
+        _ body: (MockAPNs, WalletOrderPushSender, InMemoryStore, WalletOrderRecord) async throws -> Void
+    ) async throws {
+        let pki = TestMaterial.shared.pki
         let http = try CurlHTTPClient()
         defer { http.shutdown() }
         let endpoint = RemoteEndpoint(

@@ -33,7 +33,7 @@ final class DocumentationDemo: Sendable {
             OrchardProcess.sandbox.path,
             [
                 "demo", "--port", "0", "--state-dir", directory.path("state"), "--processor", "worldpay", "--webhook-url", receiver.url,
-                "--webhook-rotation", "--platform", "--log-format", "json", "--log-level", "info",
+                "--webhook-rotation", "--platform", "--wallet-orders", "--log-format", "json", "--log-level", "info",
             ], currentDirectory: directory.url.path, output: .file(log))
         let found = try? await Eventually.value { () -> Int? in
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""

@@ -38,8 +38,11 @@ struct WalletOrdersLiveTests {
     func playWallet() async throws {
         let pki = TestMaterial.shared.pki
         let apns = try MockAPNs(server: try pki.issueServerCertificate(hosts: ["127.0.0.1"]), clientCA: pki.ca.certificate)
-        let apnsPort = try await apns.start()
-        defer { apns.stop() }
+        try await apns.serving { apnsPort in try await play(apns: apns, apnsPort: apnsPort) }
+    }
+
+    func play(apns: MockAPNs, apnsPort: Int) async throws {
+        let pki = TestMaterial.shared.pki
         try await ServerHarness.with(
             transport: .live,
             configure: { file, directory in

@@ -42,6 +42,9 @@ public struct MandateChargeDraft: Codable, Sendable, Equatable {
 public struct MandateChargeView: Encodable, Sendable {
     public var payment: PaymentView
     public var mandate: MandateView
+    /// The charge's Wallet order, when the merchant has `walletOrders.mandateCharges`: for the
+    /// shop's app to add to Wallet (FinanceKit), as a sheet would have. In the first answer only.
+    public var orderDetails: WalletOrderDetails?
 }
 
 /// The shop's side of its mandates: reading them and charging them merchant-initiated. A charge

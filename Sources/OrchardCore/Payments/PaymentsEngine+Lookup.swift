@@ -173,6 +173,7 @@ extension PaymentsEngine {
         logger.notice(
             "an unknown refund was settled from the processor's records, without a re-send",
             metadata: ["refund": "\(refund.id)", "reference": "\(refund.reference)", "state": "\(state.rawValue)"])
+        if state == .refunded { await onPaymentChanged?(settled.paymentId) }
         return settled
     }
 

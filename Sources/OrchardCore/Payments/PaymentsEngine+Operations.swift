@@ -105,6 +105,7 @@ extension PaymentsEngine {
             throw CoreError(.invalidState, "the payment changed meanwhile; reload it")
         }
         logger.info("payment \(move.to.rawValue)", metadata: ["payment": "\(id)", "processor": "\(payment.processor)"])
+        await onPaymentChanged?(id)
         return updated
     }
 }

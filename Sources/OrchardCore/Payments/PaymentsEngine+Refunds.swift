@@ -105,6 +105,7 @@ extension PaymentsEngine {
         guard let finished else { throw CoreError(.invalidState, "the refund changed meanwhile; reload it") }
         metadata["state"] = "\(state.rawValue)"
         logger.log(level: state == .refunded ? .info : .error, "refund \(state.rawValue)", metadata: metadata)
+        if state == .refunded { await onPaymentChanged?(finished.paymentId) }
         return finished
     }
 

@@ -82,6 +82,9 @@ public struct PaymentsEngine: Sendable {
     let time: TimeSource
     public let policy: Policy
     let logger: Logger
+    /// Told the payment's ID after a capture, a cancellation or a refund took effect (Wallet
+    /// orders follow the payment); set once by the composition root, before the engine is shared.
+    public var onPaymentChanged: (@Sendable (String) async -> Void)?
 
     /// - Parameters:
     ///   - orderPayments: orders and their payments.

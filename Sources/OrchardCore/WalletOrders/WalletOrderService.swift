@@ -65,6 +65,12 @@ public struct WalletOrderService: Sendable {
         }
     }
 
+    /// ``issue(for:merchantIdentifier:mandateCharge:)`` for the payment with this ID.
+    public func issue(paymentId: String, merchantIdentifier: String, mandateCharge: Bool) async -> WalletOrderDetails? {
+        guard let payment = try? await store.payment(id: paymentId) else { return nil }
+        return await issue(for: payment, merchantIdentifier: merchantIdentifier, mandateCharge: mandateCharge)
+    }
+
     /// Adds the fulfilment, or replaces the one with its identifier, on the Wallet order of the
     /// merchant's payment; every registered device is pushed and the shop told (`wallet_order.updated`).
     public func fulfill(_ request: FulfillmentRequest, paymentId: String, merchantIdentifier: String) async throws -> WalletOrderView {

@@ -36,9 +36,7 @@ struct PaymentsAPIController {
             try await detail(try engine(context) { try await $0.settle(paymentId: $1, merchantIdentifier: $2) })
         }
         v1.post("payments/{id}/cancel") { _, context in
-            let payment = try await engine(context) { try await $0.cancel(paymentId: $1, merchantIdentifier: $2) }
-            await walletOrders?.paymentChanged(paymentId: payment.id)
-            return try await detail(payment)
+            try await detail(try engine(context) { try await $0.cancel(paymentId: $1, merchantIdentifier: $2) })
         }
         v1.get("payments/{id}/refunds") { _, context in
             let payment = try await engine(context) { try await $0.requirePayment($1, merchantIdentifier: $2) }
@@ -50,7 +48,6 @@ struct PaymentsAPIController {
             let refund = try await engine(context) {
                 try await $0.refund(paymentId: $1, merchantIdentifier: $2, amount: body.amount, idempotencyKey: key)
             }
-            if refund.state == .refunded { await walletOrders?.paymentChanged(paymentId: refund.paymentId) }
             let status: HTTPResponse.Status =
                 switch refund.state {
                 case .refunded: .created

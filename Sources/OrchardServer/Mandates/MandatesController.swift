@@ -8,6 +8,7 @@ import OrchardCore
 struct MandatesController {
     let service: MandateChargeService
     let lifecycle: MandateLifecycle
+    let walletOrders: WalletOrderService?
 
     struct MandateList: ResponseEncodable {
         var mandates: [MandateView]
@@ -34,9 +35,13 @@ struct MandatesController {
             let merchant = try context.requireAPIMerchant()
             let key = try idempotencyKey(request)
             let draft = try await request.decode(as: MandateChargeDraft.self, context: context)
-            let (view, created) = try await service.charge(
+            var (view, created) = try await service.charge(
                 draft, mandateId: try context.parameters.require("id"), idempotencyKey: key,
                 merchantIdentifier: merchant.merchantIdentifier, logger: context.logger)
+            if created {
+                view.orderDetails = await walletOrders?.issue(
+                    paymentId: view.payment.id, merchantIdentifier: merchant.merchantIdentifier, mandateCharge: true)
+            }
             return EditedResponse(status: created ? .created : .ok, response: view)
         }
         v1.delete("mandates/{id}") { _, context in
