@@ -135,6 +135,32 @@ struct WalletOrdersRouterTests {
         }
     }
 
+    @Test("a capture and a full refund are each a new version: Wallet then reads the payment paid, then refunded and the order cancelled")
+    func followsThePayment() async throws {
+        try await Self.withWalletOrders { server in
+            let details = try await Self.pay(server)
+            let (type, id, token) = (
+                try #require(details["orderTypeIdentifier"]), try #require(details["orderIdentifier"]),
+                try #require(details["authenticationToken"])
+            )
+            let record = try #require(try await server.store.walletOrder(orderTypeIdentifier: type, orderIdentifier: id))
+            let key = try await server.apiKey()
+            #expect(try await server.api("POST", "/v1/payments/\(record.paymentId)/capture", key: key).status == 200)
+            let afterCapture = try #require(try await server.store.walletOrder(paymentId: record.paymentId))
+            #expect(afterCapture.version == 2)
+            let refund = try await server.api(
+                "POST", "/v1/payments/\(record.paymentId)/refunds", key: key, json: "{}", idempotencyKey: "all")
+            #expect(refund.status == 201)
+            #expect(try await server.store.walletOrder(paymentId: record.paymentId)?.version == 3)
+            let fetched = try await Self.wallet(server, "GET", "/orders/\(type)/\(id)", token: token)
+            let order = try WalletOrderJSON.decode(
+                try #require(StoredZip.entries(of: fetched.body)?.first { $0.path == "order.json" }).bytes)
+            #expect(order.status == .cancelled && order.payment?.status == .refunded)
+            #expect(order.payment?.transactions?.map(\.transactionType) == [.purchase, .refund])
+            #expect(order.payment?.transactions?.first?.status == .completed)
+        }
+    }
+
     @Test("a merchant without Wallet orders: no orderDetails, no web service")
     func off() async throws {
         try await RouterHarness.with { server in
