@@ -467,6 +467,7 @@ let package = Package(
             name: "AppleGatewayTests",
             dependencies: [
                 "AppleGateway", "ApplePay", "CurlClient", "OrchardCore", "OrchardTesting", "OrchardInMemory", "WalletOrders",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,5 +1,6 @@
 import ApplePay
 import CertificateTools
+import Crypto
 import Foundation
 import OrchardCore
 import WalletOrders
@@ -54,6 +55,12 @@ extension ConfigurationFile {
         public var caFile: String?
         /// Must be true for a `baseURL` whose host is not Apple's push service (a mock).
         public var allowNonAppleHost: Bool?
+        /// A token-signing key (`.p8`, EC P-256): pushes authenticate with a JWT it signs instead of the certificate.
+        public var tokenKey: String?
+        /// The key's ID, 10 characters (with `tokenKey`).
+        public var keyId: String?
+        /// The developer team's ID, 10 characters (with `tokenKey`).
+        public var teamId: String?
 
         public init(baseURL: String? = nil, caFile: String? = nil, allowNonAppleHost: Bool? = nil) {
             self.baseURL = baseURL
@@ -118,7 +125,7 @@ extension ServerConfiguration {
             identity: identity, identitySource: files.source(values), webServiceURL: file.webServiceURL.trimmingSuffix("/"),
             merchantDisplayName: file.displayName ?? merchantDisplayName, merchantURL: file.url, logoPNG: logo,
             orderManagementURL: file.orderManagementURL, apns: try resolveAPNs(file.apns, section: section, values: values),
-            mandateCharges: file.mandateCharges ?? false)
+            apnsToken: try resolveAPNsToken(file.apns, section: section, values: values), mandateCharges: file.mandateCharges ?? false)
     }
 
     /// Orchard serves Wallet's calls under `webServiceURL`'s path: one of its own, apart from
@@ -135,6 +142,26 @@ extension ServerConfiguration {
                 "\(section).webServiceURL must have a path of its own, like https://pay.shop.example/wallet-orders (letters, digits, '.', '_', '~', '-'; not under /v1, /api or /admin)"
             )
         }
+    }
+
+    /// `walletOrders.apns.tokenKey`, `keyId` and `teamId`: all three or none.
+    static func resolveAPNsToken(_ apns: ConfigurationFile.APNs?, section: String, values: ConfigurationValues) throws(ConfigurationError)
+        -> WalletOrdersSettings.APNsTokenKey?
+    {
+        guard let apns, apns.tokenKey != nil || apns.keyId != nil || apns.teamId != nil else { return nil }
+        guard let reference = apns.tokenKey, let keyId = apns.keyId, let teamId = apns.teamId else {
+            throw ConfigurationError("\(section).apns: tokenKey, keyId and teamId go together (or none, to push with the certificate)")
+        }
+        guard WalletOrdersSettings.APNsTokenKey.isIdentifier(keyId), WalletOrdersSettings.APNsTokenKey.isIdentifier(teamId) else {
+            throw ConfigurationError(
+                "\(section).apns: keyId and teamId are 10 upper-case letters and digits each, as the developer portal shows them")
+        }
+        let text = String(decoding: try values.read(reference, what: "\(section).apns.tokenKey"), as: UTF8.self)
+        guard let key = try? P256.Signing.PrivateKey(pemRepresentation: text) else {
+            throw ConfigurationError(
+                "\(values.describe(reference)): \(section).apns.tokenKey must be the APNs key Apple gave as a .p8 file (EC P-256, PEM)")
+        }
+        return WalletOrdersSettings.APNsTokenKey(key: key, keyId: keyId, teamId: teamId)
     }
 
     /// `walletOrders.apns`: an https Apple push host (or an allowed test host) and its trust.

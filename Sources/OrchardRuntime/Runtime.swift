@@ -154,7 +154,7 @@ private func makeServer(
         domainProbe: CurlDomainProbe(http: clients.http), tenantDomainProbe: CurlDomainProbe(http: clients.tenantProcessors),
         processorMaker: processorMaker, shopCalls: clients.shopCalls,
         serveChecks: { await serveDoctorChecks(loaded: configuration, store: store) },
-        walletPusher: APNsPushClient(http: clients.http), activity: activity, logger: logger)
+        walletPusher: APNsPushClient(http: clients.http, time: .system), activity: activity, logger: logger)
     return buildApplication(dependencies, onServerRunning: onServerRunning)
 }
 

@@ -1,5 +1,6 @@
 import AppleGateway
 import ApplePay
+import Crypto
 import CurlClient
 import Foundation
 import Logging
@@ -26,16 +27,20 @@ struct APNsPushClientTests {
 
     /// A mock APNs, the client, settings pushing to it and a store with one order whose devices are `tokens`.
     static func withAPNs(
-        tokens: [String], identity: TestOrderTypeIdentity? = nil,
+        tokens: [String], identity: TestOrderTypeIdentity? = nil, tokenKey: MockAPNs.TokenKey? = nil,
+        signing: WalletOrdersSettings.APNsTokenKey? = nil,
         _ body: (MockAPNs, WalletOrderPushSender, InMemoryStore, WalletOrderRecord) async throws -> Void
     ) async throws {
         let pki = TestMaterial.shared.pki
-        let apns = try MockAPNs(server: try pki.issueServerCertificate(hosts: ["127.0.0.1"]), clientCA: pki.ca.certificate)
-        try await apns.serving { port in try await withClient(port: port, apns: apns, tokens: tokens, identity: identity, body) }
+        let apns = try MockAPNs(
+            server: try pki.issueServerCertificate(hosts: ["127.0.0.1"]), clientCA: pki.ca.certificate, tokenKey: tokenKey)
+        try await apns.serving { port in
+            try await withClient(port: port, apns: apns, tokens: tokens, identity: identity, signing: signing, body)
+        }
     }
 
     static func withClient(
-        port: Int, apns: MockAPNs, tokens: [String], identity: TestOrderTypeIdentity?,
+        port: Int, apns: MockAPNs, tokens: [String], identity: TestOrderTypeIdentity?, signing: WalletOrdersSettings.APNsTokenKey?,
         _ body: (MockAPNs, WalletOrderPushSender, InMemoryStore, WalletOrderRecord) async throws -> Void
     ) async throws {
         let pki = TestMaterial.shared.pki
@@ -45,6 +50,7 @@ struct APNsPushClientTests {
             baseURL: "https://127.0.0.1:\(port)", trust: .caPEM(Array(try pki.ca.certificatePEM.utf8)), connectTimeout: .seconds(5),
             timeout: .seconds(10), isProductionHost: false)
         var settings = try TestWalletOrders.settings(apns: endpoint)
+        settings.apnsToken = signing
         if let identity {
             settings.identity = try OrderTypeIdentity(
                 orderTypeIdentifier: TestWalletOrders.orderType, certificate: identity.leaf.certificate,
@@ -121,6 +127,48 @@ struct APNsPushClientTests {
             let retried = try await store.leaseWalletPushes(at: later, until: later.addingTimeInterval(60), limit: 10)
             #expect(retried.map(\.attempts) == [1])
         }
+    }
+
+    @Test(
+        "with a token-signing key: no client certificate, an ES256 provider token APNs checks; a token of another key is refused 403 and tried again"
+    )
+    func providerTokens() async throws {
+        let key = P256.Signing.PrivateKey()
+        let known = MockAPNs.TokenKey(key: key.publicKey, keyId: "ABC123DEFG", teamId: "TEAM123456")
+        let token = String(repeating: "ac", count: 32)
+        try await Self.withAPNs(
+            tokens: [token], tokenKey: known, signing: .init(key: key, keyId: "ABC123DEFG", teamId: "TEAM123456")
+        ) { apns, sender, _, _ in
+            let leased = try await sender.sendDue()
+            #expect(leased == 1)
+            #expect(apns.pushes.map(\.authentication) == ["token"])
+        }
+        try await Self.withAPNs(
+            tokens: [token], tokenKey: known, signing: .init(key: P256.Signing.PrivateKey(), keyId: "ABC123DEFG", teamId: "TEAM123456")
+        ) { apns, sender, store, _ in
+            let leased = try await sender.sendDue()
+            #expect(leased == 1)
+            #expect(apns.pushes.map(\.authentication) == ["refused:InvalidProviderToken"])
+            let later = Date().addingTimeInterval(11)
+            let retried = try await store.leaseWalletPushes(at: later, until: later.addingTimeInterval(60), limit: 10)
+            #expect(retried.map(\.attempts) == [1], "403: tried again, the key may be fixed meanwhile")
+        }
+    }
+
+    @Test("a provider token is ES256 over its header and claims, and is made again after 30 minutes, not before")
+    func tokenShape() throws {
+        let key = P256.Signing.PrivateKey()
+        let signing = WalletOrdersSettings.APNsTokenKey(key: key, keyId: "ABC123DEFG", teamId: "TEAM123456")
+        let issued = Date(timeIntervalSince1970: 1_800_000_000)
+        let token = try signing.token(issuedAt: issued)
+        let parts = token.split(separator: ".").map(String.init)
+        #expect(parts.count == 3)
+        let header = try #require(MockAPNs.json(parts[0]))
+        let claims = try #require(MockAPNs.json(parts[1]))
+        #expect(header["alg"] as? String == "ES256" && header["kid"] as? String == "ABC123DEFG")
+        #expect(claims["iss"] as? String == "TEAM123456" && claims["iat"] as? Int == 1_800_000_000)
+        let signature = try P256.Signing.ECDSASignature(rawRepresentation: try #require(MockAPNs.base64URL(parts[2])))
+        #expect(key.publicKey.isValidSignature(signature, for: Array("\(parts[0]).\(parts[1])".utf8)))
     }
 
     @Test("APNs's answers, as the policy reads them")

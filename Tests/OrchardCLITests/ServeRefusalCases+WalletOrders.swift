@@ -32,6 +32,13 @@ extension RefusalCase {
         walletOrders("walletOrders.apns.baseURL with a path") { $0["apns"] = ["baseURL": "https://api.push.apple.com/3"] },
         walletOrders("walletOrders.apns.baseURL a test host") { $0["apns"] = ["baseURL": "https://127.0.0.1:9443"] },
         walletOrders("walletOrders.apns.caFile with no PEM") { $0["apns"] = ["caFile": "junk.pem"] },
+        walletOrders("walletOrders.apns.tokenKey without keyId") { $0["apns"] = ["tokenKey": "junk.pem", "teamId": "TEAM123456"] },
+        walletOrders("walletOrders.apns.keyId in lower case") {
+            $0["apns"] = ["tokenKey": "junk.pem", "keyId": "abc123defg", "teamId": "TEAM123456"]
+        },
+        walletOrders("walletOrders.apns.tokenKey not a key") {
+            $0["apns"] = ["tokenKey": "junk.pem", "keyId": "ABC123DEFG", "teamId": "TEAM123456"]
+        },
         .edit("two merchants with one Order Type ID") { json, _ in
             let section: [String: Any] = [
                 "orderTypeIdentifier": "order.dev.orchard.demo", "identityCertificate": "order-type.pem", "identityKey": "order-type.key",

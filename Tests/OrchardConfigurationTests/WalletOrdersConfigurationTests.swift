@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import OrchardConfiguration
 import OrchardConfigurationTesting
@@ -165,5 +166,21 @@ struct WalletOrdersConfigurationTests {
         #expect(
             message?.contains("this is an Order Type ID certificate (Wallet orders) where the merchant identity certificate goes") == true,
             "\(message ?? "accepted")")
+    }
+
+    @Test("apns.tokenKey, keyId and teamId: a .p8 key read for provider tokens; all three or none")
+    func providerTokenKey() throws {
+        let key = P256.Signing.PrivateKey()
+        var section = Self.section()
+        section.apns = .init()
+        section.apns?.tokenKey = "apns.p8"
+        section.apns?.keyId = "ABC123DEFG"
+        section.apns?.teamId = "TEAM123456"
+        let settings = try #require(
+            try resolve(section) { folder in try folder.write("apns.p8", Array(key.pemRepresentation.utf8)) }.walletOrders)
+        #expect(settings.apnsToken?.key.publicKey.rawRepresentation == key.publicKey.rawRepresentation)
+        #expect(settings.apnsToken?.keyId == "ABC123DEFG" && settings.apnsToken?.teamId == "TEAM123456")
+        section.apns?.teamId = nil
+        #expect(refusal(section)?.contains("tokenKey, keyId and teamId go together") == true)
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import WalletOrders
 
@@ -19,6 +20,8 @@ public struct WalletOrdersSettings: Sendable {
     public var orderManagementURL: String
     /// Apple's push service (or a test one), reached with the Order Type ID identity.
     public var apns: RemoteEndpoint
+    /// A token-signing key (`.p8`): pushes carry a JWT it signs instead of the TLS client certificate.
+    public var apnsToken: APNsTokenKey?
     /// Whether a mandate's merchant-initiated charges get Wallet orders too (the shopper is not there to take them from a sheet).
     public var mandateCharges: Bool
 
@@ -26,8 +29,9 @@ public struct WalletOrdersSettings: Sendable {
 
     public init(
         identity: OrderTypeIdentity, identitySource: String, webServiceURL: String, merchantDisplayName: String, merchantURL: String,
-        logoPNG: [UInt8]?, orderManagementURL: String, apns: RemoteEndpoint, mandateCharges: Bool = false
+        logoPNG: [UInt8]?, orderManagementURL: String, apns: RemoteEndpoint, apnsToken: APNsTokenKey? = nil, mandateCharges: Bool = false
     ) {
+        self.apnsToken = apnsToken
         self.identity = identity
         self.identitySource = identitySource
         self.webServiceURL = webServiceURL
@@ -37,6 +41,41 @@ public struct WalletOrdersSettings: Sendable {
         self.orderManagementURL = orderManagementURL
         self.apns = apns
         self.mandateCharges = mandateCharges
+    }
+
+    /// APNs's token-based authentication: the team's key, its ID and the team ID, as Apple's
+    /// developer portal names them ("Establishing a token-based connection to APNs").
+    public struct APNsTokenKey: Sendable {
+        public var key: P256.Signing.PrivateKey
+        /// The key's 10-character identifier (the JWT's `kid`).
+        public var keyId: String
+        /// The developer team's 10-character identifier (the JWT's `iss`).
+        public var teamId: String
+
+        public init(key: P256.Signing.PrivateKey, keyId: String, teamId: String) {
+            self.key = key
+            self.keyId = keyId
+            self.teamId = teamId
+        }
+
+        /// The provider token APNs takes as `authorization: bearer …`: an ES256 JWT issued at `issuedAt`.
+        public func token(issuedAt: Date) throws -> String {
+            let header = Self.base64URL(Array(#"{"alg":"ES256","kid":"\#(keyId)"}"#.utf8))
+            let claims = Self.base64URL(Array(#"{"iss":"\#(teamId)","iat":\#(Int64(issuedAt.timeIntervalSince1970))}"#.utf8))
+            let signed = "\(header).\(claims)"
+            let signature = try key.signature(for: Array(signed.utf8))
+            return "\(signed).\(Self.base64URL(Array(signature.rawRepresentation)))"
+        }
+
+        public static func base64URL(_ bytes: [UInt8]) -> String {
+            Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+
+        /// Whether `text` is a 10-character key or team ID: Apple's are upper-case letters and digits.
+        public static func isIdentifier(_ text: String) -> Bool {
+            text.utf8.count == 10 && text.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) }
+        }
     }
 
     /// Apple's push hosts: production, and development for apps built for it.

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Logging
 import NIOCore
@@ -23,6 +24,20 @@ public final class MockAPNs: Sendable {
         public var body: String
         /// Whether it came over an HTTP/2 stream.
         public var overHTTP2: Bool
+        /// `certificate` (a client certificate the test CA issued) or `token` (a provider token the key signed).
+        public var authentication: String
+    }
+
+    /// The provider-token key APNs knows for a team: what a token must be signed with and name.
+    public struct TokenKey: Sendable {
+        public var key: P256.Signing.PublicKey
+        public var keyId: String
+        public var teamId: String
+        public init(key: P256.Signing.PublicKey, keyId: String, teamId: String) {
+            self.key = key
+            self.keyId = keyId
+            self.teamId = teamId
+        }
     }
 
     struct State {
@@ -36,19 +51,27 @@ public final class MockAPNs: Sendable {
     private let state = Mutex(State())
     private let sslContext: NIOSSLContext
     private let channels = ChannelTracker()
+    let tokenKey: TokenKey?
     let logger: Logger
 
     /// - Parameters:
     ///   - server: the certificate and key it presents (issued for 127.0.0.1 by the test CA).
     ///   - clientCA: the CA a client's certificate must chain to (the test PKI's, which issues Order Type IDs).
-    public init(server: TestCertificate, clientCA: Certificate, logger: Logger = Logger(label: "orchard.mock-apns")) throws {
+    ///   - tokenKey: with it, a connection may come without a client certificate, and its pushes must
+    ///     then carry a provider token this key signed (`authorization: bearer …`).
+    public init(
+        server: TestCertificate, clientCA: Certificate, tokenKey: TokenKey? = nil, logger: Logger = Logger(label: "orchard.mock-apns")
+    ) throws {
         var tls = TLSConfiguration.makeServerConfigurationWithMTLS(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(server.certificatePEM.utf8), format: .pem))],
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(server.keyPEM.utf8), format: .pem)),
             trustRoots: .certificates([try NIOSSLCertificate(bytes: Array(clientCA.serializeAsPEM().pemString.utf8), format: .pem)]))
         tls.minimumTLSVersion = .tlsv12
         tls.applicationProtocols = ["h2", "http/1.1"]
+        // A certificate, when one comes, must still chain to the CA.
+        if tokenKey != nil { tls.certificateVerification = .optionalVerification }
         self.sslContext = try NIOSSLContext(configuration: tls)
+        self.tokenKey = tokenKey
         self.logger = logger
     }
 
@@ -112,19 +135,53 @@ public final class MockAPNs: Sendable {
         }
         return channel.configureHTTP2SecureUpgrade(
             h2ChannelConfigurator: { [self] connection in
-                connection.configureHTTP2Pipeline(mode: .server) { stream in
-                    stream.eventLoop.makeCompletedFuture {
-                        try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
-                        try stream.pipeline.syncOperations.addHandler(MockAPNsHandler(apns: self, overHTTP2: true))
-                    }
-                }.map { _ in }
+                certified(connection).flatMap { certified in
+                    connection.configureHTTP2Pipeline(mode: .server) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                            try stream.pipeline.syncOperations.addHandler(
+                                MockAPNsHandler(apns: self, overHTTP2: true, certified: certified))
+                        }
+                    }.map { _ in }
+                }
             },
             http1ChannelConfigurator: { [self] connection in
-                connection.eventLoop.makeCompletedFuture {
+                certified(connection).flatMapThrowing { certified in
                     try connection.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try connection.pipeline.syncOperations.addHandler(MockAPNsHandler(apns: self, overHTTP2: false))
+                    try connection.pipeline.syncOperations.addHandler(MockAPNsHandler(apns: self, overHTTP2: false, certified: certified))
                 }
             })
+    }
+
+    /// Whether the connection's client presented a certificate (verified against the CA by the handshake).
+    private func certified(_ connection: any Channel) -> EventLoopFuture<Bool> {
+        connection.pipeline.handler(type: NIOSSLServerHandler.self).map { $0.peerCertificate != nil }
+    }
+
+    /// Why a push without a client certificate is refused: nil when its provider token is this key's and fresh.
+    func tokenRefusal(_ authorization: String?) -> String? {
+        guard let tokenKey else { return "MissingProviderToken" }
+        guard let authorization, authorization.hasPrefix("bearer ") else { return "MissingProviderToken" }
+        let parts = authorization.dropFirst("bearer ".count).split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, let header = Self.json(parts[0]), let claims = Self.json(parts[1]),
+            let signature = Self.base64URL(parts[2]), let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+            tokenKey.key.isValidSignature(ecdsa, for: Array("\(parts[0]).\(parts[1])".utf8)),
+            header["alg"] as? String == "ES256", header["kid"] as? String == tokenKey.keyId, claims["iss"] as? String == tokenKey.teamId,
+            let issued = claims["iat"] as? Int, abs(Date().timeIntervalSince1970 - Double(issued)) < 3600
+        else { return "InvalidProviderToken" }
+        return nil
+    }
+
+    /// base64url without padding, decoded.
+    public static func base64URL(_ text: String) -> [UInt8]? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64).map { Array($0) }
+    }
+
+    /// A JWT part's JSON object.
+    public static func json(_ part: String) -> [String: Any]? {
+        base64URL(part).flatMap { try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any] }
     }
 
     /// Records a push and says what APNs answers it: a status and its `reason`.
@@ -132,7 +189,9 @@ public final class MockAPNs: Sendable {
         let (answer, resumed) = state.withLock { state in
             state.pushes.append(push)
             let answer: (HTTPResponseStatus, String?)
-            if state.failures > 0 {
+            if push.authentication.hasPrefix("refused:") {
+                answer = (.forbidden, String(push.authentication.dropFirst("refused:".count)))
+            } else if state.failures > 0 {
                 state.failures -= 1
                 answer = (.serviceUnavailable, "ServiceUnavailable")
             } else if state.gone.contains(push.token.lowercased()) {
@@ -161,11 +220,13 @@ final class MockAPNsHandler: ChannelInboundHandler {
 
     let apns: MockAPNs
     let overHTTP2: Bool
+    let certified: Bool
     var collector = RequestCollector(limit: 8192)
 
-    init(apns: MockAPNs, overHTTP2: Bool) {
+    init(apns: MockAPNs, overHTTP2: Bool, certified: Bool) {
         self.apns = apns
         self.overHTTP2 = overHTTP2
+        self.certified = certified
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -177,7 +238,8 @@ final class MockAPNsHandler: ChannelInboundHandler {
                 MockAPNs.Push(
                     token: String(head.uri.dropFirst(prefix.count)), topic: head.headers.first(name: "apns-topic"),
                     pushType: head.headers.first(name: "apns-push-type"), priority: head.headers.first(name: "apns-priority"),
-                    body: String(decoding: body, as: UTF8.self), overHTTP2: overHTTP2))
+                    body: String(decoding: body, as: UTF8.self), overHTTP2: overHTTP2,
+                    authentication: authentication(head.headers.first(name: "authorization"))))
         } else {
             answer = (.notFound, "BadPath")
         }
@@ -188,5 +250,12 @@ final class MockAPNsHandler: ChannelInboundHandler {
             wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: answer.status, headers: headers))), promise: nil)
         if !bytes.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil) }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+
+    /// `certificate`, `token`, or why neither holds (`refused:<reason>`).
+    func authentication(_ authorization: String?) -> String {
+        if certified { return "certificate" }
+        if let refusal = apns.tokenRefusal(authorization) { return "refused:\(refusal)" }
+        return "token"
     }
 }
