@@ -117,7 +117,9 @@ private struct Parts {
 
     /// The loop sending Wallet order pushes, when a merchant offers Wallet orders and something can send them.
     private func walletPushes() -> WalletOrderPushLoop? {
-        guard let walletPusher, configuration.merchants.contains(where: { $0.walletOrders != nil }) else { return nil }
+        // Registered merchants may have Wallet orders too: with a platform integrator the loop always runs.
+        guard let walletPusher, configuration.platform != nil || configuration.merchants.contains(where: { $0.walletOrders != nil })
+        else { return nil }
         let sender = WalletOrderPushSender(
             store: stored.walletOrders, merchants: directory, pusher: walletPusher, time: time, logger: logger)
         return WalletOrderPushLoop(sender: sender, logger: logger)

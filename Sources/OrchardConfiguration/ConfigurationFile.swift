@@ -116,16 +116,7 @@ public struct ConfigurationFile: Codable, Sendable {
     }
 
     /// A certificate and its key in one PKCS#12 (.p12) file, modern or legacy.
-    public struct PKCS12File: Codable, Sendable {
-        public var pkcs12: String
-        /// `env:NAME` or a file holding the password, never the password itself.
-        public var password: String?
-
-        public init(pkcs12: String, password: String? = nil) {
-            self.pkcs12 = pkcs12
-            self.password = password
-        }
-    }
+    public typealias PKCS12File = PKCS12Section
 
     /// The checkout page's settings.
     public struct Checkout: Codable, Sendable {

@@ -28,7 +28,33 @@ extension ServerConfiguration {
         }
         return MerchantSettings(
             processor: processor, webhook: try tenantEndpoint(file.webhook, label: "\(label): webhook"),
-            quote: try tenantEndpoint(file.quote, label: "\(label): quote"))
+            quote: try tenantEndpoint(file.quote, label: "\(label): quote"),
+            walletOrders: try tenantWalletOrders(file.walletOrders, label: label))
+    }
+
+    /// A registered merchant's Wallet orders: checked as the file's are, each value given as itself.
+    /// Its PEM identity only (a PKCS#12 file is binary), its own display name, and Apple's push hosts only.
+    func tenantWalletOrders(_ section: WalletOrdersSection?, label: String) throws(ConfigurationError) -> WalletOrdersSettings? {
+        guard let section else { return nil }
+        guard section.identity == nil else {
+            throw ConfigurationError(
+                "\(label): walletOrders.identity (PKCS#12) is not taken here: give identityCertificate and identityKey as PEM")
+        }
+        guard let displayName = section.displayName, !displayName.isEmpty else {
+            throw ConfigurationError("\(label): walletOrders.displayName is required, the name Wallet shows")
+        }
+        // Served under the platform's one path: routes are set when the server starts, tenants come later.
+        let path = (URLComponents(string: section.webServiceURL)?.path ?? "").trimmingSuffix("/")
+        guard path == WalletOrdersSettings.registeredMerchantsPath else {
+            throw ConfigurationError(
+                "\(label): walletOrders.webServiceURL must end in \(WalletOrdersSettings.registeredMerchantsPath), where this server answers registered merchants' Wallet calls"
+            )
+        }
+        guard section.apns?.allowNonAppleHost != true, section.apns?.caFile == nil else {
+            throw ConfigurationError("\(label): walletOrders.apns may only name Apple's push service for a registered merchant")
+        }
+        return try Self.resolveWalletOrders(
+            section, merchantDisplayName: displayName, label: "\(label):", values: LiteralValues(), time: time)
     }
 
     /// A registered merchant's webhook or quote endpoint: checked as the file's are, its host

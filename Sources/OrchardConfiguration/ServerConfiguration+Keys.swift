@@ -15,7 +15,7 @@ struct IdentityFiles {
     var section: String
 
     /// Where the certificate came from, for `/health` and messages.
-    func source(_ values: ConfigurationValues) -> String {
+    func source(_ values: any ConfigurationReader) -> String {
         (pkcs12?.pkcs12 ?? certificate).map(values.describe) ?? ""
     }
 }
@@ -49,7 +49,7 @@ extension ServerConfiguration {
     }
 
     /// The certificates and key of an identity, read from a PKCS#12 file or a certificate/key pair.
-    static func readIdentity(_ files: IdentityFiles, values: ConfigurationValues) throws(ConfigurationError) -> (
+    static func readIdentity(_ files: IdentityFiles, values: any ConfigurationReader) throws(ConfigurationError) -> (
         [Certificate], PrivateKeyMaterial, certificateName: String, keyName: String
     ) {
         let section = files.section
@@ -182,7 +182,7 @@ extension ServerConfiguration {
     }
 
     /// A password named by `env:NAME` or a file; the file's trailing line break is not part of it.
-    static func readPassword(_ reference: String, what: String, values: ConfigurationValues) throws(ConfigurationError) -> String {
+    static func readPassword(_ reference: String, what: String, values: any ConfigurationReader) throws(ConfigurationError) -> String {
         let bytes = try values.read(reference, what: "\(what) (env:NAME or a file; never the password itself)")
         var text = String(decoding: bytes, as: UTF8.self)
         while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }

@@ -64,6 +64,7 @@ extension ServerConfiguration {
             drainTimeout: try resolveDrainTimeout(file.server), store: try resolveStore(file.store, values: values))
         try resolved.resolveOperations(file, values: values)
         resolved.traceExport = try resolveTraceExport(file.tracing)
+        resolved.time = time
         if case .postgres = resolved.store, resolved.vault == nil {
             // Each instance would otherwise seal with its own key file: one could not re-send
             // another's unknown payment, and client secrets would differ between instances.

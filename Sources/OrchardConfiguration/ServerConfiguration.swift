@@ -64,6 +64,8 @@ public struct ServerConfiguration: Sendable {
     public var acceptTraceparent = TraceparentTrust.trustedProxies
     /// The store: SQLite in `stateDirectory`, or PostgreSQL.
     public var store: StoreSettings = .sqlite
+    /// The clock certificates were checked by at load, and registered merchants' are checked by.
+    public var time: TimeSource = .system
 
     /// Every certificate Orchard holds, for `/health` and expiry warnings.
     public var certificates: [ConfiguredCertificate] {

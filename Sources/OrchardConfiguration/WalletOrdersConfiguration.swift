@@ -3,78 +3,22 @@ import CertificateTools
 import Crypto
 import Foundation
 import OrchardCore
+import OrchardServices
 import WalletOrders
 import X509
 
 extension ConfigurationFile {
-    /// `merchants[].walletOrders`: the Order Type ID identity and what Wallet shows of the merchant.
-    public struct WalletOrders: Codable, Sendable {
-        /// The Order Type ID, e.g. `order.com.example.shop`: the certificate's subject UID.
-        public var orderTypeIdentifier: String
-        /// Certificate and key in one PKCS#12 file, instead of the pair below.
-        public var identity: PKCS12File?
-        public var identityCertificate: String?
-        public var identityKey: String?
-        public var identityKeyPassword: String?
-        /// Apple's WWDR intermediate (G4) that issued the certificate, unless the PKCS#12 file or
-        /// the certificate file holds it after the leaf.
-        public var intermediateCertificate: String?
-        /// The public base where Wallet reaches Orchard's order web service (`/v1/…` is appended).
-        public var webServiceURL: String
-        /// The merchant's name in Wallet (default: the merchant's `displayName`).
-        public var displayName: String?
-        /// The merchant's site.
-        public var url: String
-        /// The merchant's logo, a PNG file.
-        public var logo: String?
-        /// Where the shopper manages an order; `{orderNumber}` becomes the order's number.
-        public var orderManagementURL: String
-        /// Apple's push service: by default its production host.
-        public var apns: APNs?
-        /// Whether a mandate's merchant-initiated charges get Wallet orders too (default false).
-        public var mandateCharges: Bool?
-
-        public init(
-            orderTypeIdentifier: String, identityCertificate: String?, identityKey: String?, intermediateCertificate: String?,
-            webServiceURL: String, url: String, orderManagementURL: String
-        ) {
-            self.orderTypeIdentifier = orderTypeIdentifier
-            self.identityCertificate = identityCertificate
-            self.identityKey = identityKey
-            self.intermediateCertificate = intermediateCertificate
-            self.webServiceURL = webServiceURL
-            self.url = url
-            self.orderManagementURL = orderManagementURL
-        }
-    }
-
-    /// `walletOrders.apns`: where pushes go, and whom to trust there.
-    public struct APNs: Codable, Sendable {
-        public var baseURL: String?
-        /// A PEM CA bundle to trust instead of the system store (a test service).
-        public var caFile: String?
-        /// Must be true for a `baseURL` whose host is not Apple's push service (a mock).
-        public var allowNonAppleHost: Bool?
-        /// A token-signing key (`.p8`, EC P-256): pushes authenticate with a JWT it signs instead of the certificate.
-        public var tokenKey: String?
-        /// The key's ID, 10 characters (with `tokenKey`).
-        public var keyId: String?
-        /// The developer team's ID, 10 characters (with `tokenKey`).
-        public var teamId: String?
-
-        public init(baseURL: String? = nil, caFile: String? = nil, allowNonAppleHost: Bool? = nil) {
-            self.baseURL = baseURL
-            self.caFile = caFile
-            self.allowNonAppleHost = allowNonAppleHost
-        }
-    }
+    /// `merchants[].walletOrders` (WalletOrdersSection, shared with registered merchants' settings).
+    public typealias WalletOrders = WalletOrdersSection
+    /// `walletOrders.apns`.
+    public typealias APNs = APNsSection
 }
 
 extension ServerConfiguration {
     /// `merchants[].walletOrders`: checked whole at startup, so a wrong certificate stops the
     /// server with its fix rather than failing the first shopper's Wallet.
     static func resolveWalletOrders(
-        _ file: ConfigurationFile.WalletOrders?, merchantDisplayName: String, label: String, values: ConfigurationValues,
+        _ file: ConfigurationFile.WalletOrders?, merchantDisplayName: String, label: String, values: any ConfigurationReader,
         time: TimeSource
     ) throws(ConfigurationError) -> WalletOrdersSettings? {
         guard let file else { return nil }
@@ -115,9 +59,15 @@ extension ServerConfiguration {
             throw ConfigurationError("\(certificateName): the key cannot sign (\(error))")
         }
         let logo = try file.logo.map { logo throws(ConfigurationError) in
-            let bytes = try values.read(logo, what: "\(section).logo")
+            let dataURL = "data:image/png;base64,"
+            let bytes =
+                logo.hasPrefix(dataURL)
+                ? Array(Data(base64Encoded: String(logo.dropFirst(dataURL.count))) ?? Data())
+                : try values.read(logo, what: "\(section).logo")
             guard bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]), bytes.count <= 1_000_000 else {
-                throw ConfigurationError("\(values.describe(logo)): \(section).logo must be a PNG file of at most 1 MB")
+                throw ConfigurationError(
+                    "\(logo.hasPrefix(dataURL) ? "the data URL" : values.describe(logo)): \(section).logo must be a PNG file of at most 1 MB"
+                )
             }
             return bytes
         }
@@ -145,7 +95,8 @@ extension ServerConfiguration {
     }
 
     /// `walletOrders.apns.tokenKey`, `keyId` and `teamId`: all three or none.
-    static func resolveAPNsToken(_ apns: ConfigurationFile.APNs?, section: String, values: ConfigurationValues) throws(ConfigurationError)
+    static func resolveAPNsToken(_ apns: ConfigurationFile.APNs?, section: String, values: any ConfigurationReader)
+        throws(ConfigurationError)
         -> WalletOrdersSettings.APNsTokenKey?
     {
         guard let apns, apns.tokenKey != nil || apns.keyId != nil || apns.teamId != nil else { return nil }
@@ -165,7 +116,7 @@ extension ServerConfiguration {
     }
 
     /// `walletOrders.apns`: an https Apple push host (or an allowed test host) and its trust.
-    static func resolveAPNs(_ apns: ConfigurationFile.APNs?, section: String, values: ConfigurationValues) throws(ConfigurationError)
+    static func resolveAPNs(_ apns: ConfigurationFile.APNs?, section: String, values: any ConfigurationReader) throws(ConfigurationError)
         -> RemoteEndpoint
     {
         let baseURL = (apns?.baseURL ?? "https://\(WalletOrdersSettings.apnsHosts[0])").trimmingSuffix("/")

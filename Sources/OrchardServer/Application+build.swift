@@ -79,7 +79,8 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
     v1.addRoutes(
         MandatesController(service: services.mandateCharges, lifecycle: services.mandates, walletOrders: services.walletOrders).routes)
     if let walletOrders = services.walletOrders {
-        let paths = Set(directory.merchants.compactMap { $0.walletOrders.flatMap { URLComponents(string: $0.webServiceURL)?.path } })
+        var paths = Set(directory.merchants.compactMap { $0.walletOrders.flatMap { URLComponents(string: $0.webServiceURL)?.path } })
+        if directory.platform != nil { paths.insert(WalletOrdersSettings.registeredMerchantsPath) }
         routes.addRoutes(WalletOrdersController(service: walletOrders, paths: paths.sorted(), limiter: limiter).routes)
         v1.addRoutes(FulfillmentsController(service: walletOrders).routes)
     }

@@ -66,6 +66,22 @@ struct ServeRefusalWalkTests {
         ),
         ("OrchardConfiguration/RegisteredSettings.swift", "must be one of", "a registered merchant's settings, sent through the admin API"),
         (
+            "OrchardConfiguration/RegisteredSettings.swift", "walletOrders.identity (PKCS#12) is not taken here",
+            "a registered merchant's settings, sent through the admin API (RegisteredWalletOrdersTests)"
+        ),
+        (
+            "OrchardConfiguration/RegisteredSettings.swift", "walletOrders.displayName is required",
+            "a registered merchant's settings, sent through the admin API (RegisteredWalletOrdersTests)"
+        ),
+        (
+            "OrchardConfiguration/RegisteredSettings.swift", "walletOrders.webServiceURL must end in",
+            "a registered merchant's settings, sent through the admin API"
+        ),
+        (
+            "OrchardConfiguration/RegisteredSettings.swift", "walletOrders.apns may only name Apple's push service",
+            "a registered merchant's settings, sent through the admin API"
+        ),
+        (
             "OrchardConfiguration/RegisteredSettings.swift", "settings cannot be opened",
             "a registered merchant's settings opened at run time"
         ),

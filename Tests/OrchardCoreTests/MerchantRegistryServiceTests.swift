@@ -225,6 +225,12 @@ final class TestDirectory: RegistryDirectory {
     func setSettings(_ settings: MerchantSettings, forPartner partnerIdentifier: String) {
         state.withLock { $0.settings[partnerIdentifier] = settings }
     }
+
+    func walletOrderTypeOwner(_ orderTypeIdentifier: String) -> String? {
+        state.withLock { state in
+            state.settings.first { $0.value.walletOrders?.orderTypeIdentifier == orderTypeIdentifier }?.key
+        }
+    }
 }
 
 /// Apple's registration API in memory: records what it was asked, knows what it registered,

@@ -5,6 +5,7 @@ import OrchardConfiguration
 import OrchardCore
 import OrchardIntegrationTesting
 import OrchardServerTesting
+import OrchardServices
 import OrchardTesting
 import Testing
 import WalletOrders

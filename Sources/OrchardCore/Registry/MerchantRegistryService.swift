@@ -268,6 +268,10 @@ public struct MerchantRegistryService: Sendable {
         } catch {
             throw CoreError(.invalidRequest, error.message)
         }
+        // An order type names one merchant to Wallet's web service: a second would answer for the first's orders.
+        if let type = settings.walletOrders?.orderTypeIdentifier, let owner = directory.walletOrderTypeOwner(type), owner != id {
+            throw CoreError(.identifierTaken, "the Order Type ID \(type) is \(owner)'s on this server; each merchant needs its own")
+        }
         do {
             try await merchantRegistry.saveSealedMerchantSettings(
                 partnerIdentifier: id, sealed: try sealer.seal(file, partnerIdentifier: id), at: time.now)

@@ -6,8 +6,13 @@ public struct MerchantSettings: Sendable {
     public var processor: any ProcessorSettings
     public var webhook: WebhookEndpoint?
     public var quote: WebhookEndpoint?
+    /// The merchant's orders in the shopper's Wallet; nil: off.
+    public var walletOrders: WalletOrdersSettings?
 
-    public init(processor: any ProcessorSettings, webhook: WebhookEndpoint?, quote: WebhookEndpoint?) {
+    public init(
+        processor: any ProcessorSettings, webhook: WebhookEndpoint?, quote: WebhookEndpoint?, walletOrders: WalletOrdersSettings? = nil
+    ) {
+        self.walletOrders = walletOrders
         self.processor = processor
         self.webhook = webhook
         self.quote = quote
@@ -34,6 +39,8 @@ public protocol RegistryDirectory: Sendable {
     func replaceRegistrations(_ merchants: [RegisteredMerchant])
     /// Puts a registered merchant's checked settings to use.
     func setSettings(_ settings: MerchantSettings, forPartner partnerIdentifier: String)
+    /// The merchant whose Wallet orders are of `orderTypeIdentifier` (configured or registered), or nil.
+    func walletOrderTypeOwner(_ orderTypeIdentifier: String) -> String?
 }
 
 /// Checks and seals a registered merchant's settings as the admin API sends them. The server

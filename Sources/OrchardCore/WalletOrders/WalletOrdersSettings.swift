@@ -78,6 +78,9 @@ public struct WalletOrdersSettings: Sendable {
         }
     }
 
+    /// Where registered merchants' Wallet calls are answered: one path, routed whenever a platform integrator is configured.
+    public static let registeredMerchantsPath = "/wallet-orders"
+
     /// Apple's push hosts: production, and development for apps built for it.
     public static let apnsHosts = ["api.push.apple.com", "api.sandbox.push.apple.com"]
 

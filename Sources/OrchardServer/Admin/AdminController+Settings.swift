@@ -5,7 +5,7 @@ import Logging
 import OrchardCore
 import OrchardServices
 
-/// A registered merchant's processor and webhook, sealed at rest: `/admin/merchants/{id}/settings`.
+/// A registered merchant's processor, webhook, quote URL and Wallet orders, sealed at rest: `/admin/merchants/{id}/settings`.
 extension AdminController {
     /// Settings as the admin API shows them: never a secret.
     struct SettingsView: ResponseEncodable {
@@ -13,6 +13,8 @@ extension AdminController {
         var processor: String
         var processorBaseURL: String?
         var webhookURL: String?
+        /// The Order Type ID of its Wallet orders, when it has them.
+        var orderTypeIdentifier: String?
     }
 
     func addSettingsRoutes(to admin: RouteCollection<OrchardRequestContext>) {
@@ -32,6 +34,6 @@ extension AdminController {
     static func view(_ id: String, _ settings: MerchantSettings?) -> SettingsView {
         SettingsView(
             partnerIdentifier: id, processor: settings?.processor.type ?? "record", processorBaseURL: settings?.processor.endpoint?.baseURL,
-            webhookURL: settings?.webhook?.url)
+            webhookURL: settings?.webhook?.url, orderTypeIdentifier: settings?.walletOrders?.orderTypeIdentifier)
     }
 }

@@ -1,10 +1,11 @@
 import OrchardCore
 
-/// Wallet orders are offered by configured merchants with `walletOrders`; each order type is one
-/// merchant's (the configuration refuses a type named twice).
+/// Wallet orders are offered by configured merchants with `walletOrders`, and by registered
+/// merchants whose settings have them; each order type is one merchant's (the configuration
+/// refuses a type named twice, the admin API a type another merchant has), configured ones first.
 extension MerchantDirectory: WalletOrderMerchants {
     public func walletOrders(of merchantIdentifier: String) -> WalletOrdersSettings? {
-        merchants.first { $0.merchantIdentifier == merchantIdentifier }?.walletOrders
+        merchant(identifier: merchantIdentifier)?.walletOrders
     }
 
     public func walletOrderMerchant(orderTypeIdentifier: String) -> (merchantIdentifier: String, settings: WalletOrdersSettings)? {
@@ -13,6 +14,10 @@ extension MerchantDirectory: WalletOrderMerchants {
                 return (merchant.merchantIdentifier, settings)
             }
         }
-        return nil
+        return registeredWalletOrders.first { $0.settings.orderTypeIdentifier == orderTypeIdentifier }
+    }
+
+    public func walletOrderTypeOwner(_ orderTypeIdentifier: String) -> String? {
+        walletOrderMerchant(orderTypeIdentifier: orderTypeIdentifier)?.merchantIdentifier
     }
 }

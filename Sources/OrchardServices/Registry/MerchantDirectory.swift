@@ -108,6 +108,15 @@ public final class MerchantDirectory: MerchantLookup, RegistryDirectory {
         registered.withLock { $0.merchants }
     }
 
+    /// Registered merchants with Wallet orders, as served: partner ID and settings, in registration order.
+    var registeredWalletOrders: [(merchantIdentifier: String, settings: WalletOrdersSettings)] {
+        registered.withLock { state in
+            state.merchants.compactMap { merchant in
+                state.settings[merchant.partnerIdentifier]?.walletOrders.map { (merchant.partnerIdentifier, $0) }
+            }
+        }
+    }
+
     /// Why `identifier` cannot be a registered merchant's on this server (it is a configured
     /// merchant's, or the platform integrator's own), or nil. Compared without case: two tenants
     /// differing only in case would be one merchant to a reader, and to Apple's portal.
@@ -168,6 +177,7 @@ public final class MerchantDirectory: MerchantLookup, RegistryDirectory {
         serving.processor = settings?.processor ?? RecordOnlySettings()
         serving.webhook = settings?.webhook
         serving.quote = settings?.quote
+        serving.walletOrders = settings?.walletOrders
         return serving
     }
 

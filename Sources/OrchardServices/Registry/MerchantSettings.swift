@@ -13,6 +13,9 @@ public struct MerchantSettingsFile: Codable, Sendable {
     public var webhook: Webhook?
     /// The shop's quote URL and its signing secret, same shape as the webhook.
     public var quote: Webhook?
+    /// The merchant's orders in the shopper's Wallet: certificate, key and intermediate as PEM
+    /// text, the logo as `data:image/png;base64,…`.
+    public var walletOrders: WalletOrdersSection?
 
     public init(processor: ProcessorSection? = nil, webhook: Webhook? = nil, quote: Webhook? = nil) {
         self.processor = processor
