@@ -14,7 +14,7 @@ public struct TestOrderTypeIdentity: Sendable {
 extension TestPKI {
     /// An Order Type ID certificate shaped as Apple's are known to be: RSA-2048, the order type
     /// identifier as the subject's UID and in `CN=Order Type ID: …`, a team as the OU, client
-    /// authentication (APNs) and signatures; issued by a WWDR-like intermediate under this CA.
+    /// authentication (APNs) and signatures (and, for openssl's default checks, e-mail protection); issued by a WWDR-like intermediate under this CA.
     public func issueOrderTypeIdentity(
         orderTypeIdentifier: String, notValidBefore: Date = Date().addingTimeInterval(-3600),
         notValidAfter: Date = Date().addingTimeInterval(365 * 86_400)
@@ -34,7 +34,9 @@ extension TestPKI {
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.clientAuth])
+                // Client authentication (APNs) and e-mail protection: the latter only so that a plain
+                // `openssl cms -verify`, which checks S/MIME purposes, accepts the test packages.
+                try ExtendedKeyUsage([.clientAuth, .emailProtection])
                 AuthorityKeyIdentifier(keyIdentifier: try intermediate.certificate.extensions.subjectKeyIdentifier?.keyIdentifier)
             },
             issuerPrivateKey: intermediate.privateKey)
