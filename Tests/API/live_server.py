@@ -151,7 +151,7 @@ class FuzzedServer:
         rate = {"perMinute": 60000, "burst": 10000}
         generous = {"perClientIP": rate, "perMerchant": rate}
         config["limits"] = {name: generous for name in (
-            "merchantSessions", "orders", "paymentRequests", "orderUpdates", "authorizations", "tokenEvents")}
+            "merchantSessions", "orders", "paymentRequests", "orderUpdates", "authorizations", "tokenEvents", "walletOrders")}
         self.config.write_text(json.dumps(config, indent=2))
 
     def wait_for(self, condition, what, process, seconds=90):

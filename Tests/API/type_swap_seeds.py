@@ -14,6 +14,9 @@ from live_server import MERCHANT
 # A mandate needs a merchant token, which only the demo mints: on `serve`, mandate routes get an unknown ID.
 NO_SUCH_MANDATE = "mdt_type_swap_none"
 TOKEN_EVENT_ID = "5f0c1c6e-3a52-4d5e-9a8e-0d1c2b3a4f50"
+# Wallet's web service, where `orchard serve` routes it for registered merchants (a platform integrator is configured).
+WALLET = "/wallet-orders/v1"
+WALLET_ORDER = {"device": "type-swap-device", "type": "order.dev.orchard.fuzz", "order": "0123456789abcdef0123456789abcdef"}
 # Operations that change or end their object: they run last, so the others still find it as seeded.
 LAST = ["capturePayment", "refundPayment", "settlePayment", "cancelPayment", "cancelAdminPayment", "endMandate",
         "endAdminMandate", "revokeAPIKey", "unregisterMerchant"]
@@ -105,6 +108,19 @@ def serve_seeds(server, document):
         "cancelPayment": Seed("POST", "/v1/payments/{id}/cancel", {"id": payment}),
         "listRefunds": Seed("GET", "/v1/payments/{id}/refunds", {"id": payment}),
         "refundPayment": Seed("POST", "/v1/payments/{id}/refunds", {"id": payment}, body={"amount": 1}),
+        "getWalletOrder": Seed("GET", "/v1/payments/{id}/wallet-order", {"id": payment}),
+        "addFulfillment": Seed("POST", "/v1/payments/{id}/fulfillments", {"id": payment},
+                               body=doc("/v1/payments/{id}/fulfillments", "POST")),
+        # Wallet's calls: the served merchant has no Wallet orders, so each finds no order (401, 204).
+        "walletRegisterDevice": Seed("POST", WALLET + "/devices/{device}/registrations/{type}/{order}", WALLET_ORDER,
+                                     body={"pushToken": "ab" * 32}),
+        "walletUnregisterDevice": Seed("DELETE", WALLET + "/devices/{device}/registrations/{type}/{order}", WALLET_ORDER),
+        "walletChangedOrders": Seed("GET", WALLET + "/devices/{device}/registrations/{type}",
+                                    {"device": "type-swap-device", "type": "order.dev.orchard.fuzz"},
+                                    query={"ordersModifiedSince": "1800000000"}),
+        "walletGetOrder": Seed("GET", WALLET + "/orders/{type}/{order}",
+                               {"type": "order.dev.orchard.fuzz", "order": "0123456789abcdef0123456789abcdef"}),
+        "walletLog": Seed("POST", WALLET + "/log", body={"logs": ["a line from a type-swapped Wallet"]}),
         "listMandates": Seed("GET", "/v1/mandates", query={"state": "active"}),
         "getMandate": Seed("GET", "/v1/mandates/{id}", {"id": NO_SUCH_MANDATE}),
         "endMandate": Seed("DELETE", "/v1/mandates/{id}", {"id": NO_SUCH_MANDATE}),
