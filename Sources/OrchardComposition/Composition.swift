@@ -82,8 +82,11 @@ private struct Parts {
         let walletOrders = WalletOrderService(store: stored.walletOrders, merchants: directory, time: time, logger: logger)
         var engine = configuration.makePaymentsEngine(
             repositories: stored, processors: processors, vault: vault, time: time, logger: logger)
-        // A capture, cancellation or refund changes what Wallet shows: a new version, pushed.
-        engine.onPaymentChanged = { paymentId in await walletOrders.paymentChanged(paymentId: paymentId) }
+        // A capture, cancellation or refund changes what Wallet shows: a new version, pushed. Without
+        // a merchant that can have Wallet orders, the store is not asked on every such change.
+        if offersWalletOrders {
+            engine.onPaymentChanged = { paymentId in await walletOrders.paymentChanged(paymentId: paymentId) }
+        }
         let mandates = MandateLifecycle(
             store: stored.mandates, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
         let webhooks = shopCalls.map {
@@ -115,11 +118,15 @@ private struct Parts {
             walletOrders: walletOrders)
     }
 
+    /// Whether any merchant can have Wallet orders: a configured one with them, or a registered one
+    /// (a platform integrator is configured, whose merchants' settings may add them at any time).
+    private var offersWalletOrders: Bool {
+        configuration.platform != nil || configuration.merchants.contains { $0.walletOrders != nil }
+    }
+
     /// The loop sending Wallet order pushes, when a merchant offers Wallet orders and something can send them.
     private func walletPushes() -> WalletOrderPushLoop? {
-        // Registered merchants may have Wallet orders too: with a platform integrator the loop always runs.
-        guard let walletPusher, configuration.platform != nil || configuration.merchants.contains(where: { $0.walletOrders != nil })
-        else { return nil }
+        guard let walletPusher, offersWalletOrders else { return nil }
         let sender = WalletOrderPushSender(
             store: stored.walletOrders, merchants: directory, pusher: walletPusher, time: time, logger: logger)
         return WalletOrderPushLoop(sender: sender, logger: logger)
