@@ -1,3 +1,4 @@
+import ApplePay
 import Crypto
 import Foundation
 import OrchardConfiguration
@@ -146,14 +147,19 @@ struct WalletOrdersConfigurationTests {
         try directory.write("wwdr.pem", Array(try issued.intermediate.certificatePEM.utf8))
         var file = try TestConfiguration.file(gatewayPort: 1, directory: directory)
         file.merchants[0].walletOrders = Self.section()
-        let report = await Doctor(sessions: nil).check(file: file, folder: directory.url.path, environment: [:])
+        // The doctor's clock is the test's: 100 and a half days before the certificate ends. (On the
+        // wall clock the days left were 365 or 364, by whether the check ran within the half second
+        // the certificate's end had been rounded up by.)
+        let end = issued.leaf.certificate.notValidAfter
+        let clock = TimeSource { end.addingTimeInterval(-100.5 * 86_400) }
+        let report = await Doctor(sessions: nil, time: clock).check(file: file, folder: directory.url.path, environment: [:])
         let line = try #require(report.checks.first { $0.check == "wallet orders" })
         #expect(line.passed, "\(line.detail)")
         #expect(
-            line.detail.contains("Order Type ID \(Self.orderType), 364 days left; a sample package signs; pushes go to api.push.apple.com"))
+            line.detail.contains("Order Type ID \(Self.orderType), 100 days left; a sample package signs; pushes go to api.push.apple.com"))
 
         file.merchants[0].walletOrders = Self.section(intermediate: nil)
-        let broken = await Doctor(sessions: nil).check(file: file, folder: directory.url.path, environment: [:])
+        let broken = await Doctor(sessions: nil, time: clock).check(file: file, folder: directory.url.path, environment: [:])
         let failed = try #require(broken.checks.first { $0.check == "wallet orders" })
         #expect(!failed.passed && failed.detail.contains("WWDR G4"))
     }
