@@ -26,14 +26,17 @@ public struct MerchantConfiguration: Sendable {
     public var quote: WebhookEndpoint?
     /// The merchant's orders in the shopper's Wallet; nil: off.
     public var walletOrders: WalletOrdersSettings?
+    /// What Wallet shows the shopper of each merchant token's payments; nil: off.
+    public var merchantTokenUsage: MerchantTokenUsageSettings?
 
     public init(
         merchantIdentifier: String, displayName: String, domains: [String], identity: MerchantIdentity, identitySource: String,
         domainAssociation: [UInt8]? = nil, catalogue: Catalogue? = nil, processingKeys: [ProcessingKey] = [],
         processor: any ProcessorSettings = RecordOnlySettings(), webhook: WebhookEndpoint? = nil, quote: WebhookEndpoint? = nil,
-        walletOrders: WalletOrdersSettings? = nil
+        walletOrders: WalletOrdersSettings? = nil, merchantTokenUsage: MerchantTokenUsageSettings? = nil
     ) {
         self.walletOrders = walletOrders
+        self.merchantTokenUsage = merchantTokenUsage
         self.quote = quote
         self.webhook = webhook
         self.merchantIdentifier = merchantIdentifier

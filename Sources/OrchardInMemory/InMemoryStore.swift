@@ -31,6 +31,14 @@ public final class InMemoryStore: OrchardStore {
         var walletOrders: [WalletOrderRecord] = []
         var walletRegistrations: [WalletOrderRegistration] = []
         var walletPushes: [WalletOrderPush] = []
+        /// Usage keys in insertion order, and usage announcements by merchant and token.
+        var usageKeys: [UsageKeyRecord] = []
+        var usageAnnouncements: [UsageAnnouncementKey: UsageAnnouncement] = [:]
+    }
+
+    struct UsageAnnouncementKey: Hashable {
+        var merchant: String
+        var token: String
     }
 
     let state = Mutex(State())

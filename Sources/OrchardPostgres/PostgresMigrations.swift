@@ -52,6 +52,28 @@ enum PostgresMigrations {
             version: 10, description: "a payment costs fewer writes: two indexes nothing reads dropped", statements: leanerPayments),
         Migration(
             version: 11, description: "Wallet orders, the devices registered for them and the pushes owed them", statements: walletOrders),
+        Migration(
+            version: 13, description: "merchants' usage keys and their merchant tokens' usage announcements", statements: merchantTokenUsage
+        ),
+    ]
+
+    /// One current usage key per merchant (a partial unique index); one announcement per
+    /// (merchant, token), leased by due time; a mandate's payments, found for its usage information.
+    static let merchantTokenUsage = [
+        """
+        CREATE TABLE usage_keys (
+            id text PRIMARY KEY, merchant text NOT NULL, sealed bytea NOT NULL, created_at timestamptz NOT NULL, retired_at timestamptz)
+        """,
+        "CREATE UNIQUE INDEX usage_keys_current ON usage_keys (merchant) WHERE retired_at IS NULL",
+        """
+        CREATE TABLE usage_announcements (
+            merchant text NOT NULL, merchant_token_id text NOT NULL, state text NOT NULL, due_at timestamptz, attempts bigint NOT NULL,
+            token_hash bytea, previous_token_hash bytea, token_public_key text, key_id text, announced_at timestamptz,
+            expires_at timestamptz, last_error text, version bigint NOT NULL, PRIMARY KEY (merchant, merchant_token_id))
+        """,
+        "CREATE INDEX usage_announcements_due ON usage_announcements (due_at) WHERE due_at IS NOT NULL",
+        "CREATE INDEX usage_announcements_by_token ON usage_announcements (merchant_token_id)",
+        "CREATE INDEX payments_by_mandate ON payments (mandate_id) WHERE mandate_id IS NOT NULL",
     ]
 
     /// One Wallet order per payment that has one, keyed as Wallet names it; the devices Wallet

@@ -43,6 +43,10 @@ extension PostgresStore {
         try await payments("WHERE order_id = \(orderId) ORDER BY created_at, seq")
     }
 
+    public func payments(mandateId: String, limit: Int) async throws -> [PaymentRecord] {
+        try await payments("WHERE mandate_id = \(mandateId) ORDER BY created_at DESC, seq DESC LIMIT \(Int64(limit))")
+    }
+
     public func payment(id: String) async throws -> PaymentRecord? {
         try await payments("WHERE id = \(id)").first
     }

@@ -63,6 +63,13 @@ extension SQLiteStore {
         CREATE TABLE IF NOT EXISTS wallet_order_pushes (
             id TEXT PRIMARY KEY, merchant TEXT NOT NULL, order_type TEXT NOT NULL, push_token TEXT NOT NULL,
             attempts INTEGER NOT NULL, created_at INTEGER NOT NULL, next_attempt_at INTEGER NOT NULL, UNIQUE (push_token, order_type));
+        -- Merchants' usage keys (sealed), and where each merchant token's usage information stands with Apple.
+        CREATE TABLE IF NOT EXISTS usage_keys (
+            id TEXT PRIMARY KEY, merchant TEXT NOT NULL, sealed BLOB NOT NULL, created_at INTEGER NOT NULL, retired_at INTEGER);
+        CREATE TABLE IF NOT EXISTS usage_announcements (
+            merchant TEXT NOT NULL, merchant_token_id TEXT NOT NULL, state TEXT NOT NULL, due_at INTEGER, attempts INTEGER NOT NULL,
+            token_hash BLOB, previous_token_hash BLOB, token_public_key TEXT, key_id TEXT, announced_at INTEGER, expires_at INTEGER,
+            last_error TEXT, version INTEGER NOT NULL, PRIMARY KEY (merchant, merchant_token_id));
         -- Empty but while the readiness check writes one page-sized row and deletes it again.
         CREATE TABLE IF NOT EXISTS store_probe (id INTEGER PRIMARY KEY, filler BLOB NOT NULL);
         """
@@ -102,6 +109,10 @@ extension SQLiteStore {
         CREATE INDEX IF NOT EXISTS wallet_order_devices_by_order ON wallet_order_devices(order_type, order_id);
         CREATE INDEX IF NOT EXISTS wallet_order_devices_by_token ON wallet_order_devices(push_token, order_type);
         CREATE INDEX IF NOT EXISTS wallet_order_pushes_due ON wallet_order_pushes(next_attempt_at);
+        CREATE UNIQUE INDEX IF NOT EXISTS usage_keys_current ON usage_keys(merchant) WHERE retired_at IS NULL;
+        CREATE INDEX IF NOT EXISTS usage_announcements_due ON usage_announcements(due_at) WHERE due_at IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS usage_announcements_by_token ON usage_announcements(merchant_token_id);
+        CREATE INDEX IF NOT EXISTS payments_by_mandate ON payments(mandate_id) WHERE mandate_id IS NOT NULL;
         CREATE UNIQUE INDEX IF NOT EXISTS registered_merchants_lower ON registered_merchants(lower(partner_id));
         """
 

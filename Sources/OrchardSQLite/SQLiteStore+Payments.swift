@@ -158,6 +158,10 @@ extension SQLiteStore {
         try await payments("WHERE order_id = \(orderId) ORDER BY created_at, rowid")
     }
 
+    public func payments(mandateId: String, limit: Int) async throws -> [PaymentRecord] {
+        try await payments("WHERE mandate_id = \(mandateId) ORDER BY created_at DESC, rowid DESC LIMIT \(limit)")
+    }
+
     public func payment(id: String) async throws -> PaymentRecord? {
         try await payments("WHERE id = \(id)").first
     }

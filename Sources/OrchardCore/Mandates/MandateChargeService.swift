@@ -61,6 +61,8 @@ public struct MandateChargeService: Sendable {
     let orderPayments: any OrderPayments
     let engine: PaymentsEngine
     let time: TimeSource
+    /// Told of each charge that took money, so Wallet's list of the token's payments follows.
+    public var usage: MerchantTokenUsageService?
 
     /// How long a charge's order stays open: retries under its Idempotency-Key find it meanwhile.
     public static let chargeOpenFor: TimeInterval = 86_400
@@ -131,6 +133,7 @@ public struct MandateChargeService: Sendable {
         case .refused: throw CoreError(.declined, "the issuer declined the charge: nothing was charged")
         case .failed: throw CoreError(.processorRejected, "the processor refused the charge request: nothing was charged")
         default:
+            if [.authorized, .settled].contains(payment.state) { await usage?.mandateCharged(mandate) }
             let current = try await mandates.mandate(id: mandate.id) ?? mandate
             return (
                 MandateChargeView(payment: PaymentView(payment: payment, request: stored, refunded: 0), mandate: MandateView(current)),

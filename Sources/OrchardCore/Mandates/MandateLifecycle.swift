@@ -18,6 +18,8 @@ public struct MandateLifecycle: Sendable {
     let directory: any MerchantLookup
     let time: TimeSource
     public let logger: Logger
+    /// Told when Apple gives a token a new key, so its usage information is sealed to it again.
+    public var usage: MerchantTokenUsageService?
 
     public init(
         store: any MandateRecords, processors: PaymentProcessors, tokens: (any MerchantTokenService)?, directory: any MerchantLookup,
@@ -159,6 +161,10 @@ public struct MandateLifecycle: Sendable {
                 _ = try await store.updateMandate(
                     id: mandate.id, metadata: event.merchantTokenMetadata ?? mandate.merchantTokenMetadata, at: time.now)
                 logger.info("mandate updated from Apple's token event", metadata: metadata.merging(["mandate": "\(mandate.id)"]) { $1 })
+                if event.eventType == MerchantTokenEvent.updatedPublicKey {
+                    // Apple's answer to a 202: the device made the token's key, the announcement can go.
+                    await usage?.markDue(merchantIdentifier: merchantIdentifier, merchantTokenIdentifier: event.merchantTokenIdentifier)
+                }
             default:
                 logger.warning("a merchant token event of a type Orchard does not know: nothing changed", metadata: metadata)
             }

@@ -48,4 +48,62 @@ public protocol MerchantTokenService: Sendable {
     func event(id: String, for merchant: MerchantConfiguration) async throws(GatewayError) -> MerchantTokenEvent
     /// Ends a merchant token at Apple: `POST …/merchantToken/unlink` (204).
     func unlink(merchantTokenIdentifier: String, for merchant: MerchantConfiguration) async throws(GatewayError)
+    /// The token's key for usage information: `POST …/merchantToken/publicKey`. A 202 is
+    /// ``MerchantTokenKeyAnswer/notReady``, a 409 ``MerchantTokenKeyAnswer/noNotificationURL``.
+    func publicKey(merchantTokenIdentifier: String, for merchant: MerchantConfiguration) async throws(GatewayError)
+        -> MerchantTokenKeyAnswer
+    /// Tells Apple where the token's notifications go: `POST …/merchantToken/updateMerchantMetadata`.
+    func updateMerchantMetadata(merchantTokenIdentifier: String, tokenNotificationURL: String, for merchant: MerchantConfiguration)
+        async throws(GatewayError)
+    /// Announces the token's usage information: `POST …/merchantToken/notify`.
+    func notify(merchantTokenIdentifier: String, metadata: MerchantTokenUsageMetadata, for merchant: MerchantConfiguration)
+        async throws(GatewayError)
+}
+
+/// Apple's answer to `…/merchantToken/publicKey`.
+public enum MerchantTokenKeyAnswer: Sendable, Equatable {
+    /// 200: the token's P-384 key (base64 X9.63) and the ciphersuite to seal with.
+    case ready(publicKey: String, ciphersuite: String)
+    /// 202: the device has not made the key yet; Apple sends `UPDATED_MERCHANT_TOKEN_PUBLIC_KEY` when it has.
+    case notReady
+    /// 409: Apple has no notification URL for the token; `updateMerchantMetadata` gives it one.
+    case noNotificationURL
+}
+
+/// `MerchantTokenUsageMetadata`, as `notify` sends it: Apple's field names.
+public struct MerchantTokenUsageMetadata: Sendable, Codable, Equatable {
+    public var ciphersuite: String
+    public var data: String
+    public var ephemeralPublicKey: String
+    public var infoHash: String
+    public var merchantPublicKey: String
+    public var merchantTokenPublicKeyHash: String
+
+    public init(_ sealed: UsageInformationSeal.Sealed) {
+        ciphersuite = sealed.ciphersuite
+        data = sealed.data
+        ephemeralPublicKey = sealed.ephemeralPublicKey
+        infoHash = sealed.infoHash
+        merchantPublicKey = sealed.merchantPublicKey
+        merchantTokenPublicKeyHash = sealed.merchantTokenPublicKeyHash
+    }
+}
+
+/// `GetMerchantTokenUsageInformationPackageResponse`: what the device route answers.
+public struct MerchantTokenUsagePackage: Sendable, Codable, Equatable {
+    public var ciphersuite: String
+    public var data: String
+    public var ephemeralPublicKey: String
+    public var infoHash: String
+    public var merchantPublicKeyHash: String
+    public var merchantTokenPublicKeyHash: String
+
+    public init(_ sealed: UsageInformationSeal.Sealed) {
+        ciphersuite = sealed.ciphersuite
+        data = sealed.data
+        ephemeralPublicKey = sealed.ephemeralPublicKey
+        infoHash = sealed.infoHash
+        merchantPublicKeyHash = sealed.merchantPublicKeyHash
+        merchantTokenPublicKeyHash = sealed.merchantTokenPublicKeyHash
+    }
 }

@@ -16,5 +16,5 @@ import Foundation
 /// the ones it uses, and only the composition root (which opens the store and closes it) holds
 /// the whole.
 public protocol OrchardStore: OrderPayments, Refunds, MandateRecords, PaymentRequests, APIKeys, WebhookOutbox, TokenEventInbox,
-    MerchantRegistry, GuardRecords, WalletOrderRecords, RecordPurging, OperationalCounting
+    MerchantRegistry, GuardRecords, WalletOrderRecords, MerchantTokenUsageRecords, RecordPurging, OperationalCounting
 {}

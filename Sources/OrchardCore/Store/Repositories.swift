@@ -27,6 +27,8 @@ public struct Repositories: Sendable {
     public var counting: any OperationalCounting
     /// Wallet orders, with the orders, payments, refunds and payment requests they are built from.
     public var walletOrders: any WalletOrderService.Store
+    /// Merchants' usage keys and their tokens' usage announcements.
+    public var merchantTokenUsage: any MerchantTokenUsageRecords
 
     /// Every repository from `store`.
     public init(_ store: some OrchardStore) {
@@ -42,5 +44,6 @@ public struct Repositories: Sendable {
         purging = store
         counting = store
         walletOrders = store
+        merchantTokenUsage = store
     }
 }
