@@ -72,6 +72,87 @@ public struct AppleMerchantTokenClient: MerchantTokenService {
             metadata: ["merchant": "\(merchant.merchantIdentifier)", "merchantTokenIdentifier": "\(merchantTokenIdentifier)"])
     }
 
+    public func publicKey(merchantTokenIdentifier token: String, for merchant: MerchantConfiguration) async throws(GatewayError)
+        -> MerchantTokenKeyAnswer
+    {
+        let body = try Self.body(["merchantTokenIdentifier": token], token: token, what: "publicKey")
+        let response: CurlResponse
+        do throws(GatewayError) {
+            response = try await call(
+                "POST", "/publicKey", body: body, merchant: merchant, what: "publicKey", subject: ["merchantTokenIdentifier": "\(token)"])
+        } catch {
+            // Apple's documented repair: give the token a notification URL (updateMerchantMetadata).
+            guard error.kind == .rejected, error.appleStatus == 409 else { throw error }
+            Self.count("publicKey", "conflict")
+            return .noNotificationURL
+        }
+        if response.status == 202 {
+            Self.count("publicKey", "not_ready")
+            return .notReady
+        }
+        guard response.body.count <= Self.maximumEventBytes,
+            let wire = try? JSONDecoder().decode(WirePublicKey.self, from: Data(response.body))
+        else {
+            Self.count("publicKey", "malformed")
+            throw GatewayError(.unreadable, "Apple sent an unreadable merchant token public key")
+        }
+        Self.count("publicKey", "success")
+        return .ready(publicKey: wire.merchantTokenPublicKey, ciphersuite: wire.supportedCiphersuite)
+    }
+
+    public func updateMerchantMetadata(
+        merchantTokenIdentifier token: String, tokenNotificationURL: String, for merchant: MerchantConfiguration
+    )
+        async throws(GatewayError)
+    {
+        struct Body: Encodable {
+            struct Metadata: Encodable { var tokenNotificationURL: String }
+            var merchantTokenIdentifier: String
+            var merchantMetadata: Metadata
+        }
+        let body = try Self.body(
+            Body(merchantTokenIdentifier: token, merchantMetadata: .init(tokenNotificationURL: tokenNotificationURL)), token: token,
+            what: "updateMerchantMetadata")
+        _ = try await call(
+            "POST", "/updateMerchantMetadata", body: body, merchant: merchant, what: "updateMerchantMetadata",
+            subject: ["merchantTokenIdentifier": "\(token)"])
+        Self.count("updateMerchantMetadata", "success")
+    }
+
+    public func notify(merchantTokenIdentifier token: String, metadata: MerchantTokenUsageMetadata, for merchant: MerchantConfiguration)
+        async throws(GatewayError)
+    {
+        struct Body: Encodable {
+            var merchantTokenIdentifier: String
+            var merchantTokenUsageMetadata: MerchantTokenUsageMetadata
+        }
+        let body = try Self.body(Body(merchantTokenIdentifier: token, merchantTokenUsageMetadata: metadata), token: token, what: "notify")
+        _ = try await call(
+            "POST", "/notify", body: body, merchant: merchant, what: "notify", subject: ["merchantTokenIdentifier": "\(token)"])
+        Self.count("notify", "success")
+    }
+
+    /// A call's JSON body, for a token identifier that may go to Apple.
+    private static func body(_ value: some Encodable, token: String, what: String) throws(GatewayError) -> [UInt8] {
+        guard MerchantTokenEvent.isValidIdentifier(token) else {
+            count(what, "invalid")
+            throw GatewayError(.invalidRequest, "the merchant token identifier is not 1 to 64 of A-Z a-z 0-9 . _ -")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return Array(try encoder.encode(value))
+        } catch {
+            throw GatewayError(.invalidRequest, "cannot encode the \(what) request")
+        }
+    }
+
+    /// Apple's `RetrieveMerchantTokenPublicKeyResponse`.
+    private struct WirePublicKey: Decodable {
+        var merchantTokenPublicKey: String
+        var supportedCiphersuite: String
+    }
+
     /// One call under `/paymentservices/v1/merchantId/{merchantId}/merchantToken`: Apple's answer
     /// when 2xx, a ``GatewayError`` otherwise.
     private func call(

@@ -87,8 +87,10 @@ private struct Parts {
         if offersWalletOrders {
             engine.onPaymentChanged = { paymentId in await walletOrders.paymentChanged(paymentId: paymentId) }
         }
-        let mandates = MandateLifecycle(
+        let usage = merchantTokenUsage()
+        var mandates = MandateLifecycle(
             store: stored.mandates, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
+        mandates.usage = usage
         let webhooks = shopCalls.map {
             WebhookDispatcher(
                 store: stored.webhookOutbox, transport: $0, directory: directory, policy: configuration.webhooks, time: time, logger: logger
@@ -100,7 +102,15 @@ private struct Parts {
                 gatewayTimeout: configuration.gateway.timeout, time: time, logger: logger)
         }
         let pushes = walletPushes()
-        let background = backgroundServices(engine: engine) + [tokenEvents as (any Service)?, webhooks, pushes].compactMap { $0 }
+        let announcements =
+            merchantTokens == nil || !offersMerchantTokenUsage ? nil : MerchantTokenUsageLoop(service: usage, logger: logger)
+        let background =
+            backgroundServices(engine: engine)
+            + [tokenEvents as (any Service)?, webhooks, pushes, announcements].compactMap { $0 }
+        var mandateCharges = MandateChargeService(
+            mandates: stored.mandates, paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, engine: engine,
+            time: time)
+        if offersMerchantTokenUsage { mandateCharges.usage = usage }
         return ServerServices(
             engine: engine, mandates: mandates,
             orders: OrderService(
@@ -110,12 +120,24 @@ private struct Parts {
             paymentRequests: PaymentRequestService(
                 paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, refunds: stored.refunds, vault: vault,
                 time: time),
-            mandateCharges: MandateChargeService(
-                mandates: stored.mandates, paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, engine: engine,
-                time: time),
+            mandateCharges: mandateCharges,
             registry: registry(mandates: mandates, webhooks: webhooks),
             webhooks: webhooks, tokenEvents: tokenEvents, background: background,
-            walletOrders: walletOrders)
+            walletOrders: walletOrders, merchantTokenUsage: usage)
+    }
+
+    /// Merchant token usage information: announced by a loop when a merchant has it on and
+    /// Apple's token API is there; its device route answers in any case (404 for every token).
+    private func merchantTokenUsage() -> MerchantTokenUsageService {
+        let merchants = directory.merchants.filter { $0.merchantTokenUsage != nil }.map(\.merchantIdentifier)
+        return MerchantTokenUsageService(
+            store: stored.merchantTokenUsage, mandates: stored.mandates, orders: stored.orderPayments, tokens: merchantTokens,
+            directory: directory, usageMerchants: { merchants }, vault: vault, time: time, logger: logger)
+    }
+
+    /// Whether a configured merchant has usage information on (registered merchants cannot, yet).
+    private var offersMerchantTokenUsage: Bool {
+        configuration.merchants.contains { $0.merchantTokenUsage != nil }
     }
 
     /// Whether any merchant can have Wallet orders: a configured one with them, or a registered one

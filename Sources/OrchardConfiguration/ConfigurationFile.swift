@@ -78,6 +78,8 @@ public struct ConfigurationFile: Codable, Sendable {
         public var quote: MerchantWebhook?
         /// The merchant's orders in the shopper's Wallet (WalletOrdersConfiguration.swift); off when absent.
         public var walletOrders: WalletOrders?
+        /// What Wallet shows of each merchant token's payments (MerchantTokenUsageConfiguration.swift); off when absent.
+        public var merchantTokenUsage: MerchantTokenUsage?
 
         public init(
             merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String?,

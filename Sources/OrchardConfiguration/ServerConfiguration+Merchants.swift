@@ -75,6 +75,8 @@ extension ServerConfiguration {
             webhook: try resolveWebhook(merchant.webhook, label: "\(label).webhook", values: values),
             quote: try resolveWebhook(merchant.quote, label: "\(label).quote", values: values),
             walletOrders: try resolveWalletOrders(
-                merchant.walletOrders, merchantDisplayName: merchant.displayName, label: label, values: values, time: time))
+                merchant.walletOrders, merchantDisplayName: merchant.displayName, label: label, values: values, time: time),
+            merchantTokenUsage: try resolveMerchantTokenUsage(
+                merchant.merchantTokenUsage, merchantDisplayName: merchant.displayName, label: label, values: values))
     }
 }

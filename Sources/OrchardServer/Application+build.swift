@@ -84,6 +84,9 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
         routes.addRoutes(WalletOrdersController(service: walletOrders, paths: paths.sorted(), limiter: limiter).routes)
         v1.addRoutes(FulfillmentsController(service: walletOrders).routes)
     }
+    if let usage = services.merchantTokenUsage {
+        routes.addRoutes(MerchantTokenUsageController(service: usage, limiter: limiter).routes)
+    }
     routes.addRoutes(
         TokenEventsController(
             store: stored.tokenEventInbox, directory: directory, policy: settings.tokenEvents, limiter: limiter,
@@ -129,6 +132,9 @@ private func addAdminRoutes(to admin: RouterGroup<OrchardRequestContext>, _ d: A
             store: stored.mandates, directory: directory, configuredMerchants: directory.merchants.map(\.merchantIdentifier),
             lifecycle: services.mandates
         ).routes)
+    if let usage = services.merchantTokenUsage {
+        admin.addRoutes(AdminUsageKeysController(service: usage).routes)
+    }
 }
 
 /// The checkout page and static files, from memory: `folder`'s small files, or the page built into the binary.

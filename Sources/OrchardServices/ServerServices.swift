@@ -21,6 +21,8 @@ public struct ServerServices: Sendable {
     public var tokenEvents: TokenEventFetcher?
     /// Wallet orders: made at authorization, changed by fulfilments, refunds and cancellations.
     public var walletOrders: WalletOrderService?
+    /// Merchant token usage information: announced to Apple, served to the shopper's device.
+    public var merchantTokenUsage: MerchantTokenUsageService?
     /// Expiry, reconciliation, purges, the guard, registry sync, gauges, webhooks, token events:
     /// run beside the server and stopped with it.
     public var background: [any Service]
@@ -28,9 +30,11 @@ public struct ServerServices: Sendable {
     public init(
         engine: PaymentsEngine, mandates: MandateLifecycle, orders: OrderService, paymentRequests: PaymentRequestService,
         mandateCharges: MandateChargeService, registry: MerchantRegistryService, webhooks: WebhookDispatcher?,
-        tokenEvents: TokenEventFetcher?, background: [any Service], walletOrders: WalletOrderService? = nil
+        tokenEvents: TokenEventFetcher?, background: [any Service], walletOrders: WalletOrderService? = nil,
+        merchantTokenUsage: MerchantTokenUsageService? = nil
     ) {
         self.walletOrders = walletOrders
+        self.merchantTokenUsage = merchantTokenUsage
         self.engine = engine
         self.mandates = mandates
         self.orders = orders

@@ -187,4 +187,17 @@ final class FakeMerchantTokens: MerchantTokenService {
     }
 
     func unlink(merchantTokenIdentifier: String, for merchant: MerchantConfiguration) async throws(GatewayError) {}
+
+    // Usage information is not these tests' subject: Apple is unreachable for it.
+    func publicKey(merchantTokenIdentifier: String, for merchant: MerchantConfiguration) async throws(GatewayError)
+        -> MerchantTokenKeyAnswer
+    { throw GatewayError(.unreachable, "not in this test") }
+
+    func updateMerchantMetadata(merchantTokenIdentifier: String, tokenNotificationURL: String, for merchant: MerchantConfiguration)
+        async throws(GatewayError)
+    { throw GatewayError(.unreachable, "not in this test") }
+
+    func notify(merchantTokenIdentifier: String, metadata: MerchantTokenUsageMetadata, for merchant: MerchantConfiguration)
+        async throws(GatewayError)
+    { throw GatewayError(.unreachable, "not in this test") }
 }
