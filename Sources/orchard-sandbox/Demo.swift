@@ -126,8 +126,9 @@ struct Demo: AsyncParsableCommand {
         let processorPort = try await processors?.start() ?? 0
         let apns = walletOrders ? try environment.makeAPNs() : nil
         let apnsPort = try await apns?.start() ?? 0
-        // Wallet's web service is reached at the server's own address, so its port is chosen now.
-        let serverPort = walletOrders && port == 0 ? LoopbackPort.free() ?? 0 : port
+        // Wallet reaches the server's own address (its order web service, merchant token usage
+        // information), so its port is chosen now.
+        let serverPort = port == 0 ? LoopbackPort.free() ?? 0 : port
         let webService = "http://127.0.0.1:\(serverPort)/wallet-orders"
         // In a checkout of the repository the page and catalogue are served from their files, so
         // edits show without a rebuild; anywhere else, the page and catalogue built into the binary.
@@ -142,7 +143,8 @@ struct Demo: AsyncParsableCommand {
             applePaySDK: applePaySdk ?? "none", processor: processor, processorPort: processorPort, webhookURL: webhookUrl,
             webhookRotation: webhookRotation, processorHoldsKey: processorHoldsKey, applePayMode: paymentRequest ? "paymentrequest" : nil,
             reconcileEverySecond: processorFaultOnce != nil, platform: platform,
-            walletOrders: walletOrders ? (webService, apnsPort) : nil)
+            walletOrders: walletOrders ? (webService, apnsPort) : nil,
+            merchantTokenUsage: "http://127.0.0.1:\(serverPort)\(MerchantTokenUsageSettings.servicePath)")
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)
@@ -180,6 +182,9 @@ struct Demo: AsyncParsableCommand {
 
                 Payments go to: \(processor == .record ? "the database only (record)" : "a mock \(processor.rawValue) at \(processors?.baseURL ?? "")")\(heldKey == nil ? "" : ", which holds the processing key: Orchard forwards each token encrypted")
                 Back office: \(orchard) payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)\(platform ? Self.platformLines(orchard: orchard, port: port, tokenFile: tokenFile) : "")\(apns == nil ? "" : Self.walletLines(port: port, apnsPort: apnsPort))
+                Merchant token usage information: announced to the mock gateway after each mandate's first payment and charge; \
+                GET https://127.0.0.1:\(gatewayPort)/_mock/merchant-tokens/<merchantTokenIdentifier> (client certificate) gives the \
+                token's private key and what Orchard announced, for playing Wallet (docs/mandates.md).
 
                 Press Ctrl-C to stop.
                 """)

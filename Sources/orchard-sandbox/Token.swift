@@ -47,10 +47,19 @@ struct Token: ParsableCommand {
         @Flag(help: "Force an ECDH shared secret with a leading zero byte (EC_v1).")
         var leadingZero = false
 
+        @Option(
+            help: ArgumentHelp(
+                "Mint a merchant token (MPAN) payload with this merchantTokenIdentifier, as Apple gives for an agreement (recurring, deferred, automatic reload).",
+                valueName: "id"))
+        var merchantTokenId: String?
+
         func validate() throws {
             guard amount >= 0 else { throw ValidationError("--amount must not be negative") }
             guard numericCurrency != nil else {
                 throw ValidationError("--currency is an ISO 4217 code: 3 digits like 978, or letters like EUR")
+            }
+            if let merchantTokenId, !MerchantTokenEvent.isValidIdentifier(merchantTokenId) {
+                throw ValidationError("--merchant-token-id is 1 to 64 of A-Z a-z 0-9 . _ -")
             }
             if paymentRequest != nil && applicationData != nil {
                 throw ValidationError("--payment-request sets the applicationData itself: leave out --application-data")
@@ -74,7 +83,10 @@ struct Token: ParsableCommand {
             let environment = try DemoEnvironment.prepared(stateDir)
             let minter = TokenMinter(chain: try environment.tokenChain())
             let keys = try environment.processingKeys()
-            let payload = TokenMinter.samplePayload(amount: amount, currencyCode: numericCurrency ?? currency)
+            let code = numericCurrency ?? currency
+            let payload =
+                merchantTokenId.map { TokenMinter.merchantTokenPayload(amount: amount, currencyCode: code, merchantTokenIdentifier: $0) }
+                ?? TokenMinter.samplePayload(amount: amount, currencyCode: code)
             let hash = boundApplicationData.map { Array(SHA256.hash(data: $0)) }
             let paymentData =
                 rsa

@@ -7,7 +7,7 @@ struct Mandates: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, show and end the mandates that recurring, deferred and reload payments set up.",
         discussion: "The admin token comes from ORCHARD_ADMIN_TOKEN or --token-file.",
-        subcommands: [List.self, Show.self, End.self])
+        subcommands: [List.self, Show.self, End.self, RotateUsageKey.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List mandates, newest first, of every merchant or one.")
@@ -44,6 +44,19 @@ struct Mandates: AsyncParsableCommand {
 
         func run() async throws {
             try await admin.call("POST", "/admin/mandates/\(Domains.escape(mandate))/end")
+        }
+    }
+
+    struct RotateUsageKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-usage-key",
+            abstract: "Replace a merchant's usage key (merchant token usage information); every token is announced to Apple again.",
+            discussion: "The old key is retired and seals nothing more. The merchant must have merchantTokenUsage.")
+        @OptionGroup var admin: AdminAPIOptions
+        @Option(help: "The merchant ID.") var merchant: String
+
+        func run() async throws {
+            try await admin.call("POST", "/admin/usage-keys/\(Domains.escape(merchant))/rotate")
         }
     }
 }

@@ -153,7 +153,7 @@ public struct DemoEnvironment: Sendable {
         gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
         processor: DemoProcessor = .record, processorPort: Int = 0, webhookURL: String? = nil, webhookRotation: Bool = false,
         processorHoldsKey: Bool = false, applePayMode: String? = nil, reconcileEverySecond: Bool = false, platform: Bool = false,
-        walletOrders: (webServiceURL: String, apnsPort: Int)? = nil
+        walletOrders: (webServiceURL: String, apnsPort: Int)? = nil, merchantTokenUsage: String? = nil
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -199,6 +199,7 @@ public struct DemoEnvironment: Sendable {
             }
             configuration["payments"] = payments
             configuration["admin"] = ["token": try adminTokenFile()]
+            if let merchantTokenUsage { merchant["merchantTokenUsage"] = ["webServiceURL": merchantTokenUsage] }
             let base = "https://127.0.0.1:\(processorPort)"
             switch processor {
             case .worldpay:

@@ -108,7 +108,7 @@ extension MockAppleGateway {
         return merchantTokens.state.withLock { state in
             let answer = Self.answerTokenCall(
                 method: method, path: path, headers: headers, body: body, clientMerchantHash: clientMerchantHash, partners: partners,
-                state: &state)
+                state: &state, usage: { call, body in self.usageCall(call, body: body) })
             state.calls.append(
                 ReceivedMerchantTokenCall(
                     method: method, path: path, requestId: headers["x-request-id"].first, contentType: headers["Content-Type"].first,
@@ -119,7 +119,8 @@ extension MockAppleGateway {
 
     private static func answerTokenCall(
         method: String, path: String, headers: HTTPHeaders, body: [UInt8], clientMerchantHash: String?,
-        partners: [String: MockPartnerMerchant], state: inout MockMerchantTokens.State
+        partners: [String: MockPartnerMerchant], state: inout MockMerchantTokens.State,
+        usage: (String, [UInt8]) -> (status: Int, body: [UInt8])?
     ) -> (status: Int, body: [UInt8]) {
         func error(_ status: Int, _ message: String) -> (status: Int, body: [UInt8]) {
             (status, appleError(status: status, message: "Payment Services Exception " + message))
@@ -130,9 +131,12 @@ extension MockAppleGateway {
         else { return error(404, "Not Found") }
         let route: (method: String, rest: ArraySlice<String>) = (method, parts[2...])
         let eventId: String?
+        var usageCall: String?
         switch route {
         case ("GET", let rest) where rest.count == 2 && rest.first == "event" && !(rest.last ?? "").isEmpty: eventId = rest.last
         case ("POST", let rest) where rest == ["unlink"]: eventId = nil
+        case ("POST", let rest) where rest.count == 1 && ["publicKey", "updateMerchantMetadata", "notify"].contains(rest.first ?? ""):
+            (eventId, usageCall) = (nil, rest.first)
         default: return error(404, "Not Found")
         }
         // A platform integrator calls with its own certificate for a merchant it registered.
@@ -142,6 +146,10 @@ extension MockAppleGateway {
         guard let requestId = headers["x-request-id"].first, !requestId.isEmpty else { return error(400, "x-request-id is required") }
         guard headers["Content-Type"].first?.lowercased().hasPrefix("application/json") == true else {
             return error(400, "Content-Type application/json is required")
+        }
+        if let usageCall {
+            if let fault = state.faultStatus { return error(fault, "Injected fault \(fault)") }
+            return usage(usageCall, body) ?? error(404, "Not Found")
         }
         if let eventId {
             state.fetches.append(eventId)

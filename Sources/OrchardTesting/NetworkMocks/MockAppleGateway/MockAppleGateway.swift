@@ -58,6 +58,7 @@ public final class MockAppleGateway: Sendable {
     let heldRegistrations = HeldAnswers()
     /// The Merchant Token Management API's tokens, events and calls (MockAppleGateway+MerchantTokens.swift).
     let merchantTokens = MockMerchantTokens()
+    let usage = MockUsageInformation()
     /// The test CA, which a loopback https notification URL's certificate must chain to.
     let notificationTrust: NIOSSLCertificate
 
@@ -253,6 +254,10 @@ final class MockGatewayHandler: ChannelInboundHandler {
             gateway.tokenEventControl(body: body, on: context.eventLoop).assumeIsolated().whenSuccess {
                 self.respond($0.status, $0.body, head, context)
             }
+        case (.GET, _) where path.hasPrefix(MockAppleGateway.usageControlPrefix),
+            (.POST, _) where path.hasPrefix(MockAppleGateway.usageControlPrefix):
+            let answer = gateway.usageControl(method: head.method.rawValue, path: path, body: body)
+            respond(answer.status, answer.body, head, context)
         case (.POST, "/paymentservices/paymentSession"), (.POST, "/paymentservices/startSession"):
             session(path: path, head: head, context: context)
         case (.POST, "/paymentservices/registerMerchant"), (.POST, "/paymentservices/unregisterMerchant"):
