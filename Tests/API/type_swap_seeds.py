@@ -121,6 +121,10 @@ def serve_seeds(server, document):
         "walletGetOrder": Seed("GET", WALLET + "/orders/{type}/{order}",
                                {"type": "order.dev.orchard.fuzz", "order": "0123456789abcdef0123456789abcdef"}),
         "walletLog": Seed("POST", WALLET + "/log", body={"logs": ["a line from a type-swapped Wallet"]}),
+        # The device's call, without its Authorization: 401 (no token was announced to find anyway).
+        "getMerchantTokenUsageInformation": Seed(
+            "GET", "/apple-pay/merchant-token-usage/v1/merchantToken/{merchantTokenIdentifier}/usageInformation",
+            {"merchantTokenIdentifier": "DNITHEFUZZ0001"}),
         "listMandates": Seed("GET", "/v1/mandates", query={"state": "active"}),
         "getMandate": Seed("GET", "/v1/mandates/{id}", {"id": NO_SUCH_MANDATE}),
         "endMandate": Seed("DELETE", "/v1/mandates/{id}", {"id": NO_SUCH_MANDATE}),
@@ -128,6 +132,8 @@ def serve_seeds(server, document):
                               body={**doc("/v1/mandates/{id}/charges", "POST"), "metadata": {"invoice": "2027-02"},
                                     "allowAmountAbove": {"reason": "a larger order"}}),
         "getAdminHealth": Seed("GET", "/admin/health"),
+        # The fuzzed server's merchant has no merchantTokenUsage: 404, nothing rotated.
+        "rotateUsageKey": Seed("POST", "/admin/usage-keys/{merchant}/rotate", {"merchant": MERCHANT}),
         # `true` would have the doctor fetch each domain's association file: off loopback.
         "getDoctorReport": Seed("GET", "/admin/doctor", query={"live": "false", "domains": "false"}, avoid=("true",)),
         "listMerchants": Seed("GET", "/admin/merchants"),
