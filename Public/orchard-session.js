@@ -14,8 +14,16 @@ export const MAX_VERSION = 14;
 export const COUPON_VERSION = 12;
 export const AGREEMENT_VERSION = 14;
 
-/** The request fields that carry an agreement, and the date members Apple Pay JS wants as Date objects. */
-const AGREEMENTS = ['recurringPaymentRequest', 'deferredPaymentRequest', 'automaticReloadPaymentRequest'];
+/**
+ * The request fields that carry an agreement, each with the update member that sends it again,
+ * and the date members Apple Pay JS wants as Date objects.
+ */
+const RENEWALS = {
+  recurringPaymentRequest: 'newRecurringPaymentRequest',
+  deferredPaymentRequest: 'newDeferredPaymentRequest',
+  automaticReloadPaymentRequest: 'newAutomaticReloadPaymentRequest',
+};
+const AGREEMENTS = Object.keys(RENEWALS);
 const LINE_DATES = ['recurringPaymentStartDate', 'recurringPaymentEndDate', 'deferredPaymentDate'];
 
 /** Whether the request sets up a recurring, deferred or automatic-reload agreement. */
@@ -65,6 +73,20 @@ export function paymentRequestFor(serverRequest, version, tokenNotificationPath 
   return request;
 }
 
+/**
+ * The agreement of a request from `paymentRequestFor`, as a copy under its own field
+ * (`{deferredPaymentRequest: …}`), or `{}` for a payment without one.
+ */
+export function agreementOf(request) {
+  const key = AGREEMENTS.find((field) => request[field] != null);
+  return key ? { [key]: structuredClone(request[key]) } : {};
+}
+
+/** The same agreement under the member an update sends it again with (`{newDeferredPaymentRequest: …}`), or `{}`. */
+function renewedAgreement(request) {
+  return Object.fromEntries(Object.entries(agreementOf(request)).map(([key, agreement]) => [RENEWALS[key], agreement]));
+}
+
 /** What Apple Pay reveals of the address before payment: enough for a shop to price delivery. */
 export function redactedAddress(contact) {
   return {
@@ -75,8 +97,11 @@ export function redactedAddress(contact) {
   };
 }
 
-function sheetUpdate(update) {
-  const result = { newTotal: update.newTotal, newLineItems: update.newLineItems, errors: (update.errors ?? []).map(applePayError) };
+function sheetUpdate(update, request) {
+  const result = {
+    newTotal: update.newTotal, newLineItems: update.newLineItems, errors: (update.errors ?? []).map(applePayError),
+    ...renewedAgreement(request),
+  };
   if (update.newShippingMethods) result.newShippingMethods = update.newShippingMethods;
   return result;
 }
@@ -92,7 +117,8 @@ function sheetUpdate(update) {
  */
 export function startPayment({ order, version, on, t = defaultStrings }) {
   const ApplePaySession = window.ApplePaySession;
-  const session = new ApplePaySession(version, paymentRequestFor(order.paymentRequest, version, order.tokenNotificationPath));
+  const request = paymentRequestFor(order.paymentRequest, version, order.tokenNotificationPath);
+  const session = new ApplePaySession(version, request);
   const calls = orderCalls(order, t);
   let finished = false;
   let lastFailure = null;
@@ -122,12 +148,16 @@ export function startPayment({ order, version, on, t = defaultStrings }) {
     }
   };
 
+  // Every update also sends the request's agreement again, as it was sent (Date objects and all):
+  // Safari drops a deferred payment request from the sheet when the shopper changes card and the
+  // update leaves it out (WebKit/WebKit#70430); the shopper then pays with a device token, the
+  // terms no longer shown. Apple Pay JS's four update objects have new…PaymentRequest for this.
   const repriced = async (call, complete) => {
     try {
       const update = await call();
       if (finished) return;
       on.totals(update);
-      complete(sheetUpdate(update));
+      complete(sheetUpdate(update, request));
     } catch (error) {
       abort(format(t.updateFailed, { reason: reasonOf(error, t) }));
     }
@@ -135,7 +165,7 @@ export function startPayment({ order, version, on, t = defaultStrings }) {
 
   session.onpaymentmethodselected = (event) =>
     repriced(() => calls.paymentMethod(event.paymentMethod?.type), (u) =>
-      session.completePaymentMethodSelection({ newTotal: u.newTotal, newLineItems: u.newLineItems }));
+      session.completePaymentMethodSelection({ newTotal: u.newTotal, newLineItems: u.newLineItems, ...renewedAgreement(request) }));
 
   session.onshippingcontactselected = (event) =>
     repriced(() => calls.shippingContact(redactedAddress(event.shippingContact)), (u) => session.completeShippingContactSelection(u));
