@@ -5,7 +5,9 @@
 // and ordering rules, a user gesture for new ApplePaySession/begin, one session at a time and
 // Safari's 30 s deadline for every answer. It differs where a browser cannot do what Safari
 // does: the "card" is fake and the token is minted by the demo server (POST /demo/token),
-// signed by a TEST chain that only a demo configuration trusts.
+// signed by a TEST chain that only a demo configuration trusts. Where Safari departs from the
+// documentation in a way a page must allow for, it does as Safari does: an update that leaves out
+// the payment's agreement drops it from the sheet (renewedAgreement).
 //
 // Installed only where no ApplePaySession exists, so a real Safari or another test double wins.
 // With it comes the Payment Request API's Apple Pay method (simulated-payment-request.js), as
@@ -133,6 +135,26 @@ function checkAgreement(version, request) {
   return { key, agreement };
 }
 
+/** An update's member that carries each kind of agreement again. */
+const RENEWALS = {
+  newRecurringPaymentRequest: 'recurringPaymentRequest',
+  newDeferredPaymentRequest: 'deferredPaymentRequest',
+  newAutomaticReloadPaymentRequest: 'automaticReloadPaymentRequest',
+};
+
+/**
+ * The agreement an update carries again, checked as a request's, or null when it carries none.
+ * PassKit documents a missing one as "unchanged", but Safari drops a deferred payment request
+ * from the sheet when the shopper changes card and the update leaves it out (WebKit/WebKit#70430):
+ * the terms go, and the token is a device token. This sheet drops any agreement from any update
+ * that leaves it out, so a page passes here only if it sends the agreement again every time.
+ */
+function renewedAgreement(version, update) {
+  const request = {};
+  for (const [member, key] of Object.entries(RENEWALS)) if (update[member] !== undefined) request[key] = update[member];
+  return checkAgreement(version, request);
+}
+
 /** What the sheet says of an agreement, as Safari shows it under the total. */
 function describeAgreement({ key, agreement }, currency) {
   const line = agreement.regularBilling ?? agreement.deferredBilling ?? agreement.automaticReloadBilling;
@@ -200,6 +222,8 @@ class SimulatedApplePaySession extends EventTarget {
   #total;
   #lineItems;
   #shippingMethods;
+  #agreement;
+  #updates = 0;
   #card = CARDS[0];
   #address = ADDRESSES[0];
   #ui = null;
@@ -215,6 +239,7 @@ class SimulatedApplePaySession extends EventTarget {
     this.#total = this.#request.total;
     this.#lineItems = this.#request.lineItems ?? [];
     this.#shippingMethods = this.#request.shippingMethods ?? [];
+    this.#agreement = checkAgreement(version, this.#request);
     for (const name of ['validatemerchant', 'paymentmethodselected', 'shippingcontactselected', 'shippingmethodselected',
       'couponcodechanged', 'paymentauthorized', 'cancel']) {
       this[`on${name}`] = null;
@@ -392,7 +417,12 @@ class SimulatedApplePaySession extends EventTarget {
     }
     if (Array.isArray(update.newLineItems)) this.#lineItems = update.newLineItems;
     if (Array.isArray(update.newShippingMethods)) this.#shippingMethods = update.newShippingMethods;
+    this.#agreement = renewedAgreement(this.#version, update);
     this.#showErrors(Array.isArray(update.errors) ? update.errors : []);
+    // For tests: how many updates the sheet took, and the agreement it holds after the last.
+    this.#updates += 1;
+    this.#ui.root.dataset.updates = String(this.#updates);
+    this.#renderAgreement();
   }
 
   // ---- the sheet ----
@@ -439,14 +469,7 @@ class SimulatedApplePaySession extends EventTarget {
       this.#fire('couponcodechanged', { couponCode: coupon.value.trim() });
     }));
     const tamper = element('input', { type: 'checkbox', 'data-testid': 'sheet-tamper', id: 'orchard-sheet-tamper' });
-    const agreement = checkAgreement(this.#version, this.#request);
-    const terms = agreement
-      ? [element('p', {
-        class: 'orchard-sheet-agreement', 'data-testid': 'sheet-agreement', 'data-kind': agreement.key,
-        'data-token-notification-url': agreement.agreement.tokenNotificationURL ?? '',
-        text: describeAgreement(agreement, this.#request.currencyCode),
-      })]
-      : [];
+    const terms = element('div', { class: 'orchard-sheet-terms' });
     const lines = element('ul', { class: 'orchard-sheet-lines', 'data-testid': 'sheet-lines' });
     const total = element('p', { class: 'orchard-sheet-total', 'data-testid': 'sheet-total' });
     const errors = element('ul', { class: 'orchard-sheet-errors', 'data-testid': 'sheet-errors', role: 'alert' });
@@ -463,13 +486,13 @@ class SimulatedApplePaySession extends EventTarget {
     const body = [banner, field('Card', card)];
     if (this.#needsShipping()) body.push(field('Ship to', contact), field('Delivery', method));
     if (this.#request.supportsCouponCode && this.#version >= 12) body.push(couponRow);
-    body.push(lines, total, ...terms, errors, message,
+    body.push(lines, total, terms, errors, message,
       element('div', { class: 'orchard-sheet-field orchard-sheet-test' }, [
         tamper, element('label', { for: tamper.id, text: 'Test: sign one minor unit more than the total shown' })]),
       element('div', { class: 'orchard-sheet-actions' }, [cancel, pay]));
     const root = element('div', {
       class: 'orchard-sheet', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': title.id,
-      'data-testid': 'simulated-sheet', 'data-state': 'created',
+      'data-testid': 'simulated-sheet', 'data-state': 'created', 'data-updates': '0',
     }, [title, ...body]);
     root.addEventListener('keydown', (event) => {
       if (event.key === 'Escape') this.#cancel();
@@ -477,9 +500,23 @@ class SimulatedApplePaySession extends EventTarget {
     const overlay = element('div', { class: 'orchard-sheet-overlay' }, [root]);
     const opener = document.activeElement;
     document.body.append(overlay);
-    this.#ui = { overlay, root, card, contact, method, coupon, lines, total, errors, message, pay, opener };
+    this.#ui = { overlay, root, card, contact, method, coupon, lines, total, terms, errors, message, pay, opener };
     this.#renderSummary();
+    this.#renderAgreement();
     card.focus();
+  }
+
+  /** The agreement's terms under the total, or none once an update dropped it; `data-agreement` names its kind. */
+  #renderAgreement() {
+    const agreement = this.#agreement;
+    this.#ui.root.dataset.agreement = agreement?.key ?? 'none';
+    this.#ui.terms.replaceChildren(...(agreement
+      ? [element('p', {
+        class: 'orchard-sheet-agreement', 'data-testid': 'sheet-agreement', 'data-kind': agreement.key,
+        'data-token-notification-url': agreement.agreement.tokenNotificationURL ?? '',
+        text: describeAgreement(agreement, this.#request.currencyCode),
+      })]
+      : []));
   }
 
   #whenReady(action) {
@@ -533,8 +570,9 @@ class SimulatedApplePaySession extends EventTarget {
           currencyCode: this.#request.currencyCode,
           applicationData: this.#request.applicationData,
           paymentMethod: this.#card,
-          // Safari pays an agreement with a merchant token where the issuer supports one.
-          merchantToken: checkAgreement(this.#version, this.#request) !== null,
+          // Safari pays an agreement with a merchant token where the issuer supports one: the
+          // agreement the sheet still holds, not the one the request opened with.
+          merchantToken: this.#agreement !== null,
         }),
       });
       if (!response.ok) throw new Error(`the demo server could not mint a token (${response.status})`);
