@@ -4,7 +4,7 @@
 // outcomes; only the browser API differs.
 
 import { applePayError, defaultStrings, format, orderCalls, reasonOf, refusal } from './orchard-api.js';
-import { COUPON_VERSION, hasAgreement } from './orchard-session.js';
+import { COUPON_VERSION, agreementOf, hasAgreement, paymentRequestFor } from './orchard-session.js';
 
 export const APPLE_PAY_METHOD = 'https://apple.com/apple-pay';
 
@@ -15,13 +15,24 @@ const METHOD_FIELDS = [
 ];
 const PAYER_OPTIONS = { name: 'requestPayerName', email: 'requestPayerEmail', phone: 'requestPayerPhone' };
 
+/** Whether payments can go through the Payment Request API here: the browser has one. */
+export function canUsePaymentRequest() {
+  return typeof window.PaymentRequest === 'function';
+}
+
 /**
- * Whether this request can go through the Payment Request API here: the browser has one, and
- * the request sets up no agreement. An agreement's dates must reach Apple Pay as Date objects,
- * and the API turns method data into JSON, where a Date is a string; ApplePaySession takes them.
+ * `details.modifiers` for the request's recurring, deferred or automatic-reload agreement: one
+ * Apple Pay modifier (Apple's ApplePayModifier) without `paymentMethodType`, so it applies to
+ * whatever card the shopper picks; none for a payment without an agreement. It is the only
+ * place the Payment Request API takes an agreement: the method data (WebKit's ApplePayRequest)
+ * has no such member, and Safari ignores one put there. The agreement is the one ApplePaySession
+ * gets, dates as Date objects; the API turns them into ISO strings, which WebKit parses back
+ * into Apple Pay's Date members (JSDOMConvertDate's valueToDate).
  */
-export function canUsePaymentRequest(serverRequest) {
-  return typeof window.PaymentRequest === 'function' && !hasAgreement(serverRequest);
+export function agreementModifiers(serverRequest, { version, tokenNotificationPath = null }) {
+  if (!hasAgreement(serverRequest)) return [];
+  const data = agreementOf(paymentRequestFor(serverRequest, version, tokenNotificationPath));
+  return [{ supportedMethods: APPLE_PAY_METHOD, data }];
 }
 
 /** A PaymentItem from an Apple Pay line item. */
@@ -41,9 +52,10 @@ function shippingOptions(currency, methods, selected = methods[0]?.identifier) {
 /**
  * `[methodData, details, options]` for `new PaymentRequest(…)`, from the server's Apple Pay
  * payment request: the Apple Pay method's data carries what only Apple Pay knows (merchant,
- * networks, capabilities, applicationData, the contact fields), the details the amounts.
+ * networks, capabilities, applicationData, the contact fields), the details the amounts and, in
+ * a modifier, the agreement.
  */
-export function paymentRequestArguments(serverRequest, { version, merchantIdentifier }) {
+export function paymentRequestArguments(serverRequest, { version, merchantIdentifier, tokenNotificationPath = null }) {
   const currency = serverRequest.currencyCode;
   const data = { version, merchantIdentifier };
   for (const field of METHOD_FIELDS) if (serverRequest[field] != null) data[field] = structuredClone(serverRequest[field]);
@@ -59,6 +71,8 @@ export function paymentRequestArguments(serverRequest, { version, merchantIdenti
     displayItems: (serverRequest.lineItems ?? []).map((item) => paymentItem(currency, item)),
   };
   if (options.requestShipping) details.shippingOptions = shippingOptions(currency, serverRequest.shippingMethods ?? []);
+  const modifiers = agreementModifiers(serverRequest, { version, tokenNotificationPath });
+  if (modifiers.length) details.modifiers = modifiers;
   return [[{ supportedMethods: APPLE_PAY_METHOD, data }], details, options];
 }
 
@@ -81,7 +95,10 @@ function redactedAddress(address) {
 export function startPaymentRequest({ order, version, merchantIdentifier, on, t = defaultStrings }) {
   const serverRequest = order.paymentRequest;
   const currency = serverRequest.currencyCode;
-  const request = new window.PaymentRequest(...paymentRequestArguments(serverRequest, { version, merchantIdentifier }));
+  const { tokenNotificationPath } = order;
+  const request = new window.PaymentRequest(
+    ...paymentRequestArguments(serverRequest, { version, merchantIdentifier, tokenNotificationPath }));
+  const modifiers = agreementModifiers(serverRequest, { version, tokenNotificationPath });
   const calls = orderCalls(order, t);
   let finished = false;
   let failure = null;
@@ -115,6 +132,12 @@ export function startPaymentRequest({ order, version, merchantIdentifier, on, t 
         displayItems: update.newLineItems.map((item) => paymentItem(currency, item)),
       };
       if (request.shippingType) details.shippingOptions = shippingOptions(currency, methods, selected ?? methods[0]?.identifier);
+      // The agreement again, in the update's Apple Pay modifier as Apple documents it. WebKit
+      // keeps the earlier modifiers for an update without any (as the W3C API says) and sends
+      // the sheet their agreement again; sending it anyway relies on no browser, nor Apple's
+      // SDK, keeping them, as a sheet that loses it pays with a device token under no terms
+      // (WebKit/WebKit#70430, see orchard-session.js).
+      if (modifiers.length) details.modifiers = modifiers;
       // Safari shows Apple Pay's own errors only from here, as ApplePayError objects.
       if (update.errors?.length) details.paymentMethodErrors = update.errors.map(applePayError);
       return details;

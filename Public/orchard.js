@@ -188,7 +188,7 @@ class Checkout {
     const { t, options } = this;
     const order = this.currentOrder();
     // Payment Request where the page asked for it and the browser has it; ApplePaySession otherwise (Firefox).
-    const api = options.mode === 'paymentrequest' && canUsePaymentRequest(order.paymentRequest) ? 'paymentrequest' : 'session';
+    const api = options.mode === 'paymentrequest' && canUsePaymentRequest() ? 'paymentrequest' : 'session';
     const start = api === 'paymentrequest' ? startPaymentRequest : startPayment;
     try {
       start({
@@ -305,7 +305,7 @@ class Checkout {
  * its SRI hash, for a pinned version),
  * `mode` ('session', the default: Apple Pay JS's ApplePaySession; or 'paymentrequest': the W3C
  * Payment Request API with Apple Pay's method, where the browser has it, and ApplePaySession
- * where it does not, as in Firefox, or for an agreement), `buttonClass`, `strings`, and the
+ * where it does not, as in Firefox), `buttonClass`, `strings`, and the
  * callbacks `onReady(paymentRequest)`, `onStart({orderId, api})` (api: the one used),
  * `onTotals(update)`, `onAttemptFailed({message})` and `onOutcome({status, detail, orderId,
  * paymentId, reason})` with status success | failure | cancelled | unavailable (`reason`: why

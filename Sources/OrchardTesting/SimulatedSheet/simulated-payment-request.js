@@ -9,19 +9,29 @@
 // (a card, or a coupon code as `methodDetails.couponCode`), shippingaddresschange and
 // shippingoptionchange each wait for `updateWith()` or go on with the details unchanged; errors
 // reach the sheet only as ApplePayError objects in `paymentMethodErrors` (or, as WebKit does,
-// `error` and `shippingAddressErrors` while no shipping options are offered); `show()` resolves
-// with a PaymentResponse whose `details` is the ApplePayPayment; `retry()` keeps the sheet open,
-// `complete()` closes it. Any other set of methods goes to the browser's own PaymentRequest.
+// `error` and `shippingAddressErrors` while no shipping options are offered); a recurring,
+// deferred or automatic-reload agreement comes only from an Apple Pay modifier in
+// `details.modifiers` (see #modifierAgreement); `show()` resolves with a PaymentResponse whose
+// `details` is the ApplePayPayment; `retry()` keeps the sheet open, `complete()` closes it. Any
+// other set of methods goes to the browser's own PaymentRequest.
 
 export const APPLE_PAY_METHOD = 'https://apple.com/apple-pay';
 
 const EVENTS = ['merchantvalidation', 'paymentmethodchange', 'shippingaddresschange', 'shippingoptionchange'];
 const CONTACT_OPTIONS = { requestPayerName: 'name', requestPayerEmail: 'email', requestPayerPhone: 'phone' };
+// What WebKit's ApplePayRequest (the method data) takes beyond the request's own fields. It has no
+// agreement: one put there is ignored, as Safari ignores it, and the sheet shows none.
 const APPLE_PAY_FIELDS = [
   'requiredBillingContactFields', 'supportedCountries', 'applicationData', 'supportsCouponCode', 'couponCode',
-  'shippingContactEditingMode', 'recurringPaymentRequest', 'deferredPaymentRequest', 'automaticReloadPaymentRequest',
-  'multiTokenContexts',
+  'shippingContactEditingMode',
 ];
+// An ApplePayModifier's agreement members, each with the Apple Pay update member WebKit sends it in.
+const AGREEMENTS = {
+  recurringPaymentRequest: 'newRecurringPaymentRequest',
+  deferredPaymentRequest: 'newDeferredPaymentRequest',
+  automaticReloadPaymentRequest: 'newAutomaticReloadPaymentRequest',
+};
+const DATE_MEMBERS = ['recurringPaymentStartDate', 'recurringPaymentEndDate', 'deferredPaymentDate'];
 const ADDRESS_ERRORS = {
   addressLine: 'addressLines', city: 'locality', country: 'country', dependentLocality: 'subLocality', phone: 'phoneNumber',
   postalCode: 'postalCode', recipient: 'name', region: 'administrativeArea',
@@ -65,6 +75,28 @@ function paymentAddress(contact) {
 
 const lineItem = (item) => ({ label: item.label, amount: item.amount.value, type: item.pending ? 'pending' : 'final' });
 
+/** The API serializes a modifier's data to JSON when it gets it (a Date becomes a string); that is what it keeps. */
+function serializedModifiers(modifiers) {
+  return (modifiers ?? []).map(({ supportedMethods, data }) => ({
+    supportedMethods, data: data === undefined ? undefined : JSON.parse(JSON.stringify(data)),
+  }));
+}
+
+/**
+ * An agreement from a modifier's JSON, as WebKit converts it to its IDL dictionary: a date member
+ * given as a string becomes a Date (JSDOMConvertDate's valueToDate parses it), so the ISO dates
+ * the API's JSON made of the page's Date objects reach the sheet as Dates again.
+ */
+function agreementFromJSON(agreement) {
+  const converted = structuredClone(agreement);
+  for (const line of Object.values(converted)) {
+    if (line === null || typeof line !== 'object') continue;
+    for (const member of DATE_MEMBERS) if (line[member] !== undefined) line[member] = new Date(line[member]);
+  }
+  if (converted.freeCancellationDate !== undefined) converted.freeCancellationDate = new Date(converted.freeCancellationDate);
+  return converted;
+}
+
 class SimulatedPaymentResponse extends EventTarget {
   #owner;
 
@@ -101,6 +133,8 @@ class SimulatedPaymentRequest extends EventTarget {
   #Session;
   #data;
   #details;
+  #modifiers;
+  #selectedType = null;
   #options;
   #state = 'created';
   #session = null;
@@ -116,6 +150,7 @@ class SimulatedPaymentRequest extends EventTarget {
     // The API serializes method data when the request is made: a Date becomes a string here.
     this.#data = method.data === undefined ? {} : JSON.parse(JSON.stringify(method.data));
     this.#details = structuredClone(details);
+    this.#modifiers = serializedModifiers(details.modifiers);
     this.#options = { ...options };
     this.id = details.id ?? crypto.randomUUID();
     this.shippingAddress = null;
@@ -187,7 +222,24 @@ class SimulatedPaymentRequest extends EventTarget {
       requiredShippingContactFields: this.#contactFields(),
     };
     for (const field of APPLE_PAY_FIELDS) if (data[field] !== undefined) request[field] = data[field];
-    return request;
+    return Object.assign(request, this.#modifierAgreement());
+  }
+
+  /**
+   * The agreement of the first Apple Pay modifier that applies to the card (one without
+   * `paymentMethodType` applies to any), as WebKit's firstApplicableModifier() finds it: at
+   * show(), and after every update for the Apple Pay update's new…PaymentRequest, from the
+   * modifiers the update brought or, when it brought none, the earlier ones (the W3C API keeps
+   * them, and so does WebKit). Only a modifier's agreement is modelled, not its totals or items.
+   */
+  #modifierAgreement() {
+    const modifier = this.#modifiers.find(({ supportedMethods, data }) => supportedMethods === APPLE_PAY_METHOD
+      && data !== undefined && (data.paymentMethodType === undefined || data.paymentMethodType === this.#selectedType));
+    const agreement = {};
+    for (const key of Object.keys(AGREEMENTS)) {
+      if (modifier?.data[key] !== undefined) agreement[key] = agreementFromJSON(modifier.data[key]);
+    }
+    return agreement;
   }
 
   #wire(session) {
@@ -201,8 +253,11 @@ class SimulatedPaymentRequest extends EventTarget {
       });
       this.#fire(merchantValidation);
     };
-    session.onpaymentmethodselected = (event) => this.#changed('paymentmethodchange',
-      { methodName: APPLE_PAY_METHOD, methodDetails: event.paymentMethod }, (u) => session.completePaymentMethodSelection(u));
+    session.onpaymentmethodselected = (event) => {
+      this.#selectedType = event.paymentMethod?.type ?? null;
+      this.#changed('paymentmethodchange',
+        { methodName: APPLE_PAY_METHOD, methodDetails: event.paymentMethod }, (u) => session.completePaymentMethodSelection(u));
+    };
     session.oncouponcodechanged = (event) => this.#changed('paymentmethodchange',
       { methodName: APPLE_PAY_METHOD, methodDetails: { couponCode: event.couponCode } }, (u) => session.completeCouponCodeChange(u));
     session.onshippingcontactselected = (event) => {
@@ -266,11 +321,13 @@ class SimulatedPaymentRequest extends EventTarget {
     checkDetails(update, this.#currency());
     for (const key of ['total', 'displayItems', 'shippingOptions']) if (update[key] !== undefined) this.#details[key] = structuredClone(update[key]);
     if (update.shippingOptions) this.shippingOption = update.shippingOptions.findLast((o) => o.selected)?.id ?? null;
+    if (update.modifiers !== undefined) this.#modifiers = serializedModifiers(update.modifiers);
     const result = {
       newTotal: lineItem(this.#details.total), newLineItems: (this.#details.displayItems ?? []).map(lineItem),
       errors: type === 'shippingoptionchange' ? [] : this.#errors(update.error, update.shippingAddressErrors, update.paymentMethodErrors),
     };
     if (type !== 'paymentmethodchange' || update.shippingOptions) result.newShippingMethods = this.#shippingMethods();
+    for (const [key, agreement] of Object.entries(this.#modifierAgreement())) result[AGREEMENTS[key]] = agreement;
     return result;
   }
 
