@@ -41,10 +41,11 @@ PAGE = b"""<!doctype html>
 SCRIPT = b"""import { mount } from '/orchard/orchard.js';
 
 const result = document.querySelector('[data-testid="payment-result"]');
-// `?plan=recurring`: the shop's subscription page (the backend adds an agreement);
-// `?mode=paymentrequest`: the button pays through the Payment Request API.
+// `?plan=recurring`: the shop's subscription page, `?plan=deferred` its pre-order page (the
+// backend adds an agreement); `?mode=paymentrequest`: the button pays through the Payment Request API.
 const query = new URLSearchParams(window.location.search);
-const answer = await fetch(query.get('plan') === 'recurring' ? '/checkout?plan=recurring' : '/checkout', { method: 'POST' });
+const plan = query.get('plan');
+const answer = await fetch(plan ? `/checkout?plan=${encodeURIComponent(plan)}` : '/checkout', { method: 'POST' });
 const { clientSecret, reference } = await answer.json();
 document.querySelector('[data-testid="shop-reference"]').textContent = reference;
 mount(document.getElementById('apple-pay'), {
@@ -121,8 +122,9 @@ class ShopBackend:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if self.path in ("/checkout", "/checkout?plan=recurring"):
-                    created = shop.create_payment_request(recurring=self.path.endswith("recurring"))
+                if self.path in ("/checkout", "/checkout?plan=recurring", "/checkout?plan=deferred"):
+                    plan = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("plan", [None])[0]
+                    created = shop.create_payment_request(plan=plan)
                     self.reply(200, json.dumps({"clientSecret": created["clientSecret"],
                                                 "reference": created["reference"]}).encode(), "application/json")
                 elif self.path == "/webhooks/orchard":
@@ -155,7 +157,7 @@ class ShopBackend:
     def webhook_url(self):
         return f"http://127.0.0.1:{self.port}/webhooks/orchard"
 
-    def create_payment_request(self, recurring=False):
+    def create_payment_request(self, plan=None):
         reference = f"tea-{len(self.created) + 1001}"
         body = {
             "amount": 1234, "currency": "EUR", "reference": reference, "metadata": {"customer": "c-42"},
@@ -163,13 +165,23 @@ class ShopBackend:
             "shippingMethods": [{"identifier": "post", "label": "Post", "detail": "3 days", "amount": 490}],
             "requiredShippingContactFields": ["postalAddress", "email"],
         }
-        if recurring:
+        if plan == "recurring":
             # A tea subscription: this month's box now, the same box every month from the next.
             start = time.strftime("%Y-%m-%dT09:00:00Z", time.gmtime(time.time() + 30 * 86400))
             body["agreement"] = {
                 "type": "recurring", "paymentDescription": "Tea club", "billingAgreement": "Cancel any time.",
                 "managementURL": "https://shop.example/account/tea-club",
                 "regularBilling": {"label": "Monthly tea box", "amount": 1234, "startDate": start, "intervalUnit": "month"},
+            }
+        elif plan == "deferred":
+            # A pre-order: a deposit now, the harvest box when it ships in 60 days, free to cancel until a week before.
+            ships = time.strftime("%Y-%m-%dT09:00:00Z", time.gmtime(time.time() + 60 * 86400))
+            cancel_by = time.strftime("%Y-%m-%dT09:00:00Z", time.gmtime(time.time() + 53 * 86400))
+            body["agreement"] = {
+                "type": "deferred", "paymentDescription": "Harvest pre-order", "billingAgreement": "Charged when it ships.",
+                "managementURL": "https://shop.example/account/pre-orders",
+                "deferredBilling": {"label": "Harvest box", "amount": 2468, "paymentDate": ships},
+                "freeCancellationDate": cancel_by, "freeCancellationDateTimeZone": "Europe/Paris",
             }
         request = urllib.request.Request(
             self.orchard_url + "/v1/payment-requests", data=json.dumps(body).encode(), method="POST",

@@ -22,7 +22,10 @@ ORCHARD = Path(__file__).resolve().parents[2] / ".build" / "debug" / "orchard"
 MERCHANT = "merchant.dev.orchard.demo"
 
 
-class SubscriptionTests(unittest.TestCase):
+class ShopWithOrchard:
+    """For a TestCase: the example shop's backend, an `orchard-sandbox demo` with `processor` that
+    sends it webhooks, an API key, real nginx in front of both, and headless Chromium."""
+
     def start(self, processor):
         self.shop = ShopBackend(orchard_url=None, api_key=None, webhook_secret=None)
         self.addCleanup(self.shop.stop)
@@ -56,6 +59,8 @@ class SubscriptionTests(unittest.TestCase):
             time.sleep(0.05)
         return [(kind, verified, json.loads(body)) for _, kind, verified, body, _ in self.shop.webhooks]
 
+
+class SubscriptionTests(ShopWithOrchard, unittest.TestCase):
     def subscribe_charge_and_unlink(self, processor, mode="session"):
         self.start(processor)
         browser = self.browser
