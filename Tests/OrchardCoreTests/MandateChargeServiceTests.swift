@@ -43,7 +43,7 @@ struct MandateChargeServiceTests {
 
     /// An active mandate set up the way the engine sets one up: in the move that authorizes the
     /// first payment of an order with the agreement.
-    func activeMandate(merchant: String = Self.merchant) async throws -> MandateRecord {
+    func activeMandate(merchant: String = Self.merchant, merchantToken: String? = nil) async throws -> MandateRecord {
         var order = try TestRecords.order("sub" + RecordIdentifier.random().prefix(16))
         order.merchantIdentifier = merchant
         order.priced.agreement = Self.agreement
@@ -56,7 +56,7 @@ struct MandateChargeServiceTests {
             PaymentClaim(draft: draft, transactionId: draft.transactionId, sealedRequest: [1], priceVersion: order.priceVersion))
         let mandate = MandateRecord(
             id: MandateRecord.newIdentifier(), merchantIdentifier: merchant, kind: .recurring, paymentId: payment, orderId: order.id,
-            processor: processor.name, credential: StoredCredential(reference: "tok-\(payment)"), merchantTokenIdentifier: nil,
+            processor: processor.name, credential: StoredCredential(reference: "tok-\(payment)"), merchantTokenIdentifier: merchantToken,
             merchantTokenMetadata: nil, currency: "EUR", network: "visa", lastFour: "1111", description: "Coffee club",
             createdAt: clock.source.now)
         _ = try await store.transition(
