@@ -30,6 +30,8 @@ final class MockUsageInformation: Sendable {
         var defaultMode = MockTokenKeyMode.ready
         var notificationURLs: [String: String] = [:]
         var notifications: [ReceivedUsageNotification] = []
+        /// The status each `publicKey` call got, by token.
+        var keyAnswers: [String: [Int]] = [:]
     }
 
     let state = Mutex(State())
@@ -79,7 +81,9 @@ extension MockAppleGateway {
         case "publicKey":
             let mode = usage.state.withLock { state in
                 let mode = state.modes[token] ?? state.defaultMode
-                return mode == .conflict && state.notificationURLs[token] != nil ? .ready : mode
+                let answered: MockTokenKeyMode = mode == .conflict && state.notificationURLs[token] != nil ? .ready : mode
+                state.keyAnswers[token, default: []].append(answered == .ready ? 200 : answered == .notReady ? 202 : 409)
+                return answered
             }
             switch mode {
             case .notReady: return (202, Array(#"{"statusCode":202}"#.utf8))
@@ -127,8 +131,9 @@ extension MockAppleGateway {
     }
 
     /// `GET /_mock/merchant-tokens/{token}` (and `POST` with `{"keyMode"?, "privateKey"?}` first):
-    /// the token's private key (PKCS#8 PEM), public key, key mode, notification URL and every
-    /// metadata `notify` took for it, for a test in another process playing Apple and the device.
+    /// the token's private key (PKCS#8 PEM), public key, key mode, notification URL, the status of
+    /// each `publicKey` call and every metadata `notify` took for it, for a test in another process
+    /// playing Apple and the device.
     func usageControl(method: String, path: String, body: [UInt8]) -> (status: Int, body: [UInt8]) {
         let token = String(path.dropFirst(Self.usageControlPrefix.count))
         guard MerchantTokenEvent.isValidIdentifier(token) else {
@@ -152,13 +157,17 @@ extension MockAppleGateway {
             }
         }
         let key = usageKey(for: token)
-        let (mode, url, notifications) = usage.state.withLock {
-            ($0.modes[token] ?? $0.defaultMode, $0.notificationURLs[token], $0.notifications.filter { $0.merchantTokenIdentifier == token })
+        let (mode, url, notifications, answers) = usage.state.withLock {
+            (
+                $0.modes[token] ?? $0.defaultMode, $0.notificationURLs[token],
+                $0.notifications.filter { $0.merchantTokenIdentifier == token },
+                $0.keyAnswers[token] ?? []
+            )
         }
         var answer: [String: Any] = [
             "merchantTokenIdentifier": token, "privateKey": key.pemRepresentation,
             "publicKey": key.publicKey.x963Representation.base64EncodedString(),
-            "keyMode": mode.rawValue, "notifications": notifications.map(\.metadata),
+            "keyMode": mode.rawValue, "notifications": notifications.map(\.metadata), "publicKeyAnswers": answers,
         ]
         answer["tokenNotificationURL"] = url
         return (200, Self.jsonBytes(answer))
