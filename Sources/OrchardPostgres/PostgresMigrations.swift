@@ -52,6 +52,9 @@ enum PostgresMigrations {
             version: 10, description: "a payment costs fewer writes: two indexes nothing reads dropped", statements: leanerPayments),
         Migration(
             version: 11, description: "Wallet orders, the devices registered for them and the pushes owed them", statements: walletOrders),
+        Migration(
+            version: 12, description: "a mandate's MPAN expiry and last digits from Apple's verified token events",
+            statements: ["ALTER TABLE mandates ADD COLUMN merchant_token text"]),
     ]
 
     /// One Wallet order per payment that has one, keyed as Wallet names it; the devices Wallet

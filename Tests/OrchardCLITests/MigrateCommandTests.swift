@@ -52,19 +52,19 @@ struct MigrateCommandTests {
             let environment = ["PGPASS": server.password]
             let first = try await Self.migrate(configuration, environment: environment)
             #expect(first.status == 0, "\(first.stderr)")
-            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 11, "\(first.lines)")
+            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 12, "\(first.lines)")
             #expect(first.lines.first == "applied 1: orders, payments, registry, payments API and webhook outbox")
-            #expect(first.lines.last == "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 11")
+            #expect(first.lines.last == "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 12")
             let applied = try await server.query(settings.database, "SELECT count(*) FROM schema_migrations")
-            #expect(applied == "11")
+            #expect(applied == "12")
 
             let second = try await Self.migrate(configuration, environment: environment)
             #expect(second.status == 0, "\(second.stderr)")
             #expect(
                 second.lines == [
-                    "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 11, already current: nothing applied"
+                    "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 12, already current: nothing applied"
                 ])
-            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "11")
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "12")
 
             try await server.query(
                 settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")

@@ -157,7 +157,8 @@ public struct MandateLifecycle: Sendable {
                 _ = try await end(mandate, reason: "apple:" + (event.reason ?? "unlink").prefix(64), unlinkAtApple: false)
             case MerchantTokenEvent.updatedMetadata, MerchantTokenEvent.updatedCardArt, MerchantTokenEvent.updatedPublicKey:
                 _ = try await store.updateMandate(
-                    id: mandate.id, metadata: event.merchantTokenMetadata ?? mandate.merchantTokenMetadata, at: time.now)
+                    id: mandate.id, metadata: event.merchantTokenMetadata ?? mandate.merchantTokenMetadata,
+                    merchantToken: mandate.merchantToken, at: time.now)
                 logger.info("mandate updated from Apple's token event", metadata: metadata.merging(["mandate": "\(mandate.id)"]) { $1 })
             default:
                 logger.warning("a merchant token event of a type Orchard does not know: nothing changed", metadata: metadata)
