@@ -88,7 +88,8 @@ private struct Parts {
             engine.onPaymentChanged = { paymentId in await walletOrders.paymentChanged(paymentId: paymentId) }
         }
         let mandates = MandateLifecycle(
-            store: stored.mandates, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
+            store: stored.mandates, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger,
+            tokenVerifier: engine.verifier)
         let webhooks = shopCalls.map {
             WebhookDispatcher(
                 store: stored.webhookOutbox, transport: $0, directory: directory, policy: configuration.webhooks, time: time, logger: logger
