@@ -72,7 +72,7 @@ struct MigrateCommandTests {
             #expect(newer.status == 1)
             #expect(newer.lines.isEmpty, "\(newer.lines)")
             #expect(
-                newer.stderr.contains("the database's schema is version 999, newer than this Orchard knows (11): run a newer Orchard"),
+                newer.stderr.contains("the database's schema is version 999, newer than this Orchard knows (12): run a newer Orchard"),
                 "\(newer.stderr)")
             #expect(newer.stderr.split(separator: "\n").count == 1, "one line: \(newer.stderr)")
         }
@@ -106,7 +106,7 @@ struct MigrateCommandTests {
                 refused.stderr.contains("(ACME, acme)") && refused.stderr.contains("orchard domains unregister --partner-id ID"),
                 "\(refused.stderr)")
             #expect(!refused.stderr.contains("bystander"), "\(refused.stderr)")
-            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "10", "nothing applied")
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "11", "nothing applied")
             // The server migrates as it starts: it refuses alike, so it does not start.
             do {
                 let store = try await PostgresStore.open(
