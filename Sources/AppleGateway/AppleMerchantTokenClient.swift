@@ -49,7 +49,7 @@ public struct AppleMerchantTokenClient: MerchantTokenService {
             ])
         return MerchantTokenEvent(
             eventType: wire.eventType, merchantTokenIdentifier: wire.merchantTokenIdentifier, reason: wire.reason,
-            merchantTokenMetadata: wire.merchantTokenMetadata)
+            merchantTokenMetadata: wire.merchantTokenMetadata, encryptedTokenMetadata: wire.encryptedTokenMetadata)
     }
 
     public func unlink(merchantTokenIdentifier: String, for merchant: MerchantConfiguration) async throws(GatewayError) {
@@ -224,9 +224,14 @@ public struct AppleMerchantTokenClient: MerchantTokenService {
         var merchantTokenIdentifier: String
         var reason: String?
         var merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata?
+        var encryptedTokenMetadata: EncryptedTokenMetadata?
 
         enum CodingKeys: String, CodingKey {
             case eventType, merchantTokenIdentifier, reason, merchantTokenMetadata
+        }
+
+        enum MetadataKeys: String, CodingKey {
+            case encryptedTokenMetadata
         }
 
         init(from decoder: any Decoder) throws {
@@ -236,8 +241,23 @@ public struct AppleMerchantTokenClient: MerchantTokenService {
             reason = try? container.decodeIfPresent(String.self, forKey: .reason)
             // The metadata is for display only: a shape Apple has not documented must not hide an
             // UNLINK, so it is then left out rather than refusing the event.
-            merchantTokenMetadata = try? container.decodeIfPresent(
-                DecryptedPayment.MerchantTokenMetadata.self, forKey: .merchantTokenMetadata)
+            // One that says nothing of the card (encrypted metadata alone) is none: it does not
+            // replace the card details a mandate shows.
+            merchantTokenMetadata =
+                (try? container.decodeIfPresent(
+                    DecryptedPayment.MerchantTokenMetadata.self, forKey: .merchantTokenMetadata))?.flatMap {
+                    $0.cardArt == nil && $0.cardMetadata == nil ? nil : $0
+                }
+            // The MPAN's details, encrypted and signed: read as leniently, but when present in a
+            // shape that cannot be read at all it is kept with its fields absent, for the mandate
+            // lifecycle to refuse (and log) rather than take the event as carrying none.
+            if let metadata = try? container.nestedContainer(keyedBy: MetadataKeys.self, forKey: .merchantTokenMetadata),
+                metadata.contains(.encryptedTokenMetadata), (try? metadata.decodeNil(forKey: .encryptedTokenMetadata)) != true
+            {
+                encryptedTokenMetadata =
+                    (try? metadata.decode(EncryptedTokenMetadata.self, forKey: .encryptedTokenMetadata))
+                    ?? EncryptedTokenMetadata(data: nil, publicKeyHash: nil, signature: nil)
+            }
         }
     }
 }

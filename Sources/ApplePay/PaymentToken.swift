@@ -111,10 +111,12 @@ public struct PaymentData: Sendable, Codable, Equatable {
         /// The ephemeral public key (EC_v1) or the wrapped key (RSA_v1).
         public var keyMaterial: [UInt8]
         public var publicKeyHash: [UInt8]
+        /// Empty for a token event's encrypted metadata, which has none.
         public var transactionId: [UInt8]
         public var applicationData: [UInt8]?
 
-        /// What Apple signs: key material ‖ data ‖ transactionId ‖ applicationData.
+        /// What Apple signs: key material ‖ data ‖ transactionId ‖ applicationData (token
+        /// metadata: key material ‖ data).
         public var signedContent: [UInt8] {
             keyMaterial + data + transactionId + (applicationData ?? [])
         }
@@ -130,21 +132,23 @@ public struct PaymentData: Sendable, Codable, Equatable {
         }
     }
 
+    /// A required base64 field's bytes; the refusal names the field.
+    static func base64(_ value: String?, _ name: String) throws(ApplePayError) -> [UInt8] {
+        guard let value, let bytes = Data(base64Encoded: value), !bytes.isEmpty else {
+            throw ApplePayError(.malformedToken, "\(name) is missing or not base64")
+        }
+        return Array(bytes)
+    }
+
     /// Decodes base64 and hex fields; every failure names the field.
     public func decoded() throws(ApplePayError) -> Decoded {
         guard let scheme = Scheme(rawValue: version) else {
             throw ApplePayError(.unsupportedTokenVersion, "token version \(version.prefix(16)) is not supported (EC_v1 or RSA_v1)")
         }
-        func base64(_ value: String?, _ name: String) throws(ApplePayError) -> [UInt8] {
-            guard let value, let bytes = Data(base64Encoded: value), !bytes.isEmpty else {
-                throw ApplePayError(.malformedToken, "\(name) is missing or not base64")
-            }
-            return Array(bytes)
-        }
         let keyMaterial: [UInt8]
         switch scheme {
-        case .ecV1: keyMaterial = try base64(header.ephemeralPublicKey, "header.ephemeralPublicKey")
-        case .rsaV1: keyMaterial = try base64(header.wrappedKey, "header.wrappedKey")
+        case .ecV1: keyMaterial = try Self.base64(header.ephemeralPublicKey, "header.ephemeralPublicKey")
+        case .rsaV1: keyMaterial = try Self.base64(header.wrappedKey, "header.wrappedKey")
         }
         guard let transactionId = Hex.decode(header.transactionId), !transactionId.isEmpty else {
             throw ApplePayError(.malformedToken, "header.transactionId is not hex")
@@ -154,11 +158,11 @@ public struct PaymentData: Sendable, Codable, Equatable {
             guard let bytes = Hex.decode(hex) else { throw ApplePayError(.malformedToken, "header.applicationData is not hex") }
             applicationData = bytes
         }
-        let data = try base64(self.data, "data")
+        let data = try Self.base64(self.data, "data")
         guard data.count > 16 else { throw ApplePayError(.malformedToken, "data is too short to hold a GCM tag") }
         return Decoded(
-            scheme: scheme, data: data, signature: try base64(signature, "signature"), keyMaterial: keyMaterial,
-            publicKeyHash: try base64(header.publicKeyHash, "header.publicKeyHash"), transactionId: transactionId,
+            scheme: scheme, data: data, signature: try Self.base64(signature, "signature"), keyMaterial: keyMaterial,
+            publicKeyHash: try Self.base64(header.publicKeyHash, "header.publicKeyHash"), transactionId: transactionId,
             applicationData: applicationData)
     }
 }

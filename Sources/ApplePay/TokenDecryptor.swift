@@ -177,13 +177,19 @@ public struct TokenDecryptor: Sendable {
             """)
     }
 
-    /// The plaintext JSON Apple encrypted, byte for byte, and its parsed form.
     /// The configured key the token names by its `publicKeyHash`, or the refusal naming both.
     public func key(for token: PaymentData.Decoded) -> ProcessingKey? {
         keys.first(where: { $0.publicKeyHash == token.publicKeyHash })
     }
 
+    /// The plaintext JSON Apple encrypted, byte for byte, and its parsed form.
     public func decrypt(_ token: PaymentData.Decoded) throws(ApplePayError) -> DecryptedPayment {
+        try DecryptedPayment(json: try plaintext(token))
+    }
+
+    /// The bytes Apple encrypted, opened with the configured key the token names: a payment's
+    /// JSON, or a token event's metadata, which Apple encrypts the same way.
+    public func plaintext(_ token: PaymentData.Decoded) throws(ApplePayError) -> [UInt8] {
         guard let key = key(for: token) else {
             throw Self.unknownKey(token.publicKeyHash, configured: keys.map(\.publicKeyHash))
         }
@@ -222,7 +228,7 @@ public struct TokenDecryptor: Sendable {
         } catch {
             throw ApplePayError(.decryptionFailed, "the payment data does not decrypt: wrong key or merchant ID, or the data was altered")
         }
-        return try DecryptedPayment(json: Array(plaintext))
+        return Array(plaintext)
     }
 
     /// NIST SP 800-56A single-step KDF with SHA-256, as Apple specifies for EC_v1.

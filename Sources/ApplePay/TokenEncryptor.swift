@@ -28,6 +28,20 @@ public enum TokenEncryptor {
         throw ApplePayError(.invalidCertificate, "the processing certificate's key is neither EC P-256 nor RSA")
     }
 
+    /// A merchant token's `TokenMetadata` JSON encrypted to `recipient` as Apple encrypts a token
+    /// event's `encryptedTokenMetadata` (as a payment token's data), unsigned: the test minter signs
+    /// it over key material ‖ data.
+    public static func encryptTokenMetadata(_ payload: [UInt8], to recipient: Certificate.PublicKey, merchantIdentifierHash: [UInt8])
+        throws(ApplePayError) -> EncryptedTokenMetadata
+    {
+        let sealed = try encrypt(payload, to: recipient, merchantIdentifierHash: merchantIdentifierHash)
+        let keyMaterial = Data(sealed.keyMaterial).base64EncodedString()
+        return EncryptedTokenMetadata(
+            data: Data(sealed.data).base64EncodedString(), ephemeralPublicKey: sealed.scheme == .ecV1 ? keyMaterial : nil,
+            wrappedKey: sealed.scheme == .rsaV1 ? keyMaterial : nil, publicKeyHash: Data(sealed.publicKeyHash).base64EncodedString(),
+            signature: nil)
+    }
+
     /// EC_v1: ECDH with `ephemeral`, the single-step KDF, AES-256-GCM with a zero nonce.
     public static func ecV1(
         _ payload: [UInt8], to recipient: P256.KeyAgreement.PublicKey, merchantIdentifierHash: [UInt8],

@@ -35,16 +35,34 @@ public struct TokenVerifier: Sendable {
 
     public let root: Certificate
     public let policy: Policy
-    let verifiedChains = ChainCache()
+    let verifiedChains: ChainCache
 
     /// - Parameter root: the trust anchor; Apple Root CA - G3 unless a test configures its own.
     public init(root: Certificate = AppleRootCA.g3, policy: Policy = Policy()) {
         self.root = root
         self.policy = policy
+        verifiedChains = ChainCache()
+    }
+
+    /// The same root and chain cache under another age policy: token events' metadata is checked
+    /// against the chains payments already verified, but may be older than a payment token.
+    public func withPolicy(_ policy: Policy) -> TokenVerifier {
+        TokenVerifier(root: root, policy: policy, verifiedChains: verifiedChains)
+    }
+
+    private init(root: Certificate, policy: Policy, verifiedChains: ChainCache) {
+        self.root = root
+        self.policy = policy
+        self.verifiedChains = verifiedChains
     }
 
     public func verify(_ paymentData: PaymentData, at now: Date) throws(ApplePayError) -> Verified {
-        let decoded = try paymentData.decoded()
+        try verify(try paymentData.decoded(), at: now)
+    }
+
+    /// Verifies decoded fields: a payment token's, or a token event's encrypted metadata (whose
+    /// signed content is its key material and data alone, with no transaction ID).
+    public func verify(_ decoded: PaymentData.Decoded, at now: Date) throws(ApplePayError) -> Verified {
         let cms = try CMSSignedData(ber: decoded.signature)
         let chain = try signingChain(cms)
         for (certificate, validity) in [(chain.intermediate, chain.intermediateValidity), (chain.leaf, chain.leafValidity)]
@@ -115,8 +133,7 @@ public struct TokenVerifier: Sendable {
             throw ApplePayError(.malformedSignature, "unreadable messageDigest or signingTime attribute")
         }
         guard digest.elementsEqual(decoded.signedContentDigest()) else {
-            throw ApplePayError(
-                .messageDigestMismatch, "the signed digest does not match the token's key, data, transactionId and applicationData")
+            throw ApplePayError(.messageDigestMismatch, "the signed digest does not match the token's key, data and header fields")
         }
 
         let algorithm: Certificate.SignatureAlgorithm

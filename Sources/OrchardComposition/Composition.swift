@@ -89,7 +89,8 @@ private struct Parts {
         }
         let usage = merchantTokenUsage()
         var mandates = MandateLifecycle(
-            store: stored.mandates, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger)
+            store: stored.mandates, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger,
+            tokenVerifier: engine.verifier)
         mandates.usage = usage
         let webhooks = shopCalls.map {
             WebhookDispatcher(

@@ -33,10 +33,13 @@ extension InMemoryStore {
         }
     }
 
-    public func updateMandate(id: String, metadata: DecryptedPayment.MerchantTokenMetadata?, at date: Date) async throws
-        -> MandateRecord?
-    {
-        try change(id: id, event: .mandateUpdated, at: date) { $0.merchantTokenMetadata = metadata }
+    public func updateMandate(
+        id: String, metadata: DecryptedPayment.MerchantTokenMetadata?, merchantToken: MerchantTokenDetails?, at date: Date
+    ) async throws -> MandateRecord? {
+        try change(id: id, event: .mandateUpdated, at: date) { mandate in
+            mandate.merchantTokenMetadata = metadata
+            mandate.merchantToken = merchantToken
+        }
     }
 
     private func change(id: String, event: WebhookEventType, at date: Date, _ body: (inout MandateRecord) -> Void) throws

@@ -53,6 +53,9 @@ enum PostgresMigrations {
         Migration(
             version: 11, description: "Wallet orders, the devices registered for them and the pushes owed them", statements: walletOrders),
         Migration(
+            version: 12, description: "a mandate's MPAN expiry and last digits from Apple's verified token events",
+            statements: ["ALTER TABLE mandates ADD COLUMN merchant_token text"]),
+        Migration(
             version: 13, description: "merchants' usage keys and their merchant tokens' usage announcements", statements: merchantTokenUsage
         ),
     ]

@@ -10,6 +10,9 @@ extension PostgresStore {
         id, merchant, kind, payment_id, order_id, processor, credential, merchant_token_id, merchant_token_metadata, currency, \
         network, last_four, description, state, ended_reason, created_at, updated_at, ended_at
         """
+    /// What is read: an update alone sets `merchant_token` (Apple's MPAN details), so an insert
+    /// leaves it NULL (migration 12).
+    static let mandateReadColumns = mandateColumns + ", merchant_token"
 
     public func mandate(id: String) async throws -> MandateRecord? {
         try await mandates("WHERE id = \(id)").first
@@ -32,18 +35,18 @@ extension PostgresStore {
         try await change(
             """
             UPDATE mandates SET state = 'ended', ended_reason = \(reason), ended_at = \(date), updated_at = \(date)
-            WHERE id = \(id) AND state = 'active' RETURNING \(unescaped: Self.mandateColumns)
+            WHERE id = \(id) AND state = 'active' RETURNING \(unescaped: Self.mandateReadColumns)
             """, event: .mandateEnded, at: date)
     }
 
-    public func updateMandate(id: String, metadata: DecryptedPayment.MerchantTokenMetadata?, at date: Date) async throws
-        -> MandateRecord?
-    {
-        let text = try metadata.map(Self.json)
+    public func updateMandate(
+        id: String, metadata: DecryptedPayment.MerchantTokenMetadata?, merchantToken: MerchantTokenDetails?, at date: Date
+    ) async throws -> MandateRecord? {
+        let (text, details) = (try metadata.map(Self.json), try merchantToken.map(Self.json))
         return try await change(
             """
-            UPDATE mandates SET merchant_token_metadata = \(text), updated_at = \(date)
-            WHERE id = \(id) AND state = 'active' RETURNING \(unescaped: Self.mandateColumns)
+            UPDATE mandates SET merchant_token_metadata = \(text), merchant_token = \(details), updated_at = \(date)
+            WHERE id = \(id) AND state = 'active' RETURNING \(unescaped: Self.mandateReadColumns)
             """, event: .mandateUpdated, at: date)
     }
 
@@ -57,7 +60,7 @@ extension PostgresStore {
     }
 
     private func mandates(_ clause: PostgresQuery) async throws -> [MandateRecord] {
-        try await rows(PostgresQuery(unsafeSQL: "SELECT \(Self.mandateColumns) FROM mandates " + clause.sql, binds: clause.binds))
+        try await rows(PostgresQuery(unsafeSQL: "SELECT \(Self.mandateReadColumns) FROM mandates " + clause.sql, binds: clause.binds))
             .map(Self.mandate)
     }
 
@@ -70,7 +73,9 @@ extension PostgresStore {
             merchantTokenIdentifier: try row.optionalText("merchant_token_id"),
             merchantTokenMetadata: try row.optionalText("merchant_token_metadata").flatMap {
                 try? decode(DecryptedPayment.MerchantTokenMetadata.self, $0)
-            }, currency: try row.text("currency"), network: try row.optionalText("network"), lastFour: try row.text("last_four"),
+            },
+            merchantToken: try row.optionalText("merchant_token").flatMap { try? decode(MerchantTokenDetails.self, $0) },
+            currency: try row.text("currency"), network: try row.optionalText("network"), lastFour: try row.text("last_four"),
             description: try row.text("description"), state: MandateRecord.State(rawValue: try row.text("state")) ?? .ended,
             endedReason: try row.optionalText("ended_reason"), createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"), endedAt: try row.optionalDate("ended_at"))

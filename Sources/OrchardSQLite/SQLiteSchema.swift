@@ -92,6 +92,8 @@ extension SQLiteStore {
         ("refunds", [("leased_until", "INTEGER"), ("last_sent_at", "INTEGER")]),
         // Who holds a registration for calls to Apple (the guard's repair, an unregistration), until when.
         ("registered_merchants", [("claim", "TEXT"), ("claimed_until", "INTEGER")]),
+        // The MPAN's expiry and last digits from Apple's last verified token event (JSON).
+        ("mandates", [("merchant_token", "TEXT")]),
     ]
 
     static let indexes = """

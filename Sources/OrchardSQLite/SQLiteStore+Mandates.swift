@@ -9,6 +9,8 @@ extension SQLiteStore {
         id, merchant, kind, payment_id, order_id, processor, credential, merchant_token_id, merchant_token_metadata, currency,
         network, last_four, description, state, ended_reason, created_at, updated_at, ended_at
         """
+    /// What is read: an update alone sets `merchant_token` (Apple's MPAN details), so an insert leaves it NULL.
+    static let mandateReadColumns = mandateColumns + ", merchant_token"
 
     /// Inserts the mandate a move creates, names it on its payment and reports it, inside the move's transaction.
     static func insertMandate(_ mandate: MandateRecord, payment: PaymentRecord, in db: SQLiteDatabase) throws {
@@ -50,12 +52,13 @@ extension SQLiteStore {
             id: id, "state = 'ended', ended_reason = \(reason), ended_at = \(date), updated_at = \(date)", event: .mandateEnded, at: date)
     }
 
-    public func updateMandate(id: String, metadata: DecryptedPayment.MerchantTokenMetadata?, at date: Date) async throws
-        -> MandateRecord?
-    {
-        let metadata = try metadata.map(Self.json)
+    public func updateMandate(
+        id: String, metadata: DecryptedPayment.MerchantTokenMetadata?, merchantToken: MerchantTokenDetails?, at date: Date
+    ) async throws -> MandateRecord? {
+        let (metadata, details) = (try metadata.map(Self.json), try merchantToken.map(Self.json))
         return try await change(
-            id: id, "merchant_token_metadata = \(metadata), updated_at = \(date)", event: .mandateUpdated, at: date)
+            id: id, "merchant_token_metadata = \(metadata), merchant_token = \(details), updated_at = \(date)", event: .mandateUpdated,
+            at: date)
     }
 
     /// A compare-and-set on `active` and its event, in one transaction.
@@ -64,7 +67,7 @@ extension SQLiteStore {
     {
         try await database.run { db -> MandateRecord? in
             guard try db.execute("UPDATE mandates SET \(assignments) WHERE id = \(id) AND state = 'active'") == 1,
-                let mandate = try db.query("SELECT \(unescaped: Self.mandateColumns) FROM mandates WHERE id = \(id)").first
+                let mandate = try db.query("SELECT \(unescaped: Self.mandateReadColumns) FROM mandates WHERE id = \(id)").first
                     .map(Self.mandate)
             else { return nil }
             try Self.insertEvent(in: db, try WebhookEvent.make(event, mandate: mandate, at: date))
@@ -73,7 +76,7 @@ extension SQLiteStore {
     }
 
     private func mandates(_ clause: SQLiteStatement) async throws -> [MandateRecord] {
-        try await rows("SELECT \(unescaped: Self.mandateColumns) FROM mandates \(clause)").map(Self.mandate)
+        try await rows("SELECT \(unescaped: Self.mandateReadColumns) FROM mandates \(clause)").map(Self.mandate)
     }
 
     static func mandate(_ row: SQLiteRow) -> MandateRecord {
@@ -83,7 +86,8 @@ extension SQLiteStore {
             credential: row.json("credential", as: StoredCredential.self) ?? StoredCredential(reference: ""),
             merchantTokenIdentifier: row.optionalText("merchant_token_id"),
             merchantTokenMetadata: row.json("merchant_token_metadata", as: DecryptedPayment.MerchantTokenMetadata.self),
-            currency: row.text("currency"), network: row.optionalText("network"), lastFour: row.text("last_four"),
+            merchantToken: row.json("merchant_token", as: MerchantTokenDetails.self), currency: row.text("currency"),
+            network: row.optionalText("network"), lastFour: row.text("last_four"),
             description: row.text("description"), state: row.value("state") ?? .ended, endedReason: row.optionalText("ended_reason"),
             createdAt: row.date("created_at"), updatedAt: row.date("updated_at"), endedAt: row.optionalDate("ended_at"))
     }

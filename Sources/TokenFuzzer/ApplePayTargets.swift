@@ -52,6 +52,11 @@ enum TokenEventTarget {
             _ = MerchantTokenEvent.isValidIdentifier(event.merchantTokenIdentifier)
             _ = try? JSONEncoder().encode(event)
         }
+        // A card update's encrypted metadata and its plaintext, as the lifecycle reads them.
+        if let metadata = try? JSONDecoder().decode(EncryptedTokenMetadata.self, from: Data(bytes)) {
+            _ = try? metadata.decoded()
+        }
+        _ = try? TokenMetadata(json: bytes, signingTime: Date(timeIntervalSince1970: 0))
         let text = String(decoding: bytes, as: UTF8.self)
         _ = MerchantTokenEvent.isValidIdentifier(text)
         _ = text.removingPercentEncoding

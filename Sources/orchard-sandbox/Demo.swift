@@ -118,6 +118,8 @@ struct Demo: AsyncParsableCommand {
         let logger = logging.bootstrap(label: "orchard")
         let environment = try DemoEnvironment.prepared(stateDir)
         let gateway = try environment.makeGateway(faults: faults.faults, platform: platform)
+        // POST /_mock/token-events can then carry card updates encrypted to the demo merchant's keys.
+        gateway.tokenMetadataMinting = try environment.tokenMetadataMinting(processorHoldsKey: processorHoldsKey)
         let gatewayPort = try await gateway.start()
         let processors = processor == .record ? nil : try environment.makeProcessors()
         let heldKey = processorHoldsKey ? try environment.processorHeldKey() : nil

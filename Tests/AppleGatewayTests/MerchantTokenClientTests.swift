@@ -86,6 +86,40 @@ struct MerchantTokenClientTests {
         }
     }
 
+    @Test("encrypted token metadata is read as sent; a shape that cannot be read keeps the event, with its fields absent")
+    func encryptedMetadata() async throws {
+        try await Self.with { fixture, client in
+            let sent = EncryptedTokenMetadata(data: "ZGF0YQ==", ephemeralPublicKey: "a2V5", publicKeyHash: "aGFzaA==", signature: "c2ln")
+            let id = fixture.gateway.addTokenEvent(
+                eventType: MerchantTokenEvent.updatedMetadata, merchantTokenIdentifier: "tok-7", encryptedTokenMetadata: sent)
+            let event = try await client.event(id: id, for: try Self.configuration())
+            #expect(event.encryptedTokenMetadata == sent && event.merchantTokenMetadata == nil, "no card details: none to replace")
+
+            let shapes: [(String, EncryptedTokenMetadata?)] = [
+                (#""garbage""#, EncryptedTokenMetadata(data: nil, publicKeyHash: nil, signature: nil)),
+                (
+                    #"{"data": 7, "wrappedKey": "a2V5"}"#,
+                    EncryptedTokenMetadata(data: nil, wrappedKey: "a2V5", publicKeyHash: nil, signature: nil)
+                ),
+                ("null", nil),
+            ]
+            for (shape, expected) in shapes {
+                let raw = fixture.gateway.addRawTokenEvent(
+                    Array(
+                        #"{"eventType": "UNLINK", "merchantTokenIdentifier": "tok-8", "merchantTokenMetadata": {"encryptedTokenMetadata": \#(shape)}}"#
+                            .utf8), merchantTokenIdentifier: "tok-8")
+                let read = try await client.event(id: raw, for: try Self.configuration())
+                #expect(read.eventType == "UNLINK" && read.merchantTokenIdentifier == "tok-8", "never hides an UNLINK: \(shape)")
+                #expect(read.encryptedTokenMetadata == expected, "\(shape)")
+            }
+            let odd = fixture.gateway.addRawTokenEvent(
+                Array(#"{"eventType": "UNLINK", "merchantTokenIdentifier": "tok-9", "merchantTokenMetadata": [1, 2]}"#.utf8),
+                merchantTokenIdentifier: "tok-9")
+            let read = try await client.event(id: odd, for: try Self.configuration())
+            #expect(read.eventType == "UNLINK" && read.encryptedTokenMetadata == nil && read.merchantTokenMetadata == nil)
+        }
+    }
+
     @Test("an event Apple does not know is rejected with Apple's status and message")
     func unknownEvent() async throws {
         try await Self.with { fixture, client in

@@ -20,6 +20,7 @@ extension DocumentationBlocksTests {
                     (($0.json?["data"] as? [String: Any])?["payment"] as? [String: Any])?["id"] as? String
                 }
                 return payments.isSubset(of: authorized) && seen.contains { $0.type == "mandate.created" }
+                    && seen.contains { $0.type == "mandate.updated" }
             }
             try compareEvents(demoDeliveries)
             try compareLogLine(demo.log)
@@ -95,6 +96,8 @@ extension DocumentationBlocksTests {
                 throw DocumentationBlockFailure("\(block): the recurring payment set up no mandate: \(detail)")
             }
             shell.variables["MANDATE"] = mandate
+            // Apple's card update for its merchant token, through the demo's mock gateway: the mandate.updated a page shows.
+            try await demo.sendCardUpdate(merchantToken: "DNITHE000000000000000001")
         }
         if block.text.contains("$ID") {
             shell.variables["ID"] = request["id"] as? String

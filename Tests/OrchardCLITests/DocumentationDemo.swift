@@ -109,6 +109,35 @@ final class DocumentationDemo: Sendable {
         return Array(try JSONSerialization.data(withJSONObject: ["token": tokenJSON]))
     }
 
+    /// Apple's card update for a mandate's merchant token, as a test in another process sends it:
+    /// `POST /_mock/token-events` on the demo's gateway (mutual TLS with the demo's merchant
+    /// identity) with `tokenMetadata`, which the gateway encrypts to the demo merchant's key and
+    /// signs; the demo then fetches the event and sends the `mandate.updated` the pages show.
+    func sendCardUpdate(merchantToken: String) async throws {
+        guard let match = log.firstMatch(of: /mock Apple gateway: https:\/\/127\.0\.0\.1:(\d+)/), let gatewayPort = Int(match.1) else {
+            throw DocumentationBlockFailure("the demo did not say where its mock gateway listens")
+        }
+        let body = """
+            {"eventType": "UPDATED_METADATA", "merchantTokenIdentifier": "\(merchantToken)",
+             "tokenNotificationURL": "\(server)/apple-pay/token-events/\(DemoEnvironment.merchantIdentifier)",
+             "tokenMetadata": {"expirationDate": "301231", "mpan": "5204240750197840", "mpanId": "DNITHE000000000000000048"}}
+            """
+        let http = try CurlHTTPClient()
+        defer { http.shutdown() }
+        let state = { (name: String) in Array(try String(contentsOfFile: self.directory.path("state/\(name)"), encoding: .utf8).utf8) }
+        var request = CurlRequest(
+            method: "POST", url: "https://127.0.0.1:\(gatewayPort)/_mock/token-events",
+            headers: [(name: "Content-Type", value: "application/json")], body: Array(body.utf8),
+            identity: .pem(certificate: try state("test-merchant-identity.pem"), key: try state("test-merchant-identity.key")),
+            trust: .caPEM(try state("test-ca.pem")))
+        request.timeouts = CurlTimeouts(connect: .seconds(10), total: CurlTimeouts.maximumTotal)
+        let answer = try await http.execute(request)
+        guard answer.status == 200, answer.json?["status"] as? Int == 200 else {
+            throw DocumentationBlockFailure(
+                "the card update was not notified: \(answer.status) \(String(decoding: answer.body, as: UTF8.self))")
+        }
+    }
+
     /// Pays payment request `request` through the in-app route; the payment as answered.
     func pay(_ request: [String: Any], key: String, merchantToken: String? = nil) async throws -> [String: Any] {
         let id = request["id"] as? String ?? ""

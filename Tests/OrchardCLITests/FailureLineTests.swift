@@ -48,6 +48,7 @@ struct FailureLineTests {
         "orchard mandates list": adminCases([]),
         "orchard mandates show": adminCases(["mdt_1"]),
         "orchard mandates end": adminCases(["mdt_1"]),
+        "orchard mandates rotate-usage-key": adminCases(["--merchant", "merchant.x"]),
         "orchard keys create": [Case(arguments: ["--merchant", "merchant.x"] + missingConfig)],
         "orchard keys list": [Case(arguments: missingConfig)],
         "orchard keys revoke": [Case(arguments: ["key_0000000000000000"] + missingConfig)],

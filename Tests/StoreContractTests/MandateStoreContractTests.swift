@@ -90,13 +90,15 @@ struct MandateStoreContractTests {
 
             var changed = Self.metadata
             changed.cardMetadata?.fpanSuffix = "0005"
-            let updated = try #require(try await store.updateMandate(id: "mdt_1", metadata: changed, at: Shop.at(20)))
+            let updated = try #require(try await store.updateMandate(id: "mdt_1", metadata: changed, merchantToken: nil, at: Shop.at(20)))
             #expect(updated.merchantTokenMetadata == changed && updated.updatedAt == Shop.at(20) && updated.state == .active)
 
             let ended = try #require(try await store.endMandate(id: "mdt_1", reason: "apple:user", at: Shop.at(30)))
             #expect(ended.state == .ended && ended.endedReason == "apple:user" && ended.endedAt == Shop.at(30))
             #expect(try await store.endMandate(id: "mdt_1", reason: "shop", at: Shop.at(31)) == nil, "already ended")
-            #expect(try await store.updateMandate(id: "mdt_1", metadata: nil, at: Shop.at(32)) == nil, "an ended mandate stays as it ended")
+            #expect(
+                try await store.updateMandate(id: "mdt_1", metadata: nil, merchantToken: nil, at: Shop.at(32)) == nil,
+                "an ended mandate stays as it ended")
             #expect(try await store.endMandate(id: "mdt_none", reason: "shop", at: Shop.at(31)) == nil)
             let reread = try #require(try await store.mandate(id: "mdt_1"))
             #expect(reread.endedReason == "apple:user" && reread.merchantTokenMetadata == changed)
@@ -106,6 +108,51 @@ struct MandateStoreContractTests {
             #expect(try await store.mandates(merchantIdentifier: Shop.otherMerchant, state: nil, limit: 10).map(\.id) == ["mdt_2"])
             let mine = try await store.webhookEvents(merchantIdentifier: Shop.merchant, state: nil, limit: 50).map(\.type)
             #expect(Array(mine.reversed()) == [.paymentAuthorized, .mandateCreated, .mandateUpdated, .mandateEnded])
+        }
+    }
+
+    /// The MPAN details a verified token event gave, with a signing time off whole seconds: the
+    /// stores keep them as given (JSON), not rounded as their own timestamps are.
+    static let merchantToken = MerchantTokenDetails(
+        expirationDate: "301231", expirationMonth: 12, expirationYear: 2030, suffix: "7840", mpanId: "MPAN-2.b_c",
+        signedAt: Shop.at(14).addingTimeInterval(0.25), updatedAt: Shop.at(20))
+
+    @Test(
+        "a card update sets the MPAN details and the card details in one compare-and-set on active, with mandate.updated showing them",
+        arguments: Kind.enabled)
+    func cardUpdate(kind: Kind) async throws {
+        try await StoreContractTests.withStore(kind) { store in
+            let created = Self.mandate("mdt_1", payment: "p1", order: "o1", token: "tok-a")
+            _ = try await Self.authorizeFirst(store, order: "o1", payment: "p1", mandate: created)
+            #expect(try await store.mandate(id: "mdt_1")?.merchantToken == nil, "none until Apple tells one")
+
+            let updated = try #require(
+                try await store.updateMandate(id: "mdt_1", metadata: Self.metadata, merchantToken: Self.merchantToken, at: Shop.at(20)))
+            #expect(updated.merchantToken == Self.merchantToken && updated.merchantTokenMetadata == Self.metadata)
+            #expect(updated.updatedAt == Shop.at(20) && updated.state == .active && updated.lastFour == created.lastFour)
+            #expect(try await store.mandate(id: "mdt_1") == updated, "read back as written")
+            #expect(
+                try await store.mandates(merchantIdentifier: Shop.merchant, merchantTokenIdentifier: "tok-a").first?.merchantToken
+                    == Self.merchantToken)
+
+            let events = try await Shop.events(store)
+            #expect(events.map(\.type) == [.paymentAuthorized, .mandateCreated, .mandateUpdated])
+            let data = try #require(try Shop.json(events[2])["data"] as? [String: Any])
+            let shown = try #require((data["mandate"] as? [String: Any])?["merchantToken"] as? [String: Any])
+            #expect(shown["expirationDate"] as? String == "301231" && shown["suffix"] as? String == "7840")
+            #expect(
+                shown["expirationMonth"] as? Int == 12 && shown["expirationYear"] as? Int == 2030
+                    && shown["mpanId"] as? String == "MPAN-2.b_c")
+
+            // Given nil, it is cleared: the store writes what Core decided, and Core keeps what it keeps.
+            let cleared = try #require(try await store.updateMandate(id: "mdt_1", metadata: nil, merchantToken: nil, at: Shop.at(21)))
+            #expect(cleared.merchantToken == nil && cleared.merchantTokenMetadata == nil)
+            _ = try await store.endMandate(id: "mdt_1", reason: "shop", at: Shop.at(22))
+            #expect(
+                try await store.updateMandate(id: "mdt_1", metadata: nil, merchantToken: Self.merchantToken, at: Shop.at(23)) == nil,
+                "an ended mandate takes no card update")
+            #expect(try await store.mandate(id: "mdt_1")?.merchantToken == nil)
+            #expect(try await Shop.events(store).map(\.type).filter { $0 == .mandateUpdated }.count == 2)
         }
     }
 }

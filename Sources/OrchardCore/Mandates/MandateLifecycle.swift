@@ -16,19 +16,25 @@ public struct MandateLifecycle: Sendable {
     /// Apple's Merchant Token Management API; nil: events cannot be fetched nor tokens unlinked.
     let tokens: (any MerchantTokenService)?
     let directory: any MerchantLookup
+    /// Checks token events' encrypted metadata: the payments' token root, under
+    /// ``TokenVerifier/Policy/tokenMetadata``.
+    let metadataVerifier: TokenVerifier
     let time: TimeSource
     public let logger: Logger
     /// Told when Apple gives a token a new key, so its usage information is sealed to it again.
     public var usage: MerchantTokenUsageService?
 
+    /// - Parameter tokenVerifier: the payments' token verifier (Apple's root, or the demo's test
+    ///   root), whose root and verified chains check token events' encrypted metadata.
     public init(
         store: any MandateRecords, processors: PaymentProcessors, tokens: (any MerchantTokenService)?, directory: any MerchantLookup,
-        time: TimeSource, logger: Logger
+        time: TimeSource, logger: Logger, tokenVerifier: TokenVerifier = TokenVerifier()
     ) {
         self.store = store
         self.processors = processors
         self.tokens = tokens
         self.directory = directory
+        self.metadataVerifier = tokenVerifier.withPolicy(.tokenMetadata)
         self.time = time
         self.logger = logger
     }
@@ -137,37 +143,44 @@ public struct MandateLifecycle: Sendable {
             }
         }
         do {
-            try await apply(event, merchantIdentifier: merchantIdentifier, metadata: metadata)
+            try await apply(event, merchant: merchant, metadata: metadata)
             return .applied
         } catch {
             return .unavailable("the event's change could not be recorded: \(error)")
         }
     }
 
-    private func apply(_ event: MerchantTokenEvent, merchantIdentifier: String, metadata: Logger.Metadata) async throws {
+    /// Applies a fetched event to the token's active mandates. For the rule on an update's
+    /// encrypted metadata, see ``openedMetadata(_:merchant:metadata:)``.
+    func apply(_ event: MerchantTokenEvent, merchant: MerchantConfiguration, metadata: Logger.Metadata) async throws {
         let mandates = try await store.mandates(
-            merchantIdentifier: merchantIdentifier, merchantTokenIdentifier: event.merchantTokenIdentifier
+            merchantIdentifier: merchant.merchantIdentifier, merchantTokenIdentifier: event.merchantTokenIdentifier
         ).filter { $0.state == .active }
         var metadata = metadata
         metadata["eventType"] = "\(event.eventType)"
         if mandates.isEmpty {
             logger.notice("a merchant token event for no active mandate: nothing changed", metadata: metadata)
+            return
         }
-        for mandate in mandates {
-            switch event.eventType {
-            case MerchantTokenEvent.unlink:
+        switch event.eventType {
+        case MerchantTokenEvent.unlink:
+            for mandate in mandates {
                 _ = try await end(mandate, reason: "apple:" + (event.reason ?? "unlink").prefix(64), unlinkAtApple: false)
-            case MerchantTokenEvent.updatedMetadata, MerchantTokenEvent.updatedCardArt, MerchantTokenEvent.updatedPublicKey:
-                _ = try await store.updateMandate(
-                    id: mandate.id, metadata: event.merchantTokenMetadata ?? mandate.merchantTokenMetadata, at: time.now)
-                logger.info("mandate updated from Apple's token event", metadata: metadata.merging(["mandate": "\(mandate.id)"]) { $1 })
-                if event.eventType == MerchantTokenEvent.updatedPublicKey {
-                    // Apple's answer to a 202: the device made the token's key, the announcement can go.
-                    await usage?.markDue(merchantIdentifier: merchantIdentifier, merchantTokenIdentifier: event.merchantTokenIdentifier)
-                }
-            default:
-                logger.warning("a merchant token event of a type Orchard does not know: nothing changed", metadata: metadata)
             }
+        case MerchantTokenEvent.updatedMetadata, MerchantTokenEvent.updatedCardArt, MerchantTokenEvent.updatedPublicKey:
+            if event.eventType == MerchantTokenEvent.updatedPublicKey {
+                // Apple's answer to a 202: the device made the token's key, so the usage information can be
+                // announced, whatever the event's card details come to (Apple is asked for the key itself).
+                await usage?.markDue(
+                    merchantIdentifier: merchant.merchantIdentifier, merchantTokenIdentifier: event.merchantTokenIdentifier)
+            }
+            // Opened once for the event, so a refusal is logged once whatever the mandates.
+            guard case .usable(let opened) = openedMetadata(event, merchant: merchant, metadata: metadata) else { return }
+            for mandate in mandates {
+                try await update(mandate, from: event, opened: opened, metadata: metadata.merging(["mandate": "\(mandate.id)"]) { $1 })
+            }
+        default:
+            logger.warning("a merchant token event of a type Orchard does not know: nothing changed", metadata: metadata)
         }
     }
 }

@@ -29,6 +29,8 @@ public struct MandateRecord: Sendable, Codable, Equatable {
     /// issuer gave a device token instead.
     public var merchantTokenIdentifier: String?
     public var merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata?
+    /// The MPAN's expiry and last digits from Apple's last verified token event; nil until one came.
+    public var merchantToken: MerchantTokenDetails?
     /// ISO 4217 alphabetic code: every later charge is in it.
     public var currency: String
     /// The card's network and last four digits, as the first payment had them.
@@ -45,7 +47,8 @@ public struct MandateRecord: Sendable, Codable, Equatable {
     public init(
         id: String, merchantIdentifier: String, kind: PaymentAgreement.Kind, paymentId: String, orderId: String, processor: String,
         credential: StoredCredential, merchantTokenIdentifier: String?, merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata?,
-        currency: String, network: String?, lastFour: String, description: String, state: State = .active, endedReason: String? = nil,
+        merchantToken: MerchantTokenDetails? = nil, currency: String, network: String?, lastFour: String, description: String,
+        state: State = .active, endedReason: String? = nil,
         createdAt: Date, updatedAt: Date? = nil, endedAt: Date? = nil
     ) {
         self.id = id
@@ -57,6 +60,7 @@ public struct MandateRecord: Sendable, Codable, Equatable {
         self.credential = credential
         self.merchantTokenIdentifier = merchantTokenIdentifier
         self.merchantTokenMetadata = merchantTokenMetadata
+        self.merchantToken = merchantToken
         self.currency = currency
         self.network = network
         self.lastFour = lastFour

@@ -13,6 +13,9 @@ public protocol MandateRecords: Sendable {
     func mandates(merchantIdentifier: String, merchantTokenIdentifier: String) async throws -> [MandateRecord]
     /// Ends an active mandate with `mandate.ended`; nil, changing nothing, when it was not active.
     func endMandate(id: String, reason: String, at date: Date) async throws -> MandateRecord?
-    /// Replaces an active mandate's card details with `mandate.updated`; nil when it was not active.
-    func updateMandate(id: String, metadata: DecryptedPayment.MerchantTokenMetadata?, at date: Date) async throws -> MandateRecord?
+    /// Replaces an active mandate's card details and MPAN details (each as given, nil included)
+    /// with `mandate.updated`; nil, changing nothing, when it was not active.
+    func updateMandate(
+        id: String, metadata: DecryptedPayment.MerchantTokenMetadata?, merchantToken: MerchantTokenDetails?, at date: Date
+    ) async throws -> MandateRecord?
 }

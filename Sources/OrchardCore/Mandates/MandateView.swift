@@ -18,6 +18,8 @@ public struct MandateView: Sendable, Codable, Equatable {
     public var merchantTokenIdentifier: String?
     /// The card's details as Apple last told them (card art, country, expiry, last digits of the card's own number).
     public var merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata?
+    /// The MPAN's expiry and last four digits as Apple's last verified token event told them.
+    public var merchantToken: MerchantTokenDetails?
     /// `shop`, `apple:<reason>` or `operator`.
     public var endedReason: String?
     public var createdAt: Date
@@ -36,6 +38,7 @@ public struct MandateView: Sendable, Codable, Equatable {
         paymentId = mandate.paymentId
         merchantTokenIdentifier = mandate.merchantTokenIdentifier
         merchantTokenMetadata = mandate.merchantTokenMetadata
+        merchantToken = mandate.merchantToken
         endedReason = mandate.endedReason
         createdAt = mandate.createdAt
         updatedAt = mandate.updatedAt

@@ -28,15 +28,20 @@ public struct MerchantTokenEvent: Sendable, Codable, Equatable {
     /// Who originated the event (the user or the card issuer), in Apple's words.
     public var reason: String?
     public var merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata?
+    /// `merchantTokenMetadata.encryptedTokenMetadata`: the MPAN's new expiry and last digits,
+    /// encrypted to the merchant's processing key and signed by Apple. Present but in a shape that
+    /// cannot be read, it comes with its fields absent, for the lifecycle to refuse by name.
+    public var encryptedTokenMetadata: EncryptedTokenMetadata?
 
     public init(
         eventType: String, merchantTokenIdentifier: String, reason: String? = nil,
-        merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata? = nil
+        merchantTokenMetadata: DecryptedPayment.MerchantTokenMetadata? = nil, encryptedTokenMetadata: EncryptedTokenMetadata? = nil
     ) {
         self.eventType = eventType
         self.merchantTokenIdentifier = merchantTokenIdentifier
         self.reason = reason
         self.merchantTokenMetadata = merchantTokenMetadata
+        self.encryptedTokenMetadata = encryptedTokenMetadata
     }
 }
 

@@ -74,7 +74,9 @@ public struct PaymentsEngine: Sendable {
     /// The mandates a merchant-initiated charge reads.
     let mandates: any MandateRecords
     let processors: PaymentProcessors
-    let verifier: TokenVerifier
+    /// Checks tokens against Apple's root (or the demo's test root); the mandate lifecycle checks
+    /// token events' metadata with its root and chains.
+    public let verifier: TokenVerifier
     let decryptors: [String: TokenDecryptor]
     /// The platform integrator's keys, for merchants it registered.
     let platformDecryptor: TokenDecryptor?

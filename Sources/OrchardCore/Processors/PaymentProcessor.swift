@@ -137,12 +137,23 @@ public protocol PaymentProcessor: Sendable {
     func chargeMandate(_ request: MandateChargeRequest) async throws -> AuthorizationOutcome
     /// Deletes the stored credential at the processor when its mandate ends.
     func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError)
+    /// Tells the processor the card behind a mandate's stored credential (its MPAN) has a new
+    /// expiry, where its API keeps one for a stored credential. False, sending nothing, when this
+    /// processor has no such call (the default).
+    func updateCredentialExpiry(_ mandate: MandateRecord, month: Int, year: Int) async throws(ProcessorActionError) -> Bool
     /// What the processor's records say of an unknown payment's or charge's reference (its
     /// ``PaymentRecord/processorReference`` when it has one). A `found` outcome is `authorized`
     /// or `refused`. Throws when the processor could not be asked; nothing is then re-sent.
     func lookup(_ payment: PaymentRecord) async throws -> PaymentLookup
     /// What the processor's records say of an unknown refund of `payment`, as ``lookup(_:)``.
     func lookupRefund(_ refund: RefundRecord, of payment: PaymentRecord) async throws -> RefundLookup
+}
+
+extension PaymentProcessor {
+    /// No call for a stored credential's new expiry: nothing is sent.
+    public func updateCredentialExpiry(_ mandate: MandateRecord, month: Int, year: Int) async throws(ProcessorActionError) -> Bool {
+        false
+    }
 }
 
 /// A refund of a settled payment, as the processor is handed it.

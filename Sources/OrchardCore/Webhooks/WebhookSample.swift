@@ -70,7 +70,13 @@ extension WebhookEvent {
         MandateRecord(
             id: "mdt_" + RecordIdentifier.random(), merchantIdentifier: merchantIdentifier, kind: .recurring, paymentId: payment.id,
             orderId: payment.orderId, processor: payment.processor, credential: StoredCredential(reference: "orchard-test"),
-            merchantTokenIdentifier: nil, merchantTokenMetadata: nil, currency: payment.currency, network: payment.network,
+            merchantTokenIdentifier: nil, merchantTokenMetadata: nil,
+            // An update shows the MPAN details Apple's verified token event gave.
+            merchantToken: type == .mandateUpdated
+                ? MerchantTokenDetails(
+                    expirationDate: "301231", expirationMonth: 12, expirationYear: 2030, suffix: "7840", mpanId: "orchard-test-mpan",
+                    signedAt: date, updatedAt: date) : nil,
+            currency: payment.currency, network: payment.network,
             lastFour: payment.lastFour, description: "Orchard test mandate", state: type == .mandateEnded ? .ended : .active,
             endedReason: type == .mandateEnded ? "shop" : nil, createdAt: date, endedAt: type == .mandateEnded ? date : nil)
     }

@@ -139,6 +139,56 @@ public struct TokenMinter: Sendable {
             applicationDataHash: applicationDataHash, signingTime: signingTime)
     }
 
+    /// A token event's `encryptedTokenMetadata`: `payload` (``tokenMetadataPayload(expirationDate:mpan:mpanId:)``)
+    /// encrypted to `recipient` (EC_v1 for a P-256 key, RSA_v1 for an RSA one) for `merchantIdentifier`,
+    /// and signed over key material ‖ data by the chain's EC or RSA leaf, as Apple signs it.
+    public func mintTokenMetadata(
+        payload: [UInt8], to recipient: Certificate.PublicKey, merchantIdentifier: String, signingTime: Date = Date()
+    ) throws -> EncryptedTokenMetadata {
+        var metadata = try TokenEncryptor.encryptTokenMetadata(
+            payload, to: recipient, merchantIdentifierHash: Array(SHA256.hash(data: Array(merchantIdentifier.utf8))))
+        let isEC = metadata.ephemeralPublicKey != nil
+        guard let keyMaterial = (metadata.ephemeralPublicKey ?? metadata.wrappedKey).flatMap({ Data(base64Encoded: $0) }),
+            let data = metadata.data.flatMap({ Data(base64Encoded: $0) })
+        else { throw ApplePayError(.malformedToken, "the encrypted metadata lacks its key material or data") }
+        let signature = try CMSWriter.signedData(
+            content: Array(keyMaterial) + Array(data), signingTime: signingTime, leaf: isEC ? chain.ecLeaf : chain.rsaLeaf,
+            intermediate: chain.intermediate.certificate)
+        metadata.signature = Data(signature).base64EncodedString()
+        return metadata
+    }
+
+    /// EC_v1 `encryptedTokenMetadata` for a P-256 processing key.
+    public func mintTokenMetadata(
+        payload: [UInt8], to recipient: P256.KeyAgreement.PublicKey, merchantIdentifier: String, signingTime: Date = Date()
+    ) throws -> EncryptedTokenMetadata {
+        try mintTokenMetadata(
+            payload: payload, to: try Certificate.PublicKey(derEncoded: Array(recipient.derRepresentation)),
+            merchantIdentifier: merchantIdentifier, signingTime: signingTime)
+    }
+
+    /// RSA_v1 `encryptedTokenMetadata` for an RSA processing key (RSA_v1 has no key derivation, so no merchant ID).
+    public func mintTokenMetadata(payload: [UInt8], to recipient: _RSA.Encryption.PublicKey, signingTime: Date = Date()) throws
+        -> EncryptedTokenMetadata
+    {
+        try mintTokenMetadata(
+            payload: payload, to: try Certificate.PublicKey(derEncoded: Array(recipient.derRepresentation)), merchantIdentifier: "",
+            signingTime: signingTime)
+    }
+
+    /// Apple's `TokenMetadata` JSON: the MPAN's expiry (`YYMMDD`, the month's last day), the MPAN
+    /// and, when it changed, the new MPAN's identifier.
+    public static func tokenMetadataPayload(expirationDate: String, mpan: String, mpanId: String? = nil) -> [UInt8] {
+        struct Payload: Encodable {
+            var expirationDate: String
+            var mpan: String
+            var mpanId: String?
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array((try? encoder.encode(Payload(expirationDate: expirationDate, mpan: mpan, mpanId: mpanId))) ?? Data())
+    }
+
     public static func randomTransactionId() -> [UInt8] {
         (0..<32).map { _ in UInt8.random(in: 0...255) }
     }

@@ -14,6 +14,10 @@ import OrchardCore
 /// payment is charged through `cardPaymentMethodSpecificInput` (no Worldline page covers merchant
 /// tokens), and where an Apple Pay first payment's scheme reference appears (its mobile output
 /// has none, so ``StoredCredential/schemeReference`` stays nil and Worldline keeps it with the token).
+///
+/// A card's new expiry from Apple's token event is not sent: Worldline Direct's Tokens API has
+/// create, get and delete, and no update (its SDKs' `TokensClient`), so the default
+/// ``PaymentProcessor/updateCredentialExpiry(_:month:year:)`` sends nothing.
 extension WorldlineProcessor {
     /// `paymentProduct302SpecificInput` for a first payment that sets up a mandate: tokenize, and
     /// for a scheduled series, mark it as the first of a recurring sequence.

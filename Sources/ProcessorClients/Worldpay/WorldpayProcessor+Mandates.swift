@@ -10,8 +10,9 @@ import OrchardCore
 /// Confirmed from Worldpay's guides: `customerAgreement` (`subscription` | `unscheduled`, with
 /// `storedCardUsage: first` on the first payment), `tokenCreation: {type: worldpay}`,
 /// `POST /cardPayments/merchantInitiatedTransactions` with a `card/token` instrument and the
-/// agreement's `schemeReference`, that `channel` is refused there, and that a token is deleted by
-/// `DELETE` on its href (Tokens API v3).
+/// agreement's `schemeReference`, that `channel` is refused there, that a token is deleted by
+/// `DELETE` on its href, and that a card token's expiry is replaced by `PUT` on its
+/// `tokens:cardExpiryDate` link (Tokens API v3).
 extension WorldpayProcessor {
     /// The Tokens API's media type: its `Accept` header picks the API version.
     public static let tokensMediaType = "application/vnd.worldpay.tokens-v3.hal+json"
@@ -73,28 +74,60 @@ extension WorldpayProcessor {
             sends: request.sends, processor: "Worldpay", reference: request.reference, status: answer.status)
     }
 
+    /// Gives Worldpay the card's new expiry (the MPAN's, from Apple's token event): `GET` on the
+    /// token's href, then `PUT {"month", "year"}` on the `tokens:cardExpiryDate` link its answer
+    /// offers (204), both with the Tokens API v3 media type (Worldpay's Tokens API reference,
+    /// "Card Expiry Date": "Update the expiry date for the credit card represented by the token").
+    /// Both URLs must be `/tokens/` URLs on the configured origin, as for a deletion. False,
+    /// nothing updated, when the token offers no such link: Worldpay documents it for card tokens,
+    /// and not whether a wallet payment's token has one.
+    public func updateCredentialExpiry(_ mandate: MandateRecord, month: Int, year: Int) async throws(ProcessorActionError) -> Bool {
+        let token = try await tokenCall("GET", mandate.credential.reference, body: nil, what: "the token inquiry")
+        guard (200..<300).contains(token.status) else {
+            throw ProcessorActionError(
+                "Worldpay answered the token inquiry with HTTP \(token.status): \(token.json["message"]?.string ?? "")")
+        }
+        guard let link = token.json["_links"]?["tokens:cardExpiryDate"]?["href"]?.string else { return false }
+        let body: [UInt8]
+        do {
+            body = try ProcessorHTTP.encode(["month": .integer(Int64(month)), "year": .integer(Int64(year))])
+        } catch {
+            throw ProcessorActionError("cannot encode the card expiry date")
+        }
+        let answer = try await tokenCall(
+            "PUT", link.hasPrefix("/") ? settings.connection.baseURL + link : link, body: body, what: "the expiry update")
+        guard (200..<300).contains(answer.status) else {
+            throw ProcessorActionError(
+                "Worldpay answered the expiry update with HTTP \(answer.status): \(answer.json["message"]?.string ?? "")")
+        }
+        return true
+    }
+
+    /// One Tokens API call on a `/tokens/` URL of the configured origin, on a fresh connection.
+    private func tokenCall(_ method: String, _ url: String, body: [UInt8]?, what: String) async throws(ProcessorActionError)
+        -> ProcessorHTTP.Answer
+    {
+        guard settings.connection.owns(url), URLComponents(string: url)?.path.hasPrefix("/tokens/") == true else {
+            let host = URLComponents(string: url)?.host ?? "an unreadable URL"
+            throw ProcessorActionError("refusing \(what) at \(host): not a /tokens/ URL on \(settings.connection.baseURL)")
+        }
+        let credentials = Data("\(settings.username.value):\(settings.password.value)".utf8).base64EncodedString()
+        var headers = [(name: "Authorization", value: "Basic \(credentials)"), (name: "Accept", value: Self.tokensMediaType)]
+        if body != nil { headers.append((name: "Content-Type", value: Self.tokensMediaType)) }
+        do {
+            return try await client.send(method, url: url, headers: headers, body: body, fresh: true)
+        } catch let error as ProcessorActionError {
+            throw error
+        } catch {
+            throw ProcessorActionError("Worldpay did not answer \(what) (\(error))")
+        }
+    }
+
     /// `DELETE` on the token's href, only when it is a `/tokens/` URL on the configured Worldpay
     /// origin: the href came back in an answer and Orchard's credentials go with the call, so it
     /// is never sent anywhere else. 200 and 204 are done; so is 404: the token is already gone.
     public func deleteCredential(_ mandate: MandateRecord) async throws(ProcessorActionError) {
-        let href = mandate.credential.reference
-        guard settings.connection.owns(href), URLComponents(string: href)?.path.hasPrefix("/tokens/") == true else {
-            let host = URLComponents(string: href)?.host ?? "an unreadable URL"
-            throw ProcessorActionError(
-                "refusing to delete the Worldpay token at \(host): not a /tokens/ URL on \(settings.connection.baseURL)")
-        }
-        let credentials = Data("\(settings.username.value):\(settings.password.value)".utf8).base64EncodedString()
-        let answer: ProcessorHTTP.Answer
-        do {
-            answer = try await client.send(
-                "DELETE", url: href,
-                headers: [(name: "Authorization", value: "Basic \(credentials)"), (name: "Accept", value: Self.tokensMediaType)],
-                body: nil, fresh: true)
-        } catch let error as ProcessorActionError {
-            throw error
-        } catch {
-            throw ProcessorActionError("Worldpay did not answer the token deletion (\(error)); try again later")
-        }
+        let answer = try await tokenCall("DELETE", mandate.credential.reference, body: nil, what: "the token deletion")
         guard [200, 204, 404].contains(answer.status) else {
             throw ProcessorActionError(
                 "Worldpay answered the token deletion with HTTP \(answer.status): \(answer.json["message"]?.string ?? "")")

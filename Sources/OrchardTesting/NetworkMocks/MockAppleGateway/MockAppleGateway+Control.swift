@@ -1,3 +1,4 @@
+import ApplePay
 import Foundation
 import Logging
 import NIOCore
@@ -11,10 +12,14 @@ struct MockControlAnswer: Sendable {
 extension MockAppleGateway {
     /// A test-control route, for a test in another process (the browser tests run `orchard-sandbox demo`):
     /// `POST /_mock/token-events` with `{"eventType", "merchantTokenIdentifier", "reason"?, "tokenNotificationURL"}`
-    /// makes an event (``addTokenEvent(eventType:merchantTokenIdentifier:reason:metadata:)``), sends Apple's
-    /// notification for it (``notify(tokenNotificationURL:eventId:)``) and answers 200
+    /// makes an event (``addTokenEvent(eventType:merchantTokenIdentifier:reason:metadata:encryptedTokenMetadata:)``),
+    /// sends Apple's notification for it (``notify(tokenNotificationURL:eventId:)``) and answers 200
     /// `{"eventId", "status"}` with the status the notification got; 502 `{"eventId", "error"}` when it got
     /// no answer; 400 `{"error"}` for a bad body or a URL that is not http(s) on loopback, with no event made.
+    /// With `"tokenMetadata": {"expirationDate", "mpan", "mpanId"?}` the event carries it as
+    /// `merchantTokenMetadata.encryptedTokenMetadata`, minted by ``mintTokenMetadata(_:scheme:tamper:signingTime:)``
+    /// (`"tokenMetadataScheme"`: `EC_v1`, the default, or `RSA_v1`; `"tokenMetadataTamper": true`: a byte of
+    /// its data flipped after signing); 400 when the mock has no key for that scheme.
     /// Like every route, it is served only to a client certificate from the test CA.
     static let tokenEventsControlPath = "/_mock/token-events"
 
@@ -29,10 +34,20 @@ extension MockAppleGateway {
         case .success(let parsed): request = parsed
         case .failure(let failure): return eventLoop.makeSucceededFuture(Self.controlAnswer(400, ["error": failure.message]))
         }
-        let eventId = addTokenEvent(
-            eventType: request.eventType, merchantTokenIdentifier: request.merchantTokenIdentifier, reason: request.reason)
-        logger.debug("control: notifying a token event", metadata: ["eventId": "\(eventId)", "url": "\(request.tokenNotificationURL)"])
         return eventLoop.makeFutureWithTask { [self] in
+            // Minted off the event loop: an RSA signature is not free.
+            var encrypted: EncryptedTokenMetadata?
+            if let values = request.tokenMetadata {
+                do {
+                    encrypted = try mintTokenMetadata(values, scheme: request.tokenMetadataScheme, tamper: request.tokenMetadataTamper)
+                } catch {
+                    return Self.controlAnswer(400, ["error": "\(error)"])
+                }
+            }
+            let eventId = addTokenEvent(
+                eventType: request.eventType, merchantTokenIdentifier: request.merchantTokenIdentifier, reason: request.reason,
+                encryptedTokenMetadata: encrypted)
+            logger.debug("control: notifying a token event", metadata: ["eventId": "\(eventId)", "url": "\(request.tokenNotificationURL)"])
             do {
                 let status = try await notify(tokenNotificationURL: request.tokenNotificationURL, eventId: eventId)
                 return Self.controlAnswer(200, ["eventId": eventId, "status": status])
@@ -67,6 +82,17 @@ struct TokenEventControlRequest: Sendable {
     var merchantTokenIdentifier: String
     var reason: String
     var tokenNotificationURL: String
+    /// What to mint into `encryptedTokenMetadata`, how, and whether to break it; nil: none.
+    var tokenMetadata: MockTokenMetadata?
+    var tokenMetadataScheme: PaymentData.Scheme = .ecV1
+    var tokenMetadataTamper = false
+
+    /// The body's token metadata fields, read by type.
+    private struct MetadataFields: Decodable {
+        var tokenMetadata: MockTokenMetadata?
+        var tokenMetadataScheme: String?
+        var tokenMetadataTamper: Bool?
+    }
 
     static func parse(_ body: [UInt8]) -> Result<TokenEventControlRequest, Failure> {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
@@ -91,8 +117,24 @@ struct TokenEventControlRequest: Sendable {
                 Failure(
                     message: "tokenNotificationURL must be http(s) on 127.0.0.1, ::1 or localhost, with no user info, query or fragment"))
         }
-        return .success(
-            TokenEventControlRequest(
-                eventType: eventType, merchantTokenIdentifier: token, reason: text("reason") ?? "user", tokenNotificationURL: url))
+        var request = TokenEventControlRequest(
+            eventType: eventType, merchantTokenIdentifier: token, reason: text("reason") ?? "user", tokenNotificationURL: url)
+        guard let fields = try? JSONDecoder().decode(MetadataFields.self, from: Data(body)) else {
+            return .failure(
+                Failure(
+                    message:
+                        "tokenMetadata must be {\"expirationDate\", \"mpan\", \"mpanId\"?} strings, tokenMetadataScheme a string, tokenMetadataTamper a boolean"
+                ))
+        }
+        if fields.tokenMetadata == nil && (fields.tokenMetadataScheme != nil || fields.tokenMetadataTamper != nil) {
+            return .failure(Failure(message: "tokenMetadataScheme and tokenMetadataTamper go with tokenMetadata"))
+        }
+        guard let scheme = PaymentData.Scheme(rawValue: fields.tokenMetadataScheme ?? "EC_v1") else {
+            return .failure(Failure(message: "tokenMetadataScheme must be EC_v1 or RSA_v1"))
+        }
+        request.tokenMetadata = fields.tokenMetadata
+        request.tokenMetadataScheme = scheme
+        request.tokenMetadataTamper = fields.tokenMetadataTamper ?? false
+        return .success(request)
     }
 }

@@ -34,6 +34,9 @@ final class MockMerchantTokens: Sendable {
         var merchantTokenIdentifier: String
         var reason: String
         var metadata: DecryptedPayment.MerchantTokenMetadata?
+        var encryptedTokenMetadata: EncryptedTokenMetadata?
+        /// Served instead of the fields, byte for byte: a shape Apple's documentation does not show.
+        var raw: [UInt8]?
     }
 
     struct State {
@@ -46,6 +49,8 @@ final class MockMerchantTokens: Sendable {
         var notifications: [SentTokenNotification] = []
         var faultStatus: Int?
         var resetCalls = false
+        /// How the control route mints events' encrypted metadata; nil: it cannot.
+        var minting: MockTokenMetadataMinting?
     }
 
     let state = Mutex(State())
@@ -56,20 +61,34 @@ extension MockAppleGateway {
 
     /// Makes an event the gateway serves at `…/merchantToken/event/{eventId}`, and makes its token
     /// one the gateway will unlink; returns the new event ID (to pass to ``notify(tokenNotificationURL:eventId:)``).
+    /// `encryptedTokenMetadata` (``mintTokenMetadata(_:scheme:tamper:signingTime:)``, or a test's
+    /// own minting) is served as `merchantTokenMetadata.encryptedTokenMetadata`.
     public func addTokenEvent(
         eventType: String, merchantTokenIdentifier: String, reason: String = "user",
-        metadata: DecryptedPayment.MerchantTokenMetadata? = nil
+        metadata: DecryptedPayment.MerchantTokenMetadata? = nil, encryptedTokenMetadata: EncryptedTokenMetadata? = nil
     ) -> String {
         let eventId = UUID().uuidString.lowercased()
         merchantTokens.state.withLock {
             $0.events[eventId] = MockMerchantTokens.Event(
-                eventType: eventType, merchantTokenIdentifier: merchantTokenIdentifier, reason: reason, metadata: metadata)
+                eventType: eventType, merchantTokenIdentifier: merchantTokenIdentifier, reason: reason, metadata: metadata,
+                encryptedTokenMetadata: encryptedTokenMetadata)
             // An UNLINK event ends the token at Apple: unlinking it afterwards is refused as for any unknown token.
             if eventType == "UNLINK" {
                 $0.live.remove(merchantTokenIdentifier)
             } else {
                 $0.live.insert(merchantTokenIdentifier)
             }
+        }
+        return eventId
+    }
+
+    /// Makes an event served as `body`, byte for byte (a shape a test chooses); returns its ID.
+    public func addRawTokenEvent(_ body: [UInt8], merchantTokenIdentifier: String) -> String {
+        let eventId = UUID().uuidString.lowercased()
+        merchantTokens.state.withLock {
+            $0.events[eventId] = MockMerchantTokens.Event(
+                eventType: "", merchantTokenIdentifier: merchantTokenIdentifier, reason: "", metadata: nil, raw: body)
+            $0.live.insert(merchantTokenIdentifier)
         }
         return eventId
     }
@@ -155,7 +174,7 @@ extension MockAppleGateway {
             state.fetches.append(eventId)
             if let fault = state.faultStatus { return error(fault, "Injected fault \(fault)") }
             guard let event = state.events[eventId] else { return error(400, "unknown eventId=\(eventId)") }
-            return (200, eventJSON(event))
+            return (200, event.raw ?? eventJSON(event))
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
             let token = object["merchantTokenIdentifier"] as? String, !token.isEmpty
@@ -173,7 +192,8 @@ extension MockAppleGateway {
         var object: [String: Any] = [
             "eventType": event.eventType, "merchantTokenIdentifier": event.merchantTokenIdentifier, "reason": event.reason,
         ]
-        if let metadata = event.metadata {
+        if event.metadata != nil || event.encryptedTokenMetadata != nil {
+            let metadata = event.metadata ?? DecryptedPayment.MerchantTokenMetadata()
             var fields: [String: Any] = [:]
             if let art = metadata.cardArt {
                 fields["cardArt"] = art.map { item in
@@ -186,6 +206,13 @@ extension MockAppleGateway {
                     ("shortDescription", card.shortDescription), ("longDescription", card.longDescription),
                 ]
                 fields["cardMetadata"] = pairs.reduce(into: [String: String]()) { $0[$1.0] = $1.1 }
+            }
+            if let encrypted = event.encryptedTokenMetadata {
+                let pairs = [
+                    ("data", encrypted.data), ("ephemeralPublicKey", encrypted.ephemeralPublicKey), ("wrappedKey", encrypted.wrappedKey),
+                    ("publicKeyHash", encrypted.publicKeyHash), ("signature", encrypted.signature),
+                ]
+                fields["encryptedTokenMetadata"] = pairs.reduce(into: [String: String]()) { $0[$1.0] = $1.1 }
             }
             object["merchantTokenMetadata"] = fields
         }

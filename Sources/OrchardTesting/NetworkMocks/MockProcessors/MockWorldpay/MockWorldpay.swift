@@ -16,7 +16,7 @@ public struct MockWorldpayAccount: Sendable {
 
 /// The stand-in for Worldpay Access behind ``MockProcessors``: Basic-authenticated payments
 /// (customer- and merchant-initiated), settle, cancel and refund by the links it hands out,
-/// Payment Queries and payment events with their lag, and token deletion.
+/// Payment Queries and payment events with their lag, and tokens' inquiry, card expiry update and deletion.
 final class MockWorldpay: MockProcessorAPI {
     let name = "worldpay"
     let account: MockWorldpayAccount
@@ -34,6 +34,9 @@ final class MockWorldpay: MockProcessorAPI {
         case "POST" where path.hasPrefix("/payments/settlements/refunds/"): return worldpayRefund(request, mock: mock)
         case "POST" where path == "/cardPayments/merchantInitiatedTransactions": return worldpayMandateCharge(request, mock: mock)
         case "DELETE" where path.hasPrefix("/tokens/"): return worldpayDeleteToken(request, mock: mock)
+        case "PUT" where path.hasPrefix("/tokens/") && path.hasSuffix(Self.cardExpirySuffix):
+            return worldpayCardExpiry(request, mock: mock)
+        case "GET" where path.hasPrefix("/tokens/"): return worldpayTokenInquiry(request, mock: mock)
         case "GET" where path == "/paymentQueries/payments" || path.hasPrefix("/paymentQueries/payments/"):
             return worldpayPaymentQuery(request, mock: mock)
         case "GET" where path == "/payments/events": return worldpayEvents(request, mock: mock)

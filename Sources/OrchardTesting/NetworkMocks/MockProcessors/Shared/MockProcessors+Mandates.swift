@@ -14,6 +14,19 @@ public struct MockStoredToken: Sendable, Equatable {
     /// The scheme's reference handed out with the token (Worldpay); nil for Worldline.
     public var schemeReference: String?
     public var deleted: Bool
+    /// The card expiry last given for the token (Worldpay's `PUT` on `tokens:cardExpiryDate`); nil until one was.
+    public var cardExpiryDate: MockCardExpiry? = nil
+}
+
+/// A stored card's expiry, as Worldpay's Tokens API takes it.
+public struct MockCardExpiry: Sendable, Equatable {
+    public var month: Int
+    public var year: Int
+
+    public init(month: Int, year: Int) {
+        self.month = month
+        self.year = year
+    }
 }
 
 /// A merchant-initiated charge the mock took (authorized or refused): one per reference, whatever the re-sends.
@@ -59,6 +72,21 @@ extension MockProcessors {
         let token = state.withLock { state in state.tokens.last { $0.processor == processor && $0.reference == reference } }
         guard let token else { return ("UNKNOWN_TOKEN", "no such stored credential") }
         return token.deleted ? ("TOKEN_DELETED", "the stored credential was deleted") : nil
+    }
+
+    /// The live (not deleted) token with this reference.
+    func liveToken(_ processor: String, _ reference: String) -> MockStoredToken? {
+        state.withLock { state in state.tokens.last { $0.processor == processor && $0.reference == reference && !$0.deleted } }
+    }
+
+    /// Sets a live token's card expiry; false when there is no such token.
+    func setCardExpiry(_ processor: String, _ reference: String, _ expiry: MockCardExpiry) -> Bool {
+        state.withLock { state in
+            guard let index = state.tokens.lastIndex(where: { $0.processor == processor && $0.reference == reference && !$0.deleted })
+            else { return false }
+            state.tokens[index].cardExpiryDate = expiry
+            return true
+        }
     }
 
     /// Marks a live token deleted; false when there is none (unknown, or deleted before).
