@@ -96,6 +96,15 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
             ]
         ),
+        // Google Pay, pure: ECv2 payment method tokens, their signatures checked against Google's
+        // root signing keys, and (direct mode) their decryption.
+        .target(
+            name: "GooglePay",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // Certificate tooling for `orchard certs`: CSRs, Apple .cer import, inspection of PEM, DER and PKCS#12.
         .target(
             name: "CertificateTools",
@@ -246,6 +255,7 @@ let package = Package(
             name: "OrchardTesting",
             dependencies: [
                 "ApplePay",
+                "GooglePay",
                 "OrchardCore",
                 "OrchardInMemory",
                 "WalletOrders",
@@ -400,6 +410,12 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
             ],
             resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "GooglePayTests",
+            dependencies: ["GooglePay", "OrchardTesting", .product(name: "Crypto", package: "swift-crypto")],
+            // Read by path: Tink's ECv2 test tokens, with their source and licence.
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "WalletOrdersTests",

@@ -13,7 +13,7 @@ struct UntypedJSONTests {
         "AppleGateway", "ApplePay", "CertificateTools", "CurlClient", "OrchardComposition", "OrchardConfiguration", "OrchardCore",
         "OrchardInMemory",
         "OrchardPostgres", "OrchardRuntime", "OrchardSQLite", "OrchardServer", "OrchardServices", "OrchardTracing", "ProcessorClients",
-        "ShopCallbacks", "WalletOrders",
+        "ShopCallbacks", "WalletOrders", "GooglePay",
     ]
 
     /// Calls that write or read untyped JSON.
