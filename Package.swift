@@ -414,8 +414,9 @@ let package = Package(
         .testTarget(
             name: "GooglePayTests",
             dependencies: ["GooglePay", "OrchardTesting", .product(name: "Crypto", package: "swift-crypto")],
-            // Read by path: Tink's ECv2 test tokens, with their source and licence.
-            exclude: ["Fixtures"]
+            // Read by path: Tink's ECv2 test tokens, with their source and licence, and the pin
+            // scripts/bootstrap installs the second implementation from.
+            exclude: ["Fixtures", "requirements.txt"]
         ),
         .testTarget(
             name: "WalletOrdersTests",
