@@ -168,6 +168,26 @@ struct MerchantTokenUsageServiceTests {
         #expect(refusal?.code == .notFound)
     }
 
+    @Test("an ended mandate's token is retired: nothing more is announced, and the device gets nil")
+    func retiredWhenEnded() async throws {
+        let mandate = try await mandate(token: "DNITHE0008")
+        _ = try await service.announceDue()
+        let (_, authentication, _) = try device("DNITHE0008")
+        let header = "\(MerchantTokenUsageService.authorizationScheme) \(authentication)"
+        #expect(try await service.package(merchantTokenIdentifier: "DNITHE0008", authorization: header) != nil)
+
+        var lifecycle = MandateLifecycle(
+            store: charges.store, processors: PaymentProcessors(fallback: charges.processor), tokens: apple,
+            directory: UsageMerchants(merchants: [merchant]), time: charges.clock.source, logger: MandateChargeServiceTests.quiet)
+        lifecycle.usage = service
+        _ = try await lifecycle.end(mandate, reason: "shop", unlinkAtApple: true)
+        #expect(try await service.announceDue() == 1)
+        let row = try #require(try await charges.store.usageAnnouncements(merchantTokenIdentifier: "DNITHE0008").first)
+        #expect(row.state == .retired && row.dueAt == nil)
+        #expect(try await service.package(merchantTokenIdentifier: "DNITHE0008", authorization: header) == nil)
+        #expect(apple.notified.withLock { $0.count } == 1, "nothing announced for an ended token")
+    }
+
     @Test("a package past maximumDataCharacters leaves out its oldest past payments")
     func bounded() async throws {
         let usage = try #require(merchant.merchantTokenUsage)

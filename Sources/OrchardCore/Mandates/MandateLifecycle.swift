@@ -66,6 +66,10 @@ public struct MandateLifecycle: Sendable {
         if unlinkAtApple, let token = mandate.merchantTokenIdentifier {
             await unlink(token, mandate: mandate)
         }
+        if let token = mandate.merchantTokenIdentifier {
+            // Its usage information is retired once no active mandate is left on the token.
+            await usage?.markDue(merchantIdentifier: mandate.merchantIdentifier, merchantTokenIdentifier: token)
+        }
         return ended
     }
 
