@@ -123,6 +123,7 @@ let package = Package(
             name: "OrchardCore",
             dependencies: [
                 "ApplePay",
+                "GooglePay",
                 "WalletOrders",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -191,6 +192,7 @@ let package = Package(
             dependencies: [
                 "ApplePay",
                 "CertificateTools",
+                "GooglePay",
                 "OrchardCore",
                 "OrchardServices",
                 "WalletOrders",
@@ -210,6 +212,7 @@ let package = Package(
             name: "OrchardServer",
             dependencies: [
                 "ApplePay",
+                "GooglePay",
                 "OrchardCore",
                 "OrchardServices",
                 "OrchardTracing",
@@ -234,6 +237,7 @@ let package = Package(
             dependencies: [
                 "ApplePay",
                 "CurlClient",
+                "GooglePay",
                 "OrchardCore",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

@@ -145,6 +145,9 @@ public struct ApplePayUpdate: Sendable, Codable, Equatable {
     public var newLineItems: [ApplePayLineItem]
     public var newShippingMethods: [ApplePayShippingMethod]?
     public var errors: [ApplePayErrorItem]
+    /// The order's price version after this update: a Google Pay payment names the version its
+    /// sheet showed. Apple Pay JS ignores it.
+    public var priceVersion: Int?
 
     /// `shippingMethods`: the methods available at the order's address, when the sheet should show them anew.
     public init(order: PricedOrder, displayName: String, shippingMethods: [Catalogue.ShippingMethod]?, errors: [ApplePayErrorItem] = []) {

@@ -80,6 +80,8 @@ public struct ConfigurationFile: Codable, Sendable {
         public var walletOrders: WalletOrders?
         /// What Wallet shows of each merchant token's payments (MerchantTokenUsageConfiguration.swift); off when absent.
         public var merchantTokenUsage: MerchantTokenUsage?
+        /// Google Pay beside Apple Pay (GooglePayConfiguration.swift); off when absent.
+        public var googlePay: GooglePay?
 
         public init(
             merchantIdentifier: String, displayName: String, domains: [String], identityCertificate: String?,

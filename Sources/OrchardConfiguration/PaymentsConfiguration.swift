@@ -77,7 +77,8 @@ extension ServerConfiguration {
         return PaymentsEngine(
             orderPayments: repositories.orderPayments, refunds: repositories.refunds, mandates: repositories.mandates,
             processors: processors, verifier: TokenVerifier(root: tokenRoot, policy: tokenPolicy),
-            decryptors: decryptors, platformDecryptor: platform.flatMap { decryptors[$0.merchantIdentifier] }, vault: vault, time: time,
+            decryptors: decryptors, platformDecryptor: platform.flatMap { decryptors[$0.merchantIdentifier] },
+            googlePay: merchants.reduce(into: [:]) { $0[$1.merchantIdentifier] = $1.googlePay }, vault: vault, time: time,
             policy: reconciliation, logger: logger)
     }
 

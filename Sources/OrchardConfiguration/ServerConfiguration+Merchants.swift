@@ -77,6 +77,8 @@ extension ServerConfiguration {
             walletOrders: try resolveWalletOrders(
                 merchant.walletOrders, merchantDisplayName: merchant.displayName, label: label, values: values, time: time),
             merchantTokenUsage: try resolveMerchantTokenUsage(
-                merchant.merchantTokenUsage, merchantDisplayName: merchant.displayName, label: label, values: values))
+                merchant.merchantTokenUsage, merchantDisplayName: merchant.displayName, label: label, values: values),
+            googlePay: try resolveGooglePay(
+                merchant.googlePay, merchantDisplayName: merchant.displayName, processor: processor, label: label, values: values))
     }
 }

@@ -28,13 +28,17 @@ public struct MerchantConfiguration: Sendable {
     public var walletOrders: WalletOrdersSettings?
     /// What Wallet shows the shopper of each merchant token's payments; nil: off.
     public var merchantTokenUsage: MerchantTokenUsageSettings?
+    /// Google Pay beside Apple Pay; nil: off.
+    public var googlePay: GooglePaySettings?
 
     public init(
         merchantIdentifier: String, displayName: String, domains: [String], identity: MerchantIdentity, identitySource: String,
         domainAssociation: [UInt8]? = nil, catalogue: Catalogue? = nil, processingKeys: [ProcessingKey] = [],
         processor: any ProcessorSettings = RecordOnlySettings(), webhook: WebhookEndpoint? = nil, quote: WebhookEndpoint? = nil,
-        walletOrders: WalletOrdersSettings? = nil, merchantTokenUsage: MerchantTokenUsageSettings? = nil
+        walletOrders: WalletOrdersSettings? = nil, merchantTokenUsage: MerchantTokenUsageSettings? = nil,
+        googlePay: GooglePaySettings? = nil
     ) {
+        self.googlePay = googlePay
         self.walletOrders = walletOrders
         self.merchantTokenUsage = merchantTokenUsage
         self.quote = quote

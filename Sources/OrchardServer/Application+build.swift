@@ -66,6 +66,7 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
     routes.addRoutes(health.routes)
     routes.addRoutes(OrdersController(service: services.orders, limiter: limiter).routes)
     routes.addRoutes(AuthorizeController(engine: services.engine, walletOrders: services.walletOrders, limiter: limiter).routes)
+    routes.addRoutes(GooglePayAuthorizeController(engine: services.engine, walletOrders: services.walletOrders, limiter: limiter).routes)
     let v1 = routes.group("v1").add(middleware: APIKeyMiddleware(store: stored.apiKeys, directory: directory))
     let paymentRequests = PaymentRequestsController(
         service: services.paymentRequests,

@@ -24,6 +24,8 @@ struct OrdersController {
 
     struct Created: ResponseEncodable {
         var orderId: String
+        /// The order's price version: a Google Pay payment names the version its sheet showed.
+        var priceVersion: Int
         var paymentRequest: ApplePayPaymentRequest
     }
 
@@ -56,7 +58,10 @@ struct OrdersController {
         try limiter.check(.orders, context: context, merchant: merchant.merchantIdentifier)
         let body = try await request.decode(as: CreateBody.self, context: context)
         let created = try await service.create(items: body.items, merchant: merchant)
-        return EditedResponse(status: .created, response: Created(orderId: created.order.id, paymentRequest: created.paymentRequest))
+        return EditedResponse(
+            status: .created,
+            response: Created(
+                orderId: created.order.id, priceVersion: created.order.priceVersion, paymentRequest: created.paymentRequest))
     }
 
     /// Each sheet update may ask the shop's quote URL: limited per shopper's address and per

@@ -120,18 +120,23 @@ public struct OrderService: Sendable {
             (updated.priced, errors) = try reprice(catalogue, order: order.priced, change: change)
             available = Pricing.availableShippingMethods(catalogue: catalogue, country: updated.priced.shippingCountry)
         }
+        var priceVersion = order.priceVersion
         if updated.priced != order.priced {
             do {
-                try await orders.updateOpen(order.repriced(updated.priced))
+                let repriced = order.repriced(updated.priced)
+                try await orders.updateOpen(repriced)
+                priceVersion = repriced.priceVersion
             } catch let error as CoreError where error.code == .orderNotOpen {
                 throw CoreError(.orderNotOpen, "this order is already paid")
             } catch let error as CoreError where error.code == .orderChanged {
                 throw CoreError(.orderChanged, "the order changed meanwhile (another update or its payment); send this change again")
             }
         }
-        return ApplePayUpdate(
+        var answer = ApplePayUpdate(
             order: updated.priced, displayName: merchant.displayName, shippingMethods: event.listsShippingMethods ? available : nil,
             errors: errors)
+        answer.priceVersion = priceVersion
+        return answer
     }
 
     /// The open order `id` of `merchant`; another merchant's order is "not found", never "forbidden".

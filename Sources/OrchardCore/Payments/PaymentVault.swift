@@ -3,10 +3,13 @@ import Crypto
 import Foundation
 
 /// What the engine needs to send a payment's reference again after a restart: the shopper's
-/// token (still encrypted to the merchant's processing key) and the cardholder name.
+/// token (still encrypted, to the merchant's processing key or Google's recipient) and the
+/// cardholder name.
 struct RetryRequest: Codable, Sendable {
-    /// The shopper's token; nil for a mandate charge, which re-sends from the mandate.
+    /// The shopper's Apple Pay token; nil for Google Pay and for a mandate charge, which re-sends from the mandate.
     var token: PaymentToken?
+    /// The shopper's Google Pay token, exactly as Google gave it.
+    var googlePayToken: String?
     var cardholderName: String?
     /// The mandate a merchant-initiated charge is of.
     var mandateId: String?

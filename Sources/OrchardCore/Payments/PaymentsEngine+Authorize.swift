@@ -1,6 +1,7 @@
 import ApplePay
 import Crypto
 import Foundation
+import GooglePay
 import Logging
 
 /// An authorization up to its send: the order, the token checked against it, the claim; and
@@ -47,7 +48,7 @@ extension PaymentsEngine {
     private func claimStep(_ attempt: Attempt, from start: ClaimableOrder) async throws(CoreError) -> ClaimStep {
         var claimable = start
         var order = claimable.order
-        let (verified, payment) = try check(attempt, against: order)
+        let checked = try check(attempt, against: order)
         let processor = processors.processor(forMerchant: order.merchantIdentifier)
         var expectedSends: Int?
         var resending: String?
@@ -74,27 +75,29 @@ extension PaymentsEngine {
                 }
             }
         }
-        let transactionId = Hex.encode(verified.decoded.transactionId)
         let now = time.now
         let draft = PaymentRecord(
-            id: RecordIdentifier.random(), orderId: order.id, transactionId: transactionId, state: .pending,
-            amount: order.priced.total,
-            currency: order.priced.currency, network: attempt.token.paymentMethod?.checkedNetwork,
-            lastFour: payment?.lastFour ?? attempt.token.paymentMethod?.lastFour ?? "",
-            processor: processor.name, reference: "", merchantTokenIdentifier: payment?.fields.merchantTokenIdentifier,
-            merchantTokenMetadata: payment?.fields.merchantTokenMetadata, createdAt: now, lastSentAt: now)
+            id: RecordIdentifier.random(), orderId: order.id, transactionId: checked.claimKey, state: .pending,
+            amount: order.priced.total, currency: order.priced.currency, network: checked.network, lastFour: checked.lastFour,
+            processor: processor.name, reference: "", merchantTokenIdentifier: checked.merchantToken?.merchantTokenIdentifier,
+            merchantTokenMetadata: checked.merchantToken?.merchantTokenMetadata, createdAt: now, lastSentAt: now)
         let sealed: [UInt8]
         do {
-            sealed = try vault.seal(RetryRequest(token: attempt.token, cardholderName: attempt.cardholderName), for: resending ?? draft.id)
+            var retry = RetryRequest(cardholderName: attempt.cardholderName)
+            switch attempt.wallet {
+            case .applePay(let token): retry.token = token
+            case .googlePay(let method, _): retry.googlePayToken = method.token
+            }
+            sealed = try vault.seal(retry, for: resending ?? draft.id)
         } catch {
             throw CoreError(.storage, "the payment could not be recorded; nothing was charged")
         }
         let claimed = try await claim(
             PaymentClaim(
-                draft: draft, transactionId: transactionId, sealedRequest: sealed, priceVersion: order.priceVersion,
+                draft: draft, transactionId: checked.claimKey, sealedRequest: sealed, priceVersion: order.priceVersion,
                 expectedSends: expectedSends, resending: resending, basis: claimable.basis))
         let request = AuthorizationRequest(
-            order: order, token: attempt.token, payment: payment, reference: claimed.reference, cardholderName: attempt.cardholderName,
+            order: order, wallet: checked.wallet, reference: claimed.reference, cardholderName: attempt.cardholderName,
             storeCredential: order.priced.agreement.map { CredentialUsage($0.type) })
         return .send(claimed, request, processor)
     }
@@ -108,18 +111,24 @@ extension PaymentsEngine {
         return claimable
     }
 
+    /// Checks the attempt's token against the order, by its wallet's rules.
+    private func check(_ attempt: Attempt, against order: OrderRecord) throws(CoreError) -> CheckedToken {
+        switch attempt.wallet {
+        case .applePay(let token): return try checkApplePay(token, against: order)
+        case .googlePay(let method, let priceVersion): return try checkGooglePay(method, priceVersion: priceVersion, against: order)
+        }
+    }
+
     /// Verifies the token, decrypts it where Orchard holds its key, and checks it pays exactly
-    /// this order. A token for a key the processor holds stays encrypted (nil): its signature,
-    /// key and binding are checked here, and the processor checks the amount it decrypts.
-    private func check(_ attempt: Attempt, against order: OrderRecord) throws(CoreError) -> (
-        TokenVerifier.Verified, DecryptedPayment?
-    ) {
+    /// this order. A token for a key the processor holds stays encrypted: its signature, key and
+    /// binding are checked here, and the processor checks the amount it decrypts.
+    private func checkApplePay(_ token: PaymentToken, against order: OrderRecord) throws(CoreError) -> CheckedToken {
         let verified: TokenVerifier.Verified
         let payment: DecryptedPayment?
         do throws(ApplePayError) {
             let now = time.now
             verified = try EngineMetrics.tokenStep("verify") { () throws(ApplePayError) in
-                try verifier.verify(attempt.token.paymentData, at: now)
+                try verifier.verify(token.paymentData, at: now)
             }
             guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
                 throw TokenDecryptor.unknownKey(verified.decoded.publicKeyHash, configured: [])
@@ -145,7 +154,11 @@ extension PaymentsEngine {
         guard verified.decoded.applicationData == Array(SHA256.hash(data: order.applicationData)) else {
             throw CoreError(.paymentMismatch, "the payment was not made for this order (applicationData differs)")
         }
-        guard let payment else { return (verified, nil) }
+        let checked = CheckedToken(
+            claimKey: Hex.encode(verified.decoded.transactionId), wallet: .applePay(token, decrypted: payment),
+            network: token.paymentMethod?.checkedNetwork, lastFour: payment?.lastFour ?? token.paymentMethod?.lastFour ?? "",
+            merchantToken: payment?.fields)
+        guard let payment else { return checked }
         let currency = Currency(code: order.priced.currency)
         guard payment.fields.transactionAmount == order.priced.total, payment.fields.currencyCode == currency?.numericCode else {
             logger.warning(
@@ -156,7 +169,7 @@ extension PaymentsEngine {
                 ])
             throw CoreError(.paymentMismatch, "the payment amount or currency does not match the order")
         }
-        return (verified, payment)
+        return checked
     }
 
     func claim(_ claim: PaymentClaim) async throws(CoreError) -> PaymentRecord {

@@ -208,6 +208,12 @@ extension PaymentsEngine {
             if let mandateId = retry.mandateId {
                 return .charge(try await rebuildCharge(payment, order: order, mandateId: mandateId))
             }
+            if let googlePay = retry.googlePayToken {
+                return .payment(
+                    AuthorizationRequest(
+                        order: order, wallet: try rebuildGooglePay(googlePay, payment: payment, order: order), reference: payment.reference,
+                        cardholderName: retry.cardholderName))
+            }
             guard let token = retry.token else { throw CoreError(.notFound, "its sealed request holds no token") }
             guard let decryptor = decryptor(forMerchant: order.merchantIdentifier) else {
                 throw CoreError(.invalidToken, "the merchant has no processing keys")

@@ -1,6 +1,7 @@
 import ApplePay
 import Crypto
 import Foundation
+import GooglePay
 import Logging
 import Metrics
 
@@ -52,17 +53,31 @@ public struct PaymentsEngine: Sendable {
         }
     }
 
-    /// A shopper's authorization: the token the page posted for an order of the merchant serving the host.
+    /// A shopper's authorization: the token the page or app posted for an order of the merchant.
     public struct Attempt: Sendable {
+        /// The token the shopper's wallet gave.
+        public enum Wallet: Sendable {
+            /// Apple Pay's token: bound to the order by its `applicationData`.
+            case applePay(PaymentToken)
+            /// Google Pay's payment method: Google's token carries nothing of the order, so the
+            /// page sends the price version its sheet showed, and the order is charged at the
+            /// server's total for that version.
+            case googlePay(GooglePayPaymentMethod, priceVersion: Int?)
+        }
+
         public var merchantIdentifier: String
         public var orderId: String
-        public var token: PaymentToken
+        public var wallet: Wallet
         public var cardholderName: String?
 
         public init(merchantIdentifier: String, orderId: String, token: PaymentToken, cardholderName: String? = nil) {
+            self.init(merchantIdentifier: merchantIdentifier, orderId: orderId, wallet: .applePay(token), cardholderName: cardholderName)
+        }
+
+        public init(merchantIdentifier: String, orderId: String, wallet: Wallet, cardholderName: String? = nil) {
             self.merchantIdentifier = merchantIdentifier
             self.orderId = orderId
-            self.token = token
+            self.wallet = wallet
             self.cardholderName = cardholderName
         }
     }
@@ -78,6 +93,8 @@ public struct PaymentsEngine: Sendable {
     /// token events' metadata with its root and chains.
     public let verifier: TokenVerifier
     let decryptors: [String: TokenDecryptor]
+    /// Each merchant's Google Pay settings, by merchant identifier; a merchant without them takes no Google Pay.
+    let googlePay: [String: GooglePaySettings]
     /// The platform integrator's keys, for merchants it registered.
     let platformDecryptor: TokenDecryptor?
     let vault: PaymentVault
@@ -95,12 +112,14 @@ public struct PaymentsEngine: Sendable {
     ///   - verifier: checks tokens against Apple's root (or the demo's test root).
     ///   - decryptors: each merchant's processing keys, by merchant identifier.
     ///   - platformDecryptor: the platform integrator's keys, for every other (registered) merchant.
+    ///   - googlePay: each merchant's Google Pay settings, by merchant identifier.
     ///   - vault: seals the requests kept for re-sending unknown payments.
     public init(
         orderPayments: any OrderPayments, refunds: any Refunds, mandates: any MandateRecords, processors: PaymentProcessors,
         verifier: TokenVerifier,
         decryptors: [String: TokenDecryptor],
-        platformDecryptor: TokenDecryptor? = nil, vault: PaymentVault, time: TimeSource = .system, policy: Policy = Policy(),
+        platformDecryptor: TokenDecryptor? = nil, googlePay: [String: GooglePaySettings] = [:], vault: PaymentVault,
+        time: TimeSource = .system, policy: Policy = Policy(),
         logger: Logger = Logger(label: "orchard.payments")
     ) {
         self.orderPayments = orderPayments
@@ -110,6 +129,7 @@ public struct PaymentsEngine: Sendable {
         self.verifier = verifier
         self.decryptors = decryptors
         self.platformDecryptor = platformDecryptor
+        self.googlePay = googlePay
         self.vault = vault
         self.time = time
         self.policy = policy

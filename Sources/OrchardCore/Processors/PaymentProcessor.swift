@@ -1,14 +1,13 @@
 import ApplePay
 import Foundation
+import GooglePay
 import Synchronization
 
-/// What a processor is handed: the verified, decrypted payment for an order.
+/// What a processor is handed: the verified payment for an order, as the shopper's wallet gave it.
 public struct AuthorizationRequest: Sendable {
     public var order: OrderRecord
-    public var token: PaymentToken
-    /// What Orchard decrypted; nil when the processor holds the processing key and decrypts the
-    /// token itself (Orchard never sees the card data).
-    public var payment: DecryptedPayment?
+    /// The token, and what Orchard decrypted of it where it holds the key.
+    public var wallet: WalletCredential
     /// The idempotency reference of this attempt: the same after an unknown outcome, so a retry
     /// can never charge twice.
     public var reference: String
@@ -19,17 +18,36 @@ public struct AuthorizationRequest: Sendable {
     /// charges used this way, and answers with ``AuthorizationOutcome/storedCredential``.
     public var storeCredential: CredentialUsage?
 
+    /// An Apple Pay payment: `payment` is what Orchard decrypted; nil when the processor holds the
+    /// processing key and decrypts the token itself (Orchard never sees the card data).
     public init(
         order: OrderRecord, token: PaymentToken, payment: DecryptedPayment?, reference: String, cardholderName: String? = nil,
         storeCredential: CredentialUsage? = nil
     ) {
+        self.init(
+            order: order, wallet: .applePay(token, decrypted: payment), reference: reference, cardholderName: cardholderName,
+            storeCredential: storeCredential)
+    }
+
+    public init(
+        order: OrderRecord, wallet: WalletCredential, reference: String, cardholderName: String? = nil,
+        storeCredential: CredentialUsage? = nil
+    ) {
         self.order = order
-        self.token = token
-        self.payment = payment
+        self.wallet = wallet
         self.reference = reference
         self.cardholderName = cardholderName
         self.storeCredential = storeCredential
     }
+}
+
+/// The wallet's token as the processor is handed it.
+public enum WalletCredential: Sendable {
+    /// Apple Pay's token, and what Orchard decrypted of it (nil when the processor holds the key).
+    case applePay(PaymentToken, decrypted: DecryptedPayment?)
+    /// Google Pay's token exactly as Google gave it, and in direct mode what Orchard decrypted of
+    /// it (nil in gateway mode, where the processor decrypts it).
+    case googlePay(GooglePayPaymentMethod, decrypted: GooglePayPaymentData?)
 }
 
 /// A merchant-initiated charge of a mandate: the shopper is not present, the processor charges

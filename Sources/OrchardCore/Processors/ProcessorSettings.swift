@@ -17,6 +17,16 @@ public protocol ProcessorSettings: Sendable {
     /// Why this processor, so set, cannot decrypt a `scheme` token itself with a processing key
     /// only it holds (Orchard forwarding the token encrypted); nil when it can.
     func cannotDecrypt(_ scheme: PaymentData.Scheme) -> String?
+    /// Why Google Pay tokens sealed for `gateway` and `gatewayMerchantId` would not reach this
+    /// processor (a gateway name not its own, an ID it does not go by); nil when they would.
+    func googlePayGatewayProblem(gateway: String, gatewayMerchantId: String) -> String?
+}
+
+extension ProcessorSettings {
+    /// A processor that names no gateway takes no Google Pay gateway tokens.
+    public func googlePayGatewayProblem(gateway: String, gatewayMerchantId: String) -> String? {
+        "the \(type) processor takes no Google Pay gateway tokens"
+    }
 }
 
 /// `record`: payments are recorded for a back office, nothing is called. The default.
@@ -27,6 +37,8 @@ public struct RecordOnlySettings: ProcessorSettings {
     public func cannotDecrypt(_ scheme: PaymentData.Scheme) -> String? {
         "the processor is record, which calls no processor, so nothing would ever decrypt the tokens"
     }
+    /// Records any gateway's token: nothing is charged, so there is no gateway to match.
+    public func googlePayGatewayProblem(gateway: String, gatewayMerchantId: String) -> String? { nil }
 }
 
 /// Checks one processor type's configuration section (`merchants[].processor`) and returns its

@@ -23,18 +23,42 @@ struct InAppAuthorizeController {
             // Only this merchant's payment requests: another's, or an order of the checkout page, is not found.
             let record = try await requests.request(id: try context.parameters.require("id"), merchant: merchant)
             let bytes = try await readBody(request, limit: AuthorizeController.maximumBodyBytes)
-            let token: PaymentToken
-            do throws(ApplePayError) {
-                token = try InAppPayment.token(from: bytes)
-            } catch {
-                throw OrchardError(error.code == .simulatorToken ? .simulatorToken : .invalidJSON, error.message)
-            }
             let payment = try await payments.engine.authorize(
-                .init(merchantIdentifier: merchant.merchantIdentifier, orderId: record.id, token: token))
+                .init(merchantIdentifier: merchant.merchantIdentifier, orderId: record.id, wallet: try Self.wallet(bytes)))
             var detail = try await payments.detail(payment)
             detail.orderDetails = await payments.walletOrders?.issue(for: payment, merchantIdentifier: merchant.merchantIdentifier)
             return detail
         }
         return v1
+    }
+
+    /// An Android app's Google Pay payment: `{"googlePay": PaymentData, "priceVersion"?: n}`.
+    struct GooglePayBody: Decodable {
+        var googlePay: GooglePayAuthorizeController.Body.PaymentData
+        var priceVersion: Int?
+    }
+
+    /// Only the key tells the two bodies apart: `googlePay` holds Google's payment data, anything
+    /// else is read as PassKit's `{"token": …}`.
+    private struct Probe: Decodable {
+        var googlePay: Present?
+        struct Present: Decodable {}
+    }
+
+    /// The wallet's token in the body: Google Pay's `PaymentData`, or PassKit's token in any of its encodings.
+    static func wallet(_ bytes: [UInt8]) throws -> PaymentsEngine.Attempt.Wallet {
+        if (try? JSONDecoder().decode(Probe.self, from: Data(bytes)))?.googlePay != nil {
+            guard let body = try? JSONDecoder().decode(GooglePayBody.self, from: Data(bytes)) else {
+                throw OrchardError(
+                    .invalidJSON, "the body must be {\"googlePay\": PaymentData as the Google Pay API gave it, \"priceVersion\": n}")
+            }
+            return .googlePay(
+                try GooglePayAuthorizeController.paymentMethod(body.googlePay.paymentMethodData), priceVersion: body.priceVersion)
+        }
+        do throws(ApplePayError) {
+            return .applePay(try InAppPayment.token(from: bytes))
+        } catch {
+            throw OrchardError(error.code == .simulatorToken ? .simulatorToken : .invalidJSON, error.message)
+        }
     }
 }

@@ -2,6 +2,7 @@ import ApplePay
 import Crypto
 import CurlClient
 import Foundation
+import GooglePay
 import OrchardCore
 
 /// Worldline Direct: `CreatePayment` with `mobilePaymentMethodSpecificInput` (product 302), either
@@ -9,6 +10,8 @@ import OrchardCore
 /// Every request is signed with the v1HMAC scheme and carries an idempotence key.
 public struct WorldlineProcessor: PaymentProcessor {
     public static let applePayProductId = 302
+    /// Google Pay's payment product.
+    public static let googlePayProductId = 320
     static let contentType = "application/json; charset=utf-8"
 
     let settings: WorldlineSettings
@@ -75,12 +78,29 @@ public struct WorldlineProcessor: PaymentProcessor {
         return type + [(name: "Date", value: date), (name: "Authorization", value: authorization)] + gcs
     }
 
-    /// The CreatePayment body for the configured decryption mode.
+    /// The CreatePayment body for the wallet and the configured decryption mode.
     func body(_ request: AuthorizationRequest) throws -> [UInt8] {
-        let paymentData = request.token.paymentData
-        var input: JSONValue = [
-            "paymentProductId": .integer(Int64(Self.applePayProductId)), "authorizationMode": .string(settings.authorizationMode),
-        ]
+        var input: JSONValue
+        switch request.wallet {
+        case .applePay(let token, let payment): input = try applePayInput(token.paymentData, payment, request: request)
+        case .googlePay(let method, let decrypted): input = Self.googlePayInput(method, decrypted)
+        }
+        input["authorizationMode"] = .string(settings.authorizationMode)
+        if let usage = request.storeCredential { input["paymentProduct302SpecificInput"] = Self.tokenization(usage) }
+        return try ProcessorHTTP.encode([
+            "order": [
+                "amountOfMoney": ["amount": .integer(request.order.priced.total), "currencyCode": .string(request.order.priced.currency)],
+                "references": ["merchantReference": .string(request.reference)],
+            ],
+            "mobilePaymentMethodSpecificInput": input,
+        ])
+    }
+
+    /// Product 302: the encrypted token for Worldline to decrypt, or what Orchard decrypted.
+    private func applePayInput(_ paymentData: PaymentData, _ payment: DecryptedPayment?, request: AuthorizationRequest) throws
+        -> JSONValue
+    {
+        var input: JSONValue = ["paymentProductId": .integer(Int64(Self.applePayProductId))]
         input["publicKeyHash"] = .string(paymentData.header.publicKeyHash)
         input["ephemeralKey"] = paymentData.header.ephemeralPublicKey.map(JSONValue.string)
         switch settings.decryption {
@@ -91,7 +111,7 @@ public struct WorldlineProcessor: PaymentProcessor {
             input["encryptedPaymentData"] = .string(paymentData.data)
         case .orchard:
             // Configuration refuses a processor-held key with decryption orchard; never send less than Worldline needs.
-            guard let payment = request.payment else {
+            guard let payment else {
                 throw UnsupportedToken("decryption is orchard, but the processor holds this token's key: Orchard cannot decrypt it")
             }
             var decrypted: JSONValue = ["dpan": .string(payment.fields.applicationPrimaryAccountNumber)]
@@ -101,14 +121,30 @@ public struct WorldlineProcessor: PaymentProcessor {
             decrypted["cardholderName"] = (request.cardholderName ?? payment.fields.cardholderName).map(JSONValue.string)
             input["decryptedPaymentData"] = decrypted
         }
-        if let usage = request.storeCredential { input["paymentProduct302SpecificInput"] = Self.tokenization(usage) }
-        return try ProcessorHTTP.encode([
-            "order": [
-                "amountOfMoney": ["amount": .integer(request.order.priced.total), "currencyCode": .string(request.order.priced.currency)],
-                "references": ["merchantReference": .string(request.reference)],
-            ],
-            "mobilePaymentMethodSpecificInput": input,
-        ])
+        return input
+    }
+
+    /// Product 320: Google's token string unchanged in `encryptedPaymentData` (gateway mode), or
+    /// in direct mode what Orchard decrypted: a device token with its cryptogram, or a `PAN_ONLY` card.
+    static func googlePayInput(_ method: GooglePayPaymentMethod, _ decrypted: GooglePayPaymentData?) -> JSONValue {
+        var input: JSONValue = ["paymentProductId": .integer(Int64(googlePayProductId))]
+        guard let card = decrypted?.card else {
+            input["encryptedPaymentData"] = .string(method.token)
+            return input
+        }
+        let expiry = String(format: "%02d%02d", card.expirationMonth % 100, card.expirationYear % 100)
+        var data: JSONValue = ["expiryDate": .string(expiry)]
+        if card.authMethod == .cryptogram3DS, let cryptogram = card.cryptogram {
+            data["paymentMethod"] = "TOKENIZED_CARD"
+            data["dpan"] = .string(card.pan)
+            data["cryptogram"] = .string(cryptogram)
+            data["eci"] = card.eciIndicator.map(JSONValue.string)
+        } else {
+            data["paymentMethod"] = "CARD"
+            data["pan"] = .string(card.pan)
+        }
+        input["decryptedPaymentData"] = data
+        return input
     }
 
     struct UnsupportedToken: Error, CustomStringConvertible {

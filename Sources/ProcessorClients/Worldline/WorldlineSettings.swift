@@ -27,6 +27,20 @@ public struct WorldlineSettings: ProcessorSettings, CurlProcessorSettings {
         return nil
     }
 
+    /// Worldline Direct's Google Pay gateway name (GetPaymentProduct 320's
+    /// `paymentProduct320SpecificData.gateway`); its gateway merchant ID is the PSPID.
+    public static let googlePayGateway = "worldlinedirect"
+
+    public func googlePayGatewayProblem(gateway: String, gatewayMerchantId: String) -> String? {
+        guard gateway == Self.googlePayGateway else {
+            return "gateway must be \(Self.googlePayGateway), Worldline Direct's name at Google, not \(gateway.prefix(64))"
+        }
+        guard gatewayMerchantId == merchantId else {
+            return "gatewayMerchantId must be the PSPID, \(merchantId), which Worldline's tokens are sealed for"
+        }
+        return nil
+    }
+
     func makeProcessor(http: CurlHTTPClient) -> any PaymentProcessor {
         WorldlineProcessor(settings: self, http: http)
     }

@@ -1,6 +1,7 @@
 import ApplePay
 import CurlClient
 import Foundation
+import GooglePay
 import OrchardCore
 
 /// Worldpay Access (Card Payments v7): `POST /cardPayments/customerInitiatedTransactions` with
@@ -29,15 +30,12 @@ public struct WorldpayProcessor: PaymentProcessor {
         ]
     }
 
-    /// The request body: amounts in minor units, the token's `paymentData` as a JSON string.
+    /// The request body: amounts in minor units, the wallet's token as its payment instrument.
     func body(_ request: AuthorizationRequest) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let walletToken = String(decoding: try encoder.encode(request.token.paymentData), as: UTF8.self)
         var instruction: JSONValue = [
             "narrative": ["line1": .string(settings.narrative)],
             "value": ["currency": .string(request.order.priced.currency), "amount": .integer(request.order.priced.total)],
-            "paymentInstrument": ["type": "card/wallet+applepay", "walletToken": .string(walletToken)],
+            "paymentInstrument": try Self.paymentInstrument(request.wallet),
         ]
         if let usage = request.storeCredential {
             instruction["customerAgreement"] = ["type": .string(Self.agreementType(usage)), "storedCardUsage": "first"]
@@ -47,6 +45,34 @@ public struct WorldpayProcessor: PaymentProcessor {
             "transactionReference": .string(request.reference), "channel": "ecom", "merchant": ["entity": .string(settings.entity)],
             "instruction": instruction,
         ])
+    }
+
+    /// The wallet's token as Worldpay takes it: Apple Pay's `paymentData` as a JSON string; Google
+    /// Pay's token string unchanged (`card/wallet+googlepay`), or in direct mode what Orchard
+    /// decrypted: a device token with its cryptogram (`card/networkToken+googlepay`) or, for a
+    /// `PAN_ONLY` card, the card (`card/plain`; 3-D Secure is the merchant's to add).
+    static func paymentInstrument(_ wallet: WalletCredential) throws -> JSONValue {
+        switch wallet {
+        case .applePay(let token, _):
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let walletToken = String(decoding: try encoder.encode(token.paymentData), as: UTF8.self)
+            return ["type": "card/wallet+applepay", "walletToken": .string(walletToken)]
+        case .googlePay(let method, nil):
+            return ["type": "card/wallet+googlepay", "walletToken": .string(method.token)]
+        case .googlePay(_, let decrypted?):
+            let card = decrypted.card
+            let expiry: JSONValue = ["month": .integer(Int64(card.expirationMonth)), "year": .integer(Int64(card.expirationYear))]
+            guard card.authMethod == .cryptogram3DS, let cryptogram = card.cryptogram else {
+                return ["type": "card/plain", "cardNumber": .string(card.pan), "expiryDate": expiry]
+            }
+            var instrument: JSONValue = [
+                "type": "card/networkToken+googlepay", "tokenNumber": .string(card.pan), "expiryDate": expiry,
+                "cryptogram": .string(cryptogram),
+            ]
+            instrument["eci"] = card.eciIndicator.map(JSONValue.string)
+            return instrument
+        }
     }
 
     public func authorize(_ request: AuthorizationRequest) async throws -> AuthorizationOutcome {

@@ -21,6 +21,15 @@ public struct WorldpaySettings: ProcessorSettings, CurlProcessorSettings {
         scheme == .ecV1 ? nil : "Worldpay decrypts EC_v1 tokens only, and this certificate's RSA key gets RSA_v1 tokens"
     }
 
+    /// Worldpay's Google Pay gateway name; the gateway merchant ID is the one Worldpay's
+    /// implementation manager hands out, which nothing here can check.
+    public static let googlePayGateway = "worldpay"
+
+    public func googlePayGatewayProblem(gateway: String, gatewayMerchantId: String) -> String? {
+        gateway == Self.googlePayGateway
+            ? nil : "gateway must be \(Self.googlePayGateway), Worldpay's name at Google, not \(gateway.prefix(64))"
+    }
+
     func makeProcessor(http: CurlHTTPClient) -> any PaymentProcessor {
         WorldpayProcessor(settings: self, http: http)
     }
