@@ -82,8 +82,14 @@ extension MockWorldline {
         let references = (body["order"] as? [String: Any])?["references"] as? [String: Any]
         let reference = references?["merchantReference"] as? String ?? key
         let status = Self.worldlineStatus(behaviour: mock.behaviour, mode: mode)
-        let declined = Self.heldKeyToken(input).flatMap {
+        var declined = Self.heldKeyToken(input).flatMap {
             mock.heldKeyRefusal($0, amount: amount, currency: money["currencyCode"] as? String ?? "")
+        }
+        if Self.integer(input["paymentProductId"]) == Self.googlePayProduct {
+            let encrypted = input["encryptedPaymentData"] as? String
+            declined = mock.receiveGooglePay(
+                processor: name, reference: key, form: encrypted == nil ? "decryptedPaymentData" : "encryptedPaymentData", token: encrypted,
+                recipientId: "gateway:" + Self.googlePayGateway, gatewayMerchantId: { [account] _ in account.merchantId })
         }
         var creation: [String: Any] = ["isNewToken": token != nil]
         if tokenization.usage != nil { creation["tokenizationSucceeded"] = token != nil }
@@ -121,11 +127,14 @@ extension MockWorldline {
         [("X-GCS-Idempotence-Request-Timestamp", String(Int(Date().timeIntervalSince1970 * 1000)))]
     }
 
-    /// What Worldline checks in `mobilePaymentMethodSpecificInput`: product 302, the mode, and
-    /// exactly one of the encrypted token or the decrypted DPAN, cryptogram and MMYY expiry.
+    /// What Worldline checks in `mobilePaymentMethodSpecificInput`: product 302 (Apple Pay) or 320
+    /// (Google Pay), the mode, and exactly one of the encrypted token or what the merchant
+    /// decrypted (for Apple Pay the DPAN, cryptogram and MMYY expiry).
     func worldlineInputError(_ input: [String: Any]) -> Reply? {
-        guard Self.integer(input["paymentProductId"]) == 302 else {
-            return worldlineError(400, "INVALID_VALUE", "paymentProductId must be 302 (Apple Pay)", property: "paymentProductId")
+        let product = Self.integer(input["paymentProductId"])
+        guard product == 302 || product == Self.googlePayProduct else {
+            return worldlineError(
+                400, "INVALID_VALUE", "paymentProductId must be 302 (Apple Pay) or 320 (Google Pay)", property: "paymentProductId")
         }
         let mode = input["authorizationMode"] as? String ?? ""
         guard ["FINAL_AUTHORIZATION", "SALE", "PRE_AUTHORIZATION"].contains(mode) else {
@@ -136,19 +145,63 @@ extension MockWorldline {
         guard (encrypted == nil) != (decrypted == nil) else {
             return worldlineError(400, "INVALID_VALUE", "send encryptedPaymentData or decryptedPaymentData, not both or neither")
         }
+        if product == Self.googlePayProduct { return worldlineGooglePayInputError(encrypted: encrypted, decrypted: decrypted) }
         if encrypted != nil && (input["ephemeralKey"] as? String == nil || input["publicKeyHash"] as? String == nil) {
             return worldlineError(
                 400, "PARAMETER_NOT_FOUND_IN_REQUEST", "ephemeralKey and publicKeyHash are required", property: "ephemeralKey")
         }
         if let decrypted {
             let dpan = decrypted["dpan"] as? String ?? ""
-            let expiry = Array((decrypted["expiryDate"] as? String ?? "").utf8)
-            let month = expiry.count == 4 ? Int(String(decoding: expiry[0..<2], as: UTF8.self)) ?? 0 : 0
-            guard (12...19).contains(dpan.count), dpan.allSatisfy(\.isNumber), (1...12).contains(month),
-                expiry.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), !(decrypted["cryptogram"] as? String ?? "").isEmpty
+            guard (12...19).contains(dpan.count), dpan.allSatisfy(\.isNumber), Self.isExpiryMMYY(decrypted["expiryDate"]),
+                !(decrypted["cryptogram"] as? String ?? "").isEmpty
             else {
                 return worldlineError(400, "INVALID_VALUE", "decryptedPaymentData needs dpan, cryptogram and expiryDate MMYY")
             }
+        }
+        return nil
+    }
+
+    /// An expiry as Worldline takes it: `MMYY`, four digits, the month 01–12.
+    static func isExpiryMMYY(_ value: Any?) -> Bool {
+        let expiry = Array((value as? String ?? "").utf8)
+        guard expiry.count == 4, expiry.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return false }
+        return (1...12).contains(Int(String(decoding: expiry[0..<2], as: UTF8.self)) ?? 0)
+    }
+
+    // MARK: Google Pay
+
+    /// Google Pay's payment product.
+    static let googlePayProduct: Int64 = 320
+    /// Worldline Direct's name at Google: gateway-mode tokens are signed for `gateway:worldlinedirect`.
+    static let googlePayGateway = "worldlinedirect"
+
+    /// Product 320: the token as a JSON string in `encryptedPaymentData`, or in
+    /// `decryptedPaymentData` a device token (`TOKENIZED_CARD`: dpan, cryptogram, eci) or a
+    /// `PAN_ONLY` card (`CARD`: pan), each with its MMYY expiry.
+    func worldlineGooglePayInputError(encrypted: String?, decrypted: [String: Any]?) -> Reply? {
+        if let encrypted {
+            guard MockProcessors.isGooglePayToken(encrypted) else {
+                return worldlineError(
+                    400, "INVALID_VALUE", "encryptedPaymentData must be the Google Pay token (an ECv2 PaymentMethodToken) as a JSON string",
+                    property: "encryptedPaymentData")
+            }
+            return nil
+        }
+        let data = decrypted ?? [:]
+        let valid: Bool
+        switch data["paymentMethod"] as? String {
+        case "TOKENIZED_CARD":
+            valid =
+                MockProcessors.isCardNumber(data["dpan"]) && !(data["cryptogram"] as? String ?? "").isEmpty
+                && (data["eci"] == nil || data["eci"] as? String != nil)
+        case "CARD": valid = MockProcessors.isCardNumber(data["pan"]) && data["cryptogram"] == nil
+        default: valid = false
+        }
+        guard valid, Self.isExpiryMMYY(data["expiryDate"]) else {
+            return worldlineError(
+                400, "INVALID_VALUE",
+                "decryptedPaymentData needs paymentMethod TOKENIZED_CARD (dpan, cryptogram, eci) or CARD (pan), and expiryDate MMYY",
+                property: "decryptedPaymentData")
         }
         return nil
     }

@@ -83,10 +83,20 @@ extension MockWorldpay {
     func worldpayAuthorize(_ request: MockProcessorRequest, mock: MockProcessors) -> Reply {
         var usage: String?
         var wallet: PaymentData?
+        var googlePay: (form: String, token: String?)?
         let checking = worldpayPaymentRequest(request) { instruction in
             var problems: [String] = []
             let instrument = instruction["paymentInstrument"] as? [String: Any] ?? [:]
-            if instrument["type"] as? String != "card/wallet+applepay" { problems.append("paymentInstrument.type: card/wallet+applepay") }
+            let type = instrument["type"] as? String ?? ""
+            let agreement = worldpayFirstAgreement(instruction)
+            usage = agreement.usage
+            if Self.googlePayInstruments.contains(type) {
+                googlePay = (type, type == Self.googlePayWallet ? instrument["walletToken"] as? String : nil)
+                return Self.googlePayProblems(instrument, type: type) + agreement.problems
+            }
+            if type != "card/wallet+applepay" {
+                problems.append("paymentInstrument.type: card/wallet+applepay, \(Self.googlePayInstruments.joined(separator: ", "))")
+            }
             let walletJSON = (instrument["walletToken"] as? String).flatMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
             }
@@ -94,8 +104,6 @@ extension MockWorldpay {
                 problems.append("paymentInstrument.walletToken: the Apple Pay paymentData as a JSON string")
             }
             wallet = (instrument["walletToken"] as? String).flatMap { try? JSONDecoder().decode(PaymentData.self, from: Data($0.utf8)) }
-            let agreement = worldpayFirstAgreement(instruction)
-            usage = agreement.usage
             return problems + agreement.problems
         }
         let checked: WorldpayPaymentRequest
@@ -112,14 +120,60 @@ extension MockWorldpay {
         let scheme = "0607\(Int.random(in: 10_000_000_000...99_999_999_999))"
         var extra: [String: Any] = ["scheme": ["reference": scheme]]
         if let token { extra["tokenPaymentInstrument"] = ["type": "card/tokenized", "href": token] }
-        let declined = wallet.flatMap { mock.heldKeyRefusal($0, amount: checked.amount, currency: checked.currency) }
-        return worldpayPayment(checked, mode: "walletToken", extra: extra, declined: declined, mock: mock) { state, taken in
+        var mode = "walletToken"
+        var declined = wallet.flatMap { mock.heldKeyRefusal($0, amount: checked.amount, currency: checked.currency) }
+        if let googlePay {
+            mode = Self.googlePayModes[googlePay.form] ?? mode
+            declined = mock.receiveGooglePay(
+                processor: name, reference: checked.reference, form: googlePay.form, token: googlePay.token,
+                recipientId: "gateway:" + Self.googlePayGateway, gatewayMerchantId: \.worldpayMerchantId)
+        }
+        return worldpayPayment(checked, mode: mode, extra: extra, declined: declined, mock: mock) { state, taken in
             guard taken.state == .authorized, let token, let usage else { return }
             state.tokens.append(
                 MockStoredToken(
                     processor: name, reference: token, usage: usage, paymentReference: checked.reference, schemeReference: scheme,
                     deleted: false))
         }
+    }
+
+    // MARK: Google Pay
+
+    /// Worldpay's name at Google: gateway-mode tokens are signed for `gateway:worldpay`.
+    static let googlePayGateway = "worldpay"
+    static let googlePayWallet = "card/wallet+googlepay"
+    /// Google Pay's instruments: the token for Worldpay to decrypt, or what the merchant decrypted
+    /// (a device token with its cryptogram, or for `PAN_ONLY` the card), each with its charge's mode.
+    static let googlePayModes = [googlePayWallet: "walletToken", "card/networkToken+googlepay": "networkToken", "card/plain": "card"]
+    static let googlePayInstruments = [googlePayWallet, "card/networkToken+googlepay", "card/plain"]
+
+    /// What Worldpay checks of a Google Pay instrument of `type`.
+    static func googlePayProblems(_ instrument: [String: Any], type: String) -> [String] {
+        switch type {
+        case googlePayWallet:
+            return MockProcessors.isGooglePayToken(instrument["walletToken"])
+                ? [] : ["paymentInstrument.walletToken: the Google Pay token (an ECv2 PaymentMethodToken) as a JSON string"]
+        case "card/networkToken+googlepay":
+            var problems = expiryProblems(instrument["expiryDate"])
+            if !MockProcessors.isCardNumber(instrument["tokenNumber"]) { problems.append("paymentInstrument.tokenNumber: 12–19 digits") }
+            if (instrument["cryptogram"] as? String ?? "").isEmpty {
+                problems.append("paymentInstrument.cryptogram: the token's cryptogram")
+            }
+            if instrument["eci"] != nil && instrument["eci"] as? String == nil { problems.append("paymentInstrument.eci: a string") }
+            return problems
+        default:
+            var problems = expiryProblems(instrument["expiryDate"])
+            if !MockProcessors.isCardNumber(instrument["cardNumber"]) { problems.append("paymentInstrument.cardNumber: 12–19 digits") }
+            return problems
+        }
+    }
+
+    static func expiryProblems(_ value: Any?) -> [String] {
+        let expiry = value as? [String: Any]
+        guard let month = integer(expiry?["month"]), let year = integer(expiry?["year"]), (1...12).contains(month),
+            (2000...9999).contains(year)
+        else { return ["paymentInstrument.expiryDate: {month: 1–12, year: four digits}"] }
+        return []
     }
 
     /// Takes a checked payment under the current behaviour, idempotent on `transactionReference`:

@@ -7,10 +7,12 @@ import Synchronization
 /// test) reads what the mock took through a route, and queues its faults through the demo's flags.
 extension MockProcessors {
     /// The read-only test route: `GET /_mock/charges` answers 200 `{"charges", "authorizations",
-    /// "refunds", "decrypted"}`: every payment taken (``charges``), every authorization request
+    /// "refunds", "decrypted", "googlePay"}`: every payment taken (``charges``), every authorization request
     /// received with its processor and idempotency reference (retries and re-sends each count),
-    /// every refund made (``refunds``), and the amount and numeric currency of every token the mock
-    /// decrypted with a held key. Real processors have no such path, so it never shadows one.
+    /// every refund made (``refunds``), the amount and numeric currency of every token the mock
+    /// decrypted with a held key, and every Google Pay payment request (``googlePayPayments``:
+    /// processor, reference, form, the token string exactly as received in gateway mode, and the
+    /// `authMethod` of one the mock opened as gateway). Real processors have no such path, so it never shadows one.
     static let chargesControlPath = "/_mock/charges"
 
     /// Answers the next authorization requests with `behaviours`, one each in order, then as
@@ -42,7 +44,9 @@ extension MockProcessors {
         guard request.path.hasPrefix("/_mock/") else { return nil }
         guard request.path == Self.chargesControlPath else { return Self.reply(404, ["error": "no such control route"]) }
         guard request.method == "GET" else { return Self.reply(405, ["error": "use GET"]) }
-        let (charges, received, refunds, decrypted) = state.withLock { ($0.charges, $0.received, $0.refunds, $0.decrypted) }
+        let (charges, received, refunds, decrypted, googlePay) = state.withLock {
+            ($0.charges, $0.received, $0.refunds, $0.decrypted, $0.googlePayPayments)
+        }
         return Self.reply(
             200,
             [
@@ -61,6 +65,12 @@ extension MockProcessors {
                 },
                 "decrypted": decrypted.map {
                     ["amount": $0.fields.transactionAmount, "currency": $0.fields.currencyCode] as [String: Any]
+                },
+                "googlePay": googlePay.map { payment in
+                    var entry: [String: Any] = ["processor": payment.processor, "reference": payment.reference, "form": payment.form]
+                    entry["token"] = payment.token
+                    entry["authMethod"] = payment.authMethod
+                    return entry
                 },
             ])
     }

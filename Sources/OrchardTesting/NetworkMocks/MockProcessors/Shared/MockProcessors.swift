@@ -43,7 +43,8 @@ public struct MockCharge: Sendable, Equatable {
     public var amount: Int64
     public var currency: String
     public var state: State
-    /// Worldline: `encrypted` or `decrypted`; Worldpay: `walletToken`; a merchant-initiated charge of either: `token`.
+    /// Worldline: `encrypted` or `decrypted`; Worldpay: `walletToken` (Apple Pay's or Google Pay's wallet token),
+    /// `networkToken` or `card` (a Google Pay token Orchard decrypted); a merchant-initiated charge of either: `token`.
     public var mode: String
     /// When it was taken and settled, on the mock's ``MockProcessors/clock``: what the payment queries' lag counts from.
     public var takenAt: Date = .distantPast
@@ -105,6 +106,10 @@ public final class MockProcessors: Sendable {
         var heldKeys: [ProcessingKey] = []
         /// What the mock decrypted with them, oldest first.
         var decrypted: [DecryptedPayment] = []
+        /// The Google Pay gateway the mock plays (see ``MockProcessors/googlePayGateway``).
+        var googlePayGateway: MockGooglePayGateway?
+        /// Every Google Pay payment request received, oldest first.
+        var googlePayPayments: [MockGooglePayPayment] = []
         /// The mock's "now" for what the payment queries show (tests move it instead of sleeping).
         var clock: TimeSource = .system
     }
