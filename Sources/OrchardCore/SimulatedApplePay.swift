@@ -19,4 +19,10 @@ public protocol SimulatedApplePay: Sendable {
         amount: Int64, currency: Currency, applicationData: [UInt8]?, paymentMethod: PaymentToken.PaymentMethod,
         merchant: MerchantConfiguration, merchantToken: Bool
     ) throws -> PaymentToken
+    /// The demo's stand-in for Google Pay beside the sheet (``SimulatedGooglePay``); nil: none.
+    var googlePay: (any SimulatedGooglePay)? { get }
+}
+
+extension SimulatedApplePay {
+    public var googlePay: (any SimulatedGooglePay)? { nil }
 }

@@ -98,6 +98,9 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
         CheckoutController(applePaySDK: settings.applePaySDK, page: settings.checkoutPage, simulator: d.simulator).routes)
     if let simulator = d.simulator {
         routes.addRoutes(SimulatedSheetController(maxBodyBytes: settings.maxBodyBytes, simulator: simulator).routes)
+        if let googlePay = simulator.googlePay {
+            routes.addRoutes(SimulatedGooglePayController(maxBodyBytes: settings.maxBodyBytes, simulator: googlePay).routes)
+        }
     }
     if let token = settings.adminToken {
         // The one place the admin token is checked: every /admin route is in this group.

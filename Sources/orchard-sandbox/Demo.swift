@@ -100,6 +100,14 @@ struct Demo: AsyncParsableCommand {
             """)
     var walletOrders = false
 
+    @Flag(
+        help: """
+            Take Google Pay beside Apple Pay (gateway mode, the processor's gateway name at Google), through a stand-in \
+            for Google's pay.js that the demo serves (/demo/google-pay.js) with tokens signed by a test root the demo trusts; \
+            the mock processor holds the gateway's key and opens them.
+            """)
+    var googlePay = false
+
     @OptionGroup var faults: FaultOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -115,6 +123,9 @@ struct Demo: AsyncParsableCommand {
         if processorHoldsKey && processor == .record {
             throw CommandFailure("--processor-holds-key needs --processor worldpay or worldline: record calls no processor to decrypt")
         }
+        if googlePay && noSimulatedSheet {
+            throw CommandFailure("--google-pay serves its stand-in beside the simulated sheet: leave out --no-simulated-sheet")
+        }
         let logger = logging.bootstrap(label: "orchard")
         let environment = try DemoEnvironment.prepared(stateDir)
         let gateway = try environment.makeGateway(faults: faults.faults, platform: platform)
@@ -125,6 +136,8 @@ struct Demo: AsyncParsableCommand {
         let heldKey = processorHoldsKey ? try environment.processorHeldKey() : nil
         if let heldKey { processors?.heldKeys = [heldKey.held] }
         if let processorFaultOnce { processors?.answerNext([processorFaultOnce.behaviour]) }
+        // As a gateway, the mock processor opens the Google Pay tokens sealed for it.
+        if googlePay { processors?.googlePayGateway = try environment.mockGooglePayGateway() }
         let processorPort = try await processors?.start() ?? 0
         let apns = walletOrders ? try environment.makeAPNs() : nil
         let apnsPort = try await apns?.start() ?? 0
@@ -146,7 +159,7 @@ struct Demo: AsyncParsableCommand {
             webhookRotation: webhookRotation, processorHoldsKey: processorHoldsKey, applePayMode: paymentRequest ? "paymentrequest" : nil,
             reconcileEverySecond: processorFaultOnce != nil, platform: platform,
             walletOrders: walletOrders ? (webService, apnsPort) : nil,
-            merchantTokenUsage: "http://127.0.0.1:\(serverPort)\(MerchantTokenUsageSettings.servicePath)")
+            merchantTokenUsage: "http://127.0.0.1:\(serverPort)\(MerchantTokenUsageSettings.servicePath)", googlePay: googlePay)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration.load(path: path)
@@ -156,11 +169,13 @@ struct Demo: AsyncParsableCommand {
         if standInSdk && (noSimulatedSheet || applePaySdk != nil) {
             throw CommandFailure("--stand-in-sdk serves the SDK and the sheet itself: leave out --no-simulated-sheet and --apple-pay-sdk")
         }
-        let simulator =
+        var sheet =
             noSimulatedSheet
             ? nil : try SimulatedSheet(environment: environment, processorHoldsKey: processorHoldsKey, standInSDK: standInSdk)
+        if googlePay { sheet?.googlePay = try StandInGooglePay(environment: environment) }
+        let simulator = sheet
         let tokenFile = try environment.adminTokenFile()
-        let (stateDir, processor, platform) = (self.stateDir, self.processor, self.platform)
+        let (stateDir, processor, platform, googlePay) = (self.stateDir, self.processor, self.platform, self.googlePay)
         let (orchard, sandbox) = (Self.typed("orchard"), Self.typed("orchard-sandbox"))
         try await runServer(configuration, simulator: simulator, logger: logger) { port in
             say(
@@ -182,7 +197,7 @@ struct Demo: AsyncParsableCommand {
                   curl -sS -X POST http://localhost:\(port)/api/orders -H 'Content-Type: application/json' -d '{"items":[{"productId":"apple-box","quantity":2}]}'
                 and a test token for it: \(sandbox) token mint --state-dir \(URL(fileURLWithPath: stateDir).standardizedFileURL.path) --amount <total in cents> --application-data orchard-order:<orderId>
 
-                Payments go to: \(processor == .record ? "the database only (record)" : "a mock \(processor.rawValue) at \(processors?.baseURL ?? "")")\(heldKey == nil ? "" : ", which holds the processing key: Orchard forwards each token encrypted")
+                Payments go to: \(processor == .record ? "the database only (record)" : "a mock \(processor.rawValue) at \(processors?.baseURL ?? "")")\(heldKey == nil ? "" : ", which holds the processing key: Orchard forwards each token encrypted")\(googlePay ? Self.googlePayLine(processor) : "")
                 Back office: \(orchard) payments list --server http://127.0.0.1:\(port) --token-file \(tokenFile)\(platform ? Self.platformLines(orchard: orchard, port: port, tokenFile: tokenFile) : "")\(apns == nil ? "" : Self.walletLines(port: port, apnsPort: apnsPort))
                 Merchant token usage information: announced to the mock gateway after each mandate's first payment and charge; \
                 GET https://127.0.0.1:\(gatewayPort)/_mock/merchant-tokens/<merchantTokenIdentifier> (client certificate) gives the \
@@ -194,6 +209,16 @@ struct Demo: AsyncParsableCommand {
         await gateway.stop()
         await processors?.stop()
         await apns?.stop()
+    }
+
+    /// The banner's line for `--google-pay`: the stand-in and the gateway its tokens are sealed for.
+    static func googlePayLine(_ processor: DemoProcessor) -> String {
+        let gateway = DemoEnvironment.googlePayGateway(for: processor)
+        return """
+
+            Google Pay: stand-in pay.js at \(StandInGooglePay.scriptPath) (test root, not Google's); gateway \(gateway.gateway), \
+            gatewayMerchantId \(gateway.merchantId)\(processor == .record ? "" : ": the mock processor opens the tokens")
+            """
     }
 
     /// The banner's lines for `--platform`: the platform and a registration to try.

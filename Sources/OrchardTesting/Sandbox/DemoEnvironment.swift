@@ -147,13 +147,14 @@ public struct DemoEnvironment: Sendable {
     /// when `processor` is `worldpay` or `worldline`, at mock processors on `processorPort`; with
     /// `processorHoldsKey`, the merchant's processing key is the mock processor's certificate alone;
     /// with `reconcileEverySecond`, an unknown payment is reconciled a second after it became unknown;
-    /// with `platform`, Orchard is a platform integrator with the demo's platform identity.
+    /// with `platform`, Orchard is a platform integrator with the demo's platform identity; with
+    /// `googlePay`, the merchant takes Google Pay in gateway mode through the demo's stand-in `pay.js`.
     @discardableResult
     public func writeServerConfiguration(
         gatewayPort: Int, serverPort: Int, publicDirectory: String?, catalogue: String? = nil, applePaySDK: String? = nil,
         processor: DemoProcessor = .record, processorPort: Int = 0, webhookURL: String? = nil, webhookRotation: Bool = false,
         processorHoldsKey: Bool = false, applePayMode: String? = nil, reconcileEverySecond: Bool = false, platform: Bool = false,
-        walletOrders: (webServiceURL: String, apnsPort: Int)? = nil, merchantTokenUsage: String? = nil
+        walletOrders: (webServiceURL: String, apnsPort: Int)? = nil, merchantTokenUsage: String? = nil, googlePay: Bool = false
     ) throws -> String {
         var server: [String: Any] = ["host": "127.0.0.1", "port": serverPort]
         if let publicDirectory { server["publicDirectory"] = publicDirectory }
@@ -200,6 +201,7 @@ public struct DemoEnvironment: Sendable {
             configuration["payments"] = payments
             configuration["admin"] = ["token": try adminTokenFile()]
             if let merchantTokenUsage { merchant["merchantTokenUsage"] = ["webServiceURL": merchantTokenUsage] }
+            if googlePay { merchant["googlePay"] = try googlePaySection(processor: processor) }
             let base = "https://127.0.0.1:\(processorPort)"
             switch processor {
             case .worldpay:

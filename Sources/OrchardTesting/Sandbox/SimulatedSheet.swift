@@ -10,6 +10,8 @@ import OrchardCore
 /// against the test root that a demo configuration trusts.
 public struct SimulatedSheet: SimulatedApplePay {
     public let files: [String: [UInt8]]
+    /// The demo's Google Pay stand-in, served beside the sheet (`orchard-sandbox demo --google-pay`); nil: none.
+    public var googlePay: (any SimulatedGooglePay)?
     let minter: TokenMinter
     let processingKey: P256.KeyAgreement.PublicKey
 
