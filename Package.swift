@@ -452,7 +452,7 @@ let package = Package(
             name: "OrchardCoreTests",
             dependencies: [
                 "OrchardInMemory",
-                "OrchardCore", "ApplePay", "OrchardTesting", "WalletOrders", .product(name: "Crypto", package: "swift-crypto"),
+                "OrchardCore", "ApplePay", "GooglePay", "OrchardTesting", "WalletOrders", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -541,8 +541,9 @@ let package = Package(
             name: "OrchardConfigurationTests",
             dependencies: [
                 "WalletOrders",
-                "ApplePay", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore", "OrchardServices", "OrchardTesting",
-                "ProcessorClients",
+                "ApplePay", "GooglePay", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore", "OrchardServices",
+                "OrchardTesting",
+                "ProcessorClients", "CurlClient",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]
         ),

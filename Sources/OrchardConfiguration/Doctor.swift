@@ -16,11 +16,19 @@ public struct Doctor: Sendable {
     /// nil (the command line's doctor): none is.
     let signer: DomainFileSigner?
     let time: TimeSource
+    /// The processor drivers the program is built with: a file's Google Pay gateway is checked
+    /// against its processor's settings as the server loads them.
+    let processorDrivers: [any ProcessorDriver]
+    /// Makes a merchant's processor client for the live checks (`doctor --live`); nil asks no processor.
+    let liveProcessors: (@Sendable (any ProcessorSettings) -> any PaymentProcessor)?
 
     public init(
         sessions: (any MerchantSessionService)?, probe: (any DomainProbe)? = nil, signer: DomainFileSigner? = nil,
-        time: TimeSource = .system
+        time: TimeSource = .system, processorDrivers: [any ProcessorDriver] = [RecordOnlyDriver()],
+        liveProcessors: (@Sendable (any ProcessorSettings) -> any PaymentProcessor)? = nil
     ) {
+        self.processorDrivers = processorDrivers
+        self.liveProcessors = liveProcessors
         self.sessions = sessions
         self.probe = probe
         self.signer = signer
@@ -43,6 +51,9 @@ public struct Doctor: Sendable {
             checks += await pieceChecks(piece, values: values)
             if let walletOrders = merchant.walletOrders {
                 checks.append(walletOrdersCheck(walletOrders, merchant: merchant, values: values))
+            }
+            if let googlePay = merchant.googlePay {
+                checks.append(await googlePayCheck(googlePay, merchant: merchant, values: values))
             }
         }
         if let platform = file.platformIntegrator {
@@ -147,6 +158,9 @@ public struct Doctor: Sendable {
             merchantIdentifier: merchantIdentifier)
         if let walletOrders = merchant.walletOrders {
             checks.append(walletOrdersCheck(walletOrders, merchantIdentifier: merchantIdentifier))
+        }
+        if let googlePay = merchant.googlePay {
+            checks.append(await googlePayCheck(googlePay, processor: merchant.processor, subject: subject))
         }
         return checks + (await sessionChecks(merchant, subject: subject))
     }

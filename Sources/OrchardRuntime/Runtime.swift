@@ -169,6 +169,14 @@ struct StartingService: Service {
 }
 
 extension ServerConfiguration {
+    /// Every processor driver this program is built with (the doctor checks against them too).
+    public static var builtInProcessorDrivers: [any ProcessorDriver] { ProcessorFactory.drivers }
+
+    /// The processor client for `settings` over `http`, for the doctor's live checks.
+    public static func liveProcessor(_ settings: any ProcessorSettings, http: CurlHTTPClient) -> any PaymentProcessor {
+        CurlProcessorMaker(http: http).processor(for: settings)
+    }
+
     /// Loads the configuration at `path` knowing every processor this program is built with, and
     /// refusing a `tracing.otlp` section it was built without the means to export to.
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment)

@@ -87,7 +87,11 @@ struct DoctorCommand: AsyncParsableCommand {
             }
         }
         let probe = probeSettings.map { CurlDomainProbe(http: http, trust: $0.trust, connectTo: $0.origins) }
-        var report = await Doctor(sessions: sessions, probe: probe).check(file: file, folder: folder, environment: environment)
+        let processors: (@Sendable (any ProcessorSettings) -> any PaymentProcessor)? =
+            live ? { @Sendable [http] in ServerConfiguration.liveProcessor($0, http: http) } : nil
+        var report = await Doctor(
+            sessions: sessions, probe: probe, processorDrivers: ServerConfiguration.builtInProcessorDrivers, liveProcessors: processors
+        ).check(file: file, folder: folder, environment: environment)
         if let gatewayCheck { report.checks.insert(gatewayCheck, at: 0) }
         if let tracing = traceExportDoctorCheck(file) { report.checks.append(tracing) }
         return report

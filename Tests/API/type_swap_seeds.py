@@ -9,7 +9,19 @@ import json
 import secrets
 from dataclasses import dataclass, field
 
-from live_server import MERCHANT
+from live_server import MERCHANT, ROOT
+
+# A real ECv2 token (Tink's, Tests/GooglePayTests/Fixtures): the fuzzed merchants take no Google Pay, so the
+# seed is refused after its body decoded, and each mutant exercises the decoder and the checks before it.
+GOOGLE_PAY_TOKEN = json.dumps(json.loads(
+    (ROOT / "Tests" / "GooglePayTests" / "Fixtures" / "tink-ecv2-tokens.json").read_text())["tokens"]["valid"])
+
+
+def google_pay_data():
+    """`loadPaymentData`'s answer around the token."""
+    return {"apiVersion": 2, "apiVersionMinor": 0, "paymentMethodData": {
+        "type": "CARD", "description": "Visa 1111", "info": {"cardNetwork": "VISA", "cardDetails": "1111"},
+        "tokenizationData": {"type": "PAYMENT_GATEWAY", "token": GOOGLE_PAY_TOKEN}}}
 
 # A mandate needs a merchant token, which only the demo mints: on `serve`, mandate routes get an unknown ID.
 NO_SUCH_MANDATE = "mdt_type_swap_none"
@@ -68,6 +80,8 @@ def checkout_seeds(call, objects, mint):
         "changeCoupon": Seed("POST", "/api/orders/{id}/coupon", {"id": order}, body={"couponCode": "HARVEST10"}),
         "changePaymentMethod": Seed("POST", "/api/orders/{id}/payment-method", {"id": order}, body={"type": "debit"}),
         "authorizePayment": Seed("POST", "/api/apple-pay/authorize", renew=paid_order),
+        "authorizeGooglePay": Seed("POST", "/api/google-pay/authorize", body={
+            "orderId": order, "priceVersion": 1, "paymentData": google_pay_data()}),
         "openPaymentRequest": Seed("POST", "/api/payment-requests/open",
                                    body={"clientSecret": objects["paymentRequest"]["clientSecret"]}),
     }

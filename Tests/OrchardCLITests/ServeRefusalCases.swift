@@ -6,7 +6,7 @@ extension RefusalCase {
     static var all: [RefusalCase] {
         issueExamples + fileCases + gatewayAndServerCases + merchantCases + identityCases + processingKeyCases + storeCases
             + observabilityCases + operationsCases + pageAndWebhookCases + processorCases + platformCases + startupCases
-            + registryCases + walletOrdersCases + merchantTokenUsageCases
+            + registryCases + walletOrdersCases + merchantTokenUsageCases + googlePayCases
     }
 
     /// The ten that passed doctor and were refused by serve (issue 52), and the docs' PostgreSQL snippet.

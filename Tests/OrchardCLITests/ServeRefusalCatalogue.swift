@@ -81,6 +81,7 @@ struct RefusalBench {
         try writePEM("processing-other-key.pem", try pki.issueProcessingCertificate(merchantIdentifier: merchant, publicKey: otherKey))
         try writeREADMEFiles()
         try writeOrderTypeFiles()
+        try writeGooglePayFiles()
     }
 
     /// An Order Type ID identity and its intermediate for the demo's merchant, and an expired one.

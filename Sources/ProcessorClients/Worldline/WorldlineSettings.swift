@@ -27,14 +27,13 @@ public struct WorldlineSettings: ProcessorSettings, CurlProcessorSettings {
         return nil
     }
 
-    /// Worldline Direct's Google Pay gateway name (GetPaymentProduct 320's
-    /// `paymentProduct320SpecificData.gateway`); its gateway merchant ID is the PSPID.
-    public static let googlePayGateway = "worldlinedirect"
-
+    /// Worldline Direct seals Google Pay tokens for the PSPID. Its gateway name is the one its
+    /// GetPaymentProduct 320 answers (`paymentProduct320SpecificData.gateway`), which is not the
+    /// same for every platform (`worldlinedirect`, `worldlineingenicoogone`): `orchard doctor
+    /// --live` asks it; here only its form is checked.
     public func googlePayGatewayProblem(gateway: String, gatewayMerchantId: String) -> String? {
-        guard gateway == Self.googlePayGateway else {
-            return "gateway must be \(Self.googlePayGateway), Worldline Direct's name at Google, not \(gateway.prefix(64))"
-        }
+        guard (1...64).contains(gateway.utf8.count), gateway.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) })
+        else { return "gateway must be the name Worldline's GetPaymentProduct 320 gives (lowercase letters and digits)" }
         guard gatewayMerchantId == merchantId else {
             return "gatewayMerchantId must be the PSPID, \(merchantId), which Worldline's tokens are sealed for"
         }

@@ -40,6 +40,7 @@ final class MockWorldline: MockProcessorAPI {
         case "DELETE" where path.hasPrefix(tokens):
             return worldlineDeleteToken(request, id: String(path.dropFirst(tokens.count)), mock: mock)
         case "GET" where path.hasPrefix(payments + "/"): return worldlineQueryRoute(request, mock: mock)
+        case "GET" where path.hasPrefix("/v2/\(account.merchantId)/products/"): return worldlineProduct(request)
         case "POST" where path == payments: return worldlineCreate(request, mock: mock)
         case "POST" where path.hasPrefix(payments + "/"): return worldlineAction(request, prefix: payments, mock: mock)
         default:
