@@ -50,11 +50,15 @@ extension ApplicationDependencies {
 extension ServerConfiguration {
     /// What the routes read.
     public var httpSettings: HTTPSettings {
-        HTTPSettings(
+        var settings = HTTPSettings(
             host: host, port: port, idleTimeout: idleTimeout, maxBodyBytes: maxBodyBytes, publicDirectory: publicDirectory,
             trustedProxies: trustedProxies, clientAddressHeader: clientAddressHeader, acceptTraceparent: acceptTraceparent,
             applePaySDK: applePaySDK, checkoutPage: checkoutPage, limits: limits, adminToken: adminToken,
             tokenEvents: tokenEvents, webhookTimeout: webhooks.timeout, certificates: certificates)
+        // A path on this server is 'self' already.
+        settings.googlePayScripts = merchants.compactMap { $0.googlePay?.scriptURL }.filter { $0.hasPrefix("https://") }
+            .compactMap(URL.init(string:))
+        return settings
     }
 }
 

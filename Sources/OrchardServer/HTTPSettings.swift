@@ -31,6 +31,9 @@ public struct HTTPSettings: Sendable {
     public var webhookTimeout: Duration
     /// Every certificate Orchard holds, for `/health`.
     public var certificates: [ConfiguredCertificate]
+    /// Where merchants' pages load Google's `pay.js` from, when not from this server: their
+    /// origins join the policy as the Apple SDK's does.
+    public var googlePayScripts: [URL] = []
 
     /// Settings as given; the composition root maps a loaded configuration onto them, whose
     /// loader holds the defaults.
@@ -58,13 +61,24 @@ public struct HTTPSettings: Sendable {
     }
 
     /// The policy every response carries: nothing inline, nothing from elsewhere but Apple's
-    /// SDK when one is configured. The page and the demo's simulated sheet are built for it.
+    /// SDK and Google's `pay.js` when they are configured. The page and the demo's simulated sheet are built for it.
     ///
     /// The SDK's origin (one exact host) joins the fetch directives its code window may use:
     /// its scripts, styles, fonts and images, its requests and its frames, as PSPs that ship it
     /// allow (`default-src` with that origin). Objects, media, workers and manifests stay closed.
+    ///
+    /// Google's `pay.js`, where a merchant takes Google Pay, is admitted the same way: its origin,
+    /// and for Google's own script the host its button images come from (`www.gstatic.com`).
     public var contentSecurityPolicy: String {
-        let sdk = applePaySDK.flatMap(Self.origin).map { " \($0)" } ?? ""
+        var origins = applePaySDK.flatMap(Self.origin).map { [$0] } ?? []
+        for script in googlePayScripts {
+            guard let origin = Self.origin(script), !origins.contains(origin) else { continue }
+            origins.append(origin)
+            if origin == "https://pay.google.com", !origins.contains("https://www.gstatic.com") {
+                origins.append("https://www.gstatic.com")
+            }
+        }
+        let sdk = origins.map { " \($0)" }.joined()
         return [
             "default-src 'none'", "script-src 'self'\(sdk)", "style-src 'self'\(sdk)", "img-src 'self' data:\(sdk)",
             "connect-src 'self'\(sdk)", "frame-src \(sdk.isEmpty ? "'none'" : String(sdk.dropFirst()))", "font-src 'self'\(sdk)",

@@ -57,6 +57,30 @@ struct CheckoutTests {
         }
     }
 
+    @Test("googlePay.scriptURL: Google's pay.js joins the CSP with its button images' host; a script on this server adds nothing")
+    func googlePayScriptSetting() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("google-pay-keys.json", GooglePayMinter().rootKeysJSON)
+        var file = try ServerHarness.configurationFile(gatewayPort: 1, directory: directory)
+        file.checkout = .init(applePaySDK: "none")
+        for (script, origins) in [
+            (nil, " https://pay.google.com https://www.gstatic.com"), ("https://pay.example/pay.js", " https://pay.example"),
+            ("/demo/google-pay.js", ""),
+        ] {
+            var section = ConfigurationFile.GooglePay(signingKeys: "google-pay-keys.json")
+            section.gateway = "orchard-test"
+            section.gatewayMerchantId = "shop"
+            section.scriptURL = script
+            file.merchants[0].googlePay = section
+            let policy = try ServerConfiguration.resolve(file, relativeTo: directory.url.path).httpSettings.contentSecurityPolicy
+            for directive in ["script-src 'self'", "style-src 'self'", "connect-src 'self'", "img-src 'self' data:"] {
+                #expect(policy.contains("\(directive)\(origins);"), "\(script ?? "default"): \(policy)")
+            }
+            #expect(policy.contains("frame-src \(origins.isEmpty ? "'none'" : String(origins.dropFirst()));"))
+        }
+    }
+
     @Test("checkout.applePaySDK: https or loopback http joins the CSP, \"none\" leaves it out, anything else is refused")
     func sdkSetting() async throws {
         let directory = try TemporaryDirectory()
