@@ -70,7 +70,8 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
     let v1 = routes.group("v1").add(middleware: APIKeyMiddleware(store: stored.apiKeys, directory: directory))
     let paymentRequests = PaymentRequestsController(
         service: services.paymentRequests,
-        simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter)
+        simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter,
+        scriptTimeoutMs: settings.checkoutPage.timeoutMilliseconds)
     v1.addRoutes(paymentRequests.apiRoutes)
     routes.addRoutes(paymentRequests.pageRoutes)
     let paymentsAPI = PaymentsAPIController(

@@ -34,39 +34,7 @@ struct CheckoutController {
         /// The demo's `ApplePaySession` test double (an ES module), absent outside the demo.
         var simulatedSheet: String?
         /// Google Pay, when the merchant takes it: what the page hands `pay.js`.
-        var googlePay: GooglePay?
-    }
-
-    /// What the page needs for Google Pay: where `pay.js` is, `PaymentsClient`'s options and
-    /// the `allowedPaymentMethods` of `isReadyToPay` and `PaymentDataRequest`.
-    struct GooglePay: Encodable {
-        var script: String
-        var scriptTimeoutMs: Int
-        var environment: String
-        var merchantInfo: MerchantInfo
-        var allowedPaymentMethods: [JSONValue]
-
-        struct MerchantInfo: Encodable {
-            var merchantName: String
-            var merchantId: String?
-        }
-
-        init(_ settings: GooglePaySettings, timeoutMs: Int) {
-            script = settings.scriptURL
-            scriptTimeoutMs = timeoutMs
-            environment = settings.environment.rawValue
-            merchantInfo = MerchantInfo(merchantName: settings.merchantName, merchantId: settings.merchantId)
-            allowedPaymentMethods = [
-                [
-                    "type": "CARD",
-                    "parameters": [
-                        "allowedAuthMethods": .array(settings.allowedAuthMethods.map(JSONValue.string)),
-                        "allowedCardNetworks": .array(settings.allowedCardNetworks.map(JSONValue.string)),
-                    ],
-                    "tokenizationSpecification": settings.tokenizationSpecification,
-                ]
-            ]
-        }
+        var googlePay: GooglePayPageSettings?
     }
 
     /// The routes the router adds.
@@ -89,7 +57,7 @@ struct CheckoutController {
                 applePaySDKTimeoutMs: page.timeoutMilliseconds,
                 applePayMode: page.mode.rawValue,
                 simulatedSheet: simulator == nil || standIn ? nil : SimulatedSheetController.scriptPath,
-                googlePay: merchant.googlePay.map { GooglePay($0, timeoutMs: page.timeoutMilliseconds) })
+                googlePay: merchant.googlePay.map { GooglePayPageSettings($0, scriptTimeoutMs: page.timeoutMilliseconds) })
             return settings
         }
         return router

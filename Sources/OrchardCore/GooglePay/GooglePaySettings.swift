@@ -76,3 +76,36 @@ public struct GooglePaySettings: Sendable {
         }
     }
 }
+
+/// What a page hands Google's `pay.js` for a merchant: where the script is, `PaymentsClient`'s
+/// options and the `allowedPaymentMethods` of `isReadyToPay` and `PaymentDataRequest`.
+public struct GooglePayPageSettings: Codable, Sendable, Equatable {
+    public struct MerchantInfo: Codable, Sendable, Equatable {
+        public var merchantName: String
+        public var merchantId: String?
+    }
+
+    public var script: String
+    /// How long the page waits for the script; set by the server from the checkout page's settings.
+    public var scriptTimeoutMs: Int?
+    public var environment: String
+    public var merchantInfo: MerchantInfo
+    public var allowedPaymentMethods: [JSONValue]
+
+    public init(_ settings: GooglePaySettings, scriptTimeoutMs: Int? = nil) {
+        script = settings.scriptURL
+        self.scriptTimeoutMs = scriptTimeoutMs
+        environment = settings.environment.rawValue
+        merchantInfo = MerchantInfo(merchantName: settings.merchantName, merchantId: settings.merchantId)
+        allowedPaymentMethods = [
+            [
+                "type": "CARD",
+                "parameters": [
+                    "allowedAuthMethods": .array(settings.allowedAuthMethods.map(JSONValue.string)),
+                    "allowedCardNetworks": .array(settings.allowedCardNetworks.map(JSONValue.string)),
+                ],
+                "tokenizationSpecification": settings.tokenizationSpecification,
+            ]
+        ]
+    }
+}

@@ -121,8 +121,11 @@ public struct PaymentRequestService: Sendable {
         guard let id = vault.requestId(fromClientSecret: clientSecret) else {
             throw CoreError(.notFound, "there is no such payment request (check the clientSecret)")
         }
-        let view = try await view(try await request(id: id, merchant: merchant), merchant: merchant)
-        return ShopperPaymentRequestView(view, simulatedSheet: simulatedSheet)
+        let record = try await request(id: id, merchant: merchant)
+        var shopper = ShopperPaymentRequestView(try await view(record, merchant: merchant), simulatedSheet: simulatedSheet)
+        shopper.priceVersion = try await orderPayments.order(id: record.id)?.priceVersion
+        shopper.googlePay = merchant.googlePay.map { GooglePayPageSettings($0) }
+        return shopper
     }
 
     /// The request with its order's status and total, and its payments with what each had refunded.

@@ -93,6 +93,10 @@ public struct ShopperPaymentRequestView: Codable, Sendable, Equatable {
     /// The demo's simulated sheet, named to the page; nil outside the demo.
     public var simulatedSheet: String?
     public var tokenNotificationPath: String?
+    /// The order's price version: a Google Pay payment names the version its sheet showed.
+    public var priceVersion: Int?
+    /// Google Pay, when the merchant takes it.
+    public var googlePay: GooglePayPageSettings?
 
     public init(_ view: PaymentRequestView, simulatedSheet: String?) {
         id = view.id

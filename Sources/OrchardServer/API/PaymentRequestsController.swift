@@ -14,6 +14,8 @@ struct PaymentRequestsController {
     /// The demo's simulated sheet, named to the page that opens a request; nil outside the demo.
     let simulatedSheet: String?
     let limiter: RateLimiter
+    /// How long the page waits for a wallet's script (`checkout.applePaySDKTimeoutMilliseconds`).
+    let scriptTimeoutMs: Int
 
     struct OpenBody: Decodable {
         var clientSecret: String
@@ -44,7 +46,9 @@ struct PaymentRequestsController {
         routes.postJSON("/api/payment-requests/open") { request, context in
             let (merchant, _) = try context.requireMerchant()
             let body = try await request.decode(as: OpenBody.self, context: context)
-            return try await service.open(clientSecret: body.clientSecret, merchant: merchant, simulatedSheet: simulatedSheet)
+            var opened = try await service.open(clientSecret: body.clientSecret, merchant: merchant, simulatedSheet: simulatedSheet)
+            opened.googlePay?.scriptTimeoutMs = scriptTimeoutMs
+            return opened
         }
         return routes
     }
