@@ -571,7 +571,7 @@ let package = Package(
         .testTarget(
             name: "OrchardServerTests",
             dependencies: [
-                "ApplePay", "OrchardComposition", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore",
+                "ApplePay", "GooglePay", "OrchardComposition", "OrchardConfiguration", "OrchardConfigurationTesting", "OrchardCore",
                 "OrchardInMemory", "OrchardServer", "OrchardServerTesting", "OrchardServices", "OrchardTesting", "OrchardTracing",
                 "WalletOrders",
                 .product(name: "Crypto", package: "swift-crypto"),
