@@ -625,7 +625,9 @@ let tools: [Target] = [
     .target(name: "CFuzzerDriver"),
     .executableTarget(
         name: "TokenFuzzer",
-        dependencies: ["ApplePay", "CFuzzerDriver", "OrchardCore", "ProcessorClients"]
+        dependencies: [
+            "ApplePay", "CFuzzerDriver", "GooglePay", "OrchardCore", "ProcessorClients", .product(name: "Crypto", package: "swift-crypto"),
+        ]
     ),
     // Verify+decrypt throughput on the real vectors (Benchmarks/bench-tokens).
     .executableTarget(

@@ -85,7 +85,9 @@ extension ECv2 {
         var gatewayMerchantId: String?
     }
 
-    static func paymentData(_ plaintext: [UInt8]) throws(GooglePayError) -> GooglePayPaymentData {
+    /// A decrypted message's bytes as Google's payment data: a `CARD` with a 12–19 digit number,
+    /// an expiry and, for `CRYPTOGRAM_3DS`, a cryptogram. Public for the fuzzer.
+    public static func paymentData(_ plaintext: [UInt8]) throws(GooglePayError) -> GooglePayPaymentData {
         guard let wire = try? JSONDecoder().decode(WireData.self, from: Data(plaintext)),
             let expiration = date(milliseconds: wire.messageExpiration)
         else { throw GooglePayError(.invalidPlaintext, "the decrypted message is not Google's payment data") }

@@ -8,6 +8,11 @@ public struct GooglePaySigningKeys: Sendable {
     public struct Key: Sendable {
         public var publicKey: P256.Signing.PublicKey
         public var expiration: Date
+
+        public init(publicKey: P256.Signing.PublicKey, expiration: Date) {
+            self.publicKey = publicKey
+            self.expiration = expiration
+        }
     }
 
     public let keys: [Key]

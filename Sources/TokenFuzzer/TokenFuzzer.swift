@@ -17,6 +17,9 @@ enum FuzzTarget: String, CaseIterable {
     /// Worldpay's and Worldline's answers, read into outcomes: status and function from the
     /// first two bytes, the body from the rest.
     case processors
+    /// Google Pay: `paymentMethodData` as a page or app posts it, the ECv2 token verified, a
+    /// `keys.json`, and the bytes as a decrypted message.
+    case googlepay
 
     func run(_ bytes: [UInt8]) {
         switch self {
@@ -25,6 +28,7 @@ enum FuzzTarget: String, CaseIterable {
         case .paymentdata: PaymentDataTarget.run(bytes)
         case .tokenevent: TokenEventTarget.run(bytes)
         case .processors: ProcessorAnswerTarget.run(bytes)
+        case .googlepay: GooglePayTarget.run(bytes)
         }
     }
 
