@@ -70,6 +70,10 @@ export const defaultStrings = {
   retryShortly: 'the shop is briefly unavailable, please try again in a moment',
   alreadyPaid: 'This order is already paid.',
   closed: 'This payment request is {status}; ask the shop for a new one.',
+  googlePayButton: 'Buy with Google Pay',
+  googlePayScriptFailed: 'Google Pay is not available: Google\'s script {reason}.',
+  googlePayUnavailable: 'Google Pay is not available in this browser.',
+  googlePayFailed: 'Google Pay could not complete: {reason}.',
 };
 
 /** `format('Add one {product}', {product: 'cider'})` → 'Add one cider'. */
@@ -118,6 +122,66 @@ export function refusal(answer, t = defaultStrings) {
   const messages = errors.map((e) => e.message).filter(Boolean).join(' ');
   const message = format(t.authorizeFailed, { reason: messages ? messages[0].toUpperCase() + messages.slice(1) : t.failureTitle });
   return { errors, message };
+}
+
+/**
+ * What each wallet's mounted button shares: its state (available, paying, done), the page's
+ * callbacks, also dispatched as `orchard:*` DOM events on the container, and the button's
+ * enabled and hidden state for the page's current order (`options.order()`, else its own).
+ */
+export class WalletButton {
+  constructor(container, options) {
+    this.container = container;
+    this.options = options;
+    this.t = { ...defaultStrings, ...(options.strings ?? {}) };
+    this.order = null;
+    this.available = false;
+    this.paying = false;
+    this.done = false;
+    this.button = null;
+  }
+
+  emit(name, detail, callback) {
+    callback?.(detail);
+    this.container.dispatchEvent(new CustomEvent(`orchard:${name}`, { detail, bubbles: true }));
+  }
+
+  outcome(status, detail, answer) {
+    this.paying = false;
+    this.done = status === 'success' || status === 'unavailable';
+    this.refresh();
+    const reported = {
+      status, detail, orderId: answer?.orderId ?? null, paymentId: answer?.paymentId ?? null, reason: answer?.reason ?? null,
+    };
+    this.emit('outcome', reported, this.options.onOutcome);
+  }
+
+  currentOrder() {
+    return this.options.order ? this.options.order() : this.order;
+  }
+
+  usable() {
+    return this.available && this.currentOrder() != null && !this.paying && !this.done;
+  }
+
+  refresh() {
+    const button = this.button;
+    if (!button) return;
+    button.setAttribute('aria-disabled', String(!this.usable()));
+    if (button instanceof HTMLButtonElement) button.disabled = !this.usable();
+    button.hidden = this.done;
+  }
+
+  /** What `mount` returns: `available`, `button`, `refresh()` (the page's order changed) and `reset`. */
+  controller(reset) {
+    const mounted = this;
+    return {
+      get available() { return mounted.available; },
+      get button() { return mounted.button; },
+      refresh: () => mounted.refresh(),
+      reset,
+    };
+  }
 }
 
 /** Apple Pay JS's ApplePayError where the browser has it, else a plain object of the same shape. */

@@ -16,13 +16,14 @@
 // The sheet runs on ApplePaySession (orchard-session.js) or, with `mode: 'paymentrequest'`, on the
 // Payment Request API (orchard-payment-request.js); every number comes from the server.
 
-import { defaultStrings, format, postJSON } from './orchard-api.js';
+import { WalletButton, format, postJSON } from './orchard-api.js';
 import { AGREEMENT_VERSION, hasAgreement, pickVersion, startPayment } from './orchard-session.js';
 import { canUsePaymentRequest, startPaymentRequest } from './orchard-payment-request.js';
 
 export * from './orchard-api.js';
 export * from './orchard-session.js';
 export * from './orchard-payment-request.js';
+export * from './orchard-google-pay.js';
 
 const BASE = new URL('./', import.meta.url);
 const CAPABILITIES_TIMEOUT_MS = 3_000;
@@ -138,49 +139,11 @@ function sdkButton(t, onPay) {
 }
 
 /** One mounted button: its state, the page's callbacks, and the session it starts. */
-class Checkout {
+class Checkout extends WalletButton {
   constructor(container, options) {
-    this.container = container;
-    this.options = options;
-    this.t = { ...defaultStrings, ...(options.strings ?? {}) };
-    this.order = null;
+    super(container, options);
     this.version = null;
-    this.available = false;
-    this.paying = false;
-    this.done = false;
-    this.button = null;
     this.onPay = () => this.pay();
-  }
-
-  emit(name, detail, callback) {
-    callback?.(detail);
-    this.container.dispatchEvent(new CustomEvent(`orchard:${name}`, { detail, bubbles: true }));
-  }
-
-  outcome(status, detail, answer) {
-    this.paying = false;
-    this.done = status === 'success' || status === 'unavailable';
-    this.refresh();
-    const reported = {
-      status, detail, orderId: answer?.orderId ?? null, paymentId: answer?.paymentId ?? null, reason: answer?.reason ?? null,
-    };
-    this.emit('outcome', reported, this.options.onOutcome);
-  }
-
-  currentOrder() {
-    return this.options.order ? this.options.order() : this.order;
-  }
-
-  usable() {
-    return this.available && this.currentOrder() != null && !this.paying && !this.done;
-  }
-
-  refresh() {
-    const button = this.button;
-    if (!button) return;
-    button.setAttribute('aria-disabled', String(!this.usable()));
-    if (button instanceof HTMLButtonElement) button.disabled = !this.usable();
-    button.hidden = this.done;
   }
 
   pay() {
@@ -322,13 +285,8 @@ export async function mount(container, options = {}) {
   }
   const checkout = new Checkout(container, options);
   await checkout.start();
-  return {
-    get available() { return checkout.available; },
-    get button() { return checkout.button; },
-    refresh: () => checkout.refresh(),
-    reset: () => {
-      checkout.done = false;
-      checkout.showButton();
-    },
-  };
+  return checkout.controller(() => {
+    checkout.done = false;
+    checkout.showButton();
+  });
 }

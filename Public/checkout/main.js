@@ -1,8 +1,10 @@
 // The checkout page: a basket priced by the server, the Apple Pay button when the device can
-// pay, and the outcome. Automation hooks: [data-testid="apple-pay-button"] and
-// [data-testid="payment-result"] with data-status = success | failure | cancelled | unavailable.
+// pay, Google Pay's beside it when the shop takes it, and the outcome. Automation hooks:
+// [data-testid="apple-pay-button"], [data-testid="google-pay-button"] (or, when Google Pay cannot
+// be used, [data-testid="google-pay-unavailable"]) and [data-testid="payment-result"] with
+// data-status = success | failure | cancelled | unavailable.
 
-import { defaultStrings, element, getJSON, mount, postJSON, reasonOf } from '../orchard.js';
+import { defaultStrings, element, getJSON, mount, mountGooglePay, postJSON, reasonOf } from '../orchard.js';
 import { format, t } from './strings.js';
 
 const MAX_QUANTITY = 9;
@@ -21,8 +23,12 @@ const state = {
   ordering: null,
   paying: false,
   paid: false,
+  /** The wallet whose sheet is open: 'apple', 'google' or null; the other's button waits. */
+  wallet: null,
   /** The button's controller from orchard.js. */
   checkout: null,
+  /** Google Pay's button controller, when the shop takes Google Pay and the browser can use it. */
+  googlePay: null,
 };
 
 /** Amounts stay the server's decimal strings; Intl formats the string itself, never a float of it. */
@@ -95,6 +101,7 @@ function renderTotals(lineItems, total) {
 
 function updateButton() {
   state.checkout?.refresh();
+  state.googlePay?.refresh();
 }
 
 function changeQuantity(productId, delta) {
@@ -143,8 +150,13 @@ async function createOrder() {
 
 function finishPayment({ status, detail, orderId, reason }) {
   state.paying = false;
+  state.wallet = null;
+  state.googlePay?.refresh();
   if (status === 'success') {
     state.paid = true;
+    // Paid: neither wallet's button stays for this order (each hides its own; the other's goes too).
+    part('pay-slot').hidden = true;
+    part('google-pay-slot').hidden = true;
     const total = part('total').dataset.amount;
     showResult('success', t.successTitle, format(t.successDetail, { order: orderId, amount: money(total) }));
   } else if (status === 'cancelled') {
@@ -160,12 +172,27 @@ function finishPayment({ status, detail, orderId, reason }) {
   result.focus();
 }
 
+/** Google Pay's outcome: as Apple Pay's, except that Google Pay being unavailable is said beside its slot only. */
+function finishGooglePay(outcome) {
+  if (outcome.status === 'unavailable') {
+    const slot = part('google-pay-slot');
+    slot.dataset.status = 'unavailable';
+    slot.replaceChildren(element('p', { class: 'pay-note', 'data-testid': 'google-pay-unavailable', text: outcome.detail }));
+    return;
+  }
+  finishPayment(outcome);
+  updateButton();
+}
+
 function restart() {
   state.paid = false;
   state.quantities = new Map(state.settings.products.slice(0, 1).map((product) => [product.id, 1]));
   clearResult();
   renderProducts();
   createOrder();
+  part('pay-slot').hidden = false;
+  part('google-pay-slot').hidden = false;
+  state.googlePay?.reset();
   state.checkout.reset();
   state.checkout.button?.focus();
 }
@@ -186,8 +213,10 @@ async function main() {
   state.quantities = new Map(settings.products.slice(0, 1).map((product) => [product.id, 1]));
   renderProducts();
   const ordered = createOrder();
+  // Google's script loads beside Apple's SDK, each with its own deadline.
+  const googlePay = settings.googlePay ? startGooglePay(settings.googlePay) : null;
   state.checkout = await mount(part('pay-slot'), {
-    order: () => state.order,
+    ...walletOptions('apple'),
     merchantIdentifier: settings.merchantIdentifier,
     simulatedSheet: settings.simulatedSheet,
     applePaySDK: settings.applePaySDK,
@@ -195,17 +224,40 @@ async function main() {
     applePaySDKTimeoutMs: settings.applePaySDKTimeoutMs,
     mode: settings.applePayMode,
     buttonClass: 'apple-pay-button',
+    onOutcome: finishPayment,
+  });
+  await Promise.all([ordered, googlePay]);
+}
+
+/**
+ * What both wallets' buttons are given: the page's order (none while the other wallet's sheet is
+ * open, or once paid), its strings, and the page's part of a payment.
+ */
+function walletOptions(wallet) {
+  return {
+    order: () => ((state.wallet !== null && state.wallet !== wallet) || state.paid ? null : state.order),
     strings: t,
     onStart: () => {
       clearResult();
       state.paying = true;
+      state.wallet = wallet;
+      updateButton();
       renderProducts();
     },
     onTotals: (update) => renderTotals(update.newLineItems, update.newTotal),
     onAttemptFailed: ({ message }) => showResult('failure', t.failureTitle, message),
-    onOutcome: finishPayment,
+  };
+}
+
+/** Google Pay's button beside Apple Pay's, on the same order: its sheet reprices through the same server calls. */
+async function startGooglePay(googlePay) {
+  document.querySelector('[data-i18n="shippingNote"]').textContent = t.shippingNoteWithGooglePay;
+  state.googlePay = await mountGooglePay(part('google-pay-slot'), {
+    ...walletOptions('google'),
+    settings: googlePay,
+    buttonClass: 'google-pay-button',
+    onOutcome: finishGooglePay,
   });
-  await ordered;
 }
 
 main();

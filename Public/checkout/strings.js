@@ -10,6 +10,7 @@ const en = {
   summaryCaption: 'Items, delivery and total, as priced by the shop',
   total: 'Total',
   shippingNote: 'Delivery and any coupon are chosen on the Apple Pay sheet; the total updates here.',
+  shippingNoteWithGooglePay: 'Delivery is chosen on the Apple Pay or Google Pay sheet, a coupon on Apple Pay\'s; the total updates here.',
   payTitle: 'Payment',
   decrease: 'Remove one {product}',
   increase: 'Add one {product}',

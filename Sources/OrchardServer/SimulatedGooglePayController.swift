@@ -48,10 +48,7 @@ struct SimulatedGooglePayController {
     /// The routes the router adds.
     var routes: RouteCollection<OrchardRequestContext> {
         let router = RouteCollection(context: OrchardRequestContext.self)
-        for (name, bytes) in simulator.files {
-            let type = name.hasSuffix(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8"
-            router.get(RouterPath(SimulatedSheetController.folder + name)) { _, _ in SimulatedSheetController.file(bytes, type: type) }
-        }
+        SimulatedSheetController.serve(simulator.files, on: router)
         router.postJSON("/demo/google-pay-token") { request, context in
             let (merchant, _) = try context.requireMerchant()
             guard let settings = merchant.googlePay else {

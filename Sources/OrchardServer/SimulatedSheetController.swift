@@ -27,10 +27,7 @@ struct SimulatedSheetController {
     /// The routes the router adds.
     var routes: RouteCollection<OrchardRequestContext> {
         let router = RouteCollection(context: OrchardRequestContext.self)
-        for (name, bytes) in simulator.files {
-            let type = name.hasSuffix(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8"
-            router.get(RouterPath(Self.folder + name)) { _, _ in Self.file(bytes, type: type) }
-        }
+        Self.serve(simulator.files, on: router)
         router.postJSON("/demo/token") { request, context in
             let (merchant, _) = try context.requireMerchant()
             let bytes = try await readBody(request, limit: maxBodyBytes)
@@ -56,6 +53,14 @@ struct SimulatedSheetController {
             return token
         }
         return router
+    }
+
+    /// Serves a stand-in's `files` by name under `/demo/`: its scripts and stylesheets.
+    static func serve(_ files: [String: [UInt8]], on router: RouteCollection<OrchardRequestContext>) {
+        for (name, bytes) in files {
+            let type = name.hasSuffix(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8"
+            router.get(RouterPath(folder + name)) { _, _ in file(bytes, type: type) }
+        }
     }
 
     static func file(_ bytes: [UInt8], type: String) -> Response {
