@@ -83,7 +83,7 @@ struct GooglePayEngineTests {
         #expect(sent.order.priced.total == order.priced.total)
     }
 
-    @Test("the same token again, for its order or another, is refused before anything is sent")
+    @Test("the same token again, for its order or another, is refused before anything is sent, whatever price version it names")
     func replayRefused() async throws {
         let bench = try Bench(try Self.gatewaySettings())
         let first = try await bench.bench.order()
@@ -92,6 +92,7 @@ struct GooglePayEngineTests {
         _ = try await bench.pay(first, method).get()
         #expect(await bench.pay(first, method).failureCode == .replayedPayment)
         #expect(await bench.pay(other, method).failureCode == .replayedPayment)
+        #expect(await bench.pay(first, method, priceVersion: 7).failureCode == .replayedPayment)
         #expect(bench.processor.requests.count == 1)
         #expect(try await bench.bench.store.order(id: other.id)?.state == .open)
     }
@@ -100,7 +101,7 @@ struct GooglePayEngineTests {
     func repricedRefused() async throws {
         let bench = try Bench(try Self.gatewaySettings())
         let order = try await bench.bench.order()
-        #expect(await bench.pay(order, try Self.method(), priceVersion: 2).failureCode == .paymentMismatch)
+        #expect(await bench.pay(order, try Self.method(), priceVersion: 2).failureCode == .orderChanged)
         #expect(bench.processor.requests.isEmpty)
         #expect(try await bench.bench.store.order(id: order.id)?.state == .open)
         // The refused token was not claimed: the shopper pays with the sheet's right version.

@@ -74,7 +74,9 @@ struct GooglePayRouterTests {
         }
     }
 
-    @Test("refused: a stale price version (422), another recipient and a malformed token (400), a merchant without Google Pay (400)")
+    @Test(
+        "refused: a stale price version (409 order_changed), another recipient and a malformed token (400), a merchant without Google Pay (400)"
+    )
     func refusals() async throws {
         try await RouterHarness.with(secondMerchant: true, configure: Self.configure) { server in
             let orderId = try #require(
@@ -86,7 +88,7 @@ struct GooglePayRouterTests {
                     body: try Self.body(["orderId": orderId, "priceVersion": version, "paymentData": data]))
                 return (answer.status, answer.errorCode)
             }
-            #expect(try await pay(try Self.paymentData(), version: 2) == (422, "payment_mismatch"))
+            #expect(try await pay(try Self.paymentData(), version: 2) == (409, "order_changed"))
             #expect(try await pay(try Self.paymentData(recipient: "gateway:another")) == (400, "invalid_token"))
             var malformed = try Self.paymentData()
             malformed["paymentMethodData"] = ["tokenizationData": ["token": "{\"protocolVersion\": \"ECv1\"}"]]

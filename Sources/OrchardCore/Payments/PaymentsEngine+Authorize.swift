@@ -94,7 +94,8 @@ extension PaymentsEngine {
         }
         let claimed = try await claim(
             PaymentClaim(
-                draft: draft, transactionId: checked.claimKey, sealedRequest: sealed, priceVersion: order.priceVersion,
+                draft: draft, transactionId: checked.claimKey, sealedRequest: sealed,
+                priceVersion: checked.priceVersion ?? order.priceVersion,
                 expectedSends: expectedSends, resending: resending, basis: claimable.basis))
         let request = AuthorizationRequest(
             order: order, wallet: checked.wallet, reference: claimed.reference, cardholderName: attempt.cardholderName,

@@ -13,6 +13,10 @@ struct CheckedToken {
     var lastFour: String
     /// Apple's merchant token fields, when the token was a merchant token Orchard decrypted.
     var merchantToken: DecryptedPayment.Fields?
+    /// The price version the shopper's sheet showed, when the token carries nothing of the
+    /// price (Google Pay): the claim pays the order only at that version. Nil: the version the
+    /// token was checked against (Apple Pay's amount is in the token).
+    var priceVersion: Int? = nil
 }
 
 /// Google Pay tokens: checked as far as Orchard can without the gateway's key, and in direct
@@ -21,11 +25,11 @@ extension PaymentsEngine {
     /// The claim key's prefix for Google Pay: Apple's transaction IDs are hex, so the two never meet.
     static let googlePayClaimPrefix = "googlepay:"
 
-    /// Checks a Google Pay token for this order: the merchant takes Google Pay, the page's price
-    /// version is the order's, the token's signatures verify for the merchant's recipient ID
+    /// Checks a Google Pay token for this order: the merchant takes Google Pay, the token's signatures verify for the merchant's recipient ID
     /// under an unexpired root and intermediate key; in direct mode it opens, has not expired,
     /// and was authenticated as the merchant allows. Google's token carries nothing of the order
-    /// or its amount: the order is charged at the server's total.
+    /// or its amount: the order is charged at the server's total, and the claim takes it only at
+    /// the price version the page's sheet showed (after the replay check, in one decision).
     func checkGooglePay(_ method: GooglePayPaymentMethod, priceVersion: Int?, against order: OrderRecord) throws(CoreError)
         -> CheckedToken
     {
@@ -34,11 +38,6 @@ extension PaymentsEngine {
         }
         guard order.priced.agreement == nil else {
             throw CoreError(.invalidToken, "the payment could not be verified (a payment that sets up a mandate takes Apple Pay)")
-        }
-        if let priceVersion, priceVersion != order.priceVersion {
-            throw CoreError(
-                .paymentMismatch,
-                "the order's price changed after the payment sheet showed it; nothing was charged, please pay again")
         }
         let decrypted: GooglePayPaymentData?
         do throws(GooglePayError) {
@@ -57,7 +56,7 @@ extension PaymentsEngine {
         return CheckedToken(
             claimKey: Self.googlePayClaimPrefix + method.claimKey, wallet: .googlePay(method, decrypted: decrypted),
             network: method.cardNetwork, lastFour: decrypted.map { String($0.card.pan.suffix(4)) } ?? method.cardDetails ?? "",
-            merchantToken: nil)
+            merchantToken: nil, priceVersion: priceVersion)
     }
 
     /// Verifies the token at `now` and, in direct mode, opens it with the first of the merchant's
