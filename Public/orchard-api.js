@@ -172,6 +172,31 @@ export class WalletButton {
     button.hidden = this.done;
   }
 
+  /**
+   * The shop's payment request, by its client secret (`options.clientSecret`): the opened request
+   * when it can be paid, else null, its outcome (already paid, closed, or not found) told.
+   */
+  async openRequest() {
+    let opened;
+    try {
+      opened = await postJSON('api/payment-requests/open', { clientSecret: this.options.clientSecret });
+    } catch (error) {
+      this.outcome('failure', error.message);
+      return null;
+    }
+    this.order = {
+      orderId: opened.id, priceVersion: opened.priceVersion, paymentRequest: opened.paymentRequest,
+      tokenNotificationPath: opened.tokenNotificationPath,
+    };
+    this.emit('ready', opened, this.options.onReady);
+    if (opened.status === 'requires_payment') return opened;
+    const paid = opened.status === 'paid';
+    const payment = opened.payments?.find((p) => p.state === 'authorized' || p.state === 'settled');
+    this.outcome(paid ? 'success' : 'failure', paid ? this.t.alreadyPaid : format(this.t.closed, { status: opened.status }),
+      { orderId: opened.id, paymentId: payment?.id });
+    return null;
+  }
+
   /** What `mount` returns: `available`, `button`, `refresh()` (the page's order changed) and `reset`. */
   controller(reset) {
     const mounted = this;

@@ -288,7 +288,16 @@ class GooglePayCheckout extends WalletButton {
   }
 
   async start() {
+    if (this.options.clientSecret) {
+      const opened = await this.openRequest();
+      if (!opened) return;
+      this.settings = opened.googlePay;
+    }
     const { settings, t } = this;
+    if (!settings) {
+      this.outcome('unavailable', t.googlePayUnavailable, { reason: 'the merchant does not take Google Pay' });
+      return;
+    }
     const loaded = await loadGooglePay(settings.script, settings.scriptTimeoutMs ?? GOOGLE_PAY_TIMEOUT_MS);
     if (!loaded.ok) {
       this.outcome('unavailable', format(t.googlePayScriptFailed, { reason: loaded.reason }), { reason: loaded.reason });
@@ -323,9 +332,11 @@ class GooglePayCheckout extends WalletButton {
 /**
  * Puts Google's button in `container` and runs Google Pay payments from it.
  *
- * Options: `settings` (the `googlePay` of `GET /api/checkout`: `script`, `scriptTimeoutMs`,
- * `environment`, `merchantInfo`, `allowedPaymentMethods`), `order` (a function returning the
- * page's current `{orderId, priceVersion, paymentRequest}`, or null while there is none),
+ * Options: `clientSecret` (a payment request from the shop's backend: its `googlePay` settings,
+ * order and price version come with it), or `settings` (the `googlePay` of `GET /api/checkout`:
+ * `script`, `scriptTimeoutMs`, `environment`, `merchantInfo`, `allowedPaymentMethods`) and `order`
+ * (a function returning the page's current `{orderId, priceVersion, paymentRequest}`, or null
+ * while there is none),
  * `buttonClass`, `strings`, and the callbacks `onStart({orderId, api: 'googlepay'})`,
  * `onTotals(update)`, `onAttemptFailed({message})` and `onOutcome({status, detail, orderId,
  * paymentId, reason})` with status success | failure | cancelled | unavailable (`reason`: why

@@ -187,27 +187,6 @@ class Checkout extends WalletButton {
     this.show(customElements.get('apple-pay-button') ? sdkButton(this.t, this.onPay) : cssButton(this.t, this.options.buttonClass, this.onPay));
   }
 
-  /** The shop's payment request, by its client secret; false when there is nothing to pay. */
-  async open() {
-    let opened;
-    try {
-      opened = await postJSON('api/payment-requests/open', { clientSecret: this.options.clientSecret });
-    } catch (error) {
-      this.outcome('failure', error.message);
-      return false;
-    }
-    this.merchantIdentifier = opened.merchantIdentifier;
-    this.simulatedSheet ??= opened.simulatedSheet;
-    this.order = { orderId: opened.id, paymentRequest: opened.paymentRequest, tokenNotificationPath: opened.tokenNotificationPath };
-    this.emit('ready', opened, this.options.onReady);
-    if (opened.status === 'requires_payment') return true;
-    const paid = opened.status === 'paid';
-    const payment = opened.payments?.find((p) => p.state === 'authorized' || p.state === 'settled');
-    this.outcome(paid ? 'success' : 'failure', paid ? this.t.alreadyPaid : format(this.t.closed, { status: opened.status }),
-      { orderId: opened.id, paymentId: payment?.id });
-    return false;
-  }
-
   /** Safari: loads Apple's SDK without ever waiting for it, the module's own button already there. */
   loadAppleSDK(url) {
     customElements.whenDefined('apple-pay-button').then(() => {
@@ -221,7 +200,12 @@ class Checkout extends WalletButton {
   async start() {
     this.merchantIdentifier = this.options.merchantIdentifier;
     this.simulatedSheet = this.options.simulatedSheet;
-    if (this.options.clientSecret && !(await this.open())) return;
+    if (this.options.clientSecret) {
+      const opened = await this.openRequest();
+      if (!opened) return;
+      this.merchantIdentifier = opened.merchantIdentifier;
+      this.simulatedSheet ??= opened.simulatedSheet;
+    }
     // Safari has its own ApplePaySession. Elsewhere it exists only once Apple's SDK has run, so
     // the SDK comes first and availability is asked after it.
     const native = 'ApplePaySession' in window;

@@ -33,12 +33,14 @@ PAGE = b"""<!doctype html>
   <h1>Tea Shop</h1>
   <p>Order <span data-testid="shop-reference"></span>: 12.34 EUR plus delivery</p>
   <div id="apple-pay"></div>
+  <div id="google-pay"></div>
   <p data-testid="payment-result" role="status"></p>
+  <p data-testid="google-pay-result" role="status"></p>
 </body>
 </html>
 """
 
-SCRIPT = b"""import { mount } from '/orchard/orchard.js';
+SCRIPT = b"""import { mount, mountGooglePay } from '/orchard/orchard.js';
 
 const result = document.querySelector('[data-testid="payment-result"]');
 // `?plan=recurring`: the shop's subscription page, `?plan=deferred` its pre-order page (the
@@ -57,6 +59,18 @@ mount(document.getElementById('apple-pay'), {
     result.textContent = status === 'success' ? 'Thank you!' : detail;
   },
 });
+// `?google=1`: Google Pay beside Apple Pay, for the same payment request (its settings come with it).
+if (query.get('google')) {
+  const googleResult = document.querySelector('[data-testid="google-pay-result"]');
+  mountGooglePay(document.getElementById('google-pay'), {
+    clientSecret,
+    onOutcome: ({ status, detail, paymentId }) => {
+      googleResult.dataset.status = status;
+      googleResult.dataset.paymentId = paymentId ?? '';
+      googleResult.textContent = status === 'success' ? 'Thank you!' : detail;
+    },
+  });
+}
 """
 
 

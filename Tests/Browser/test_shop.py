@@ -19,10 +19,12 @@ ORCHARD = Path(__file__).resolve().parents[2] / ".build" / "debug" / "orchard"
 
 
 class ShopTests(unittest.TestCase):
+    DEMO_ARGS = ()
+
     def setUp(self):
         self.shop = ShopBackend(orchard_url=None, api_key=None, webhook_secret=None)
         self.addCleanup(self.shop.stop)
-        self.demo = Demo("--webhook-url", self.shop.webhook_url)
+        self.demo = Demo("--webhook-url", self.shop.webhook_url, *self.DEMO_ARGS)
         self.addCleanup(self.demo.stop)
         self.shop.orchard_url = self.demo.url
         # The shop developer's first step: a secret API key for the merchant, shown once.
@@ -135,3 +137,38 @@ class ShopTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+
+
+class GooglePayShopTests(unittest.TestCase):
+    """The same shop with the demo taking Google Pay: the embedded Google Pay button, mounted with
+    the payment request's client secret, pays it through the stand-in sheet at the request's price
+    version, and the shop gets the signed webhook."""
+    DEMO_ARGS = ("--google-pay", "--processor", "worldpay")
+    setUp = ShopTests.setUp
+    browser = ShopTests.browser
+    wait_webhook = ShopTests.wait_webhook
+
+    def test_the_embedded_google_pay_button_pays_the_payment_request(self):
+        browser = self.browser()
+        browser.open(self.nginx.url + "/?google=1")
+        button = browser.wait(
+            lambda: next((b for b in browser.find_all('[data-testid="google-pay-button"]') if b.is_displayed()
+                          and b.get_attribute("aria-disabled") == "false"), None),
+            message="an enabled Google Pay button on the shop's page")
+        button.find_element("css selector", "button").click()
+        browser.wait(lambda: browser.find_all('[data-testid="google-pay-sheet"]'), message="Google Pay's sheet")
+        browser.screenshot("12-shop-google-pay-sheet")
+        browser.find('[data-testid="google-pay-pay"]').click()
+        result = '[data-testid="google-pay-result"]'
+        browser.wait(lambda: browser.find(result).get_attribute("data-status") == "success", 20, "Google Pay's success")
+        payment_id = browser.find(result).get_attribute("data-payment-id")
+        self.assertIn("/orchard/api/google-pay/authorize", self.nginx.access_log())
+        _, _, verified, body, _ = self.wait_webhook("payment.authorized")
+        self.assertTrue(verified)
+        self.assertEqual(json.loads(body)["data"]["payment"]["id"], payment_id)
+        status = urllib.request.Request(
+            f"{self.demo.url}/v1/payment-requests/{self.shop.created[0]['id']}",
+            headers={"Authorization": f"Bearer {self.shop.api_key}"})
+        with urllib.request.urlopen(status, timeout=5) as response:
+            self.assertEqual(json.load(response)["status"], "paid")
+
