@@ -1,0 +1,452 @@
+"""pretix-orchard against a real pretix (issue 50): pretix==2026.8.0 from PyPI on SQLite with the
+plugin installed from integrations/pretix-orchard, behind real nginx that serves Orchard's module
+under /orchard/; `orchard-sandbox demo --processor worldpay --google-pay`; headless Chromium through
+pretix's own checkout and order page, paying on the simulated Apple Pay sheet. Every wait polls
+with a deadline. Run by scripts/pretix-test (inside .venv-pretix)."""
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+import urllib.error
+import urllib.request
+import uuid
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from pretix_harness import (  # noqa: E402
+    MERCHANT, Nginx, Pretix, SmtpSink, WebhookRelay, create_api_key, django_ready, free_port, orchard_api, wait_until,
+)
+from harness import DESKTOP, SANDBOX, Browser, Demo  # noqa: E402
+
+from selenium.webdriver.common.by import By  # noqa: E402
+
+# Not "orchard": the shop serves Orchard under /orchard/, which would shadow an organizer of that slug.
+ORGANIZER, EVENT = "ciderworks", "festival"
+PRICE = Decimal("25.00")
+GOOGLE_BUTTON = '[data-testid="google-pay-button"]'
+GOOGLE_SHEET = '[data-testid="google-pay-sheet"]'
+
+env = {}
+
+
+def setUpModule():
+    started = time.monotonic()
+    env["smtp"] = SmtpSink()
+    env["relay"] = relay = WebhookRelay()
+    env["demo"] = demo = Demo("--processor", "worldpay", "--google-pay", "--webhook-url", relay.url)
+    env["api_key"] = create_api_key(demo.state_dir)
+    env["webhook_secret"] = (demo.state_dir / "webhook-secret").read_text().strip()
+    nginx_port, pretix_port = free_port(), free_port()
+    env["pretix"] = pretix = Pretix(f"http://localhost:{nginx_port}", env["smtp"].port, demo.url, reconcile_after=0)
+    pretix.migrate()
+    env["django"] = django_ready(pretix.env)
+    env["django"].__enter__()
+    create_shop(demo.url, env["api_key"], env["webhook_secret"])
+    pretix.start(pretix_port)
+    env["nginx"] = nginx = Nginx(nginx_port, pretix_port, demo.port)
+    relay.target = f"http://127.0.0.1:{nginx_port}/_orchard/webhook/"
+    relay.target_host = f"localhost:{nginx_port}"
+    print(f"pretix-test: pretix, Orchard and nginx up in {time.monotonic() - started:.1f} s", file=sys.stderr)
+
+
+def tearDownModule():
+    for name in ("nginx", "pretix", "demo", "relay", "smtp"):
+        if name in env:
+            try:
+                env[name].stop()
+            except Exception as error:  # keep stopping the others
+                print(f"pretix-test: stopping {name}: {error}", file=sys.stderr)
+
+
+def create_shop(api_url, api_key, webhook_secret):
+    """An organizer, an event with the plugin on and its provider set up, a ticket with a quota, and
+    a team token for pretix's REST API: through Django's ORM, as pretix's own admin would store them."""
+    from django.utils.timezone import now
+    from django_scopes import scopes_disabled
+    from pretix.base.models import Event, Item, Organizer, Quota, Team, User
+
+    with scopes_disabled():
+        organizer = Organizer.objects.create(name="Orchard Test Organizer", slug=ORGANIZER)
+        event = Event.objects.create(
+            organizer=organizer, name="Cider Festival", slug=EVENT, currency="EUR", live=True,
+            date_from=now() + timedelta(days=30), plugins="pretix_orchard")
+        for key, value in {
+            "invoice_address_asked": False, "attendee_names_asked": False, "payment_term_days": 7,
+            "payment_orchard__enabled": True, "payment_orchard_api_url": api_url,
+            "payment_orchard_api_key": api_key, "payment_orchard_webhook_secret": webhook_secret,
+            "payment_orchard_button_module": "/orchard/orchard.js", "payment_orchard_country": "DE",
+            "payment_orchard_capture": "immediate", "payment_orchard_google_pay": True,
+        }.items():
+            event.settings.set(key, value)
+        item = Item.objects.create(event=event, name="Festival ticket", default_price=PRICE, admission=True)
+        quota = Quota.objects.create(event=event, name="Tickets", size=100)
+        quota.items.add(item)
+        user = User.objects.create_user("backoffice@example.org", "orchard-test-password")
+        team = Team.objects.create(organizer=organizer, name="Admins", all_events=True, all_event_permissions=True,
+                                   all_organizer_permissions=True)
+        team.members.add(user)
+        env["api_token"] = team.tokens.create(name="tests").token
+
+
+def pretix_api(method, path, body=None):
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{env['nginx'].port}/api/v1/organizers/{ORGANIZER}/events/{EVENT}{path}",
+        data=None if body is None else json.dumps(body).encode(), method=method,
+        headers={"Authorization": f"Token {env['api_token']}", "Content-Type": "application/json",
+                 "Host": f"localhost:{env['nginx'].port}"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+def orchard(method, path, body=None, idempotency_key=None):
+    return orchard_api(env["demo"].url, env["api_key"], method, path, body, idempotency_key)
+
+
+def order(code):
+    from django_scopes import scopes_disabled
+    from pretix.base.models import Order
+    with scopes_disabled():
+        return Order.objects.get(code=code)
+
+
+def payment_of(code, local_id=1):
+    from django_scopes import scopes_disabled
+    from pretix.base.models import OrderPayment
+    with scopes_disabled():
+        return OrderPayment.objects.select_related("order", "order__event").get(order__code=code, local_id=local_id)
+
+
+def log_actions(code):
+    from django_scopes import scopes_disabled
+    with scopes_disabled():
+        return [entry.action_type for entry in order(code).all_logentries().order_by("datetime", "pk")]
+
+
+def signed(body, secret=None, message_id=None, timestamp=None):
+    """Standard Webhooks headers for `body` (bytes), as Orchard signs: `v1,` HMAC-SHA256 over
+    "<id>.<timestamp>.<body>" with the secret's key."""
+    from standardwebhooks import Webhook
+    message_id = message_id or json.loads(body)["id"]
+    moment = timestamp or datetime.now(timezone.utc)
+    signature = Webhook(secret or env["webhook_secret"]).sign(message_id, moment, body.decode())
+    return {"webhook-id": message_id, "webhook-timestamp": str(int(moment.timestamp())),
+            "webhook-signature": signature, "Content-Type": "application/json"}
+
+
+def post_webhook(body, headers):
+    return env["relay"].post(body, headers)
+
+
+def mint_and_authorize(request_id, amount):
+    """Pays a payment request as the shop's iOS app would: a token from `orchard-sandbox token mint`
+    bound to it, through POST /v1/payment-requests/{id}/authorize."""
+    token = subprocess.run(
+        [str(SANDBOX), "token", "mint", "--state-dir", str(env["demo"].state_dir), "--payment-request", request_id,
+         "--amount", str(amount), "--currency", "EUR"],
+        check=True, capture_output=True, text=True, timeout=60, env={**os.environ, "ORCHARD_TOOLS": "1"}).stdout
+    return orchard("POST", f"/v1/payment-requests/{request_id}/authorize", json.loads(token))
+
+
+class PretixOrchardCase(unittest.TestCase):
+    def setUp(self):
+        env["pretix"].server.check_alive()
+        env["nginx"].child.check_alive()
+        env["relay"].dropping = False
+
+    def browser(self):
+        browser = Browser(DESKTOP)
+        self.addCleanup(browser.quit)
+        return browser
+
+    def place_order(self, browser, email="camille@example.org"):
+        """pretix's own checkout in the browser: a ticket into the cart, the email, Apple Pay as the
+        payment method, the binding order; returns the order's code, secret and page URL."""
+        base = f"{env['nginx'].url}/{ORGANIZER}/{EVENT}/"
+        browser.open(base)
+        field = browser.wait(lambda: next(iter(browser.driver.find_elements(
+            By.CSS_SELECTOR, 'input[name^="item_"]')), None), 30, "the ticket's quantity field")
+        if field.get_attribute("type") == "checkbox":
+            field.click()
+        else:
+            field.clear()
+            field.send_keys("1")
+        browser.find("#btn-add-to-cart").click()
+        browser.wait(lambda: "/checkout/" in browser.driver.current_url or browser.find_all(".cart-row"), 30,
+                     "the cart")
+        browser.open(base + "checkout/start")
+        email_field = browser.wait_for('input[name="email"]', 30)
+        email_field.clear()
+        email_field.send_keys(email)
+        repeat = browser.find_all('input[name="email_repeat"]')
+        if repeat:
+            repeat[0].send_keys(email)
+        browser.find('.checkout-button-row button[type="submit"], button.btn-primary[type="submit"]').click()
+        browser.wait(lambda: browser.find_all('input[name="payment"][value="orchard"]'), 30, "the payment step")
+        choice = browser.find('input[name="payment"][value="orchard"]')
+        browser.driver.execute_script("arguments[0].click();", choice)
+        browser.find('.checkout-button-row button[type="submit"], button.btn-primary[type="submit"]').click()
+        browser.wait(lambda: "/checkout/confirm/" in browser.driver.current_url, 30, "the confirmation step")
+        for box in browser.find_all('input[type="checkbox"][required]'):
+            box.click()
+        browser.find('.checkout-button-row button[type="submit"], button.btn-primary[type="submit"]').click()
+        browser.wait(lambda: "/order/" in browser.driver.current_url, 60, "the order's page")
+        parts = browser.driver.current_url.split("/order/")[1].split("/")
+        return parts[0], parts[1], browser.driver.current_url.split("?")[0]
+
+    def wait_paid(self, code, timeout=30):
+        wait_until(lambda: order(code).status == "p", timeout, f"pretix order {code} paid")
+
+    def wait_orchard(self, path, check, timeout=30, what=None):
+        def ready():
+            status, answer = orchard("GET", path)
+            return answer if status == 200 and check(answer) else None
+        return wait_until(ready, timeout, what or path, interval=0.2)
+
+
+class CheckoutTests(PretixOrchardCase):
+    def test_1_pays_on_pretix_order_page_confirmed_by_the_webhook_and_refunds_in_part(self):
+        browser = self.browser()
+        code, secret, page = self.place_order(browser)
+        payment = payment_of(code)
+        info = payment.info_data
+        self.assertEqual(payment.provider, "orchard")
+        self.assertEqual(payment.state, "created")
+        request_id = info["payment_request"]
+
+        # Orchard got the order: its total, currency, lines, pretix's order code as reference.
+        status, request = orchard("GET", f"/v1/payment-requests/{request_id}")
+        self.assertEqual(status, 200, request)
+        self.assertEqual((request["amount"], request["currency"], request["reference"], request["status"]),
+                         (2500, "EUR", code, "requires_payment"))
+        self.assertEqual([(line["label"], line["amount"]) for line in request["paymentRequest"]["lineItems"]],
+                         [("Festival ticket", "25.00")])
+        self.assertEqual(request["metadata"], {"pretix_event": f"{ORGANIZER}/{EVENT}", "pretix_payment": f"{code}-P-1"})
+
+        # The same Idempotency-Key answers the same request: a retried checkout never makes a second one.
+        from pretix_orchard.payment import OrchardProvider, idempotency_key
+        from django_scopes import scopes_disabled
+        with scopes_disabled():
+            provider = OrchardProvider(payment.order.event)
+            again = provider.client().create_payment_request(provider.request_body(payment), idempotency_key(payment))
+        self.assertEqual(again["id"], request_id)
+
+        # The order's page shows Orchard's button; the simulated sheet shows pretix's total.
+        browser.wait_button_enabled(30).click()
+        browser.wait_sheet("ready")
+        self.assertEqual(browser.sheet_total(), "25.00")
+        browser.screenshot("pretix-01-order-page-sheet")
+        browser.find('[data-testid="sheet-pay"]').click()
+        # The page says so, and reloads when pretix (not the page) has confirmed the payment.
+        browser.wait(lambda: "We successfully received your payment" in browser.find("body").text, 60,
+                     "pretix's paid order page")
+        browser.screenshot("pretix-02-order-paid")
+        self.assertEqual(order(code).status, "p")
+        payment = payment_of(code)
+        self.assertEqual(payment.state, "confirmed")
+        authorized = env["relay"].of_type("payment.authorized", request_id)
+        self.assertEqual([d["status"] for d in authorized], [200], "one signed payment.authorized, accepted")
+        self.assertIn("pretix.event.order.paid", log_actions(code))
+        self.assertEqual(browser.problems(allowed=[r"/favicon\.ico"]), [])
+
+        # Captured at once (capture: immediate): Orchard's payment is settled, and pretix knows.
+        orchard_payment = payment.info_data["orchard_payment"]
+        self.wait_orchard(f"/v1/payments/{orchard_payment}", lambda a: a["payment"]["state"] == "settled",
+                          what="Orchard's payment settled")
+        wait_until(lambda: payment_of(code).info_data.get("captured"), 30, "pretix records the capture")
+        self.assertEqual(payment_of(code).info_data["last_four"], "1111")
+        wait_until(lambda: any(code in m["data"] and "payment" in m["data"].lower() for m in env["smtp"].messages), 30,
+                   "pretix's mail about the paid order")
+
+        # A partial refund from pretix's back office (its REST API's refund of the payment).
+        status, refund = pretix_api("POST", f"/orders/{code}/payments/1/refund/", {"amount": "10.00", "mark_canceled": False})
+        self.assertEqual(status, 200, refund)
+        refunds = self.wait_orchard(f"/v1/payments/{orchard_payment}/refunds",
+                                    lambda a: len(a["refunds"]) == 1 and a["refunds"][0]["state"] == "refunded",
+                                    what="Orchard's refund")["refunds"]
+        self.assertEqual((refunds[0]["amount"], refunds[0]["currency"]), (1000, "EUR"))
+        self.assertTrue(refunds[0]["idempotencyKey"].startswith(f"pretix-refund:{ORGANIZER}:{EVENT}:{code}-R-1:"))
+        from pretix.base.models import OrderRefund
+        with scopes_disabled():
+            done = list(OrderRefund.objects.filter(order__code=code).values_list("state", "amount", "provider"))
+        self.assertEqual(done, [("done", Decimal("10.00"), "orchard")])
+        # Orchard's payment.refunded comes back and is recognised as pretix's own refund: no second one.
+        wait_until(lambda: [d["status"] for d in env["relay"].of_type("payment.refunded", request_id)] == [200], 30,
+                   "payment.refunded delivered")
+        with scopes_disabled():
+            self.assertEqual(OrderRefund.objects.filter(order__code=code).count(), 1)
+        status, _ = pretix_api("POST", f"/orders/{code}/payments/1/refund/", {"amount": "20.00"})
+        self.assertEqual(status, 400, "pretix refuses more than is left")
+
+        # A second partial refund, then Orchard's sum: 25.00 paid, 15.00 back.
+        status, refund = pretix_api("POST", f"/orders/{code}/payments/1/refund/", {"amount": "5.00"})
+        self.assertEqual(status, 200, refund)
+        answer = self.wait_orchard(f"/v1/payments/{orchard_payment}", lambda a: a["payment"]["amountRefunded"] == 1500,
+                                   what="1500 refunded at Orchard")
+        self.assertEqual(len(answer["refunds"]), 2)
+
+        # Every delivery Orchard made was verified and accepted.
+        self.assertTrue(all(d["status"] == 200 for d in env["relay"].deliveries if not d["dropped"]),
+                        [(json.loads(d["body"])["type"], d["status"]) for d in env["relay"].deliveries])
+
+    def test_2_forged_and_replayed_webhooks_change_nothing(self):
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="replay@example.org")
+        payment = payment_of(code)
+        request_id = payment.info_data["payment_request"]
+        fake = json.dumps({
+            "id": f"evt_{uuid.uuid4().hex}", "type": "payment.authorized", "created": "2026-11-29T00:00:00Z",
+            "merchantIdentifier": MERCHANT,
+            "data": {"payment": {"id": "pay_forged", "paymentRequestId": request_id, "state": "authorized",
+                                 "amount": 2500, "amountRefunded": 0, "currency": "EUR", "lastFour": "0000",
+                                 "processor": "worldpay"},
+                     "paymentRequest": {"id": request_id, "reference": code, "metadata": {}}}}).encode()
+
+        # Signed with another secret, or unsigned, or tampered after signing: 400, nothing changes.
+        other = "whsec_" + base64.b64encode(b"another secret of at least 24 bytes!").decode()
+        self.assertEqual(post_webhook(fake, signed(fake, secret=other))[0], 400)
+        self.assertEqual(post_webhook(fake, {"Content-Type": "application/json"})[0], 400)
+        tampered = fake.replace(b'"amount": 2500', b'"amount": 2499')
+        self.assertEqual(post_webhook(tampered, signed(fake))[0], 400)
+        # With the right secret but a timestamp past the 5 minutes' tolerance (a replay): 400.
+        old = datetime.now(timezone.utc) - timedelta(minutes=10)
+        self.assertEqual(post_webhook(fake, signed(fake, timestamp=old))[0], 400)
+        self.assertEqual(payment_of(code).state, "created")
+        self.assertEqual(order(code).status, "n")
+
+        # Paid for real (as the shop's app pays, with a minted token), then a real delivery replayed.
+        status, paid = mint_and_authorize(request_id, 2500)
+        self.assertEqual(status, 200, paid)
+        self.wait_paid(code)
+        delivery = wait_until(lambda: env["relay"].of_type("payment.authorized", request_id), 30, "the real webhook")[0]
+        confirmations = log_actions(code).count("pretix.event.order.payment.confirmed")
+        self.assertEqual(confirmations, 1)
+        # The same message again (its id recorded): accepted, and nothing happens twice.
+        status, body = post_webhook(delivery["body"], delivery["headers"])
+        self.assertEqual((status, json.loads(body)["status"]), (200, "seen"))
+        # The same message id with another, validly signed body (a refusal): also nothing.
+        event = json.loads(delivery["body"])
+        event["type"] = "payment.refused"
+        event["data"]["payment"]["state"] = "refused"
+        replayed = json.dumps(event).encode()
+        status, body = post_webhook(replayed, signed(replayed, message_id=event["id"]))
+        self.assertEqual((status, json.loads(body)["status"]), (200, "seen"))
+        self.assertEqual(payment_of(code).state, "confirmed")
+        self.assertEqual(log_actions(code).count("pretix.event.order.payment.confirmed"), 1)
+        self.assertEqual(order(code).status, "p")
+
+    def test_3_a_payment_request_for_another_amount_is_refused(self):
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="amount@example.org")
+        payment = payment_of(code)
+        # A request made at Orchard for this order's payment, but for 1.00 EUR (not the plugin's).
+        status, other = orchard("POST", "/v1/payment-requests", {
+            "amount": 100, "currency": "EUR", "countryCode": "DE", "reference": code,
+            "metadata": {"pretix_event": f"{ORGANIZER}/{EVENT}", "pretix_payment": f"{code}-P-1"}},
+            idempotency_key=str(uuid.uuid4()))
+        self.assertEqual(status, 201, other)
+        status, paid = mint_and_authorize(other["id"], 100)
+        self.assertEqual(status, 200, paid)
+        # The plugin refuses it: logged, voided at Orchard so the shopper keeps the money, nothing paid.
+        wait_until(lambda: "pretix_orchard.refused" in log_actions(code), 30, "the refusal in the order's log")
+        self.wait_orchard(f"/v1/payments/{paid['payment']['id']}", lambda a: a["payment"]["state"] == "cancelled",
+                          what="the other request's payment voided")
+        self.assertIn("pretix_orchard.voided", log_actions(code))
+        self.assertEqual(payment_of(code).state, "created")
+        self.assertEqual(order(code).status, "n")
+
+        # The plugin's own request, once pretix's payment is for another amount (an order changed
+        # after the sheet was shown), is refused too.
+        from django_scopes import scopes_disabled
+        with scopes_disabled():
+            changed = payment_of(code)
+            changed.amount = Decimal("24.00")
+            changed.save(update_fields=["amount"])
+        status, paid = mint_and_authorize(payment.info_data["payment_request"], 2500)
+        self.assertEqual(status, 200, paid)
+        wait_until(lambda: log_actions(code).count("pretix_orchard.refused") == 2, 30, "the second refusal")
+        self.wait_orchard(f"/v1/payments/{paid['payment']['id']}", lambda a: a["payment"]["state"] == "cancelled",
+                          what="the mismatched payment voided")
+        self.assertEqual(order(code).status, "n")
+        self.assertEqual(payment_of(code).state, "created")
+
+    def test_4_the_reconciliation_confirms_a_payment_whose_webhooks_were_lost(self):
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="lost@example.org")
+        request_id = payment_of(code).info_data["payment_request"]
+        env["relay"].dropping = True  # pretix down, as far as Orchard can tell
+        status, paid = mint_and_authorize(request_id, 2500)
+        self.assertEqual(status, 200, paid)
+        wait_until(lambda: env["relay"].of_type("payment.authorized", request_id), 30, "Orchard's first attempt")
+        self.assertEqual(order(code).status, "n", "no webhook reached pretix")
+        # pretix's periodic task (its cron entry point) asks Orchard about the open payment.
+        env["pretix"].manage("runperiodic", timeout=300)
+        self.assertEqual(order(code).status, "p")
+        self.assertEqual(payment_of(code).info_data["orchard_payment"], paid["payment"]["id"])
+        # Orchard retries once pretix answers again: the same event changes nothing more.
+        env["relay"].dropping = False
+        wait_until(lambda: any(d["status"] == 200 for d in env["relay"].of_type("payment.authorized", request_id)), 60,
+                   "Orchard's retry, accepted")
+        self.assertEqual(log_actions(code).count("pretix.event.order.payment.confirmed"), 1)
+
+    def test_5_google_pay_on_the_same_page_where_orchard_offers_it(self):
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="google@example.org")
+        buttons = browser.wait(lambda: [b for b in browser.find_all(GOOGLE_BUTTON) if b.is_displayed()], 30,
+                               "Google Pay's button beside Apple Pay's")
+        browser.screenshot("pretix-03-both-wallets")
+        buttons[0].find_element(By.CSS_SELECTOR, "button").click()
+        browser.wait(lambda: browser.find_all(GOOGLE_SHEET) and browser.find(GOOGLE_SHEET).get_attribute("data-state") == "ready",
+                     30, "the Google Pay sheet")
+        self.assertEqual(browser.find('[data-testid="google-pay-total"]').get_attribute("data-amount"), "25.00")
+        browser.find('[data-testid="google-pay-pay"]').click()
+        browser.wait(lambda: "We successfully received your payment" in browser.find("body").text, 60,
+                     "pretix's paid order page")
+        self.assertEqual(order(code).status, "p")
+
+
+class SettingsTests(PretixOrchardCase):
+    def test_settings_are_checked_when_saved(self):
+        from django.core.exceptions import ValidationError
+        from django_scopes import scopes_disabled
+        from pretix.base.models import Event
+        from pretix_orchard.payment import OrchardProvider
+
+        with scopes_disabled():
+            provider = OrchardProvider(Event.objects.get(slug=EVENT))
+        good = {"payment_orchard_api_url": env["demo"].url + "/", "payment_orchard_api_key": env["api_key"],
+                "payment_orchard_webhook_secret": env["webhook_secret"], "payment_orchard_button_module": "/orchard/orchard.js"}
+        self.assertEqual(provider.settings_form_clean(dict(good))["payment_orchard_api_url"], env["demo"].url)
+        cases = {
+            "payment_orchard_api_url": ["http://orchard.example:8080", "ftp://127.0.0.1", "https://user:pw@orchard.example"],
+            "payment_orchard_api_key": ["sk_live_123", "osk_key_0123456789abcdef_short"],
+            "payment_orchard_webhook_secret": ["whsec_c2hvcnQ=", "too-short"],
+            "payment_orchard_button_module": ["https://cdn.example/orchard.js", "orchard.js"],
+        }
+        for field, values in cases.items():
+            for value in values:
+                with self.subTest(field=field, value=value), self.assertRaises(ValidationError) as refused:
+                    provider.settings_form_clean({**good, field: value})
+                self.assertIn(field, refused.exception.message_dict)
+        # A key of the right shape that Orchard does not know: Orchard's 401.
+        unknown = "osk_key_0123456789abcdef_" + "A" * 43
+        with self.assertRaises(ValidationError) as refused:
+            provider.settings_form_clean({**good, "payment_orchard_api_key": unknown})
+        self.assertIn("401", str(refused.exception.message_dict["payment_orchard_api_key"]))
+        # An Orchard that cannot be reached.
+        from pretix_harness import free_port as closed
+        with self.assertRaises(ValidationError) as refused:
+            provider.settings_form_clean({**good, "payment_orchard_api_url": f"http://127.0.0.1:{closed()}"})
+        self.assertIn("payment_orchard_api_url", refused.exception.message_dict)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
