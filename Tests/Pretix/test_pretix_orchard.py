@@ -413,6 +413,63 @@ class CheckoutTests(PretixOrchardCase):
         self.assertEqual(order(code).status, "p")
 
 
+    def test_6_the_back_office_shows_the_payment_captures_it_on_request_and_checks_settings(self):
+        from django_scopes import scopes_disabled
+        from pretix.base.models import Event
+        with scopes_disabled():
+            event = Event.objects.get(slug=EVENT)
+            event.settings.set("payment_orchard_capture", "manual")
+        self.addCleanup(lambda: event.settings.set("payment_orchard_capture", "immediate"))
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="backoffice@example.org")
+        request_id = payment_of(code).info_data["payment_request"]
+        status, paid = mint_and_authorize(request_id, 2500)
+        self.assertEqual(status, 200, paid)
+        self.wait_paid(code)
+        orchard_payment = paid["payment"]["id"]
+        status, answer = orchard("GET", f"/v1/payments/{orchard_payment}")
+        self.assertEqual(answer["payment"]["state"], "authorized", "capture: manual leaves it to the organizer")
+
+        # The organizer logs in to pretix's back office and opens the order.
+        browser.open(f"{env['nginx'].url}/control/login")
+        browser.wait_for('input[name="email"]', 30).send_keys("backoffice@example.org")
+        browser.find('input[name="password"]').send_keys("orchard-test-password")
+        browser.find('button[type="submit"].btn-primary, form button[type="submit"]').click()
+        browser.wait(lambda: "/control/login" not in browser.driver.current_url, 30, "logged in")
+        browser.open(f"{env['nginx'].url}/control/event/{ORGANIZER}/{EVENT}/orders/{code}/")
+        capture = browser.wait_for('[data-testid="orchard-capture"]', 30)
+        body = browser.find("body").text
+        self.assertIn(request_id, body)
+        self.assertIn(orchard_payment, body)
+        browser.screenshot("pretix-04-back-office-payment")
+        capture.click()
+        browser.wait(lambda: "The payment was captured." in browser.find("body").text, 30, "the capture's message")
+        self.wait_orchard(f"/v1/payments/{orchard_payment}", lambda a: a["payment"]["state"] == "settled",
+                          what="Orchard's payment captured")
+        self.assertTrue(payment_of(code).info_data["captured"])
+        self.assertIn("pretix_orchard.captured", log_actions(code))
+
+        # A full refund from the back office's API: the whole payment back at Orchard.
+        status, refund = pretix_api("POST", f"/orders/{code}/payments/1/refund/", {"mark_canceled": True})
+        self.assertEqual(status, 200, refund)
+        self.wait_orchard(f"/v1/payments/{orchard_payment}", lambda a: a["payment"]["amountRefunded"] == 2500,
+                          what="everything refunded at Orchard")
+        wait_until(lambda: order(code).status == "c", 30, "the order cancelled")
+
+        # The provider's settings page names the webhook URL, and refuses a key Orchard would not issue.
+        settings_url = f"{env['nginx'].url}/control/event/{ORGANIZER}/{EVENT}/settings/payment/orchard"
+        browser.open(settings_url)
+        self.assertIn("/_orchard/webhook/", browser.wait_for(".alert-info", 30).text)
+        browser.screenshot("pretix-05-settings")
+        key = browser.find('input[name="payment_orchard_api_key"]')
+        key.clear()
+        key.send_keys("sk_live_not_an_orchard_key")
+        browser.find('form button[type="submit"].btn-save, form button.btn-primary[type="submit"]').click()
+        browser.wait(lambda: "is not an Orchard secret API key" in browser.find("body").text, 30, "the key refused")
+        with scopes_disabled():
+            self.assertEqual(Event.objects.get(slug=EVENT).settings.get("payment_orchard_api_key"), env["api_key"])
+
+
 class SettingsTests(PretixOrchardCase):
     def test_settings_are_checked_when_saved(self):
         from django.core.exceptions import ValidationError
