@@ -520,7 +520,7 @@ let package = Package(
         .testTarget(
             name: "ProcessorClientsTests",
             dependencies: [
-                "ApplePay", "CurlClient", "OrchardCore", "OrchardTesting", "ProcessorClients",
+                "ApplePay", "CurlClient", "GooglePay", "OrchardCore", "OrchardTesting", "ProcessorClients",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
