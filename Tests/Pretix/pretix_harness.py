@@ -40,10 +40,25 @@ def free_port():
         return probe.getsockname()[1]
 
 
+#: Checks run on every poll: each raises, with the child's exit status and output, once it has died.
+WATCHED = []
+
+
+def watch_demo(demo, name):
+    """Makes every wait fail at once, with its exit status and output, if `orchard-sandbox demo` dies."""
+    def check():
+        if demo.process.poll() is not None:
+            raise RuntimeError(f"{name} {exit_status(demo.process.returncode)}; its output:\n" + "".join(demo.output)[-12000:])
+    WATCHED.append(check)
+
+
 def wait_until(condition, timeout, what, interval=0.05):
-    """Polls `condition` until it returns something true, or fails naming `what` after `timeout` s."""
+    """Polls `condition` until it returns something true, or fails naming `what` after `timeout` s;
+    a watched child process that dies meanwhile fails it at once."""
     deadline = time.monotonic() + timeout
     while True:
+        for check in WATCHED:
+            check()
         value = condition()
         if value:
             return value
@@ -73,6 +88,8 @@ class Child:
         self.log_file = open(self.log_path, "w")
         self.process = subprocess.Popen(command, env=env, cwd=cwd, stdout=self.log_file, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        self.stopping = False
+        WATCHED.append(self.check_alive)
 
     def output(self, tail=12000):
         self.log_file.flush()
@@ -80,10 +97,13 @@ class Child:
         return text[-tail:]
 
     def check_alive(self):
-        if self.process.poll() is not None:
+        if self.process.poll() is not None and not self.stopping:
             raise RuntimeError(f"{self.name} {exit_status(self.process.returncode)}; its output:\n{self.output()}")
 
     def stop(self):
+        self.stopping = True
+        if self.check_alive in WATCHED:
+            WATCHED.remove(self.check_alive)
         if self.process.poll() is None:
             os.killpg(self.process.pid, 15)
             try:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from pretix_harness import (  # noqa: E402
-    MERCHANT, Nginx, Pretix, SmtpSink, WebhookRelay, create_api_key, django_ready, free_port, orchard_api, wait_until,
+    MERCHANT, WATCHED, Nginx, Pretix, SmtpSink, WebhookRelay, create_api_key, django_ready, free_port, orchard_api,
+    wait_until, watch_demo,
 )
 from harness import DESKTOP, SANDBOX, Browser, Demo  # noqa: E402
 
@@ -28,6 +29,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 
 # Not "orchard": the shop serves Orchard under /orchard/, which would shadow an organizer of that slug.
 ORGANIZER, EVENT = "ciderworks", "festival"
+UNKNOWN_EVENT, QUICK_EVENT = "unknown", "quick"
 PRICE = Decimal("25.00")
 GOOGLE_BUTTON = '[data-testid="google-pay-button"]'
 GOOGLE_SHEET = '[data-testid="google-pay-sheet"]'
@@ -40,23 +42,35 @@ def setUpModule():
     env["smtp"] = SmtpSink()
     env["relay"] = relay = WebhookRelay()
     env["demo"] = demo = Demo("--processor", "worldpay", "--google-pay", "--webhook-url", relay.url)
+    watch_demo(demo, "orchard-sandbox demo")
     env["api_key"] = create_api_key(demo.state_dir)
     env["webhook_secret"] = (demo.state_dir / "webhook-secret").read_text().strip()
+    # A second Orchard, another merchant with its own key and secret, whose mock Worldpay takes the
+    # first payment and then drops the connection: that payment is `unknown` until Orchard's
+    # reconciler asks the processor. Its webhooks come to the same pretix URL.
+    env["relay2"] = relay2 = WebhookRelay()
+    env["demo2"] = demo2 = Demo("--processor", "worldpay", "--processor-fault-once", "drop", "--webhook-url", relay2.url)
+    watch_demo(demo2, "the second orchard-sandbox demo")
+    env["api_key2"] = create_api_key(demo2.state_dir)
+    env["webhook_secret2"] = (demo2.state_dir / "webhook-secret").read_text().strip()
     nginx_port, pretix_port = free_port(), free_port()
-    env["pretix"] = pretix = Pretix(f"http://localhost:{nginx_port}", env["smtp"].port, demo.url, reconcile_after=0)
+    env["pretix"] = pretix = Pretix(f"http://localhost:{nginx_port}", env["smtp"].port, f"{demo.url} {demo2.url}",
+                                    reconcile_after=0)
     pretix.migrate()
     env["django"] = django_ready(pretix.env)
     env["django"].__enter__()
-    create_shop(demo.url, env["api_key"], env["webhook_secret"])
+    create_shop(demo.url, env["api_key"], env["webhook_secret"], demo2.url, env["api_key2"], env["webhook_secret2"])
     pretix.start(pretix_port)
-    env["nginx"] = nginx = Nginx(nginx_port, pretix_port, demo.port)
-    relay.target = f"http://127.0.0.1:{nginx_port}/_orchard/webhook/"
-    relay.target_host = f"localhost:{nginx_port}"
-    print(f"pretix-test: pretix, Orchard and nginx up in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    env["nginx"] = Nginx(nginx_port, pretix_port, demo.port)
+    for each in (relay, relay2):
+        each.target = f"http://127.0.0.1:{nginx_port}/_orchard/webhook/"
+        each.target_host = f"localhost:{nginx_port}"
+    print(f"pretix-test: pretix, two Orchards and nginx up in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
 
 def tearDownModule():
-    for name in ("nginx", "pretix", "demo", "relay", "smtp"):
+    WATCHED.clear()  # what stops now is no failure
+    for name in ("nginx", "pretix", "demo", "demo2", "relay", "relay2", "smtp"):
         if name in env:
             try:
                 env[name].stop()
@@ -64,29 +78,36 @@ def tearDownModule():
                 print(f"pretix-test: stopping {name}: {error}", file=sys.stderr)
 
 
-def create_shop(api_url, api_key, webhook_secret):
-    """An organizer, an event with the plugin on and its provider set up, a ticket with a quota, and
-    a team token for pretix's REST API: through Django's ORM, as pretix's own admin would store them."""
+def create_shop(api_url, api_key, webhook_secret, api_url2, api_key2, webhook_secret2):
+    """An organizer with three events using the plugin, each with a ticket and a quota: `festival`
+    on the first Orchard, `unknown` on the second, `quick` on the first with a one-minute payment
+    term; and a team token for pretix's REST API. Through Django's ORM, as pretix's admin stores them."""
     from django.utils.timezone import now
     from django_scopes import scopes_disabled
     from pretix.base.models import Event, Item, Organizer, Quota, Team, User
 
     with scopes_disabled():
         organizer = Organizer.objects.create(name="Orchard Test Organizer", slug=ORGANIZER)
-        event = Event.objects.create(
-            organizer=organizer, name="Cider Festival", slug=EVENT, currency="EUR", live=True,
-            date_from=now() + timedelta(days=30), plugins="pretix_orchard")
-        for key, value in {
-            "invoice_address_asked": False, "attendee_names_asked": False, "payment_term_days": 7,
-            "payment_orchard__enabled": True, "payment_orchard_api_url": api_url,
-            "payment_orchard_api_key": api_key, "payment_orchard_webhook_secret": webhook_secret,
-            "payment_orchard_button_module": "/orchard/orchard.js", "payment_orchard_country": "DE",
-            "payment_orchard_capture": "immediate", "payment_orchard_google_pay": True,
-        }.items():
-            event.settings.set(key, value)
-        item = Item.objects.create(event=event, name="Festival ticket", default_price=PRICE, admission=True)
-        quota = Quota.objects.create(event=event, name="Tickets", size=100)
-        quota.items.add(item)
+        for slug, name, url, key, secret, extra in [
+            (EVENT, "Cider Festival", api_url, api_key, webhook_secret, {}),
+            (UNKNOWN_EVENT, "Perry Night", api_url2, api_key2, webhook_secret2, {"payment_orchard_google_pay": False}),
+            (QUICK_EVENT, "Quick Tasting", api_url, api_key, webhook_secret,
+             {"payment_term_mode": "minutes", "payment_term_minutes": 1}),
+        ]:
+            event = Event.objects.create(
+                organizer=organizer, name=name, slug=slug, currency="EUR", live=True,
+                date_from=now() + timedelta(days=30), plugins="pretix_orchard")
+            for key_name, value in {
+                "invoice_address_asked": False, "attendee_names_asked": False, "payment_term_days": 7,
+                "payment_orchard__enabled": True, "payment_orchard_api_url": url,
+                "payment_orchard_api_key": key, "payment_orchard_webhook_secret": secret,
+                "payment_orchard_button_module": "/orchard/orchard.js", "payment_orchard_country": "DE",
+                "payment_orchard_capture": "immediate", "payment_orchard_google_pay": True, **extra,
+            }.items():
+                event.settings.set(key_name, value)
+            item = Item.objects.create(event=event, name="Festival ticket", default_price=PRICE, admission=True)
+            quota = Quota.objects.create(event=event, name="Tickets", size=100)
+            quota.items.add(item)
         user = User.objects.create_user("backoffice@example.org", "orchard-test-password")
         team = Team.objects.create(organizer=organizer, name="Admins", all_events=True, all_event_permissions=True,
                                    all_organizer_permissions=True)
@@ -146,14 +167,14 @@ def post_webhook(body, headers):
     return env["relay"].post(body, headers)
 
 
-def mint_and_authorize(request_id, amount):
+def mint_and_authorize(request_id, amount, demo="demo", api_key="api_key"):
     """Pays a payment request as the shop's iOS app would: a token from `orchard-sandbox token mint`
     bound to it, through POST /v1/payment-requests/{id}/authorize."""
     token = subprocess.run(
-        [str(SANDBOX), "token", "mint", "--state-dir", str(env["demo"].state_dir), "--payment-request", request_id,
+        [str(SANDBOX), "token", "mint", "--state-dir", str(env[demo].state_dir), "--payment-request", request_id,
          "--amount", str(amount), "--currency", "EUR"],
         check=True, capture_output=True, text=True, timeout=60, env={**os.environ, "ORCHARD_TOOLS": "1"}).stdout
-    return orchard("POST", f"/v1/payment-requests/{request_id}/authorize", json.loads(token))
+    return orchard_api(env[demo].url, env[api_key], "POST", f"/v1/payment-requests/{request_id}/authorize", json.loads(token))
 
 
 class PretixOrchardCase(unittest.TestCase):
@@ -162,15 +183,20 @@ class PretixOrchardCase(unittest.TestCase):
         env["nginx"].child.check_alive()
         env["relay"].dropping = False
 
+    def tearDown(self):
+        # A browser wait that timed out because a server died says so, with its exit status and output.
+        for check in WATCHED:
+            check()
+
     def browser(self):
         browser = Browser(DESKTOP)
         self.addCleanup(browser.quit)
         return browser
 
-    def place_order(self, browser, email="camille@example.org"):
+    def place_order(self, browser, email="camille@example.org", event=EVENT):
         """pretix's own checkout in the browser: a ticket into the cart, the email, Apple Pay as the
         payment method, the binding order; returns the order's code, secret and page URL."""
-        base = f"{env['nginx'].url}/{ORGANIZER}/{EVENT}/"
+        base = f"{env['nginx'].url}/{ORGANIZER}/{event}/"
         browser.open(base)
         field = browser.wait(lambda: next(iter(browser.driver.find_elements(
             By.CSS_SELECTOR, 'input[name^="item_"]')), None), 30, "the ticket's quantity field")
@@ -252,7 +278,8 @@ class CheckoutTests(PretixOrchardCase):
         self.assertEqual(order(code).status, "p")
         payment = payment_of(code)
         self.assertEqual(payment.state, "confirmed")
-        authorized = env["relay"].of_type("payment.authorized", request_id)
+        authorized = wait_until(lambda: env["relay"].of_type("payment.authorized", request_id), 30,
+                                "payment.authorized recorded by the relay")
         self.assertEqual([d["status"] for d in authorized], [200], "one signed payment.authorized, accepted")
         self.assertIn("pretix.event.order.paid", log_actions(code))
         self.assertEqual(browser.problems(allowed=[r"/favicon\.ico"]), [])
@@ -470,6 +497,41 @@ class CheckoutTests(PretixOrchardCase):
             self.assertEqual(Event.objects.get(slug=EVENT).settings.get("payment_orchard_api_key"), env["api_key"])
 
 
+    def test_7_a_payment_the_processor_left_unknown_is_pending_then_confirmed(self):
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="unknown@example.org", event=UNKNOWN_EVENT)
+        request_id = payment_of(code).info_data["payment_request"]
+        # The second Orchard's mock Worldpay takes the payment and drops the connection: no answer.
+        status, answer = mint_and_authorize(request_id, 2500, demo="demo2", api_key="api_key2")
+        self.assertEqual((status, answer["error"]["code"]), (504, "payment_unknown"), answer)
+        # Orchard says so (payment.unknown: pretix's payment pending, the shopper cannot switch
+        # methods), then its reconciler asks the processor and reports the authorization.
+        wait_until(lambda: "pretix_orchard.pending" in log_actions(code), 30, "the payment pending in pretix")
+        self.wait_paid(code, timeout=90)
+        relay2 = env["relay2"]
+        # (The relay records a delivery once pretix has answered it, after pretix has committed.)
+        wait_until(lambda: relay2.of_type("payment.authorized", request_id), 30, "payment.authorized recorded")
+        self.assertEqual([d["status"] for d in relay2.of_type("payment.unknown", request_id)], [200])
+        self.assertEqual([d["status"] for d in relay2.of_type("payment.authorized", request_id)], [200])
+        self.assertEqual(env["relay"].of_type("payment.unknown", request_id), [], "the other merchant's URL got nothing")
+        self.assertEqual(log_actions(code).count("pretix.event.order.payment.confirmed"), 1)
+
+    def test_8_an_expired_request_cancels_the_payment_and_the_page_offers_another(self):
+        browser = self.browser()
+        code, _, page = self.place_order(browser, email="quick@example.org", event=QUICK_EVENT)
+        request_id = payment_of(code).info_data["payment_request"]
+        status, request = orchard("GET", f"/v1/payment-requests/{request_id}")
+        remaining = datetime.fromisoformat(request["expiresAt"].replace("Z", "+00:00")) - datetime.now(timezone.utc)
+        self.assertLessEqual(remaining.total_seconds(), 61, "the request lasts the order's one-minute payment term")
+        # Orchard expires it (every 15 s once it is past) and says so; pretix cancels the payment.
+        wait_until(lambda: payment_of(code).state == "canceled", 120, "the pretix payment cancelled", interval=0.5)
+        expired = wait_until(lambda: env["relay"].of_type("payment_request.expired", request_id), 30, "the expiry recorded")
+        self.assertEqual([d["status"] for d in expired], [200])
+        self.assertIn("pretix_orchard.expired", log_actions(code))
+        browser.open(page)
+        browser.wait(lambda: "Pay now" in browser.find("body").text, 30, "pretix's offer to pay again")
+
+
 class SettingsTests(PretixOrchardCase):
     def test_settings_are_checked_when_saved(self):
         from django.core.exceptions import ValidationError
@@ -498,11 +560,18 @@ class SettingsTests(PretixOrchardCase):
         with self.assertRaises(ValidationError) as refused:
             provider.settings_form_clean({**good, "payment_orchard_api_key": unknown})
         self.assertIn("401", str(refused.exception.message_dict["payment_orchard_api_key"]))
-        # An Orchard that cannot be reached.
+        # An Orchard on loopback that pretix.cfg does not name (pretix guards against such requests).
         from pretix_harness import free_port as closed
         with self.assertRaises(ValidationError) as refused:
             provider.settings_form_clean({**good, "payment_orchard_api_url": f"http://127.0.0.1:{closed()}"})
-        self.assertIn("payment_orchard_api_url", refused.exception.message_dict)
+        self.assertIn("pretix.cfg", str(refused.exception.message_dict["payment_orchard_api_url"]))
+        # And one pretix.cfg names that does not answer.
+        from unittest import mock
+        silent = f"http://127.0.0.1:{closed()}"
+        with mock.patch("pretix_orchard.payment.operator_urls", return_value=[silent]), \
+                self.assertRaises(ValidationError) as refused:
+            provider.settings_form_clean({**good, "payment_orchard_api_url": silent})
+        self.assertIn("could not be asked", str(refused.exception.message_dict["payment_orchard_api_url"]))
 
 
 if __name__ == "__main__":

@@ -46,15 +46,16 @@ def from_minor(amount, currency):
     return Decimal(amount) / (Decimal(10) ** currency_places(currency))
 
 
-def operator_url():
-    """The Orchard pretix's operator names in pretix.cfg ([orchard] url): the one address on a private
-    network or loopback that an event's settings may use (see OrchardClient's `trusted`)."""
-    return settings.CONFIG_FILE.get("orchard", "url", fallback="").strip().rstrip("/")
+def operator_urls():
+    """The Orchards pretix's operator names in pretix.cfg ([orchard] url, several separated by spaces):
+    the only addresses on a private network or loopback that an event's settings may use (see
+    OrchardClient's `trusted`). The first is the settings' default."""
+    return [url.rstrip("/") for url in settings.CONFIG_FILE.get("orchard", "url", fallback="").split()]
 
 
 def make_client(url, api_key, timeout=15):
     url = (url or "").strip().rstrip("/")
-    trusted = bool(url) and url == operator_url()
+    trusted = bool(url) and url in operator_urls()
     return OrchardClient(url, api_key, timeout=timeout, trusted=trusted)
 
 
@@ -120,7 +121,7 @@ class OrchardProvider(BasePaymentProvider):
                 label=_("Orchard's address for the payments API"),
                 help_text=_("Where pretix's server reaches Orchard: https, or http to loopback. An address on "
                             "loopback or a private network must be the one pretix.cfg names ([orchard] url)."),
-                initial=operator_url() or None,
+                initial=next(iter(operator_urls()), None),
                 required=True,
             )),
             ("api_key", SecretKeySettingsField(
@@ -187,6 +188,13 @@ class OrchardProvider(BasePaymentProvider):
         module = (value("button_module") or "").strip()
         if not module.startswith("/") or module.startswith("//") or not module.endswith(".js"):
             errors[prefix + "button_module"] = _("Give orchard.js's path on this site, such as /orchard/orchard.js.")
+        if not errors and url.rstrip("/") not in operator_urls():
+            from urllib.parse import urlsplit
+
+            from .client import is_loopback_host
+            if is_loopback_host(urlsplit(url).hostname):
+                errors[prefix + "api_url"] = _("An Orchard on this machine must be named in pretix.cfg ([orchard] url) "
+                                               "by pretix's administrator.")
         if not errors:
             try:
                 if not make_client(url, value("api_key").strip(), timeout=10).check_key():
