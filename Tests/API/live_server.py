@@ -268,7 +268,8 @@ class DemoServer:
 
     def start_server(self):
         self.logs.append(self.folder / f"demo-{len(self.logs) + 1}.log")
-        self.server = Process([str(SANDBOX), "demo", "--port", str(self.port), "--state-dir", str(self.folder)],
+        # With Google Pay (the demo's stand-in, `POST /demo/google-pay-token`), so its routes are fuzzed from valid tokens.
+        self.server = Process([str(SANDBOX), "demo", "--port", str(self.port), "--state-dir", str(self.folder), "--google-pay"],
                               self.logs[-1], ROOT)
         deadline = time.monotonic() + 90
         while "Press Ctrl-C to stop" not in self.server.text():

@@ -7,7 +7,8 @@ parameters alike. For every answer (type_swap_runner.py): no 5xx but the 503s th
 operation; a 4xx is JSON of the documented error shape; the server process is alive and /health answers
 200. At the end the server's log holds no card data. First on `orchard serve` (live_server.FuzzedServer,
 with server.maxBodyBytes at its 1 MiB maximum so that huge values reach the decoders), then the checkout
-routes and the simulated sheet's `POST /demo/token` on `orchard-sandbox demo`.
+routes, the simulated sheet's `POST /demo/token` and the Google Pay stand-in's `POST /demo/google-pay-token` on
+`orchard-sandbox demo --google-pay` (its Google Pay payments from minted tokens).
 
 A failure prints the request that reproduces it and the server's last log lines, and is written to
 ORCHARD_TYPE_FUZZ_FINDINGS (default /tmp/type-fuzz-findings.md, each body in the folder beside it); a

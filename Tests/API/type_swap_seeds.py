@@ -202,6 +202,16 @@ def demo_seeds(demo):
     request = demo.call("POST", "/v1/payment-requests", {"amount": 1234, "currency": "EUR", "reference": "type-swap"},
                         api=True)
     seeds = checkout_seeds(demo.call, {"order": order["orderId"], "paymentRequest": request}, mint)
+    def google_paid_order():
+        created = demo.call("POST", "/api/orders", {"items": [{"productId": "pear-box", "quantity": 1}]})
+        data = demo.call("POST", "/demo/google-pay-token", {"amount": created["paymentRequest"]["total"]["amount"],
+                                                            "currencyCode": "EUR"})
+        return {}, {"orderId": created["orderId"], "priceVersion": created["priceVersion"], "paymentData": data}
+
+    seeds["authorizeGooglePay"] = Seed("POST", "/api/google-pay/authorize", renew=google_paid_order)
+    seeds["authorizeGooglePay"].path_values, seeds["authorizeGooglePay"].body = google_paid_order()
+    seeds["demoGooglePayToken"] = Seed("POST", "/demo/google-pay-token", body={
+        "amount": "12.34", "currencyCode": "EUR", "cardNetwork": "VISA", "authMethod": "CRYPTOGRAM_3DS"})
     seeds["demoToken"] = Seed("POST", "/demo/token", body={
         "amount": "12.34", "currencyCode": "EUR", "applicationData": order["paymentRequest"]["applicationData"],
         "paymentMethod": {"displayName": "Visa 1111", "network": "Visa", "type": "debit"}, "merchantToken": False})
