@@ -67,6 +67,28 @@ struct GooglePayConfigurationTests {
                 == ["type": "DIRECT", "parameters": ["protocolVersion": "ECv2", "publicKey": .string(point)]])
     }
 
+    @Test("direct mode reads a key as Tink and Google publish it (PKCS#8 PEM) and a recipientId of its own, as for Tink's test tokens")
+    func directPKCS8() throws {
+        let key = P256.KeyAgreement.PrivateKey()
+        let pkcs8 = Data(key.derRepresentation).base64EncodedString(options: .lineLength64Characters)
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("keys.json", Self.minter.rootKeysJSON)
+        try directory.write("direct.pem", Array("-----BEGIN PRIVATE KEY-----\n\(pkcs8)\n-----END PRIVATE KEY-----\n".utf8))
+        var file = try TestConfiguration.file(gatewayPort: 1, directory: directory)
+        var section = ConfigurationFile.GooglePay(signingKeys: "keys.json")
+        section.directKeys = ["direct.pem"]
+        section.recipientId = "someRecipient"
+        file.merchants[0].googlePay = section
+        let settings = try #require(try ServerConfiguration.resolve(file, relativeTo: directory.url.path).merchants.first?.googlePay)
+        #expect(settings.recipientId == "someRecipient")
+        guard case .direct(let keys) = settings.mode else {
+            Issue.record("not direct mode")
+            return
+        }
+        #expect(keys.map(\.publicKey.rawRepresentation) == [key.publicKey.rawRepresentation])
+    }
+
     @Test("the doctor names the mode, the recipient and the root keys' days left; keys about to expire fail the line")
     func doctor() async throws {
         let (file, directory) = try load(Self.gateway())

@@ -129,4 +129,42 @@ struct GooglePayRouterTests {
             #expect(junk.status == 400 && junk.errorCode == "invalid_json")
         }
     }
+
+    @Test("direct mode over HTTP: Tink's valid token is opened and charged; its expired and tampered tokens are 400 invalid_token")
+    func directModeVectors() async throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("GooglePayTests/Fixtures/tink-ecv2-tokens.json")
+        let fixture = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let pkcs8 = try #require(fixture["privateKeyPKCS8"] as? String)
+        let key = try P256.KeyAgreement.PrivateKey(derRepresentation: try #require(Data(base64Encoded: pkcs8)))
+        let rootsObject = try #require(fixture["rootSigningKeys"])
+        let roots = try GooglePaySigningKeys.parse(Array(try JSONSerialization.data(withJSONObject: rootsObject)))
+        let recipient = try #require(fixture["recipientId"] as? String)
+        let tokens = try #require(fixture["tokens"] as? [String: Any])
+        try await RouterHarness.with(configure: { configuration in
+            configuration.merchants[0].googlePay = GooglePaySettings(
+                merchantId: nil, merchantName: "Orchard Test Shop", environment: .test, mode: .direct(keys: [key]),
+                allowedCardNetworks: ["VISA"], allowedAuthMethods: ["PAN_ONLY", "CRYPTOGRAM_3DS"], signingKeys: roots,
+                recipientId: recipient)
+        }) { server in
+            func pay(_ name: String) async throws -> (Int, String?, String) {
+                let created = try await server.send("POST", "/api/orders", body: Array(#"{"items": \#(PageCheckout.twoApples)}"#.utf8))
+                let orderId = try #require(created.json?["orderId"] as? String)
+                let object = try #require(tokens[name])
+                let token = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+                let data: [String: Any] = ["paymentMethodData": ["type": "CARD", "tokenizationData": ["type": "DIRECT", "token": token]]]
+                let answer = try await server.send(
+                    "POST", "/api/google-pay/authorize", body: try Self.body(["orderId": orderId, "priceVersion": 1, "paymentData": data]))
+                return (answer.status, answer.errorCode, orderId)
+            }
+            let (status, _, paidOrder) = try await pay("valid")
+            #expect(status == 200)
+            #expect(try await server.store.payments(orderId: paidOrder).map(\.lastFour) == ["1111"])
+            for name in ["messageExpired", "tagInvalid", "intermediateSignatureInvalid", "intermediateKeyExpired"] {
+                let (status, code, orderId) = try await pay(name)
+                #expect(status == 400 && code == "invalid_token", "\(name)")
+                #expect(try await server.store.payments(orderId: orderId).isEmpty)
+            }
+        }
+    }
 }
