@@ -125,7 +125,12 @@ def pretix_api(method, path, body=None):
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.load(response)
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
+        text = error.read()
+        try:
+            return error.code, json.loads(text or b"null")
+        except ValueError:  # an error page: say what pretix's server logged
+            raise AssertionError(f"pretix answered {error.code} to {method} {path}; its log:\n"
+                                 + env["pretix"].server.output(6000)) from None
 
 
 def orchard(method, path, body=None, idempotency_key=None):

@@ -14,7 +14,7 @@ from pretix.base.models import OrderPayment, OrderRefund, Quota
 from pretix.helpers import OF_SELF
 
 from .client import OrchardError, OrchardUnavailable
-from .models import OrchardPaymentRequest
+from .models import OrchardPaymentRequest, OrchardWebhookMessage
 
 logger = logging.getLogger(__name__)
 
@@ -134,11 +134,11 @@ def confirm(provider, payment, orchard_payment):
         try:
             payment.confirm()
         except Quota.QuotaExceededException as error:
-            # Paid after the order expired and its tickets sold out: pretix cannot take it, so the
-            # shopper keeps the money.
-            payment.fail(info=info, send_mail=True, log_data={"reason": "quota", "message": str(error)})
-            refuse(provider, payment, orchard_payment, info.get("payment_request"), "sold_out")
-            return
+            # Paid after the order expired and its tickets sold out: pretix keeps the payment
+            # confirmed and the order unpaid, and logs it for the organizer, who marks it paid
+            # anyway or refunds it (through Orchard) from the order's page.
+            payment.order.log_action("pretix_orchard.quota_exceeded", {
+                "local_id": payment.local_id, "orchard_payment": orchard_payment.get("id"), "message": str(error)})
     if state == "authorized" and provider.capture_immediately:
         OrchardPaymentRequest.objects.filter(payment=payment).update(capture_due=True)
         transaction.on_commit(lambda: capture(provider, payment))
@@ -197,18 +197,22 @@ def expire(payment, why):
     return True
 
 
-def apply_refund(provider, payment, orchard_refund):
-    """A refund Orchard reports: pretix's own (found by its Idempotency-Key) is marked done; one made
-    at Orchard directly becomes an external refund, once."""
+def apply_refund(provider, payment, orchard_refund, settling=(OrderRefund.REFUND_STATE_TRANSIT,)):
+    """A refund Orchard reports: pretix's own (found by its Idempotency-Key) is settled; one made at
+    Orchard directly becomes an external refund, once. A webhook settles only refunds in transit: one
+    still `created` is being executed by `execute_refund`, whose answer from Orchard settles it (the
+    webhook can arrive before that answer); the reconciliation settles those too (`settling`)."""
     key = orchard_refund.get("idempotencyKey")
     state = orchard_refund.get("state")
     for refund in payment.refunds.all():
         info = refund.info_data
         if info.get("idempotency_key") == key or (info.get("orchard_refund") and info.get("orchard_refund") == orchard_refund.get("id")):
+            if refund.state not in settling:
+                return
             record_refund(refund, orchard_refund=orchard_refund.get("id"), orchard_state=state)
-            if state == "refunded" and refund.state in (OrderRefund.REFUND_STATE_CREATED, OrderRefund.REFUND_STATE_TRANSIT):
+            if state == "refunded":
                 refund.done()
-            elif state == "refused" and refund.state in (OrderRefund.REFUND_STATE_CREATED, OrderRefund.REFUND_STATE_TRANSIT):
+            elif state == "refused":
                 refund.state = OrderRefund.REFUND_STATE_FAILED
                 refund.save(update_fields=["state"])
                 payment.order.log_action("pretix.event.order.refund.failed", {
@@ -268,16 +272,17 @@ def reconcile_refund(provider, refund):
     if not payment_id or not key:
         return
     known = [r for r in provider.client(timeout=10).refunds(payment_id) if r.get("idempotencyKey") == key]
+    both = (OrderRefund.REFUND_STATE_CREATED, OrderRefund.REFUND_STATE_TRANSIT)
     if known and known[-1].get("state") in ("refunded", "refused"):
         with transaction.atomic():
-            apply_refund(provider, payment, known[-1])
+            apply_refund(provider, payment, known[-1], settling=both)
         return
     # Unknown at Orchard (the first call never arrived) or still unknown there: the same request with
     # the same key asks the processor again and never refunds twice.
     from .payment import to_minor
     status, answer = provider.client(timeout=20).refund(payment_id, to_minor(refund.amount, refund.order.event.currency), key)
     with transaction.atomic():
-        apply_refund(provider, payment, answer)
+        apply_refund(provider, payment, answer, settling=both)
 
 
 def reconcile(older_than=timedelta(minutes=10), every=timedelta(minutes=5), limit=200):
@@ -314,6 +319,9 @@ def reconcile(older_than=timedelta(minutes=10), every=timedelta(minutes=5), limi
             reconcile_refund(provider, refund)
         except OrchardError as error:
             logger.warning("Reconciliation could not ask Orchard about refund %s: %s", refund.full_id, error)
+    # Message IDs are kept well past Orchard's longest retry window (webhooks.retryHours, at most 720 h);
+    # a message older than the signature's 5 minutes is refused by its timestamp anyway.
+    OrchardWebhookMessage.objects.filter(received__lt=moment - timedelta(days=31)).delete()
     for row in (OrchardPaymentRequest.objects.filter(capture_due=True, payment__state=OrderPayment.PAYMENT_STATE_CONFIRMED)
                 .select_related("payment", "payment__order", "payment__order__event")[:limit]):
         provider = row.payment.payment_provider

@@ -43,6 +43,8 @@ TEXTS = {
     "pretix_orchard.pending": _("Orchard awaits the processor's answer for payment {orchard_payment}."),
     "pretix_orchard.expired": _("The Orchard payment request can no longer be paid ({why})."),
     "pretix_orchard.request_refused": _("Orchard refused the payment request: {message}"),
+    "pretix_orchard.quota_exceeded": _("Orchard's payment {orchard_payment} came after the order's tickets sold out: "
+                                       "mark the order paid anyway, or refund the payment."),
 }
 
 
