@@ -38,6 +38,15 @@ env = {}
 
 
 def setUpModule():
+    # unittest skips tearDownModule when setUpModule fails: stop what did start, then fail.
+    try:
+        start_everything()
+    except BaseException:
+        tearDownModule()
+        raise
+
+
+def start_everything():
     started = time.monotonic()
     env["smtp"] = SmtpSink()
     env["relay"] = relay = WebhookRelay()
@@ -73,7 +82,7 @@ def tearDownModule():
     for name in ("nginx", "pretix", "demo", "demo2", "relay", "relay2", "smtp"):
         if name in env:
             try:
-                env[name].stop()
+                env.pop(name).stop()
             except Exception as error:  # keep stopping the others
                 print(f"pretix-test: stopping {name}: {error}", file=sys.stderr)
 

@@ -108,7 +108,13 @@ def line_items(order: Order, payment: OrderPayment):
 class OrchardProvider(BasePaymentProvider):
     identifier = IDENTIFIER
     verbose_name = _("Apple Pay and Google Pay (Orchard)")
-    public_name = _("Apple Pay")
+
+    @property
+    def public_name(self):
+        if self.settings.get("google_pay", as_type=bool, default=True):
+            return _("Apple Pay or Google Pay")
+        return _("Apple Pay")
+
     abort_pending_allowed = False
     execute_payment_needs_user = False
 
