@@ -213,6 +213,8 @@ class WebhookRelay:
                 return response.status, response.read()
         except urllib.error.HTTPError as error:
             return error.code, error.read()
+        except (urllib.error.URLError, OSError) as error:  # pretix is not there (any more)
+            return 502, str(error).encode()
 
     def of_type(self, event_type, payment_request=None):
         with self.lock:

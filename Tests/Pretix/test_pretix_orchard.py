@@ -79,7 +79,7 @@ def start_everything():
 
 def tearDownModule():
     WATCHED.clear()  # what stops now is no failure
-    for name in ("nginx", "pretix", "demo", "demo2", "relay", "relay2", "smtp"):
+    for name in ("relay", "relay2", "nginx", "pretix", "demo", "demo2", "smtp"):
         if name in env:
             try:
                 env.pop(name).stop()

@@ -69,31 +69,27 @@ async function start() {
     console.error('Orchard’s module did not load', error);
     return;
   }
-  let opened = null;
   const locale = document.documentElement.lang || 'en';
   const strings = { locale: locale.split('-')[0] };
+  const google = text.googlePay === 'on' && typeof orchard.mountGooglePay === 'function';
   outcomes.apple = 'starting';
-  if (text.googlePay === 'on') outcomes.google = 'starting';
-  await orchard.mount(root.querySelector('[data-orchard-apple-pay]'), {
+  if (google) outcomes.google = 'starting';
+  const wallets = [orchard.mount(root.querySelector('[data-orchard-apple-pay]'), {
     clientSecret: text.clientSecret,
     strings,
-    onReady: (request) => { opened = request; },
     onOutcome: outcome('apple'),
-  });
-  // Google Pay where the merchant has it (the opened request carries its settings) and the module offers it.
-  if (text.googlePay === 'on' && opened?.googlePay && opened.status === 'requires_payment'
-      && typeof orchard.mountGooglePay === 'function') {
-    outcomes.google = 'starting';
-    await orchard.mountGooglePay(root.querySelector('[data-orchard-google-pay]'), {
-      settings: opened.googlePay,
+  })];
+  // Google Pay for the same payment request, where the merchant has it (the opened request carries
+  // its settings; the module says `unavailable` otherwise) and the module offers it.
+  if (google) {
+    wallets.push(orchard.mountGooglePay(root.querySelector('[data-orchard-google-pay]'), {
+      clientSecret: text.clientSecret,
       strings,
-      order: () => ({ orderId: opened.id, priceVersion: opened.priceVersion, paymentRequest: opened.paymentRequest }),
       onOutcome: outcome('google'),
-    });
-  } else {
-    delete outcomes.google;
-    noWallet();
+    }));
   }
+  await Promise.all(wallets);
+  noWallet();
 }
 
 start();
