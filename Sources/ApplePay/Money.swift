@@ -18,6 +18,9 @@ public struct Currency: Sendable, Hashable, Codable {
         return Dictionary(uniqueKeysWithValues: table.map { ($0.0, Currency(code: $0.0, numericCode: $0.1, exponent: $0.2)) })
     }()
 
+    /// Every currency Orchard takes, by code.
+    public static var all: [Currency] { known.values.sorted { $0.code < $1.code } }
+
     /// A currency by its alphabetic code; nil when Orchard does not know its exponent.
     public init?(code: String) {
         guard let currency = Self.known[code.uppercased()] else { return nil }

@@ -24,6 +24,17 @@ extension InMemoryStore {
         state.withLock { $0.requests[id] }
     }
 
+    public func cancelOpenPaymentRequest(id: String, at date: Date) async throws -> Bool {
+        try state.withLock { state in
+            guard let order = state.orders[id], order.state == .open, let request = state.requests[id] else { return false }
+            state.orders[id]?.state = .cancelled
+            state.events.append(
+                try WebhookEvent.make(
+                    .paymentRequestCancelled, merchantIdentifier: order.merchantIdentifier, payment: nil, request: request, at: date))
+            return true
+        }
+    }
+
     public func expireOrders(at date: Date, limit: Int) async throws -> [String] {
         try state.withLock { state in
             let due = state.orders.values.filter { $0.state == .open && ($0.expiresAt.map { $0 <= date } ?? false) }.prefix(limit)

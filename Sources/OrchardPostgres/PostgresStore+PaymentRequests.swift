@@ -57,6 +57,22 @@ extension PostgresStore {
             expiresAt: try row.date("expires_at"), createdAt: try row.date("created_at"))
     }
 
+    /// The order's compare-and-set and its event, in one transaction.
+    public func cancelOpenPaymentRequest(id: String, at date: Date) async throws -> Bool {
+        try await transaction { [self] connection in
+            // A checkout-page order has no payment request: the shop has none to withdraw.
+            guard let request = try await Self.paymentRequest(on: connection, id: id, logger: logger) else { return false }
+            let moved = try await connection.rows(
+                "UPDATE orders SET state = 'cancelled' WHERE id = \(id) AND state = 'open' RETURNING id", logger)
+            guard !moved.isEmpty else { return false }
+            try await insertEvent(
+                try WebhookEvent.make(
+                    .paymentRequestCancelled, merchantIdentifier: request.merchantIdentifier, payment: nil, request: request, at: date),
+                on: connection)
+            return true
+        }
+    }
+
     /// One statement closes the due orders it could lock (others are being claimed or expired
     /// elsewhere right now, and are passed by); their events are written in the same transaction.
     public func expireOrders(at date: Date, limit: Int) async throws -> [String] {

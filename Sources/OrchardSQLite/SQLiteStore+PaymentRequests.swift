@@ -37,6 +37,19 @@ extension SQLiteStore {
         try await database.read { db in try Self.paymentRequest(in: db, id: id) }
     }
 
+    public func cancelOpenPaymentRequest(id: String, at date: Date) async throws -> Bool {
+        try await database.run { db in
+            guard let request = try Self.paymentRequest(in: db, id: id),
+                try db.execute("UPDATE orders SET state = 'cancelled' WHERE id = \(id) AND state = 'open'") == 1
+            else { return false }
+            try Self.insertEvent(
+                in: db,
+                try WebhookEvent.make(
+                    .paymentRequestCancelled, merchantIdentifier: request.merchantIdentifier, payment: nil, request: request, at: date))
+            return true
+        }
+    }
+
     public func expireOrders(at date: Date, limit: Int) async throws -> [String] {
         try await database.run { db in
             let due = try db.query(

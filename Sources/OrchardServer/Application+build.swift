@@ -73,6 +73,7 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
         simulatedSheet: d.simulator == nil ? nil : SimulatedSheetController.scriptPath, limiter: limiter,
         scriptTimeoutMs: settings.checkoutPage.timeoutMilliseconds)
     v1.addRoutes(paymentRequests.apiRoutes)
+    v1.addRoutes(MerchantController().routes)
     routes.addRoutes(paymentRequests.pageRoutes)
     let paymentsAPI = PaymentsAPIController(
         refunds: stored.refunds, paymentRequests: stored.paymentRequests, engine: services.engine, walletOrders: services.walletOrders)

@@ -102,6 +102,11 @@ def serve_seeds(server, document):
         token = json.loads(server.mint(1990, created["paymentRequest"]["applicationData"]))
         return {"id": created["id"]}, {"token": token}
 
+    def open_request():
+        created = call("POST", "/v1/payment-requests", {"amount": 990, "currency": "EUR",
+                                                         "reference": "type-swap-" + secrets.token_hex(4)}, api=True)
+        return {"id": created["id"]}, None
+
     def doc(template, method):
         return example(document, template, method)
 
@@ -117,6 +122,8 @@ def serve_seeds(server, document):
         "createPaymentRequest": Seed("POST", "/v1/payment-requests", body=doc("/v1/payment-requests", "POST")),
         "getPaymentRequest": Seed("GET", "/v1/payment-requests/{id}", {"id": objects["paymentRequest"]["id"]}),
         "authorizePaymentRequestInApp": Seed("POST", "/v1/payment-requests/{id}/authorize", renew=in_app_request),
+        "cancelPaymentRequest": Seed("POST", "/v1/payment-requests/{id}/cancel", renew=open_request),
+        "getAPIMerchant": Seed("GET", "/v1/merchant"),
         "getPayment": Seed("GET", "/v1/payments/{id}", {"id": payment}),
         "capturePayment": Seed("POST", "/v1/payments/{id}/capture", {"id": payment}),
         "cancelPayment": Seed("POST", "/v1/payments/{id}/cancel", {"id": payment}),
@@ -181,6 +188,7 @@ def serve_seeds(server, document):
         "endAdminMandate": Seed("POST", "/admin/mandates/{id}/end", {"id": NO_SUCH_MANDATE}),
     })
     seeds["authorizePaymentRequestInApp"].path_values, seeds["authorizePaymentRequestInApp"].body = in_app_request()
+    seeds["cancelPaymentRequest"].path_values, seeds["cancelPaymentRequest"].body = open_request()
     return ordered(seeds)
 
 

@@ -202,6 +202,35 @@ struct ShopStoreContractTests {
         }
     }
 
+    @Test(
+        "withdrawing moves only an open request's order to cancelled, with one payment_request.cancelled event; a claim then loses",
+        arguments: Kind.enabled)
+    func cancelOpen(kind: Kind) async throws {
+        try await StoreContractTests.withStore(kind) { store in
+            for id in ["open", "pending", "paid"] {
+                let (request, order) = try Self.request(id, key: "k-\(id)", expiresIn: 600)
+                _ = try await store.createPaymentRequest(request, order: order)
+            }
+            try await store.insert(try StoreContractTests.order("catalogue"))  // a checkout-page order: no request to withdraw
+            for id in ["pending", "paid"] { _ = try await store.claimPayment(Self.claim(id, payment: "p-\(id)")) }
+            try #require(try await Self.move(store, "p-paid", of: "paid", .authorized) != nil)
+            let before = try await Self.events(store).count
+
+            #expect(try await store.cancelOpenPaymentRequest(id: "open", at: Self.at(10)))
+            #expect(try await store.cancelOpenPaymentRequest(id: "open", at: Self.at(11)) == false, "a second call moves nothing")
+            for id in ["pending", "paid", "catalogue", "nothing"] {
+                #expect(try await store.cancelOpenPaymentRequest(id: id, at: Self.at(12)) == false, "\(id)")
+            }
+            let states = try await ["open", "pending", "paid", "catalogue"].asyncMap { try await store.order(id: $0)?.state }
+            #expect(states == [.cancelled, .pending, .paid, .open])
+            let events = try await Self.events(store).dropFirst(before)
+            #expect(events.map(\.type) == [.paymentRequestCancelled])
+            let request = try events.first.map { try (Self.json($0)["data"] as? [String: Any])?["paymentRequest"] as? [String: Any] }
+            #expect(request??["id"] as? String == "open")
+            await #expect(throws: CoreError.self) { _ = try await store.claimPayment(Self.claim("open", payment: "p-late")) }
+        }
+    }
+
     @Test("a claim on an open order past its expiry is orderNotOpen and changes nothing", arguments: Kind.enabled)
     func claimAfterExpiry(kind: Kind) async throws {
         try await StoreContractTests.withStore(kind) { store in

@@ -16,4 +16,8 @@ public protocol PaymentRequests: Sendable {
     /// `payment_request.expired` event (a checkout-page order, which has no payment request,
     /// expires without one); returns their IDs.
     func expireOrders(at date: Date, limit: Int) async throws -> [String]
+    /// Moves the payment request's order from `open` to `cancelled` with its
+    /// `payment_request.cancelled` event, in one transaction (a compare-and-set: an order being
+    /// paid, paid or closed is left as it is); false when the order was not open.
+    func cancelOpenPaymentRequest(id: String, at date: Date) async throws -> Bool
 }

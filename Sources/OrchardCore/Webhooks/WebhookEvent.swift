@@ -12,6 +12,8 @@ public enum WebhookEventType: String, Sendable, Codable, CaseIterable {
     case paymentCancelled = "payment.cancelled"
     case paymentRefunded = "payment.refunded"
     case paymentRequestExpired = "payment_request.expired"
+    /// The shop withdrew the payment request (`POST /v1/payment-requests/{id}/cancel`) before it was paid.
+    case paymentRequestCancelled = "payment_request.cancelled"
     /// A first payment set up a mandate for later merchant-initiated charges.
     case mandateCreated = "mandate.created"
     /// Apple told of a change to the mandate's merchant token (card details, card art, keys).

@@ -15,8 +15,8 @@ extension WebhookEvent {
             data.guard = sampleGuard(type, merchantIdentifier: merchantIdentifier, at: date)
         default:
             let payment = samplePayment(type, at: date)
-            // An expired request reports no payment, as the real event.
-            if type != .paymentRequestExpired {
+            // An expired or withdrawn request reports no payment, as the real events.
+            if type != .paymentRequestExpired && type != .paymentRequestCancelled {
                 data.payment = PaymentView(payment: payment, request: nil, refunded: type == .paymentRefunded ? 500 : 0)
                 data.payment?.reference = "orchard-test"
                 data.payment?.metadata = [:]

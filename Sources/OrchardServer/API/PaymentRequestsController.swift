@@ -32,6 +32,10 @@ struct PaymentRequestsController {
             let (view, created) = try await service.create(draft, idempotencyKey: key, merchant: merchant)
             return EditedResponse(status: created ? .created : .ok, response: view)
         }
+        routes.post("payment-requests/{id}/cancel") { _, context in
+            let merchant = try context.requireAPIMerchant()
+            return try await service.cancel(id: try context.parameters.require("id"), merchant: merchant)
+        }
         routes.get("payment-requests/{id}") { _, context in
             let merchant = try context.requireAPIMerchant()
             let record = try await service.request(id: try context.parameters.require("id"), merchant: merchant)

@@ -1,0 +1,70 @@
+import Crypto
+import CurlClient
+import Foundation
+import OrchardCore
+import OrchardInMemory
+import OrchardServerTesting
+import OrchardTesting
+import Testing
+
+/// What a shop platform (pretix, say) needed of the payments API: withdrawing a payment request,
+/// and which merchant a key is.
+@Suite("Payments API for platforms")
+struct PlatformAPITests {
+    @Test("a request withdrawn before it is paid is cancelled with one payment_request.cancelled event; its page can no longer pay it")
+    func cancel() async throws {
+        try await RouterHarness.with { server in
+            let key = try await server.apiKey()
+            let request = try await APIPayments.create(server, key: key, idempotencyKey: "withdrawn")
+            let cancelled = try await server.api("POST", "/v1/payment-requests/\(request.id)/cancel", key: key)
+            #expect(cancelled.status == 200 && cancelled.json?["status"] as? String == "cancelled", "\(String(describing: cancelled.json))")
+            let again = try await server.api("POST", "/v1/payment-requests/\(request.id)/cancel", key: key)
+            #expect(again.status == 200 && again.json?["status"] as? String == "cancelled", "cancelling twice answers it as it is")
+            let events = try await server.store.webhookEvents(merchantIdentifier: TestMaterial.merchantIdentifier, state: nil, limit: 100)
+            #expect(events.filter { $0.type == .paymentRequestCancelled }.count == 1)
+
+            let paid = try await server.api(
+                "POST", "/v1/payment-requests/\(request.id)/authorize", key: key,
+                json: try APIPayments.inAppBody(try APIPayments.mint(request.applicationData), .object))
+            #expect(paid.status == 409 && paid.errorCode == "order_not_open", "\(String(describing: paid.json))")
+            #expect(try await server.store.payments(orderId: request.id).isEmpty)
+        }
+    }
+
+    @Test("a paid request is not withdrawn (409), nor another merchant's (404)")
+    func cancelRefused() async throws {
+        try await RouterHarness.with(secondMerchant: true) { server in
+            let key = try await server.apiKey()
+            let request = try await APIPayments.create(server, key: key, idempotencyKey: "paid-first")
+            let path = "/v1/payment-requests/\(request.id)"
+            let other = try await server.api(
+                "POST", path + "/cancel", key: try await server.apiKey(for: TestMaterial.secondMerchantIdentifier))
+            #expect(other.status == 404)
+            let paid = try await server.api(
+                "POST", path + "/authorize", key: key,
+                json: try APIPayments.inAppBody(try APIPayments.mint(request.applicationData), .object))
+            #expect(paid.status == 200)
+            let refused = try await server.api("POST", path + "/cancel", key: key)
+            #expect(refused.status == 409 && refused.errorCode == "order_not_open", "\(String(describing: refused.json))")
+            #expect(try await server.api("GET", path, key: key).json?["status"] as? String == "paid")
+        }
+    }
+
+    @Test("GET /v1/merchant names the key's merchant, its domains, processor, wallets and the currencies with their exponents")
+    func merchant() async throws {
+        try await RouterHarness.with(secondMerchant: true) { server in
+            let answer = try await server.api("GET", "/v1/merchant", key: try await server.apiKey())
+            let json = try #require(answer.json)
+            #expect(answer.status == 200 && json["merchantIdentifier"] as? String == TestMaterial.merchantIdentifier)
+            #expect(json["processor"] as? String == "record" && json["wallets"] as? [String] == ["applePay"])
+            #expect((json["domains"] as? [String])?.contains(RouterHarness.domain) == true)
+            let currencies = try #require(json["currencies"] as? [[String: Any]])
+            let exponents = Dictionary(uniqueKeysWithValues: currencies.map { ($0["code"] as? String ?? "", $0["exponent"] as? Int ?? -1) })
+            #expect(exponents["EUR"] == 2 && exponents["JPY"] == 0 && exponents["KWD"] == 3)
+            let second = try await server.api(
+                "GET", "/v1/merchant", key: try await server.apiKey(for: TestMaterial.secondMerchantIdentifier))
+            #expect(second.json?["merchantIdentifier"] as? String == TestMaterial.secondMerchantIdentifier)
+            #expect(try await server.send("GET", "/v1/merchant", host: "api.internal").status == 401)
+        }
+    }
+}
