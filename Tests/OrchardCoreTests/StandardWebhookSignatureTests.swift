@@ -54,10 +54,13 @@ struct StandardWebhookSignatureTests {
         let endpoint = WebhookEndpoint(url: "https://shop.example/hooks", secret: Self.standard, previousSecret: Self.plain)
         let now = Date(timeIntervalSince1970: TimeInterval(Self.timestamp))
         let headers = Dictionary(
-            uniqueKeysWithValues: endpoint.deliveryHeaders(eventId: Self.id, type: "payment.authorized", body: Self.body, at: now).map {
+            uniqueKeysWithValues: endpoint.deliveryHeaders(
+                eventId: Self.id, type: "payment.authorized", merchantIdentifier: "merchant.com.example", body: Self.body, at: now
+            ).map {
                 ($0.name, $0.value)
             })
         #expect(headers["webhook-id"] == Self.id && headers["webhook-timestamp"] == "1764201600")
+        #expect(headers["Orchard-Merchant"] == "merchant.com.example", "the merchant, for a platform to pick the secret before parsing")
         let signature = headers["webhook-signature"] ?? ""
         #expect(signature == "\(Self.standardSignature) \(Self.plainSignature)")
         // Orchard-Signature: the current secret only.

@@ -8,7 +8,7 @@ import OrchardTesting
 import Testing
 
 /// What a shop platform (pretix, say) needed of the payments API: withdrawing a payment request,
-/// and which merchant a key is.
+/// which merchant a key is, and the request's idempotency key on the request and its events.
 @Suite("Payments API for platforms")
 struct PlatformAPITests {
     @Test("a request withdrawn before it is paid is cancelled with one payment_request.cancelled event; its page can no longer pay it")
@@ -20,8 +20,13 @@ struct PlatformAPITests {
             #expect(cancelled.status == 200 && cancelled.json?["status"] as? String == "cancelled", "\(String(describing: cancelled.json))")
             let again = try await server.api("POST", "/v1/payment-requests/\(request.id)/cancel", key: key)
             #expect(again.status == 200 && again.json?["status"] as? String == "cancelled", "cancelling twice answers it as it is")
+            #expect(cancelled.json?["idempotencyKey"] as? String == "withdrawn", "the request names the key it was created with")
             let events = try await server.store.webhookEvents(merchantIdentifier: TestMaterial.merchantIdentifier, state: nil, limit: 100)
-            #expect(events.filter { $0.type == .paymentRequestCancelled }.count == 1)
+            let withdrawn = events.filter { $0.type == .paymentRequestCancelled }
+            #expect(withdrawn.count == 1)
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(withdrawn.first?.payload ?? [])) as? [String: Any])
+            let reference = (body["data"] as? [String: Any])?["paymentRequest"] as? [String: Any]
+            #expect(reference?["id"] as? String == request.id && reference?["idempotencyKey"] as? String == "withdrawn")
 
             let paid = try await server.api(
                 "POST", "/v1/payment-requests/\(request.id)/authorize", key: key,

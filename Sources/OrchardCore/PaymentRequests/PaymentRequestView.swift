@@ -11,6 +11,8 @@ public struct PaymentRequestView: Codable, Sendable, Equatable {
     public var status: String
     public var reference: String
     public var metadata: [String: String]
+    /// The `Idempotency-Key` the shop created it with.
+    public var idempotencyKey: String
     public var amount: Int64
     /// With the shipping method chosen so far.
     public var total: Int64
@@ -41,6 +43,7 @@ public struct PaymentRequestView: Codable, Sendable, Equatable {
             }
         reference = record.reference
         metadata = record.metadata
+        idempotencyKey = record.idempotencyKey
         amount = record.cart.amount
         total = order.priced.total
         currency = record.cart.currency

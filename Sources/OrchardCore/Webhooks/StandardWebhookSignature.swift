@@ -78,11 +78,15 @@ extension WebhookEndpoint {
     }
 
     /// A webhook delivery's headers: the signature (``signatureHeaders(id:body:at:)``, the
-    /// event's ID as `webhook-id`, the same on every attempt) and the event's ID and type.
-    public func deliveryHeaders(eventId: String, type: String, body: [UInt8], at date: Date) -> [(name: String, value: String)] {
+    /// event's ID as `webhook-id`, the same on every attempt), the event's ID and type, and the
+    /// merchant it is for (`Orchard-Merchant`: a platform serving many merchants on one URL picks
+    /// the secret to verify with before it parses the body; the body names it too, signed).
+    public func deliveryHeaders(eventId: String, type: String, merchantIdentifier: String, body: [UInt8], at date: Date)
+        -> [(name: String, value: String)]
+    {
         [(name: "Content-Type", value: "application/json")] + signatureHeaders(id: eventId, body: body, at: date) + [
             (name: "Orchard-Event-Id", value: eventId), (name: "Orchard-Event-Type", value: type),
-            (name: "User-Agent", value: "Orchard-Webhooks/1"),
+            (name: "Orchard-Merchant", value: merchantIdentifier), (name: "User-Agent", value: "Orchard-Webhooks/1"),
         ]
     }
 }

@@ -125,7 +125,9 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
             id: id, type: type.rawValue, created: date, merchantIdentifier: merchantIdentifier,
             data: Body.Data(
                 payment: payment.map { PaymentView(payment: $0, request: request, refunded: refunded) },
-                paymentRequest: request.map { .init(id: $0.id, reference: $0.reference, metadata: $0.metadata) }, refund: refund,
+                paymentRequest: request.map {
+                    .init(id: $0.id, reference: $0.reference, metadata: $0.metadata, idempotencyKey: $0.idempotencyKey)
+                }, refund: refund,
                 mandate: mandate.map(MandateView.init), guard: nil, walletOrder: nil))
         return WebhookEvent(
             id: id, merchantIdentifier: merchantIdentifier, type: type, payload: try PaymentView.encoder.encode(body).asBytes,
@@ -141,7 +143,9 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
             id: id, type: WebhookEventType.walletOrderUpdated.rawValue, created: date, merchantIdentifier: merchantIdentifier,
             data: Body.Data(
                 payment: payment.map { PaymentView(payment: $0, request: request, refunded: 0) },
-                paymentRequest: request.map { .init(id: $0.id, reference: $0.reference, metadata: $0.metadata) }, refund: nil,
+                paymentRequest: request.map {
+                    .init(id: $0.id, reference: $0.reference, metadata: $0.metadata, idempotencyKey: $0.idempotencyKey)
+                }, refund: nil,
                 mandate: nil, guard: nil, walletOrder: walletOrder))
         return WebhookEvent(
             id: id, merchantIdentifier: merchantIdentifier, type: .walletOrderUpdated,
@@ -162,6 +166,8 @@ public struct WebhookEvent: Sendable, Codable, Equatable {
             var id: String
             var reference: String
             var metadata: [String: String]
+            /// The `Idempotency-Key` the shop created the request with.
+            var idempotencyKey: String?
         }
 
         var id: String

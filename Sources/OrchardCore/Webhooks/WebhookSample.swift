@@ -21,7 +21,7 @@ extension WebhookEvent {
                 data.payment?.reference = "orchard-test"
                 data.payment?.metadata = [:]
             }
-            data.paymentRequest = .init(id: payment.orderId, reference: "orchard-test", metadata: [:])
+            data.paymentRequest = .init(id: payment.orderId, reference: "orchard-test", metadata: [:], idempotencyKey: "orchard-test")
             if type == .paymentRefunded {
                 data.refund = RefundRecord(
                     id: "ref_" + RecordIdentifier.random(), paymentId: payment.id, amount: 500, currency: "EUR", state: .refunded,

@@ -54,7 +54,8 @@ extension AdminWebhooksController {
             throw OrchardError(.invalidState, "merchant \(merchant.prefix(128)) has no webhook endpoint")
         }
         let event = try WebhookEvent.sample(type, merchantIdentifier: merchant, at: time.now)
-        let headers = endpoint.deliveryHeaders(eventId: event.id, type: type.rawValue, body: event.payload, at: time.now)
+        let headers = endpoint.deliveryHeaders(
+            eventId: event.id, type: type.rawValue, merchantIdentifier: event.merchantIdentifier, body: event.payload, at: time.now)
         var answer = TestAnswer(
             eventId: event.id, type: type.rawValue, merchantIdentifier: merchant, url: endpoint.url, delivered: false)
         do {

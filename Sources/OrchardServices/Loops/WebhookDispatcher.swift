@@ -170,7 +170,8 @@ public struct WebhookDispatcher: Service {
             await record(event, .skipped, status: nil, error: Self.noEndpoint, next: nil)
             return
         }
-        let headers = endpoint.deliveryHeaders(eventId: event.id, type: event.type.rawValue, body: event.payload, at: time.now)
+        let headers = endpoint.deliveryHeaders(
+            eventId: event.id, type: event.type.rawValue, merchantIdentifier: event.merchantIdentifier, body: event.payload, at: time.now)
         var status: Int?
         var failure: String?
         do {
