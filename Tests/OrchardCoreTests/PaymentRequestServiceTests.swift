@@ -46,6 +46,14 @@ struct PaymentRequestServiceTests {
             await refusal { _ = try await service.open(clientSecret: "nope", merchant: merchant, simulatedSheet: nil) }?.code == .notFound)
     }
 
+    @Test("a request may take payment for up to 30 days, as a ticket shop's payment term does; the view names its idempotency key")
+    func thirtyDays() async throws {
+        var draft = Self.draft()
+        draft.expiresInSeconds = 2_592_000
+        let (view, _) = try await service.create(draft, idempotencyKey: "term-30", merchant: try ServiceFixtures.merchant())
+        #expect(view.expiresAt == ServiceFixtures.start.addingTimeInterval(2_592_000) && view.idempotencyKey == "term-30")
+    }
+
     @Test("the same Idempotency-Key with the same draft answers the first request; with another draft it is refused")
     func idempotency() async throws {
         let merchant = try ServiceFixtures.merchant()
@@ -84,6 +92,8 @@ struct PaymentRequestServiceTests {
         var cases: [(PaymentRequestDraft, CoreError.Code, MerchantConfiguration)] = []
         var draft = Self.draft()
         draft.expiresInSeconds = 59
+        cases.append((draft, .invalidRequest, merchant))
+        draft.expiresInSeconds = 2_592_001
         cases.append((draft, .invalidRequest, merchant))
         draft = Self.draft(reference: "")
         cases.append((draft, .invalidRequest, merchant))

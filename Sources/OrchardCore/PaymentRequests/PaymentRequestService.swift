@@ -16,7 +16,9 @@ public struct PaymentRequestService: Sendable {
 
     /// Seconds a request takes payments when the shop names no `expiresInSeconds`, and the bounds.
     public static let defaultExpiry = 1800
-    public static let expiryRange = 60...604_800
+    /// Up to 30 days: ticket shops and invoices give their customers weeks to pay (pretix's payment
+    /// terms are often 14 days or more).
+    public static let expiryRange = 60...2_592_000
 
     /// A service over the repositories it uses: payment requests, their orders and payments, and the payments' refunds.
     public init(
