@@ -30,6 +30,9 @@ public struct ShopCart: Sendable, Codable, Equatable {
     public var supportedNetworks: [String]
     /// A recurring, deferred or automatic-reload agreement the payment sets up (Apple Pay JS 14+).
     public var agreement: PaymentAgreement?
+    /// The total's label on the sheet (Apple Pay's `total.label`, Google Pay's `totalPriceLabel`):
+    /// the event or shop the shopper pays, where one merchant sells for many; nil: the merchant's name.
+    public var totalLabel: String?
 
     public static let maximumLines = 50
     public static let maximumShippingMethods = 20
@@ -72,6 +75,7 @@ public struct ShopCart: Sendable, Codable, Equatable {
             throw refuse("amount must be a whole number of minor units from 1 to \(Self.maximumAmount)")
         }
         guard lines.count <= Self.maximumLines else { throw refuse("at most \(Self.maximumLines) lineItems") }
+        if let totalLabel, !Self.isLabel(totalLabel) { throw refuse("totalLabel must be 1–100 characters on one line") }
         for line in lines where !Self.isLabel(line.label) || !Money.isBoundedAmount(line.amount) {
             throw refuse("each line item needs a label of 1–100 characters and an amount of at most ±\(Self.maximumAmount) minor units")
         }
@@ -137,7 +141,7 @@ public struct ShopCart: Sendable, Codable, Equatable {
             shippingMethods: ApplePayPaymentRequest.shippingMethods(order, available: shippingMethods(for: order.shippingCountry)),
             requiredShippingContactFields: requiredShippingContactFields,
             requiredBillingContactFields: requiredBillingContactFields.isEmpty ? nil : requiredBillingContactFields,
-            supportsCouponCode: supportsCoupons, displayName: displayName, applicationData: applicationData)
+            supportsCouponCode: supportsCoupons, displayName: totalLabel ?? displayName, applicationData: applicationData)
         // The page sets tokenNotificationURL: only it knows the public address Orchard is reached at.
         if let agreement { request.setAgreement(agreement, tokenNotificationURL: nil) }
         return request

@@ -54,6 +54,21 @@ struct PaymentRequestServiceTests {
         #expect(view.expiresAt == ServiceFixtures.start.addingTimeInterval(2_592_000) && view.idempotencyKey == "term-30")
     }
 
+    @Test("totalLabel names the sheet's total, on the request and on every update; a label of 101 characters is refused")
+    func totalLabel() async throws {
+        let merchant = try ServiceFixtures.merchant()
+        var draft = Self.draft()
+        draft.totalLabel = "Spring concert, 12 April"
+        let (view, _) = try await service.create(draft, idempotencyKey: "label-1", merchant: merchant)
+        #expect(view.paymentRequest.total.label == "Spring concert, 12 April")
+        let orders = OrderService(orders: store, paymentRequests: store, quotes: nil, time: clock.source, openFor: 3600)
+        let update = try await orders.update(orderId: view.id, merchant: merchant, event: .shippingMethod("post"))
+        #expect(update.newTotal.label == "Spring concert, 12 April")
+        draft.totalLabel = String(repeating: "x", count: 101)
+        let refused = await refusal { _ = try await service.create(draft, idempotencyKey: "label-2", merchant: merchant) }
+        #expect(refused?.code == .invalidCart && refused?.message.contains("totalLabel") == true)
+    }
+
     @Test("the same Idempotency-Key with the same draft answers the first request; with another draft it is refused")
     func idempotency() async throws {
         let merchant = try ServiceFixtures.merchant()

@@ -105,7 +105,9 @@ public struct OrderService: Sendable {
         var updated = order
         var errors: [ApplePayErrorItem] = []
         let available: [Catalogue.ShippingMethod]
+        var label = merchant.displayName
         if let request = try await paymentRequests.paymentRequest(id: order.id) {
+            label = request.cart.totalLabel ?? label
             var cart = request.cart
             if let endpoint = merchant.quote, let quotes {
                 let address = event.address ?? order.priced.shippingAddress ?? RedactedAddress(countryCode: change.shippingCountry)
@@ -133,7 +135,7 @@ public struct OrderService: Sendable {
             }
         }
         var answer = ApplePayUpdate(
-            order: updated.priced, displayName: merchant.displayName, shippingMethods: event.listsShippingMethods ? available : nil,
+            order: updated.priced, displayName: label, shippingMethods: event.listsShippingMethods ? available : nil,
             errors: errors)
         answer.priceVersion = priceVersion
         return answer

@@ -49,6 +49,9 @@ public struct PaymentRequestDraft: Codable, Sendable, Equatable {
     public var supportedNetworks: [String]?
     public var metadata: [String: String]?
     public var expiresInSeconds: Int?
+    /// The total's label on the sheet (1–100 characters): the event or shop the shopper pays;
+    /// absent: the merchant's `displayName`.
+    public var totalLabel: String?
     /// A recurring, deferred or automatic-reload agreement: the payment then sets up a mandate.
     public var agreement: PaymentAgreement?
     /// Read only to refuse it: decoding ignores unknown keys, and a split payment silently

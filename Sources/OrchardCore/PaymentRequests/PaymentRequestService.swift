@@ -65,7 +65,7 @@ public struct PaymentRequestService: Sendable {
         guard let country = draft.countryCode ?? merchant.catalogue?.countryCode else {
             throw CoreError(.invalidRequest, "countryCode is required: the merchant's ISO 3166 country, like GB")
         }
-        let cart = ShopCart(
+        var cart = ShopCart(
             currency: draft.currency, countryCode: country, amount: draft.amount,
             lines: (draft.lineItems ?? []).map { ShopCart.Line(label: $0.label, amount: $0.amount) },
             shippingMethods: (draft.shippingMethods ?? []).map {
@@ -75,6 +75,7 @@ public struct PaymentRequestService: Sendable {
             requiredBillingContactFields: draft.requiredBillingContactFields ?? [],
             supportedNetworks: draft.supportedNetworks ?? merchant.catalogue?.supportedNetworks ?? ShopCart.defaultNetworks,
             agreement: draft.agreement)
+        cart.totalLabel = draft.totalLabel
         do throws(ApplePayError) {
             return try cart.validated()
         } catch {
