@@ -38,8 +38,10 @@ extension InMemoryStore {
             state.refunds[index].processorMessage = outcome?.message
             state.refunds[index].updatedAt = date
             let refund = state.refunds[index]
-            if refundState == .refunded, let payment = state.payments.first(where: { $0.id == refund.paymentId }) {
-                try Self.appendPaymentEvent(.paymentRefunded, payment: payment, refund: refund, to: &state, at: date)
+            if let type = WebhookEventType.refundFinished(refundState),
+                let payment = state.payments.first(where: { $0.id == refund.paymentId })
+            {
+                try Self.appendPaymentEvent(type, payment: payment, refund: refund, to: &state, at: date)
             }
             return refund
         }

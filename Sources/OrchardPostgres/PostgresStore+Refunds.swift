@@ -72,7 +72,7 @@ extension PostgresStore {
                 WHERE id = \(id) AND state = \(from.rawValue) RETURNING \(unescaped: Self.refundColumns)
                 """, logger)
             guard let refund = try finished.first.map(Self.refund) else { return nil }
-            if state == .refunded {
+            if let type = WebhookEventType.refundFinished(state) {
                 let rows = try await connection.rows(
                     """
                     SELECT \(unescaped: Self.qualified(Self.paymentColumns, by: "p")), o.merchant FROM payments p JOIN orders o ON o.id = p.order_id
@@ -80,7 +80,7 @@ extension PostgresStore {
                     """, logger)
                 if let row = rows.first {
                     try await insertPaymentEvent(
-                        .paymentRefunded, payment: try Self.payment(row), merchant: try row.text("merchant"), refund: refund,
+                        type, payment: try Self.payment(row), merchant: try row.text("merchant"), refund: refund,
                         on: connection,
                         at: date)
                 }

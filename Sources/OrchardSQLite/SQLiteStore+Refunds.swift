@@ -70,8 +70,8 @@ extension SQLiteStore {
             guard changed == 1,
                 let refund = try db.query("SELECT \(unescaped: Self.refundColumns) FROM refunds WHERE id = \(id)").first.map(Self.refund)
             else { return nil }
-            if state == .refunded {
-                try Self.insertPaymentEvent(.paymentRefunded, paymentId: refund.paymentId, refund: refund, in: db, at: date)
+            if let type = WebhookEventType.refundFinished(state) {
+                try Self.insertPaymentEvent(type, paymentId: refund.paymentId, refund: refund, in: db, at: date)
             }
             return refund
         }

@@ -320,7 +320,9 @@ struct ShopStoreContractTests {
         }
     }
 
-    @Test("finishRefund moves only a pending refund; refunded writes one payment.refunded event", arguments: Kind.enabled)
+    @Test(
+        "finishRefund moves only a pending refund; refunded writes one payment.refunded event, refused one payment.refund_refused",
+        arguments: Kind.enabled)
     func finishRefund(kind: Kind) async throws {
         try await StoreContractTests.withStore(kind) { store in
             _ = try await Self.settled(store)
@@ -349,7 +351,10 @@ struct ShopStoreContractTests {
             let second = try await store.claimRefund(Self.refund("p1", 200, key: "c"))
             _ = try #require(try await store.finishRefund(id: second.id, state: .refunded, outcome: nil, at: Self.at(6)))
             let after = try await Self.events(store).dropFirst(before)
-            #expect(after.map(\.type) == [.paymentRefunded, .paymentRefunded])
+            #expect(after.map(\.type) == [.paymentRefunded, .paymentRefundRefused, .paymentRefunded])
+            let refusal = try #require(try Self.json(after[after.startIndex + 1])["data"] as? [String: Any])
+            #expect((refusal["refund"] as? [String: Any])?["state"] as? String == "refused")
+            #expect((refusal["refund"] as? [String: Any])?["id"] as? String == refused.id)
             let last = try #require(after.last)
             let total = try #require(try Self.json(last)["data"] as? [String: Any])
             #expect((total["payment"] as? [String: Any])?["amountRefunded"] as? Int == 600, "refunded refunds only, this one included")

@@ -11,6 +11,8 @@ public enum WebhookEventType: String, Sendable, Codable, CaseIterable {
     case paymentSettled = "payment.settled"
     case paymentCancelled = "payment.cancelled"
     case paymentRefunded = "payment.refunded"
+    /// A refund ended refused: nothing was refunded (after a `202` unknown, this is how the shop hears it).
+    case paymentRefundRefused = "payment.refund_refused"
     case paymentRequestExpired = "payment_request.expired"
     /// The shop withdrew the payment request (`POST /v1/payment-requests/{id}/cancel`) before it was paid.
     case paymentRequestCancelled = "payment_request.cancelled"
@@ -35,6 +37,18 @@ public enum WebhookEventType: String, Sendable, Codable, CaseIterable {
     case registrationRestored = "registration.restored"
     /// A payment's order in the shopper's Wallet changed (a fulfilment, a refund, a cancellation); its devices were pushed.
     case walletOrderUpdated = "wallet_order.updated"
+}
+
+extension WebhookEventType {
+    /// The event a refund's finish writes in its transaction: every finished refund reports once,
+    /// `payment.refunded` or `payment.refund_refused`; a refund still unknown reports nothing yet.
+    public static func refundFinished(_ state: RefundState) -> WebhookEventType? {
+        switch state {
+        case .refunded: .paymentRefunded
+        case .refused: .paymentRefundRefused
+        case .pending, .unknown: nil
+        }
+    }
 }
 
 extension PaymentLifecycle.Event {

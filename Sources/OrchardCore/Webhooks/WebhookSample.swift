@@ -22,9 +22,10 @@ extension WebhookEvent {
                 data.payment?.metadata = [:]
             }
             data.paymentRequest = .init(id: payment.orderId, reference: "orchard-test", metadata: [:], idempotencyKey: "orchard-test")
-            if type == .paymentRefunded {
+            if type == .paymentRefunded || type == .paymentRefundRefused {
                 data.refund = RefundRecord(
-                    id: "ref_" + RecordIdentifier.random(), paymentId: payment.id, amount: 500, currency: "EUR", state: .refunded,
+                    id: "ref_" + RecordIdentifier.random(), paymentId: payment.id, amount: 500, currency: "EUR",
+                    state: type == .paymentRefunded ? .refunded : .refused,
                     reference: "\(payment.reference)-r1", idempotencyKey: "orchard-test", createdAt: date)
             }
             if type == .walletOrderUpdated { data.walletOrder = sampleWalletOrder(payment: payment, at: date) }
@@ -44,7 +45,7 @@ extension WebhookEvent {
             switch type {
             case .paymentRefused: .refused
             case .paymentUnknown: .unknown
-            case .paymentSettled, .paymentRefunded: .settled
+            case .paymentSettled, .paymentRefunded, .paymentRefundRefused: .settled
             case .paymentCancelled: .cancelled
             default: .authorized
             }
