@@ -331,8 +331,10 @@ debug=off
 url={orchard_url}
 reconcile_after={reconcile_after}
 """)
-        self.env = {**os.environ, "PRETIX_CONFIG_FILE": str(self.config), "DJANGO_SETTINGS_MODULE": "pretix.settings",
-                    "PYTHONUNBUFFERED": "1"}
+        # pretix's settings with SQLite's transactions IMMEDIATE (pretix_test_settings.py says why).
+        path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
+        self.env = {**os.environ, "PRETIX_CONFIG_FILE": str(self.config), "DJANGO_SETTINGS_MODULE": "pretix_test_settings",
+                    "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
         self.server = None
         self.port = None
 
