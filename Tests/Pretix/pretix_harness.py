@@ -372,10 +372,142 @@ reconcile_after={reconcile_after}
         self.folder.cleanup()
 
 
-def create_api_key(state_dir):
+class HoldingRelay:
+    """A TCP relay in front of a TLS server (the demo's mock Worldpay), passing bytes through
+    unchanged. While `holding`, once a client has sent an application-data record larger than the TLS
+    handshake's Finished (an HTTP request), the server's bytes back on that connection are kept until
+    `release()`: Orchard has sent the authorization and waits for the processor's answer, as on a
+    slow processor, for as long as the test wants."""
+
+    def __init__(self, upstream_port):
+        self.upstream = ("127.0.0.1", upstream_port)
+        self.holding = False
+        self.held = 0  # requests whose answers were held
+        self.released = threading.Event()
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.relay, args=(client,), daemon=True).start()
+
+    def relay(self, client):
+        try:
+            server = socket.create_connection(self.upstream, timeout=10)
+            server.settimeout(None)
+        except OSError:
+            client.close()
+            return
+        held = {"on": False}
+        record = {"header": b"", "skip": 0}  # where the client's TLS records stand (headers read, bodies skipped)
+
+        def read_records(data):
+            """Holds the answer when the client starts a request (an application-data record larger than
+            the handshake's Finished) while the relay is holding; before passing the bytes on."""
+            at = 0
+            while at < len(data):
+                if record["skip"]:
+                    step = min(record["skip"], len(data) - at)
+                    record["skip"] -= step
+                    at += step
+                    continue
+                taken = data[at:at + 5 - len(record["header"])]
+                record["header"] += taken
+                at += len(taken)
+                if len(record["header"]) == 5:
+                    kind, length = record["header"][0], int.from_bytes(record["header"][3:5], "big")
+                    record["header"], record["skip"] = b"", length
+                    if kind == 0x17 and length > 100 and self.holding:
+                        held["on"] = True
+                        self.held += 1
+
+        def upstream():
+            try:
+                while data := client.recv(65536):
+                    read_records(data)
+                    server.sendall(data)
+            except OSError:
+                pass
+            finally:
+                with contextlib.suppress(OSError):
+                    server.shutdown(socket.SHUT_WR)
+
+        def downstream():
+            try:
+                while data := server.recv(65536):
+                    if held["on"]:
+                        self.released.wait()
+                        held["on"] = False
+                    client.sendall(data)
+            except OSError:
+                pass
+            finally:
+                with contextlib.suppress(OSError):
+                    client.shutdown(socket.SHUT_WR)
+
+        threads = [threading.Thread(target=upstream, daemon=True), threading.Thread(target=downstream, daemon=True)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        client.close()
+        server.close()
+
+    def hold(self):
+        self.released.clear()
+        self.holding = True
+
+    def release(self):
+        self.holding = False
+        self.released.set()
+
+    def stop(self):
+        self.release()
+        self.listener.close()
+
+
+class HeldOrchard:
+    """`orchard serve` for the first demo's merchant, with the demo's certificates, keys and webhook
+    secret but a store of its own, whose webhooks go to `webhook_url` and whose processor (the demo's
+    mock Worldpay) it reaches through a HoldingRelay: a test holds the processor's answer to have a
+    payment at the processor for as long as it needs (up to the processor timeout, 24 s here)."""
+
+    def __init__(self, demo, webhook_url):
+        config = json.loads((demo.state_dir / "orchard.json").read_text())
+        merchant = config["merchants"][0]
+        processor_port = int(merchant["processor"]["baseURL"].rsplit(":", 1)[1].strip("/"))
+        self.relay = HoldingRelay(processor_port)
+        self.port = free_port()
+        config["server"]["port"] = self.port
+        config["stateDirectory"] = "state-held"
+        merchant.pop("merchantTokenUsage", None)
+        merchant["processor"]["baseURL"] = f"https://127.0.0.1:{self.relay.port}"
+        merchant["processor"]["timeoutMilliseconds"] = 24000
+        merchant["webhook"]["url"] = webhook_url
+        # Beside the demo's own configuration: its relative paths name the same files.
+        self.config = demo.state_dir / "orchard-held.json"
+        self.config.write_text(json.dumps(config, indent=2))
+        self.child = Child("orchard-held", [str(ORCHARD), "serve", "--config", str(self.config)])
+        wait_for_port(self.port, 60, "orchard serve (held)", self.child.process, self.child.output)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        self.relay.stop()
+        self.child.stop()
+
+
+def create_api_key(state_dir, config="orchard.json"):
     """The merchant's secret API key, as `orchard keys create` prints it once."""
     done = subprocess.run(
-        [str(ORCHARD), "keys", "create", "--config", str(Path(state_dir) / "orchard.json"), "--merchant", MERCHANT],
+        [str(ORCHARD), "keys", "create", "--config", str(Path(state_dir) / config), "--merchant", MERCHANT],
         capture_output=True, text=True, timeout=120, env={**os.environ, "ORCHARD_TOOLS": "1"})
     if done.returncode != 0:
         raise RuntimeError(f"orchard keys create {exit_status(done.returncode)}:\n{done.stdout}\n{done.stderr}")

@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integrations" / "pretix-orchard"))
 from pretix_orchard.client import (  # noqa: E402
     OrchardClient, OrchardError, OrchardUnavailable, check_api_key, check_base_url, check_webhook_secret,
-    minor_units, webhook_key,
+    currency_problem, exponents, minor_units, payment_in_progress, webhook_key,
 )
 
 KEY = "osk_key_0123456789abcdef_" + "Ab-_" * 10 + "xyz"
@@ -44,6 +44,16 @@ class ShapeTests(unittest.TestCase):
         self.assertIsNotNone(check_webhook_secret("short-legacy-secret"))
         self.assertEqual(webhook_key("whsec_abc"), "whsec_abc")
         self.assertEqual(webhook_key("e5413bf73afd24484bd9490602c29d5e"), b"e5413bf73afd24484bd9490602c29d5e")
+
+    def test_currencies_as_orchard_lists_them(self):
+        listed = exponents({"currencies": [{"code": "EUR", "exponent": 2}, {"code": "jpy", "exponent": 0},
+                                           {"code": "KWD", "exponent": 3}, {"code": "XXX"}, "junk"]})
+        self.assertEqual(listed, {"EUR": 2, "JPY": 0, "KWD": 3})
+        self.assertIsNone(currency_problem("EUR", 2, listed))
+        self.assertIsNone(currency_problem("JPY", 0, listed))
+        # pretix counts KWD with 2 decimals (its default), Orchard with ISO 4217's 3: refused.
+        self.assertIn("10^-3", currency_problem("KWD", 2, listed))
+        self.assertIn("does not take XOF", currency_problem("XOF", 0, listed))
 
     def test_minor_units(self):
         self.assertEqual(minor_units(Decimal("25.00"), 2), 2500)
@@ -141,13 +151,36 @@ class ClientTests(unittest.TestCase):
                 client.refund("pay_1", 99999, "k2")
             self.assertEqual(refused.exception.code, "refund_too_large")
 
-    def test_the_key_check_changes_nothing(self):
+    def test_the_key_is_checked_with_get_v1_merchant(self):
+        merchant = {"merchantIdentifier": "merchant.example", "displayName": "Example", "domains": ["tickets.example"],
+                    "processor": "worldpay", "wallets": ["applePay"], "walletOrders": False,
+                    "currencies": [{"code": "EUR", "exponent": 2}]}
         for client in self.clients():
-            self.orchard.answers.append((404, {"error": {"code": "not_found", "message": "no"}}, {}))
-            self.assertTrue(client.check_key())
-            self.assertEqual(self.orchard.requests[-1][0], "GET")
+            self.orchard.answers.append((200, merchant, {}))
+            self.assertEqual(client.merchant(), merchant)
+            self.assertEqual(self.orchard.requests[-1][:2], ("GET", "/v1/merchant"))
             self.orchard.answers.append((401, {"error": {"code": "unauthorized", "message": "no"}}, {}))
-            self.assertFalse(client.check_key())
+            with self.assertRaises(OrchardError) as refused:
+                client.merchant()
+            self.assertEqual(refused.exception.status, 401)
+
+    def test_a_payment_request_is_withdrawn_and_a_payment_at_the_processor_is_said_so(self):
+        for client in self.clients():
+            self.orchard.answers.append((200, {"id": "pr/1", "status": "cancelled"}, {}))
+            self.assertEqual(client.cancel_payment_request("pr/1")["status"], "cancelled")
+            method, path, _, body = self.orchard.requests[-1]
+            self.assertEqual((method, path, body), ("POST", "/v1/payment-requests/pr%2F1/cancel", b""))
+            # Orchard's two ways of saying a payment of it is at the processor: both leave it to the webhook.
+            for status, code in [(409, "payment_in_progress"), (504, "payment_unknown")]:
+                self.orchard.answers.append((status, {"error": {"code": code, "message": "at the processor"}}, {}))
+                with self.assertRaises(OrchardError) as refused:
+                    client.cancel_payment_request("pr_1")
+                self.assertTrue(payment_in_progress(refused.exception), code)
+            self.orchard.answers.append((409, {"error": {"code": "order_not_open", "message": "paid"}}, {}))
+            with self.assertRaises(OrchardError) as refused:
+                client.cancel_payment_request("pr_1")
+            self.assertFalse(payment_in_progress(refused.exception))
+            self.assertNotIsInstance(refused.exception, OrchardUnavailable)
 
     def test_no_answer_is_unavailable(self):
         self.orchard.stop()

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import unittest
 import urllib.error
@@ -20,16 +21,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from pretix_harness import (  # noqa: E402
-    MERCHANT, WATCHED, Nginx, Pretix, SmtpSink, WebhookRelay, create_api_key, django_ready, free_port, orchard_api,
-    wait_until, watch_demo,
+    MERCHANT, WATCHED, HeldOrchard, Nginx, Pretix, SmtpSink, WebhookRelay, create_api_key, django_ready, free_port,
+    orchard_api, wait_until, watch_demo,
 )
-from harness import DESKTOP, SANDBOX, Browser, Demo  # noqa: E402
+from harness import BUTTON, DESKTOP, SANDBOX, Browser, Demo  # noqa: E402
 
 from selenium.webdriver.common.by import By  # noqa: E402
 
 # Not "orchard": the shop serves Orchard under /orchard/, which would shadow an organizer of that slug.
 ORGANIZER, EVENT = "ciderworks", "festival"
-UNKNOWN_EVENT, QUICK_EVENT = "unknown", "quick"
+UNKNOWN_EVENT, QUICK_EVENT, HELD_EVENT = "unknown", "quick", "held"
 PRICE = Decimal("25.00")
 GOOGLE_BUTTON = '[data-testid="google-pay-button"]'
 GOOGLE_SHEET = '[data-testid="google-pay-sheet"]'
@@ -62,24 +63,29 @@ def start_everything():
     watch_demo(demo2, "the second orchard-sandbox demo")
     env["api_key2"] = create_api_key(demo2.state_dir)
     env["webhook_secret2"] = (demo2.state_dir / "webhook-secret").read_text().strip()
+    # A third Orchard for the first demo's merchant (its own store and key, the same webhook secret
+    # and URL) that reaches the mock Worldpay through a relay the tests can make hold its answers.
+    env["held"] = held = HeldOrchard(demo, relay.url)
+    env["api_key_held"] = create_api_key(demo.state_dir, held.config.name)
     nginx_port, pretix_port = free_port(), free_port()
-    env["pretix"] = pretix = Pretix(f"http://localhost:{nginx_port}", env["smtp"].port, f"{demo.url} {demo2.url}",
-                                    reconcile_after=0)
+    env["pretix"] = pretix = Pretix(f"http://localhost:{nginx_port}", env["smtp"].port,
+                                    f"{demo.url} {demo2.url} {held.url}", reconcile_after=0)
     pretix.migrate()
     env["django"] = django_ready(pretix.env)
     env["django"].__enter__()
-    create_shop(demo.url, env["api_key"], env["webhook_secret"], demo2.url, env["api_key2"], env["webhook_secret2"])
+    create_shop(demo.url, env["api_key"], env["webhook_secret"], demo2.url, env["api_key2"], env["webhook_secret2"],
+                held.url, env["api_key_held"])
     pretix.start(pretix_port)
     env["nginx"] = Nginx(nginx_port, pretix_port, demo.port)
     for each in (relay, relay2):
         each.target = f"http://127.0.0.1:{nginx_port}/_orchard/webhook/"
         each.target_host = f"localhost:{nginx_port}"
-    print(f"pretix-test: pretix, two Orchards and nginx up in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    print(f"pretix-test: pretix, three Orchards and nginx up in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
 
 def tearDownModule():
     WATCHED.clear()  # what stops now is no failure
-    for name in ("relay", "relay2", "nginx", "pretix", "demo", "demo2", "smtp"):
+    for name in ("relay", "relay2", "nginx", "pretix", "held", "demo", "demo2", "smtp"):
         if name in env:
             try:
                 env.pop(name).stop()
@@ -87,10 +93,12 @@ def tearDownModule():
                 print(f"pretix-test: stopping {name}: {error}", file=sys.stderr)
 
 
-def create_shop(api_url, api_key, webhook_secret, api_url2, api_key2, webhook_secret2):
-    """An organizer with three events using the plugin, each with a ticket and a quota: `festival`
+def create_shop(api_url, api_key, webhook_secret, api_url2, api_key2, webhook_secret2, held_url, held_key):
+    """An organizer with four events using the plugin, each with a ticket and a quota: `festival`
     on the first Orchard, `unknown` on the second, `quick` on the first with a one-minute payment
-    term; and a team token for pretix's REST API. Through Django's ORM, as pretix's admin stores them."""
+    term, `held` on the third; and a team token for pretix's REST API. Through Django's ORM, as
+    pretix's admin stores them (so no event has Orchard's GET /v1/merchant answer stored yet: the
+    first payment asks for it)."""
     from django.utils.timezone import now
     from django_scopes import scopes_disabled
     from pretix.base.models import Event, Item, Organizer, Quota, Team, User
@@ -102,6 +110,7 @@ def create_shop(api_url, api_key, webhook_secret, api_url2, api_key2, webhook_se
             (UNKNOWN_EVENT, "Perry Night", api_url2, api_key2, webhook_secret2, {"payment_orchard_google_pay": False}),
             (QUICK_EVENT, "Quick Tasting", api_url, api_key, webhook_secret,
              {"payment_term_mode": "minutes", "payment_term_minutes": 1}),
+            (HELD_EVENT, "Slow Pressing", held_url, held_key, webhook_secret, {"payment_term_days": 20}),
         ]:
             event = Event.objects.create(
                 organizer=organizer, name=name, slug=slug, currency="EUR", live=True,
@@ -124,9 +133,9 @@ def create_shop(api_url, api_key, webhook_secret, api_url2, api_key2, webhook_se
         env["api_token"] = team.tokens.create(name="tests").token
 
 
-def pretix_api(method, path, body=None):
+def pretix_api(method, path, body=None, event=EVENT):
     request = urllib.request.Request(
-        f"http://127.0.0.1:{env['nginx'].port}/api/v1/organizers/{ORGANIZER}/events/{EVENT}{path}",
+        f"http://127.0.0.1:{env['nginx'].port}/api/v1/organizers/{ORGANIZER}/events/{event}{path}",
         data=None if body is None else json.dumps(body).encode(), method=method,
         headers={"Authorization": f"Token {env['api_token']}", "Content-Type": "application/json",
                  "Host": f"localhost:{env['nginx'].port}"})
@@ -139,11 +148,15 @@ def pretix_api(method, path, body=None):
             return error.code, json.loads(text or b"null")
         except ValueError:  # an error page: say what pretix's server logged
             raise AssertionError(f"pretix answered {error.code} to {method} {path}; its log:\n"
-                                 + env["pretix"].server.output(6000)) from None
+                                 + env["pretix"].server.output(20000)) from None
 
 
 def orchard(method, path, body=None, idempotency_key=None):
     return orchard_api(env["demo"].url, env["api_key"], method, path, body, idempotency_key)
+
+
+def orchard_held(method, path, body=None):
+    return orchard_api(env["held"].url, env["api_key_held"], method, path, body)
 
 
 def order(code):
@@ -181,14 +194,15 @@ def post_webhook(body, headers):
     return env["relay"].post(body, headers)
 
 
-def mint_and_authorize(request_id, amount, demo="demo", api_key="api_key"):
+def mint_and_authorize(request_id, amount, demo="demo", api_key="api_key", url=None):
     """Pays a payment request as the shop's iOS app would: a token from `orchard-sandbox token mint`
-    bound to it, through POST /v1/payment-requests/{id}/authorize."""
+    bound to it, through POST /v1/payment-requests/{id}/authorize (at `url`, by default the demo's)."""
     token = subprocess.run(
         [str(SANDBOX), "token", "mint", "--state-dir", str(env[demo].state_dir), "--payment-request", request_id,
          "--amount", str(amount), "--currency", "EUR"],
         check=True, capture_output=True, text=True, timeout=60, env={**os.environ, "ORCHARD_TOOLS": "1"}).stdout
-    return orchard_api(env[demo].url, env[api_key], "POST", f"/v1/payment-requests/{request_id}/authorize", json.loads(token))
+    return orchard_api(url or env[demo].url, env[api_key], "POST", f"/v1/payment-requests/{request_id}/authorize",
+                       json.loads(token))
 
 
 class PretixOrchardCase(unittest.TestCase):
@@ -196,11 +210,19 @@ class PretixOrchardCase(unittest.TestCase):
         env["pretix"].server.check_alive()
         env["nginx"].child.check_alive()
         env["relay"].dropping = False
+        self.deliveries_before = {name: len(env[name].deliveries) for name in ("relay", "relay2")}
 
     def tearDown(self):
         # A browser wait that timed out because a server died says so, with its exit status and output.
         for check in WATCHED:
             check()
+        # Every delivery Orchard made meanwhile that reached pretix was accepted: a 500 there (which
+        # Orchard would retry, so no test would notice) is a bug.
+        for name, before in self.deliveries_before.items():
+            with env[name].lock:
+                refused = [(json.loads(d["body"])["type"], d["status"], d["body"][:300])
+                           for d in env[name].deliveries[before:] if not d["dropped"] and d["status"] != 200]
+            self.assertEqual(refused, [], f"deliveries pretix did not accept ({name})")
 
     def browser(self):
         browser = Browser(DESKTOP)
@@ -270,10 +292,13 @@ class CheckoutTests(PretixOrchardCase):
         self.assertEqual([(line["label"], line["amount"]) for line in request["paymentRequest"]["lineItems"]],
                          [("Festival ticket", "25.00")])
         self.assertEqual(request["metadata"], {"pretix_event": f"{ORGANIZER}/{EVENT}", "pretix_payment": f"{code}-P-1"})
+        # The sheet's total names the event, not the merchant (totalLabel).
+        self.assertEqual(request["paymentRequest"]["total"]["label"], "Cider Festival")
 
         # The same Idempotency-Key answers the same request: a retried checkout never makes a second one.
         from pretix_orchard.payment import OrchardProvider, idempotency_key
         from django_scopes import scopes_disabled
+        self.assertEqual(request["idempotencyKey"], idempotency_key(payment))
         with scopes_disabled():
             provider = OrchardProvider(payment.order.event)
             again = provider.client().create_payment_request(provider.request_body(payment), idempotency_key(payment))
@@ -295,6 +320,10 @@ class CheckoutTests(PretixOrchardCase):
         authorized = wait_until(lambda: env["relay"].of_type("payment.authorized", request_id), 30,
                                 "payment.authorized recorded by the relay")
         self.assertEqual([d["status"] for d in authorized], [200], "one signed payment.authorized, accepted")
+        headers = {name.lower(): value for name, value in authorized[0]["headers"].items()}
+        self.assertEqual(headers.get("orchard-merchant"), MERCHANT)
+        self.assertEqual(json.loads(authorized[0]["body"])["data"]["paymentRequest"]["idempotencyKey"],
+                         request["idempotencyKey"])
         self.assertIn("pretix.event.order.paid", log_actions(code))
         self.assertEqual(browser.problems(allowed=[r"/favicon\.ico"]), [])
 
@@ -497,15 +526,24 @@ class CheckoutTests(PretixOrchardCase):
                           what="everything refunded at Orchard")
         wait_until(lambda: order(code).status == "c", 30, "the order cancelled")
 
-        # The provider's settings page names the webhook URL, and refuses a key Orchard would not issue.
+        # The provider's settings page names the webhook URL; saved, it asks Orchard (GET /v1/merchant)
+        # which merchant the key is and shows it; it refuses a key Orchard would not issue.
         settings_url = f"{env['nginx'].url}/control/event/{ORGANIZER}/{EVENT}/settings/payment/orchard"
         browser.open(settings_url)
         self.assertIn("/_orchard/webhook/", browser.wait_for(".alert-info", 30).text)
+        save = 'form button[type="submit"].btn-save, form button.btn-primary[type="submit"]'
+        browser.find(save).click()  # unchanged: the key and secret stay as they are (pretix masks them)
+        browser.wait(lambda: "Your changes have been saved." in browser.find("body").text, 30, "the settings saved")
+        browser.open(settings_url)  # pretix went back to the list of payment providers
+        merchant = browser.wait_for('[data-testid="orchard-merchant"].alert-success', 30).text
+        self.assertIn("Orchard Demo Shop", merchant)
+        self.assertIn(MERCHANT, merchant)
+        self.assertIn("Google Pay", merchant)
         browser.screenshot("pretix-05-settings")
         key = browser.find('input[name="payment_orchard_api_key"]')
         key.clear()
         key.send_keys("sk_live_not_an_orchard_key")
-        browser.find('form button[type="submit"].btn-save, form button.btn-primary[type="submit"]').click()
+        browser.find(save).click()
         browser.wait(lambda: "is not an Orchard secret API key" in browser.find("body").text, 30, "the key refused")
         with scopes_disabled():
             self.assertEqual(Event.objects.get(slug=EVENT).settings.get("payment_orchard_api_key"), env["api_key"])
@@ -558,6 +596,21 @@ class SettingsTests(PretixOrchardCase):
         good = {"payment_orchard_api_url": env["demo"].url + "/", "payment_orchard_api_key": env["api_key"],
                 "payment_orchard_webhook_secret": env["webhook_secret"], "payment_orchard_button_module": "/orchard/orchard.js"}
         self.assertEqual(provider.settings_form_clean(dict(good))["payment_orchard_api_url"], env["demo"].url)
+        # Orchard named the key's merchant (GET /v1/merchant), and the settings keep it for this key.
+        merchant = provider.merchant()
+        self.assertEqual((merchant["merchantIdentifier"], merchant["displayName"], merchant["processor"]),
+                         (MERCHANT, "Orchard Demo Shop", "worldpay"))
+        self.assertEqual(merchant["currencies"]["EUR"], 2)
+        self.assertIn("googlePay", merchant["wallets"])
+        self.assertIsNone(provider.currency_refusal())
+        # A webhook for a payment request the plugin does not know is verified against the secrets of
+        # the settings Orchard named as its Orchard-Merchant header's, where any are; else all.
+        from pretix_orchard.views import configured_secrets
+        with scopes_disabled():
+            named, everything = configured_secrets(MERCHANT), configured_secrets()
+            self.assertEqual(configured_secrets("merchant.example.unknown"), everything)
+        self.assertIn(env["webhook_secret"], named)
+        self.assertIn(env["webhook_secret2"], everything)
         cases = {
             "payment_orchard_api_url": ["http://orchard.example:8080", "ftp://127.0.0.1", "https://user:pw@orchard.example"],
             "payment_orchard_api_key": ["sk_live_123", "osk_key_0123456789abcdef_short"],
@@ -574,6 +627,10 @@ class SettingsTests(PretixOrchardCase):
         with self.assertRaises(ValidationError) as refused:
             provider.settings_form_clean({**good, "payment_orchard_api_key": unknown})
         self.assertIn("401", str(refused.exception.message_dict["payment_orchard_api_key"]))
+        # The second Orchard's key on the first Orchard's address: another merchant's key there, refused.
+        with self.assertRaises(ValidationError) as refused:
+            provider.settings_form_clean({**good, "payment_orchard_api_key": env["api_key2"]})
+        self.assertIn("401", str(refused.exception.message_dict["payment_orchard_api_key"]))
         # An Orchard on loopback that pretix.cfg does not name (pretix guards against such requests).
         from pretix_harness import free_port as closed
         with self.assertRaises(ValidationError) as refused:
@@ -586,6 +643,175 @@ class SettingsTests(PretixOrchardCase):
                 self.assertRaises(ValidationError) as refused:
             provider.settings_form_clean({**good, "payment_orchard_api_url": silent})
         self.assertIn("could not be asked", str(refused.exception.message_dict["payment_orchard_api_url"]))
+
+    def test_a_currency_orchard_does_not_take_as_pretix_counts_it_is_refused(self):
+        from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+        from django_scopes import scopes_disabled
+        from pretix.base.models import Event
+        from pretix_orchard.payment import OrchardProvider
+
+        good = {"payment_orchard_api_url": env["demo"].url, "payment_orchard_api_key": env["api_key"],
+                "payment_orchard_webhook_secret": env["webhook_secret"], "payment_orchard_button_module": "/orchard/orchard.js"}
+        with scopes_disabled():
+            OrchardProvider(Event.objects.get(slug=EVENT)).settings_form_clean(dict(good))  # Orchard's answer kept
+            for currency, problem in [("KWD", "10^-3"), ("XOF", "does not take XOF")]:
+                # The same event in another currency (not saved): KWD has 3 decimals at Orchard (ISO 4217)
+                # and 2 in pretix; Orchard does not list XOF.
+                event = Event.objects.get(slug=EVENT)
+                event.currency = currency
+                provider = OrchardProvider(event)
+                with self.subTest(currency=currency):
+                    with self.assertRaises(ValidationError) as refused:
+                        provider.settings_form_clean(dict(good))
+                    self.assertIn(problem, str(refused.exception.message_dict[NON_FIELD_ERRORS]))
+                    # Checkout does not offer it either (from the answer kept, without asking Orchard).
+                    self.assertIn(problem, provider.currency_refusal())
+                    self.assertFalse(provider.usable())
+            self.assertTrue(OrchardProvider(Event.objects.get(slug=EVENT)).usable())
+
+
+class WithdrawalTests(PretixOrchardCase):
+    def start_over(self, browser, page):
+        """The shopper's "Re-try payment or choose another payment method" on the order's page, Apple Pay
+        again: pretix cancels the open payment and makes another, for which the plugin makes a request."""
+        browser.open(page)
+        browser.wait_for('a[href*="/pay/change"]', 30).click()
+        browser.wait(lambda: browser.find_all('input[name="payment"][value="orchard"]'), 30, "the payment methods")
+        browser.driver.execute_script("arguments[0].click();", browser.find('input[name="payment"][value="orchard"]'))
+        browser.find('.checkout-button-row button[type="submit"], button.btn-primary[type="submit"]').click()
+        browser.wait(lambda: "/confirm" in browser.driver.current_url, 30, "the payment's confirmation step")
+        browser.find('.checkout-button-row button[type="submit"], button.btn-primary[type="submit"]').click()
+        browser.wait(lambda: "/confirm" not in browser.driver.current_url and browser.find_all(BUTTON), 60,
+                     "the order's page with the new request's button")
+
+    def cancelled_at_orchard(self, request_id):
+        return self.wait_orchard(f"/v1/payment-requests/{request_id}", lambda a: a["status"] == "cancelled",
+                                 what=f"payment request {request_id} cancelled at Orchard")
+
+    def test_1_a_payment_cancelled_before_it_was_paid_withdraws_its_request(self):
+        from django_scopes import scopes_disabled
+        stale = self.browser()  # the shopper's first tab, left open on the order's page
+        code, _, page = self.place_order(stale, email="withdraw@example.org")
+        first = payment_of(code).info_data["payment_request"]
+        stale.wait_button_enabled(30)
+
+        # The shopper starts over in another tab: pretix cancels P-1, whose request is withdrawn.
+        browser = self.browser()
+        self.start_over(browser, page)
+        second = payment_of(code, 2).info_data["payment_request"]
+        self.assertNotEqual(first, second)
+        request = self.cancelled_at_orchard(first)
+        self.assertEqual(request["payments"], [])
+        self.assertEqual(payment_of(code).state, "canceled")
+        self.assertEqual(payment_of(code, 2).state, "created")
+        self.assertIn("pretix_orchard.withdrawn", log_actions(code))
+        # Orchard says so by webhook, which pretix accepts and which changes nothing more.
+        delivered = wait_until(lambda: env["relay"].of_type("payment_request.cancelled", first), 30,
+                               "payment_request.cancelled delivered")
+        self.assertEqual([d["status"] for d in delivered], [200])
+        self.assertEqual(json.loads(delivered[0]["body"])["data"]["paymentRequest"]["metadata"]["pretix_payment"],
+                         f"{code}-P-1")
+        self.assertEqual(log_actions(code).count("pretix_orchard.expired"), 0, "already cancelled by pretix")
+
+        # The first tab's button can no longer pay it: the sheet's payment is refused, nothing is charged.
+        stale.wait_button_enabled(30).click()
+        root = '[data-orchard-pay]'
+        stale.wait(lambda: stale.sheet_state() == "ready" or stale.find(root).get_attribute("data-apple-outcome"), 30,
+                   "the sheet, or the button's outcome")
+        if stale.sheet_state() == "ready":
+            stale.find('[data-testid="sheet-pay"]').click()
+        stale.wait(lambda: stale.find(root).get_attribute("data-apple-outcome"), 30, "the stale page's outcome")
+        self.assertNotEqual(stale.find(root).get_attribute("data-apple-outcome"), "success")
+        stale.screenshot("pretix-06-withdrawn-request-refused")
+        status, answer = mint_and_authorize(first, 2500)
+        self.assertEqual((status, answer["error"]["code"]), (409, "order_not_open"), answer)
+        status, request = orchard("GET", f"/v1/payment-requests/{first}")
+        self.assertEqual((request["status"], request["payments"]), ("cancelled", []))
+        self.assertEqual(order(code).status, "n")
+
+        # Withdrawn at Orchard directly (another tool with the merchant's key): Orchard's webhook
+        # cancels the pretix payment, and the order's page offers to pay again.
+        status, answer = orchard("POST", f"/v1/payment-requests/{second}/cancel")
+        self.assertEqual((status, answer["status"]), (200, "cancelled"), answer)
+        wait_until(lambda: payment_of(code, 2).state == "canceled", 30, "P-2 cancelled by the webhook")
+        self.assertIn("pretix_orchard.expired", log_actions(code))
+        browser.open(page)
+        browser.wait(lambda: "Pay now" in browser.find("body").text, 30, "pretix's offer to pay again")
+
+        # Paying again makes P-3; the organizer cancels the order (pretix's REST API): its request is
+        # withdrawn as well.
+        browser.find('a[href*="/pay/change"]').click()
+        browser.wait(lambda: browser.find_all('input[name="payment"][value="orchard"]'), 30, "the payment methods")
+        browser.driver.execute_script("arguments[0].click();", browser.find('input[name="payment"][value="orchard"]'))
+        browser.find('.checkout-button-row button[type="submit"], button.btn-primary[type="submit"]').click()
+        browser.wait(lambda: "/confirm" in browser.driver.current_url, 30, "the payment's confirmation step")
+        browser.find('.checkout-button-row button[type="submit"], button.btn-primary[type="submit"]').click()
+        third = wait_until(lambda: payment_of(code, 3).info_data.get("payment_request"), 60, "P-3's request")
+        status, cancelled = pretix_api("POST", f"/orders/{code}/mark_canceled/", {"send_email": False})
+        self.assertEqual(status, 200, cancelled)
+        self.cancelled_at_orchard(third)
+        self.assertEqual(payment_of(code, 3).state, "canceled")
+        self.assertEqual(order(code).status, "c")
+        with scopes_disabled():
+            self.assertEqual([p.state for p in order(code).payments.order_by("local_id")], ["canceled"] * 3)
+        delivered = wait_until(lambda: env["relay"].of_type("payment_request.cancelled", third), 30,
+                               "payment_request.cancelled of P-3's request delivered")
+        self.assertEqual([d["status"] for d in delivered], [200])
+        self.assertEqual(log_actions(code).count("pretix_orchard.withdrawn"), 2)
+
+    def test_2_a_cancel_while_the_payment_is_at_the_processor_is_left_to_the_webhook(self):
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="held@example.org", event=HELD_EVENT)
+        request_id = payment_of(code).info_data["payment_request"]
+        # The order's 20 days to pay are the request's too (Orchard takes up to 30).
+        status, request = orchard_held("GET", f"/v1/payment-requests/{request_id}")
+        expires = datetime.fromisoformat(request["expiresAt"].replace("Z", "+00:00"))
+        self.assertLess(abs((expires - order(code).expires).total_seconds()), 2, (request["expiresAt"], order(code).expires))
+        self.assertGreater(expires - datetime.now(timezone.utc), timedelta(days=19))
+        relay = env["held"].relay
+        relay.hold()
+        self.addCleanup(relay.release)
+        held_before = relay.held
+        answers = []
+        paying = threading.Thread(target=lambda: answers.append(
+            mint_and_authorize(request_id, 2500, api_key="api_key_held", url=env["held"].url)), daemon=True)
+        paying.start()
+        self.addCleanup(paying.join, 60)
+        # Orchard has sent the authorization to the processor, whose answer the relay holds.
+        wait_until(lambda: relay.held > held_before, 30, "Orchard's authorization at the processor")
+        status, request = orchard_held("GET", f"/v1/payment-requests/{request_id}")
+        self.assertEqual(request["status"], "processing", request)
+
+        # The organizer cancels the pretix payment meanwhile: Orchard will not withdraw the request,
+        # so pretix keeps its payment as it is.
+        status, answer = pretix_api("POST", f"/orders/{code}/payments/1/cancel/", event=HELD_EVENT)
+        self.assertEqual(status, 400, answer)
+        self.assertIn("processor", answer["detail"])
+        self.assertEqual(payment_of(code).state, "created")
+        status, request = orchard_held("GET", f"/v1/payment-requests/{request_id}")
+        self.assertEqual(request["status"], "processing", request)
+
+        # The processor answers: authorized, and Orchard's webhook confirms the pretix payment.
+        relay.release()
+        paying.join(60)
+        self.assertEqual(answers[0][0], 200, answers)
+        self.wait_paid(code)
+        self.assertEqual(payment_of(code).state, "confirmed")
+        delivered = wait_until(lambda: env["relay"].of_type("payment.authorized", request_id), 30, "payment.authorized")
+        self.assertEqual([d["status"] for d in delivered], [200])
+        status, request = orchard_held("GET", f"/v1/payment-requests/{request_id}")
+        self.assertEqual(request["status"], "paid")
+        self.assertEqual(env["relay"].of_type("payment_request.cancelled", request_id), [])
+
+        # A payment_request.cancelled for a confirmed payment (signed as Orchard signs) never un-confirms it.
+        event = {"id": f"evt_{uuid.uuid4().hex}", "type": "payment_request.cancelled", "created": "2026-11-29T00:00:00Z",
+                 "merchantIdentifier": MERCHANT,
+                 "data": {"paymentRequest": {"id": request_id, "reference": code, "metadata": {}}}}
+        body = json.dumps(event).encode()
+        status, answer = post_webhook(body, signed(body))
+        self.assertEqual((status, json.loads(answer)["status"]), (200, "ok"))
+        self.assertEqual(payment_of(code).state, "confirmed")
+        self.assertEqual(order(code).status, "p")
 
 
 if __name__ == "__main__":

@@ -208,16 +208,45 @@ class OrchardClient:
     def refunds(self, payment_id):
         return self.call("GET", f"/v1/payments/{quote(payment_id, safe='')}/refunds")[1]["refunds"]
 
-    def check_key(self):
-        """Whether Orchard takes this key, without changing anything: a payment request that cannot
-        exist is 404 for a valid key and 401 for any other (Orchard has no route that names the key's
-        merchant; see ORCHARD-GAPS.md)."""
-        try:
-            self.call("GET", "/v1/payment-requests/pretix-orchard-key-check")
-        except OrchardError as error:
-            if error.status == 404:
-                return True
-            if error.status == 401:
-                return False
-            raise
-        return True
+    def cancel_payment_request(self, request_id):
+        """Withdraws an unpaid payment request (`POST /v1/payment-requests/{id}/cancel`): the request,
+        `cancelled`. Withdrawing a cancelled one again answers it as it is. Orchard refuses with 409
+        `order_not_open` once it is paid or expired, and while a payment of it is at the processor
+        with 409 `payment_in_progress` (or, from an Orchard that maps it so, 504 `payment_unknown`:
+        `OrchardUnavailable`); see `withdrawal_refused`."""
+        return self.call("POST", f"/v1/payment-requests/{quote(request_id, safe='')}/cancel")[1]
+
+    # The key
+
+    def merchant(self):
+        """`GET /v1/merchant`: which merchant the key is for, and what it takes (`merchantIdentifier`,
+        `displayName`, `domains`, `processor`, `wallets`, `currencies` with their exponents). Changes
+        nothing; a key Orchard does not take is a 401 (OrchardError)."""
+        return self.call("GET", "/v1/merchant")[1]
+
+
+def payment_in_progress(error):
+    """Whether Orchard refused to withdraw a payment request because a payment of it is at the
+    processor (its outcome follows by webhook): 409 `payment_in_progress`, or 504 `payment_unknown`
+    with which the first Orchard that had the route answered it."""
+    return (error.status == 409 and error.code == "payment_in_progress") or error.code == "payment_unknown"
+
+
+def exponents(merchant):
+    """`{code: exponent}` from `GET /v1/merchant`'s `currencies`."""
+    listed = {}
+    for currency in (merchant or {}).get("currencies") or []:
+        if isinstance(currency, dict) and isinstance(currency.get("code"), str) and isinstance(currency.get("exponent"), int):
+            listed[currency["code"].upper()] = currency["exponent"]
+    return listed
+
+
+def currency_problem(currency, places, listed):
+    """Why an event in `currency` (`places` decimals in pretix) cannot be paid through an Orchard that
+    lists `listed` ({code: exponent}), or None."""
+    if currency not in listed:
+        return f"Orchard does not take {currency}"
+    if listed[currency] != places:
+        return (f"Orchard counts {currency} in units of 10^-{listed[currency]}, pretix with {places} decimal places: "
+                f"amounts would be off by a factor of {10 ** abs(listed[currency] - places)}")
+    return None

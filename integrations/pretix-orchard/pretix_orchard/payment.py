@@ -2,6 +2,7 @@
 button on the order's page, refunds and captures. What Orchard reports moves the payment only
 through `processing` (the signed webhook, or the reconciliation asking Orchard)."""
 
+import hashlib
 import logging
 from collections import OrderedDict
 from datetime import timedelta
@@ -9,7 +10,7 @@ from decimal import Decimal
 
 from django import forms
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest
 from django.template.loader import get_template
 from django.utils.timezone import now
@@ -23,14 +24,14 @@ from pretix.multidomain.urlreverse import eventreverse
 
 from .client import (
     MAXIMUM_LABEL, MAXIMUM_LINE_ITEMS, OrchardClient, OrchardError, OrchardUnavailable, check_api_key,
-    check_base_url, check_webhook_secret, minor_units,
+    check_base_url, check_webhook_secret, currency_problem, exponents, minor_units,
 )
 
 logger = logging.getLogger(__name__)
 
 IDENTIFIER = "orchard"
-#: Orchard keeps a payment request open for at most this long (expiresInSeconds, 60–604800).
-LONGEST_REQUEST = 604_800
+#: Orchard keeps a payment request open for at most this long (expiresInSeconds, 60–2592000: 30 days).
+LONGEST_REQUEST = 2_592_000
 SHORTEST_REQUEST = 60
 
 
@@ -57,6 +58,25 @@ def make_client(url, api_key, timeout=15):
     url = (url or "").strip().rstrip("/")
     trusted = bool(url) and url in operator_urls()
     return OrchardClient(url, api_key, timeout=timeout, trusted=trusted)
+
+
+def key_fingerprint(url, api_key):
+    """Names an Orchard address and key without holding the key: what the stored merchant (below)
+    was read with, so that it is used only while the settings still name that Orchard and key."""
+    return hashlib.sha256(f"{(url or '').strip().rstrip('/')}\n{(api_key or '').strip()}".encode()).hexdigest()[:32]
+
+
+def merchant_record(merchant, url, api_key):
+    """What the settings keep of `GET /v1/merchant` (as `payment_orchard_merchant`)."""
+    return {
+        "for": key_fingerprint(url, api_key),
+        "merchantIdentifier": str(merchant.get("merchantIdentifier", "")),
+        "displayName": str(merchant.get("displayName", "")),
+        "processor": str(merchant.get("processor", "")),
+        "wallets": [str(wallet) for wallet in merchant.get("wallets") or []],
+        "currencies": exponents(merchant),
+        "checked": now().isoformat(),
+    }
 
 
 def idempotency_key(payment: OrderPayment):
@@ -111,9 +131,17 @@ class OrchardProvider(BasePaymentProvider):
 
     @property
     def public_name(self):
-        if self.settings.get("google_pay", as_type=bool, default=True):
+        if self.offers_google_pay:
             return _("Apple Pay or Google Pay")
         return _("Apple Pay")
+
+    @property
+    def offers_google_pay(self):
+        """The setting, unless Orchard said (GET /v1/merchant) that the merchant does not take Google Pay."""
+        if not self.settings.get("google_pay", as_type=bool, default=True):
+            return False
+        merchant = self.merchant()
+        return merchant is None or "googlePay" in merchant.get("wallets", [])
 
     abort_pending_allowed = False
     execute_payment_needs_user = False
@@ -201,24 +229,79 @@ class OrchardProvider(BasePaymentProvider):
             if is_loopback_host(urlsplit(url).hostname):
                 errors[prefix + "api_url"] = _("An Orchard on this machine must be named in pretix.cfg ([orchard] url) "
                                                "by pretix's administrator.")
+        merchant = None
         if not errors:
+            key = value("api_key").strip()
             try:
-                if not make_client(url, value("api_key").strip(), timeout=10).check_key():
-                    errors[prefix + "api_key"] = _("Orchard refused this key (401): check it, and that it is not revoked.")
+                merchant = make_client(url, key, timeout=10).merchant()
             except OrchardError as error:
-                errors[prefix + "api_url"] = _("Orchard could not be asked at this address: {error}").format(error=error.message)
+                if error.status == 401:
+                    errors[prefix + "api_key"] = _("Orchard refused this key (401): check it, and that it is not revoked.")
+                elif error.status == 404:
+                    errors[prefix + "api_url"] = _("The Orchard at this address has no GET /v1/merchant (404): it is older "
+                                                   "than this plugin needs, or the address is not Orchard's.")
+                else:
+                    errors[prefix + "api_url"] = _("Orchard could not be asked at this address: {error}").format(error=error.message)
+        if merchant is not None:
+            # The event's currency, as Orchard counts it: one it does not take, or counts with other
+            # decimals than pretix, would charge other amounts than pretix's.
+            problem = currency_problem(self.event.currency, currency_places(self.event.currency), exponents(merchant))
+            if problem:
+                errors[NON_FIELD_ERRORS] = _("This event's currency cannot be paid through Orchard: {problem}.").format(
+                    problem=problem)
         if errors:
             raise ValidationError(errors)
         cleaned_data[prefix + "api_url"] = url.rstrip("/")
+        # Which merchant the key is: shown on the settings page, and the currencies and wallets the
+        # checkout checks without asking Orchard each time.
+        if merchant is not None:
+            self.settings.set("merchant", merchant_record(merchant, url, value("api_key")))
         return cleaned_data
 
+    def merchant(self, fetch=False):
+        """What Orchard said of the settings' key (GET /v1/merchant) when they were saved, or None when it
+        was said of another address or key (or never). `fetch`: ask Orchard then, and keep its answer
+        (raises OrchardError)."""
+        url, api_key = self.settings.get("api_url"), self.settings.get("api_key")
+        stored = self.settings.get("merchant", as_type=dict)
+        if isinstance(stored, dict) and stored.get("for") == key_fingerprint(url, api_key):
+            return stored
+        if not fetch:
+            return None
+        record = merchant_record(self.client(timeout=10).merchant(), url, api_key)
+        self.settings.set("merchant", record)
+        return record
+
+    def currency_refusal(self, fetch=False):
+        """Why Orchard cannot take this event's currency (not listed by GET /v1/merchant, or listed with
+        another exponent than pretix's decimal places), or None; None as well while Orchard has not
+        been asked (without `fetch`)."""
+        merchant = self.merchant(fetch=fetch)
+        if merchant is None:
+            return None
+        currency = self.event.currency
+        return currency_problem(currency, currency_places(currency), merchant.get("currencies") or {})
+
     def settings_content_render(self, request):
-        return get_template("pretix_orchard/settings.html").render({"webhook_url": self.webhook_url()})
+        merchant = self.merchant()
+        currency = self.event.currency
+        return get_template("pretix_orchard/settings.html").render({
+            "webhook_url": self.webhook_url(),
+            "merchant": merchant,
+            "currency": currency,
+            "exponent": (merchant or {}).get("currencies", {}).get(currency),
+            "currency_refusal": self.currency_refusal(),
+            "google_pay": "googlePay" in (merchant or {}).get("wallets", []),
+        })
 
     @property
     def test_mode_message(self):
-        return _("Orchard does not tell pretix whether its merchant is a test one: payments in test mode go to "
-                 "the Orchard server and processor configured here.")
+        merchant = self.merchant()
+        if merchant and merchant.get("processor") == "record":
+            return _("Orchard's merchant {name} records payments without a processor: no money moves.").format(
+                name=merchant.get("displayName"))
+        return _("Orchard does not tell pretix whether its processor account is a test one: payments in test mode go "
+                 "to the Orchard server and processor configured here.")
 
     def webhook_url(self):
         from pretix.helpers.urls import build_absolute_uri
@@ -233,13 +316,17 @@ class OrchardProvider(BasePaymentProvider):
 
     # Checkout
 
-    def is_allowed(self, request: HttpRequest, total: Decimal = None) -> bool:
+    def usable(self):
+        """Configured, and for a currency Orchard takes as pretix counts it (as far as Orchard said when
+        the settings were saved; execute_payment asks it where it has not said yet)."""
         configured = all(self.settings.get(name) for name in ("api_url", "api_key", "webhook_secret"))
-        return configured and super().is_allowed(request, total)
+        return configured and self.currency_refusal() is None
+
+    def is_allowed(self, request: HttpRequest, total: Decimal = None) -> bool:
+        return self.usable() and super().is_allowed(request, total)
 
     def order_change_allowed(self, order, request=None):
-        configured = all(self.settings.get(name) for name in ("api_url", "api_key", "webhook_secret"))
-        return configured and super().order_change_allowed(order, request)
+        return self.usable() and super().order_change_allowed(order, request)
 
     def payment_form_render(self, request, total, order=None):
         return get_template("pretix_orchard/checkout_payment_form.html").render({"provider": self})
@@ -263,6 +350,8 @@ class OrchardProvider(BasePaymentProvider):
         currency = order.event.currency
         with language(order.locale, order.event.settings.region):
             items = line_items(order, payment)
+            # The sheet's total names the event: one merchant often sells for many.
+            total_label = _label(order.event.name)
         deadline = min(order.expires, payment.created + timedelta(seconds=LONGEST_REQUEST))
         seconds = int((deadline - payment.created).total_seconds())
         return {
@@ -271,6 +360,7 @@ class OrchardProvider(BasePaymentProvider):
             "countryCode": str(self.settings.get("country") or "DE"),
             "reference": order.code,
             "lineItems": items,
+            "totalLabel": total_label,
             "metadata": {
                 "pretix_event": f"{order.event.organizer.slug}/{order.event.slug}",
                 "pretix_payment": payment.full_id,
@@ -287,9 +377,22 @@ class OrchardProvider(BasePaymentProvider):
         info = payment.info_data
         if info.get("payment_request"):
             return None
-        body = self.request_body(payment)
         try:
-            created = self.client().create_payment_request(body, idempotency_key(payment))
+            refusal = self.currency_refusal(fetch=True)
+        except OrchardUnavailable as error:
+            logger.warning("Orchard did not answer for %s: %s", payment.full_id, error)
+            raise PaymentException(_("Apple Pay cannot be started right now. Please try again in a moment."))
+        except OrchardError as error:
+            logger.error("Orchard refused the key for %s: %s", payment.full_id, error)
+            raise PaymentException(_("Apple Pay cannot be used for this order: {reason}").format(reason=error.message))
+        if refusal:
+            payment.order.log_action("pretix_orchard.request_refused", {
+                "local_id": payment.local_id, "status": 0, "code": "currency", "message": refusal})
+            raise PaymentException(_("Apple Pay cannot be used for this order: {reason}").format(reason=refusal))
+        body = self.request_body(payment)
+        key = idempotency_key(payment)
+        try:
+            created = self.client().create_payment_request(body, key)
         except OrchardUnavailable as error:
             logger.warning("Orchard did not answer for %s: %s", payment.full_id, error)
             raise PaymentException(_("Apple Pay cannot be started right now. Please try again in a moment."))
@@ -299,7 +402,7 @@ class OrchardProvider(BasePaymentProvider):
                 "local_id": payment.local_id, "status": error.status, "code": error.code, "message": error.message})
             raise PaymentException(_("Apple Pay cannot be used for this order: {reason}").format(reason=error.message))
         if created.get("amount") != body["amount"] or created.get("currency") != body["currency"] \
-                or created.get("reference") != body["reference"]:
+                or created.get("reference") != body["reference"] or created.get("idempotencyKey", key) != key:
             # Never show the shopper a sheet for another total than pretix's.
             payment.order.log_action("pretix_orchard.refused", {
                 "local_id": payment.local_id, "reason": "created_mismatch", "request": created.get("id"),
@@ -321,7 +424,7 @@ class OrchardProvider(BasePaymentProvider):
             "status_url": eventreverse(order.event, "plugins:pretix_orchard:status", kwargs={
                 "order": order.code, "secret": order.secret, "payment": payment.local_id}),
             "module": self.settings.get("button_module", default="/orchard/orchard.js"),
-            "google_pay": self.settings.get("google_pay", as_type=bool, default=True),
+            "google_pay": self.offers_google_pay,
         }
         expires = info.get("expires_at")
         if expires:
@@ -425,6 +528,27 @@ class OrchardProvider(BasePaymentProvider):
             refund.save(update_fields=["state"])
 
     def cancel_payment(self, payment):
-        # Orchard has no way to withdraw a payment request (ORCHARD-GAPS.md): until it expires it can
-        # still be paid, and then the webhook confirms it (pretix shows the order as overpaid).
-        return super().cancel_payment(payment)
+        """pretix cancels the payment: the shopper chose another payment method (or Apple Pay again: a new
+        payment), the order is cancelled, the organizer cancels the payment, an order change needs
+        another amount. Its Orchard payment request is withdrawn first, so that nothing can pay it any
+        more. While a payment of it is at the processor, or once it is paid, Orchard refuses, and so
+        does this: the pretix payment stays as it is (pretix logs the refusal) and Orchard's webhook, or
+        the reconciliation, settles it."""
+        from .processing import CANNOT_BE_PAID, withdraw
+
+        if not payment.info_data.get("payment_request"):
+            # Never sent to Orchard (execute_payment did not run or failed): nothing to withdraw.
+            return super().cancel_payment(payment)
+        outcome, detail = withdraw(self, payment)
+        if outcome in CANNOT_BE_PAID:
+            payment.state = OrderPayment.PAYMENT_STATE_CANCELED
+            payment.save(update_fields=["state"])
+            return
+        if outcome == "in_progress":
+            raise PaymentException(_("A payment of this order is with the card's processor right now; it cannot be "
+                                     "cancelled until its outcome is known, which Orchard then reports to pretix."))
+        if outcome == "paid":
+            raise PaymentException(_("This payment was made at Orchard already; pretix confirms it as soon as Orchard "
+                                     "reports it."))
+        raise PaymentException(_("Orchard could not withdraw the payment request ({error}); the payment stays open. "
+                                 "Please try again in a moment.").format(error=detail))

@@ -10,15 +10,19 @@ from datetime import timedelta
 from django.db import transaction
 from django.db.models import Q
 from django.utils.timezone import now
-from pretix.base.models import OrderPayment, OrderRefund, Quota
+from pretix.base.models import Order, OrderPayment, OrderRefund, Quota
 from pretix.helpers import OF_SELF
 
-from .client import OrchardError, OrchardUnavailable
+from .client import OrchardError, OrchardUnavailable, payment_in_progress
 from .models import OrchardPaymentRequest, OrchardWebhookMessage
 
 logger = logging.getLogger(__name__)
 
 OPEN_STATES = (OrderPayment.PAYMENT_STATE_CREATED, OrderPayment.PAYMENT_STATE_PENDING)
+#: What `withdraw` answers when nothing can pay the request any more: withdrawn now or before
+#: (`cancelled`), `expired`, or `gone` (Orchard does not know it under the settings' key: another
+#: merchant's key now, so nothing pretix holds can reach it).
+CANNOT_BE_PAID = ("cancelled", "expired", "gone")
 
 
 def record_info(payment, **fields):
@@ -197,6 +201,58 @@ def expire(payment, why):
     return True
 
 
+def withdraw(provider, payment):
+    """Withdraws the payment's Orchard payment request (`POST /v1/payment-requests/{id}/cancel`), which
+    Orchard does at most once (a repeat answers it as it is). `(outcome, detail)`: an outcome in
+    CANNOT_BE_PAID, or `in_progress` (a payment of it is at the processor: its outcome follows by
+    webhook), `paid`, or `unavailable` (no definite answer, or a refusal that is not about the
+    request: the request may still be payable). Logs what it did on the order."""
+    request_id = payment.info_data.get("payment_request")
+    client = provider.client(timeout=10)
+    try:
+        answer = client.cancel_payment_request(request_id)
+        status = answer.get("status")
+    except OrchardError as error:
+        if payment_in_progress(error):
+            outcome, status = "in_progress", "processing"
+        elif error.status == 404 and not isinstance(error, OrchardUnavailable):
+            outcome, status = "gone", None
+        elif error.status == 409 and not isinstance(error, OrchardUnavailable):
+            # order_not_open: paid or expired; Orchard's request says which.
+            try:
+                status = client.payment_request(request_id).get("status")
+            except OrchardError as again:
+                status = None
+                error = again
+            outcome = {"expired": "expired", "cancelled": "cancelled", "paid": "paid",
+                       "processing": "in_progress"}.get(status, "unavailable")
+        else:
+            outcome, status = "unavailable", None
+        detail = f"{error.status} {error.code}: {error.message}"
+    else:
+        outcome = "cancelled" if status == "cancelled" else "unavailable"
+        detail = None if outcome == "cancelled" else f"Orchard answered the request as {status}"
+    withdrawn = outcome in ("cancelled", "expired")
+    payment.order.log_action("pretix_orchard.withdrawn" if withdrawn else "pretix_orchard.withdraw_refused", {
+        "local_id": payment.local_id, "request": request_id, "outcome": outcome, "status": status, "error": detail})
+    return outcome, detail
+
+
+def withdraw_unwanted(order, why):
+    """The order no longer needs these payments (cancelled, expired, paid otherwise): each Orchard
+    payment of it whose request may still be paid (an open one pretix did not cancel, or a failed one,
+    whose request stays payable with another card) is withdrawn at Orchard and cancelled in pretix.
+    One at the processor is left to its webhook."""
+    payments = order.payments.filter(provider="orchard", state__in=OPEN_STATES + (OrderPayment.PAYMENT_STATE_FAILED,))
+    for payment in payments:
+        provider = payment.payment_provider
+        if provider is None or not payment.info_data.get("payment_request"):
+            continue
+        outcome, _ = withdraw(provider, payment)
+        if outcome in CANNOT_BE_PAID:
+            expire(payment, why)
+
+
 def apply_refund(provider, payment, orchard_refund, settling=(OrderRefund.REFUND_STATE_TRANSIT,)):
     """A refund Orchard reports: pretix's own (found by its Idempotency-Key) is settled; one made at
     Orchard directly becomes an external refund, once. A webhook settles only refunds in transit: one
@@ -232,11 +288,15 @@ def handle_event(provider, payment, event):
     request = data.get("paymentRequest") or {}
     orchard_payment = data.get("payment") or {}
     request_id = request.get("id") or orchard_payment.get("paymentRequestId")
-    if kind == "payment_request.expired":
+    if kind in ("payment_request.expired", "payment_request.cancelled"):
+        # Nothing can pay the request any more: a pretix payment still open is cancelled (one pretix
+        # cancelled itself, through withdraw, is already); a confirmed one stays confirmed.
         if request_id == payment.info_data.get("payment_request"):
-            expire(payment, "expired")
+            expire(payment, "expired" if kind == "payment_request.expired" else "cancelled")
         return
-    if kind == "payment.refunded":
+    if kind in ("payment.refunded", "payment.refund_refused"):
+        # Every refund that ends reports once: pretix's own in transit is settled (done, or failed),
+        # and one made at Orchard directly that was refunded becomes an external refund.
         if orchard_payment.get("id") and orchard_payment.get("id") == payment.info_data.get("orchard_payment"):
             apply_refund(provider, payment, data.get("refund") or {})
             record_info(payment, orchard_state=orchard_payment.get("state"))
@@ -263,6 +323,26 @@ def reconcile_request(provider, row):
             expire(payment, answer["status"])
         elif payments and payments[-1].get("state") in ("refused", "failed"):
             apply_payment(provider, payment, payments[-1], row.payment_request_id)
+    payment.refresh_from_db()
+    if answer.get("status") == "requires_payment" and unwanted(payment):
+        # pretix no longer wants it paid, and a withdrawal did not go through when it stopped wanting
+        # it (Orchard did not answer then), or pretix never asked (a failed payment's request).
+        outcome, _ = withdraw(provider, payment)
+        if outcome in CANNOT_BE_PAID:
+            expire(payment, "withdrawn")
+
+
+def unwanted(payment):
+    """Whether pretix no longer wants this open (or failed) payment paid: its order is paid, cancelled or
+    expired, or a later payment replaced this failed one (pretix cancels only created and pending
+    payments when the shopper switches methods)."""
+    if payment.state not in OPEN_STATES + (OrderPayment.PAYMENT_STATE_FAILED,):
+        return False
+    order = payment.order
+    order.refresh_from_db(fields=["status"])
+    if order.status in (Order.STATUS_PAID, Order.STATUS_CANCELED, Order.STATUS_EXPIRED):
+        return True
+    return payment.state == OrderPayment.PAYMENT_STATE_FAILED and order.payments.filter(pk__gt=payment.pk).exists()
 
 
 def reconcile_refund(provider, refund):

@@ -5,7 +5,9 @@ from django.conf import settings
 from django.dispatch import receiver
 from django.utils.translation import gettext_lazy as _
 from django_scopes import scopes_disabled
-from pretix.base.signals import logentry_display, periodic_task, register_payment_providers
+from pretix.base.signals import (
+    logentry_display, order_canceled, order_expired, order_paid, periodic_task, register_payment_providers,
+)
 from pretix.helpers.periodic import minimum_interval
 
 logger = logging.getLogger(__name__)
@@ -34,6 +36,24 @@ def reconcile(sender, **kwargs):
         logger.info("Orchard reconciliation asked about %d payment requests", checked)
 
 
+@receiver(order_canceled, dispatch_uid="payment_orchard_order_canceled")
+@receiver(order_expired, dispatch_uid="payment_orchard_order_expired")
+@receiver(order_paid, dispatch_uid="payment_orchard_order_paid")
+def withdraw_requests(sender, order, **kwargs):
+    """An order cancelled, expired or paid no longer needs its Orchard payment requests. pretix calls
+    the provider's cancel_payment for the order's created and pending payments when it cancels the
+    order or marks it paid, but not when the order expires, nor for failed payments (whose requests
+    stay payable with another card): those are withdrawn here."""
+    from django.db import transaction
+
+    from .processing import withdraw_unwanted
+    try:
+        with transaction.atomic():  # a failure here leaves pretix's own transaction usable
+            withdraw_unwanted(order, "withdrawn")
+    except Exception:  # never fail pretix's own change; the reconciliation asks again
+        logger.exception("Could not withdraw the Orchard payment requests of order %s", order.code)
+
+
 TEXTS = {
     "pretix_orchard.refused": _("Orchard reported a payment pretix did not take ({reason}): nothing was marked paid."),
     "pretix_orchard.voided": _("The refused Orchard payment {orchard_payment} was voided: the shopper keeps the money."),
@@ -42,6 +62,8 @@ TEXTS = {
     "pretix_orchard.capture_failed": _("The Orchard payment {orchard_payment} could not be captured: {error}"),
     "pretix_orchard.pending": _("Orchard awaits the processor's answer for payment {orchard_payment}."),
     "pretix_orchard.expired": _("The Orchard payment request can no longer be paid ({why})."),
+    "pretix_orchard.withdrawn": _("The Orchard payment request {request} was withdrawn: nothing can pay it any more ({outcome})."),
+    "pretix_orchard.withdraw_refused": _("The Orchard payment request {request} was not withdrawn ({outcome}): {error}"),
     "pretix_orchard.request_refused": _("Orchard refused the payment request: {message}"),
     "pretix_orchard.quota_exceeded": _("Orchard's payment {orchard_payment} came after the order's tickets sold out: "
                                        "mark the order paid anyway, or refund the payment."),
@@ -56,6 +78,6 @@ def logentry(sender, logentry, **kwargs):
     data = logentry.parsed_data
     try:
         return text.format(**{key: data.get(key, "") for key in (
-            "reason", "orchard_payment", "error", "why", "message")})
+            "reason", "orchard_payment", "error", "why", "message", "request", "outcome")})
     except (KeyError, ValueError):
         return str(text)

@@ -22,6 +22,7 @@ from .processing import capture, handle_event
 logger = logging.getLogger(__name__)
 
 SECRET_SETTING = "payment_orchard_webhook_secret"
+MERCHANT_SETTING = "payment_orchard_merchant"
 SIGNATURE_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature")
 
 
@@ -34,11 +35,23 @@ def verified(secret, body, headers):
         return False
 
 
-def configured_secrets():
-    """Every webhook secret an event (or organizer) has set for this provider."""
-    secrets = set(Event_SettingsStore.objects.filter(key=SECRET_SETTING).values_list("value", flat=True))
-    secrets |= set(Organizer_SettingsStore.objects.filter(key=SECRET_SETTING).values_list("value", flat=True))
-    return [secret for secret in secrets if secret]
+def configured_secrets(merchant=None):
+    """Every webhook secret an event (or organizer) has set for this provider; with `merchant` (the
+    delivery's Orchard-Merchant header), only those of the settings whose key Orchard named as that
+    merchant (GET /v1/merchant, kept when they were saved), where any are."""
+    everything, named = set(), set()
+    for store in (Event_SettingsStore, Organizer_SettingsStore):
+        secrets = dict(store.objects.filter(key=SECRET_SETTING).values_list("object_id", "value"))
+        everything |= set(secrets.values())
+        if merchant:
+            for object_id, value in store.objects.filter(key=MERCHANT_SETTING, object_id__in=list(secrets)).values_list(
+                    "object_id", "value"):
+                try:
+                    if json.loads(value).get("merchantIdentifier") == merchant:
+                        named.add(secrets[object_id])
+                except (ValueError, AttributeError):
+                    continue
+    return [secret for secret in (named or everything) if secret]
 
 
 def claimed_payment(event):
@@ -85,7 +98,7 @@ def webhook(request, *args, **kwargs):
         secrets = [provider.settings.get("webhook_secret")] if provider else []
     else:
         provider = None
-        secrets = configured_secrets()
+        secrets = configured_secrets(request.headers.get("Orchard-Merchant", "").strip()[:190] or None)
     if not any(secret and verified(secret, body, headers) for secret in secrets):
         logger.warning("Refused an Orchard webhook that no configured secret verifies (id %s)", headers["webhook-id"][:64])
         return HttpResponseBadRequest("signature does not verify")
