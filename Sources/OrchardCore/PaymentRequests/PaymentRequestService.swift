@@ -120,7 +120,8 @@ public struct PaymentRequestService: Sendable {
     /// The request the page's client secret opens, as the shopper may see it.
     /// Withdraws an unpaid request: its order `open` → `cancelled` with a `payment_request.cancelled`
     /// event, as one compare-and-set. Cancelling a cancelled request again answers it as it is; a
-    /// request being paid (a payment `pending` or `unknown`), paid or expired is refused, unchanged.
+    /// request being paid (a payment `pending` or `unknown`: `invalidState`), paid or expired
+    /// (`orderNotOpen`) is refused, unchanged.
     public func cancel(id: String, merchant: MerchantConfiguration) async throws -> PaymentRequestView {
         let record = try await request(id: id, merchant: merchant)
         // Twice at most: a payment refused between the compare-and-set and the read leaves the order open again.
@@ -134,16 +135,17 @@ public struct PaymentRequestService: Sendable {
             switch order.state {
             case .open: continue
             case .cancelled: return try await view(record, merchant: merchant)
+            // A conflict the shop resolves by waiting for the webhook, not a payment outcome it did not see.
             case .pending, .unknown:
                 throw CoreError(
-                    .paymentInProgress,
+                    .invalidState,
                     "a payment of this request is with the processor; it cannot be withdrawn until its outcome is known (its webhook tells)"
                 )
             case .paid: throw CoreError(.orderNotOpen, "this payment request is paid: refund or cancel its payment instead")
             case .expired: throw CoreError(.orderNotOpen, "this payment request has expired")
             }
         }
-        throw CoreError(.paymentInProgress, "this payment request is being paid right now; ask again in a moment")
+        throw CoreError(.invalidState, "this payment request is being paid right now; ask again in a moment")
     }
 
     public func open(clientSecret: String, merchant: MerchantConfiguration, simulatedSheet: String?) async throws
