@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -21,9 +22,11 @@ from pathlib import Path
 
 from standardwebhooks import Webhook, WebhookVerificationError
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "PythonSupport"))
+from nginx_front import write_config  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 NGINX = os.environ.get("NGINX", shutil.which("nginx") or "/usr/sbin/nginx")
-SNIPPET = ROOT / "Config" / "nginx" / "orchard-locations.conf"
 
 PAGE = b"""<!doctype html>
 <html lang="en">
@@ -221,28 +224,7 @@ class Nginx:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
-        user = "user root;\n" if os.geteuid() == 0 else ""
-        (prefix / "nginx.conf").write_text(f"""{user}worker_processes 1;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log {prefix}/access.log;
-    client_body_temp_path {prefix}/body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
-    upstream orchard {{ server 127.0.0.1:{orchard_port}; keepalive 16; }}
-    upstream shop {{ server 127.0.0.1:{shop_port}; }}
-    server {{
-        listen 127.0.0.1:{self.port};
-        server_name localhost;
-        include {SNIPPET};
-        location / {{ proxy_pass http://shop; proxy_set_header Host $host; }}
-    }}
-}}
-""")
+        write_config(prefix, self.port, orchard_port, "shop", shop_port, "proxy_pass http://shop; proxy_set_header Host $host;")
         self.prefix = prefix
         check = subprocess.run([NGINX, "-t", "-p", str(prefix), "-c", str(prefix / "nginx.conf")],
                                capture_output=True, text=True)

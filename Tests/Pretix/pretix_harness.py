@@ -25,12 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "Tests" / "PythonSupport"))
 sys.path.insert(0, str(ROOT / "Tests" / "Browser"))
+from nginx_front import write_config  # noqa: E402
 from sandbox_demo import exit_status  # noqa: E402
 
 PLUGIN = ROOT / "integrations" / "pretix-orchard"
 ORCHARD = Path(os.environ.get("ORCHARD_BINARY", ROOT / ".build" / "debug" / "orchard"))
 NGINX = os.environ.get("NGINX", shutil.which("nginx") or "/usr/sbin/nginx")
-SNIPPET = ROOT / "Config" / "nginx" / "orchard-locations.conf"
 MERCHANT = "merchant.dev.orchard.demo"
 
 
@@ -239,33 +239,9 @@ class Nginx:
         self.folder = tempfile.TemporaryDirectory(prefix="pretix-nginx-")
         prefix = Path(self.folder.name)
         self.port = port
-        user = "user root;\n" if os.geteuid() == 0 else ""
-        (prefix / "nginx.conf").write_text(f"""{user}worker_processes 1;
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log {prefix}/access.log;
-    client_body_temp_path {prefix}/body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
-    upstream orchard {{ server 127.0.0.1:{orchard_port}; keepalive 16; }}
-    upstream pretix {{ server 127.0.0.1:{pretix_port}; }}
-    server {{
-        listen 127.0.0.1:{port};
-        server_name localhost;
-        include {SNIPPET};
-        location / {{
-            proxy_pass http://pretix;
-            proxy_set_header Host $http_host;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_read_timeout 120s;
-        }}
-    }}
-}}
-""")
+        write_config(prefix, port, orchard_port, "pretix", pretix_port, " ".join([
+            "proxy_pass http://pretix;", "proxy_set_header Host $http_host;",
+            "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;", "proxy_read_timeout 120s;"]))
         self.prefix = prefix
         check = subprocess.run([NGINX, "-t", "-p", str(prefix), "-c", str(prefix / "nginx.conf")],
                                capture_output=True, text=True)
