@@ -171,7 +171,7 @@ class ClientTests(unittest.TestCase):
             method, path, _, body = self.orchard.requests[-1]
             self.assertEqual((method, path, body), ("POST", "/v1/payment-requests/pr%2F1/cancel", b""))
             # Orchard's two ways of saying a payment of it is at the processor: both leave it to the webhook.
-            for status, code in [(409, "payment_in_progress"), (504, "payment_unknown")]:
+            for status, code in [(409, "invalid_state"), (504, "payment_unknown")]:
                 self.orchard.answers.append((status, {"error": {"code": code, "message": "at the processor"}}, {}))
                 with self.assertRaises(OrchardError) as refused:
                     client.cancel_payment_request("pr_1")

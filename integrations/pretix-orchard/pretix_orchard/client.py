@@ -212,8 +212,8 @@ class OrchardClient:
         """Withdraws an unpaid payment request (`POST /v1/payment-requests/{id}/cancel`): the request,
         `cancelled`. Withdrawing a cancelled one again answers it as it is. Orchard refuses with 409
         `order_not_open` once it is paid or expired, and while a payment of it is at the processor
-        with 409 `payment_in_progress` (or, from an Orchard that maps it so, 504 `payment_unknown`:
-        `OrchardUnavailable`); see `withdrawal_refused`."""
+        with 409 `invalid_state` (the first Orchard that had the route answered 504 `payment_unknown`:
+        `OrchardUnavailable`); see `payment_in_progress`."""
         return self.call("POST", f"/v1/payment-requests/{quote(request_id, safe='')}/cancel")[1]
 
     # The key
@@ -227,9 +227,9 @@ class OrchardClient:
 
 def payment_in_progress(error):
     """Whether Orchard refused to withdraw a payment request because a payment of it is at the
-    processor (its outcome follows by webhook): 409 `payment_in_progress`, or 504 `payment_unknown`
-    with which the first Orchard that had the route answered it."""
-    return (error.status == 409 and error.code == "payment_in_progress") or error.code == "payment_unknown"
+    processor (its outcome follows by webhook): 409 `invalid_state`, or 504 `payment_unknown` with
+    which the first Orchard that had the route answered it."""
+    return (error.status == 409 and error.code == "invalid_state") or error.code == "payment_unknown"
 
 
 def exponents(merchant):
