@@ -65,14 +65,14 @@ class GeneratedClientTests(ClientTestCase):
         # 2. The app's token (minted for this request's applicationData) goes through the in-app route.
         token = self.demo.mint_token(1234, request.payment_request.application_data)
         authorized = self.call(payments.authorize_payment_request_in_app_with_http_info, request.id,
-                               models.InAppAuthorizeRequest.from_dict({"token": token}), model=models.PaymentDetail)
+                               models.InAppAuthorization.from_dict({"token": token}), model=models.PaymentDetail)
         payment = authorized.payment
         self.assertEqual((payment.state, payment.amount, payment.currency, payment.processor, payment.payment_request_id),
                          (models.PaymentState.AUTHORIZED, 1234, "EUR", "worldpay", request.id))
         self.assertEqual((payment.last_four, authorized.refunds), ("1111", []))
         self.assertEqual(self.call(payments.get_payment_request_with_http_info, request.id).status, "paid")
         self.refused(payments.authorize_payment_request_in_app, request.id,
-                     models.InAppAuthorizeRequest.from_dict({"token": token}), status=409, code=models.ErrorCode.REPLAYED_PAYMENT)
+                     models.InAppAuthorization.from_dict({"token": token}), status=409, code=models.ErrorCode.REPLAYED_PAYMENT)
 
         # 3. Read, capture, refund part (the same key again answers the same refund), then the rest.
         read = self.call(payments.get_payment_with_http_info, payment.id, model=models.PaymentDetail)
@@ -108,7 +108,7 @@ class GeneratedClientTests(ClientTestCase):
         self.assertTrue(subscription.token_notification_path)
         merchant_token = self.demo.sheet_token(490, "EUR", subscription.payment_request.application_data, merchant_token=True)
         first = self.call(payments.authorize_payment_request_in_app_with_http_info, subscription.id,
-                          models.InAppAuthorizeRequest.from_dict({"token": merchant_token}))
+                          models.InAppAuthorization.from_dict({"token": merchant_token}))
         self.assertEqual(first.payment.state, models.PaymentState.AUTHORIZED)
         self.assertTrue(first.payment.mandate_id)
 

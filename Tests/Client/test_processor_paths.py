@@ -37,7 +37,7 @@ class ProcessorPathTests(ClientTestCase):
     def authorize(self, request, token):
         """The app's token through the in-app route; the payment it made, authorized."""
         detail = self.call(self.payments.authorize_payment_request_in_app_with_http_info, request.id,
-                           self.models.InAppAuthorizeRequest.from_dict({"token": token}), model=self.models.PaymentDetail)
+                           self.models.InAppAuthorization.from_dict({"token": token}), model=self.models.PaymentDetail)
         self.assertEqual((detail.payment.state, detail.payment.amount, detail.payment.payment_request_id),
                          (self.models.PaymentState.AUTHORIZED, request.amount, request.id))
         return detail.payment
@@ -45,7 +45,7 @@ class ProcessorPathTests(ClientTestCase):
     def refuse(self, request, token, status, code):
         """The in-app route refuses `token` with `status` and `code` before any processor call."""
         self.refused(self.payments.authorize_payment_request_in_app, request.id,
-                     self.models.InAppAuthorizeRequest.from_dict({"token": token}), status=status, code=code)
+                     self.models.InAppAuthorization.from_dict({"token": token}), status=status, code=code)
         self.assertEqual(self.demo.mock_processor()["authorizations"], [])
 
     def record(self, payment):
@@ -96,7 +96,7 @@ class ProcessorPathTests(ClientTestCase):
         self.assertEqual([(c["reference"], c["amount"], c["state"], c["mode"]) for c in mock["charges"]],
                          [(reference, 1999, "authorized", "walletToken")], "charged once")
         self.refused(self.payments.authorize_payment_request_in_app, request.id,
-                     models.InAppAuthorizeRequest.from_dict({"token": token}), status=409,
+                     models.InAppAuthorization.from_dict({"token": token}), status=409,
                      code=models.ErrorCode.REPLAYED_PAYMENT)
 
     def test_a_worldline_payment_captured_and_refunded(self):
@@ -126,7 +126,7 @@ class ProcessorPathTests(ClientTestCase):
         token = self.demo.mint_token(990, request.payment_request.application_data)
         # The mock took the payment, then reset the connection: Orchard cannot know the outcome.
         self.refused(self.payments.authorize_payment_request_in_app, request.id,
-                     models.InAppAuthorizeRequest.from_dict({"token": token}), status=504,
+                     models.InAppAuthorization.from_dict({"token": token}), status=504,
                      code=models.ErrorCode.PAYMENT_UNKNOWN)
         payments = self.call(self.admin.list_payments_with_http_info, model=models.PaymentRecordList).payments
         self.assertEqual(len(payments), 1)
