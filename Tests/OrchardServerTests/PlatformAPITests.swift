@@ -62,6 +62,7 @@ struct PlatformAPITests {
             let json = try #require(answer.json)
             #expect(answer.status == 200 && json["merchantIdentifier"] as? String == TestMaterial.merchantIdentifier)
             #expect(json["processor"] as? String == "record" && json["wallets"] as? [String] == ["applePay"])
+            #expect(json["livemode"] as? Bool == false)  // record moves no money
             #expect((json["domains"] as? [String])?.contains(RouterHarness.domain) == true)
             let currencies = try #require(json["currencies"] as? [[String: Any]])
             let exponents = Dictionary(uniqueKeysWithValues: currencies.map { ($0["code"] as? String ?? "", $0["exponent"] as? Int ?? -1) })

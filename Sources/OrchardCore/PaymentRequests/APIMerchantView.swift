@@ -20,6 +20,9 @@ public struct APIMerchantView: Codable, Sendable, Equatable {
     public var wallets: [String]
     /// Whether paid orders go into the shopper's Wallet.
     public var walletOrders: Bool
+    /// Whether the processor is its production environment, where money moves: false for its test
+    /// environment, a mock, or `record` (nothing is called).
+    public var livemode: Bool
     public var currencies: [CurrencyView]
 
     public init(_ merchant: MerchantConfiguration) {
@@ -29,6 +32,7 @@ public struct APIMerchantView: Codable, Sendable, Equatable {
         processor = merchant.processor.type
         wallets = ["applePay"] + (merchant.googlePay == nil ? [] : ["googlePay"])
         walletOrders = merchant.walletOrders != nil
+        livemode = merchant.processor.livemode
         currencies = Currency.all.map { CurrencyView(code: $0.code, exponent: $0.exponent) }
     }
 }

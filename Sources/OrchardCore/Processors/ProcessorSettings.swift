@@ -20,9 +20,21 @@ public protocol ProcessorSettings: Sendable {
     /// Why Google Pay tokens sealed for `gateway` and `gatewayMerchantId` would not reach this
     /// processor (a gateway name not its own, an ID it does not go by); nil when they would.
     func googlePayGatewayProblem(gateway: String, gatewayMerchantId: String) -> String?
+    /// Whether payments go to the processor's production environment, where money moves: false
+    /// for its test environment, for a mock (`allowNonProductionHost`) and for one that calls nothing.
+    var livemode: Bool { get }
 }
 
 extension ProcessorSettings {
+    /// Calls nothing, so moves no money (the default).
+    public var livemode: Bool { false }
+
+    /// Whether `endpoint` is `https://<liveHost>` on port 443: the processor's production environment.
+    public func isLive(_ endpoint: RemoteEndpoint?, liveHost: String) -> Bool {
+        guard let endpoint, let components = URLComponents(string: endpoint.baseURL) else { return false }
+        return endpoint.isProductionHost && components.host?.lowercased() == liveHost && (components.port ?? 443) == 443
+    }
+
     /// A processor that names no gateway takes no Google Pay gateway tokens.
     public func googlePayGatewayProblem(gateway: String, gatewayMerchantId: String) -> String? {
         "the \(type) processor takes no Google Pay gateway tokens"

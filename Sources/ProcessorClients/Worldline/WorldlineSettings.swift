@@ -19,6 +19,8 @@ public struct WorldlineSettings: ProcessorSettings, CurlProcessorSettings {
 
     public var type: String { "worldline" }
     public var endpoint: RemoteEndpoint? { connection }
+    /// `payment.preprod.direct.worldline-solutions.com` is Worldline's test environment.
+    public var livemode: Bool { isLive(connection, liveHost: "payment.direct.worldline-solutions.com") }
 
     /// Worldline decrypts `encryptedPaymentData` with `decryption: processor`, for EC_v1 tokens only.
     public func cannotDecrypt(_ scheme: PaymentData.Scheme) -> String? {

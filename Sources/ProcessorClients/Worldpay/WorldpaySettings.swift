@@ -15,6 +15,8 @@ public struct WorldpaySettings: ProcessorSettings, CurlProcessorSettings {
 
     public var type: String { "worldpay" }
     public var endpoint: RemoteEndpoint? { connection }
+    /// `try.access.worldpay.com` is Worldpay's test environment.
+    public var livemode: Bool { isLive(connection, liveHost: "access.worldpay.com") }
 
     /// Worldpay decrypts the `walletToken` with the key of the EC CSR it issued: EC_v1 tokens.
     public func cannotDecrypt(_ scheme: PaymentData.Scheme) -> String? {
