@@ -35,6 +35,17 @@ extension InMemoryStore {
         }
     }
 
+    public func extendPaymentRequest(id: String, until: Date, at date: Date) async throws -> Bool {
+        state.withLock { state in
+            guard let order = state.orders[id], [.open, .pending, .unknown].contains(order.state), state.requests[id] != nil,
+                let expiry = order.expiresAt, expiry > date, expiry < until
+            else { return false }
+            state.orders[id]?.expiresAt = until
+            state.requests[id]?.expiresAt = until
+            return true
+        }
+    }
+
     public func expireOrders(at date: Date, limit: Int) async throws -> [String] {
         try state.withLock { state in
             let due = state.orders.values.filter { $0.state == .open && ($0.expiresAt.map { $0 <= date } ?? false) }.prefix(limit)

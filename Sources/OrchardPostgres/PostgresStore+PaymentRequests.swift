@@ -73,6 +73,22 @@ extension PostgresStore {
         }
     }
 
+    /// The order's compare-and-set, then its request's expiry, in one transaction.
+    public func extendPaymentRequest(id: String, until: Date, at date: Date) async throws -> Bool {
+        try await transaction { [self] connection in
+            let moved = try await connection.rows(
+                """
+                UPDATE orders SET expires_at = \(until) WHERE id = \(id) AND state IN ('open', 'pending', 'unknown')
+                AND expires_at > \(date) AND expires_at < \(until)
+                AND EXISTS (SELECT 1 FROM payment_requests WHERE id = \(id)) RETURNING id
+                """, logger)
+            guard !moved.isEmpty else { return false }
+            let request = try await connection.rows(
+                "UPDATE payment_requests SET expires_at = \(until) WHERE id = \(id) RETURNING id", logger)
+            return !request.isEmpty
+        }
+    }
+
     /// One statement closes the due orders it could lock (others are being claimed or expired
     /// elsewhere right now, and are passed by); their events are written in the same transaction.
     public func expireOrders(at date: Date, limit: Int) async throws -> [String] {

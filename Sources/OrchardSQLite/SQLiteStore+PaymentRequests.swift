@@ -50,6 +50,20 @@ extension SQLiteStore {
         }
     }
 
+    /// The order's compare-and-set, then its request's expiry, in one transaction.
+    public func extendPaymentRequest(id: String, until: Date, at date: Date) async throws -> Bool {
+        try await database.run { db in
+            guard try Self.paymentRequest(in: db, id: id) != nil,
+                try db.execute(
+                    """
+                    UPDATE orders SET expires_at = \(until) WHERE id = \(id) AND state IN ('open', 'pending', 'unknown')
+                    AND expires_at > \(date) AND expires_at < \(until)
+                    """) == 1
+            else { return false }
+            return try db.execute("UPDATE payment_requests SET expires_at = \(until) WHERE id = \(id)") == 1
+        }
+    }
+
     public func expireOrders(at date: Date, limit: Int) async throws -> [String] {
         try await database.run { db in
             let due = try db.query(

@@ -123,6 +123,9 @@ def serve_seeds(server, document):
         "getPaymentRequest": Seed("GET", "/v1/payment-requests/{id}", {"id": objects["paymentRequest"]["id"]}),
         "authorizePaymentRequestInApp": Seed("POST", "/v1/payment-requests/{id}/authorize", renew=in_app_request),
         "cancelPaymentRequest": Seed("POST", "/v1/payment-requests/{id}/cancel", renew=open_request),
+        # Extending uses nothing up: the same open request takes every mutant.
+        "extendPaymentRequest": Seed("POST", "/v1/payment-requests/{id}/extend", open_request()[0],
+                                     body={"expiresInSeconds": 3600}),
         "getAPIMerchant": Seed("GET", "/v1/merchant"),
         "getPayment": Seed("GET", "/v1/payments/{id}", {"id": payment}),
         "capturePayment": Seed("POST", "/v1/payments/{id}/capture", {"id": payment}),

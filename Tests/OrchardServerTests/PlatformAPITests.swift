@@ -1,3 +1,4 @@
+import ApplePay
 import Crypto
 import CurlClient
 import Foundation
@@ -7,8 +8,8 @@ import OrchardServerTesting
 import OrchardTesting
 import Testing
 
-/// What a shop platform (pretix, say) needed of the payments API: withdrawing a payment request,
-/// which merchant a key is, and the request's idempotency key on the request and its events.
+/// What a shop platform (pretix, say) needed of the payments API: withdrawing or extending a
+/// payment request, which merchant a key is, and the request's idempotency key on the request and its events.
 @Suite("Payments API for platforms")
 struct PlatformAPITests {
     @Test("a request withdrawn before it is paid is cancelled with one payment_request.cancelled event; its page can no longer pay it")
@@ -52,6 +53,44 @@ struct PlatformAPITests {
             let refused = try await server.api("POST", path + "/cancel", key: key)
             #expect(refused.status == 409 && refused.errorCode == "order_not_open", "\(String(describing: refused.json))")
             #expect(try await server.api("GET", path, key: key).json?["status"] as? String == "paid")
+        }
+    }
+
+    @Test("extending keeps a request payable longer, never shortens it, and refuses a paid or cancelled one")
+    func extend() async throws {
+        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        try await RouterHarness.with(time: .fixed(now), secondMerchant: true) { server in
+            let key = try await server.apiKey()
+            let request = try await APIPayments.create(server, key: key, idempotencyKey: "extended")
+            let path = "/v1/payment-requests/\(request.id)"
+            func expiry(_ answer: CurlResponse) -> Date? {
+                (answer.json?["expiresAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }
+            }
+            let longer = try await server.api("POST", path + "/extend", key: key, json: #"{"expiresInSeconds": 86400}"#)
+            #expect(longer.status == 200 && expiry(longer) == now.addingTimeInterval(86_400), "\(String(describing: longer.json))")
+            let shorter = try await server.api("POST", path + "/extend", key: key, json: #"{"expiresInSeconds": 3600}"#)
+            #expect(shorter.status == 200 && expiry(shorter) == now.addingTimeInterval(86_400), "never shortened")
+            #expect(try await server.store.order(id: request.id)?.expiresAt == now.addingTimeInterval(86_400))
+            for seconds in [59, 2_592_001] {
+                let refused = try await server.api("POST", path + "/extend", key: key, json: #"{"expiresInSeconds": \#(seconds)}"#)
+                #expect(refused.status == 400 && refused.errorCode == "invalid_request", "\(seconds)")
+            }
+            let other = try await server.api(
+                "POST", path + "/extend", key: try await server.apiKey(for: TestMaterial.secondMerchantIdentifier),
+                json: #"{"expiresInSeconds": 3600}"#)
+            #expect(other.status == 404)
+
+            let paid = try await server.api(
+                "POST", path + "/authorize", key: key,
+                json: try APIPayments.inAppBody(try APIPayments.mint(request.applicationData), .object))
+            #expect(paid.status == 200)
+            let late = try await server.api("POST", path + "/extend", key: key, json: #"{"expiresInSeconds": 172800}"#)
+            #expect(late.status == 409 && late.errorCode == "order_not_open", "\(String(describing: late.json))")
+            let withdrawn = try await APIPayments.create(server, key: key, idempotencyKey: "withdrawn-then-extended")
+            _ = try await server.api("POST", "/v1/payment-requests/\(withdrawn.id)/cancel", key: key)
+            let cancelled = try await server.api(
+                "POST", "/v1/payment-requests/\(withdrawn.id)/extend", key: key, json: #"{"expiresInSeconds": 3600}"#)
+            #expect(cancelled.status == 409 && cancelled.errorCode == "order_not_open")
         }
     }
 

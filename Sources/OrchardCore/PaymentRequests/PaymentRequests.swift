@@ -20,4 +20,9 @@ public protocol PaymentRequests: Sendable {
     /// `payment_request.cancelled` event, in one transaction (a compare-and-set: an order being
     /// paid, paid or closed is left as it is); false when the order was not open.
     func cancelOpenPaymentRequest(id: String, at date: Date) async throws -> Bool
+    /// Moves the expiry of the request and of its order to `until`, in one transaction, if the
+    /// order is still open or being paid (`open`, `pending`, `unknown`), its expiry is after `date`
+    /// and before `until` (a compare-and-set: it never shortens one, nor revives an expired one);
+    /// false otherwise, changing nothing.
+    func extendPaymentRequest(id: String, until: Date, at date: Date) async throws -> Bool
 }

@@ -6,7 +6,7 @@ import OrchardCore
 import OrchardServices
 
 /// `POST /v1/payment-requests` and `GET /v1/payment-requests/{id}`: the shop's backend creates
-/// a payment for its own cart and reads where it stands. The page opens it with the client
+/// a payment for its own cart and reads where it stands (and withdraws or extends it). The page opens it with the client
 /// secret (`POST /api/payment-requests/open`) and pays it on the shop's domain. Decoding and
 /// rate limits here; the rules in ``PaymentRequestService``.
 struct PaymentRequestsController {
@@ -35,6 +35,11 @@ struct PaymentRequestsController {
         routes.post("payment-requests/{id}/cancel") { _, context in
             let merchant = try context.requireAPIMerchant()
             return try await service.cancel(id: try context.parameters.require("id"), merchant: merchant)
+        }
+        routes.postJSON("payment-requests/{id}/extend") { request, context in
+            let merchant = try context.requireAPIMerchant()
+            let change = try await request.decode(as: PaymentRequestExtension.self, context: context)
+            return try await service.extend(id: try context.parameters.require("id"), change, merchant: merchant)
         }
         routes.get("payment-requests/{id}") { _, context in
             let merchant = try context.requireAPIMerchant()
