@@ -539,6 +539,7 @@ class CheckoutTests(PretixOrchardCase):
         self.assertIn("Orchard Demo Shop", merchant)
         self.assertIn(MERCHANT, merchant)
         self.assertIn("Google Pay", merchant)
+        self.assertIn("a test environment", merchant)  # the demo's mock Worldpay: `livemode` false
         browser.screenshot("pretix-05-settings")
         key = browser.find('input[name="payment_orchard_api_key"]')
         key.clear()
@@ -582,6 +583,36 @@ class CheckoutTests(PretixOrchardCase):
         self.assertIn("pretix_orchard.expired", log_actions(code))
         browser.open(page)
         browser.wait(lambda: "Pay now" in browser.find("body").text, 30, "pretix's offer to pay again")
+
+    def test_9_an_organizer_extending_the_payment_term_extends_the_request(self):
+        from django_scopes import scopes_disabled
+        from pretix.base.models import Order
+        from pretix_orchard.models import OrchardPaymentRequest
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="later@example.org")
+        request_id = payment_of(code).info_data["payment_request"]
+        _, before = orchard("GET", f"/v1/payment-requests/{request_id}")
+        first = datetime.fromisoformat(before["expiresAt"].replace("Z", "+00:00"))
+        # The organizer gives the customer 25 days from now (pretix's "extend payment term" sets
+        # the order's expiry); the periodic task asks about requests open for 10 minutes or more.
+        later = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=25)
+        self.assertGreater(later - first, timedelta(days=1), "the new term is later than the request's")
+        with scopes_disabled():
+            Order.objects.filter(code=code).update(expires=later)
+            OrchardPaymentRequest.objects.filter(payment_request_id=request_id).update(
+                created=datetime.now(timezone.utc) - timedelta(minutes=11))
+        env["pretix"].manage("runperiodic", timeout=300)
+        _, after = orchard("GET", f"/v1/payment-requests/{request_id}")
+        extended = datetime.fromisoformat(after["expiresAt"].replace("Z", "+00:00"))
+        self.assertLessEqual(abs((extended - later).total_seconds()), 120, after["expiresAt"])
+        self.assertEqual(after["status"], "requires_payment")
+        self.assertIn("pretix_orchard.extended", log_actions(code))
+        self.assertEqual(payment_of(code).info_data["expires_at"], after["expiresAt"])
+        # Asked again, nothing more happens: the request is as long as the term.
+        with scopes_disabled():
+            OrchardPaymentRequest.objects.filter(payment_request_id=request_id).update(last_checked=None)
+        env["pretix"].manage("runperiodic", timeout=300)
+        self.assertEqual(log_actions(code).count("pretix_orchard.extended"), 1)
 
 
 class SettingsTests(PretixOrchardCase):

@@ -218,6 +218,13 @@ class OrchardClient:
 
     # The key
 
+    def extend_payment_request(self, request_id, seconds):
+        """Keeps an unpaid payment request payable `seconds` from now (`POST /v1/payment-requests/{id}/extend`,
+        60–2592000): the request, with its `expiresAt` (unchanged when it was open for longer already).
+        409 `order_not_open` once it is paid, cancelled or expired."""
+        return self.call("POST", f"/v1/payment-requests/{quote(request_id, safe='')}/extend",
+                         {"expiresInSeconds": int(seconds)})[1]
+
     def merchant(self):
         """`GET /v1/merchant`: which merchant the key is for, and what it takes (`merchantIdentifier`,
         `displayName`, `domains`, `processor`, `wallets`, `currencies` with their exponents). Changes

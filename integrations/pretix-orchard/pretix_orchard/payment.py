@@ -73,6 +73,8 @@ def merchant_record(merchant, url, api_key):
         "merchantIdentifier": str(merchant.get("merchantIdentifier", "")),
         "displayName": str(merchant.get("displayName", "")),
         "processor": str(merchant.get("processor", "")),
+        # None from an Orchard older than `livemode`: then nothing is said either way.
+        "livemode": merchant.get("livemode") if isinstance(merchant.get("livemode"), bool) else None,
         "wallets": [str(wallet) for wallet in merchant.get("wallets") or []],
         "currencies": exponents(merchant),
         "checked": now().isoformat(),
@@ -300,6 +302,12 @@ class OrchardProvider(BasePaymentProvider):
         if merchant and merchant.get("processor") == "record":
             return _("Orchard's merchant {name} records payments without a processor: no money moves.").format(
                 name=merchant.get("displayName"))
+        if merchant and merchant.get("livemode") is False:
+            return _("Orchard's merchant {name} pays through {processor}'s test environment: no money moves.").format(
+                name=merchant.get("displayName"), processor=merchant.get("processor"))
+        if merchant and merchant.get("livemode") is True:
+            return _("Orchard's merchant {name} pays through {processor}'s production environment: payments in test "
+                     "mode move real money.").format(name=merchant.get("displayName"), processor=merchant.get("processor"))
         return _("Orchard does not tell pretix whether its processor account is a test one: payments in test mode go "
                  "to the Orchard server and processor configured here.")
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import Q
+from django.utils.dateparse import parse_datetime
 from django.utils.timezone import now
 from pretix.base.models import Order, OrderPayment, OrderRefund, Quota
 from pretix.helpers import OF_SELF
@@ -330,6 +331,31 @@ def reconcile_request(provider, row):
         outcome, _ = withdraw(provider, payment)
         if outcome in CANNOT_BE_PAID:
             expire(payment, "withdrawn")
+    elif answer.get("status") == "requires_payment":
+        extend(provider, payment, row.payment_request_id, answer.get("expiresAt"))
+
+
+def extend(provider, payment, request_id, expires_at):
+    """The organizer gave the order a later payment term than the request had (pretix's "extend"):
+    the request stays payable as long (at most Orchard's 30 days from now), so the shopper's page
+    keeps working instead of offering a new request once the first expires."""
+    from .payment import LONGEST_REQUEST, SHORTEST_REQUEST
+    current = parse_datetime(expires_at) if isinstance(expires_at, str) else None
+    order = payment.order
+    order.refresh_from_db(fields=["expires"])
+    moment = now()
+    wanted = min(order.expires, moment + timedelta(seconds=LONGEST_REQUEST))
+    if current is None or wanted <= current + timedelta(minutes=1):
+        return
+    seconds = max(SHORTEST_REQUEST, int((wanted - moment).total_seconds()))
+    try:
+        extended = provider.client(timeout=10).extend_payment_request(request_id, seconds)
+    except OrchardError as error:
+        logger.warning("Orchard did not extend %s: %s", request_id, error)
+        return
+    record_info(payment, expires_at=extended.get("expiresAt"))
+    payment.order.log_action("pretix_orchard.extended", {
+        "local_id": payment.local_id, "payment_request": request_id, "expires": extended.get("expiresAt")})
 
 
 def unwanted(payment):
@@ -372,7 +398,8 @@ def reconcile(older_than=timedelta(minutes=10), every=timedelta(minutes=5), limi
     moment = now()
     rows = (OrchardPaymentRequest.objects
             .filter(payment__provider="orchard", payment__state__in=OPEN_STATES + (OrderPayment.PAYMENT_STATE_FAILED,),
-                    created__lte=moment - older_than, created__gte=moment - timedelta(days=10))
+                    # A request is payable for up to 30 days (longer once extended): asked about while it may be.
+                    created__lte=moment - older_than, created__gte=moment - timedelta(days=61))
             .filter(Q(last_checked__isnull=True) | Q(last_checked__lte=moment - every))
             .select_related("payment", "payment__order", "payment__order__event")
             .order_by("last_checked", "created")[:limit])

@@ -59,6 +59,7 @@ TEXTS = {
     "pretix_orchard.voided": _("The refused Orchard payment {orchard_payment} was voided: the shopper keeps the money."),
     "pretix_orchard.void_failed": _("The refused Orchard payment {orchard_payment} could not be voided: {error}"),
     "pretix_orchard.captured": _("The Orchard payment {orchard_payment} was captured."),
+    "pretix_orchard.extended": _("The Orchard payment request {payment_request} was extended to {expires}, as the order's payment term."),
     "pretix_orchard.capture_failed": _("The Orchard payment {orchard_payment} could not be captured: {error}"),
     "pretix_orchard.pending": _("Orchard awaits the processor's answer for payment {orchard_payment}."),
     "pretix_orchard.expired": _("The Orchard payment request can no longer be paid ({why})."),
