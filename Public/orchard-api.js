@@ -2,6 +2,8 @@
 // strings, and the steps both ways of paying share (ApplePaySession in orchard-session.js, the
 // Payment Request API in orchard-payment-request.js). Every URL is relative to this module.
 
+import { refusalMessage, shippedStrings, shopperStrings } from './orchard-strings.js';
+
 const BASE = new URL('./', import.meta.url);
 
 /** Each call the sheet waits on gives up well inside Safari's 30 s. */
@@ -52,41 +54,24 @@ export async function request(method, path, body, timeoutMs = STEP_TIMEOUT_MS) {
 export const getJSON = (path, timeoutMs) => request('GET', path, undefined, timeoutMs);
 export const postJSON = (path, body, timeoutMs) => request('POST', path, body, timeoutMs);
 
-/** The messages the shopper may see; `mount(…, {strings})` overrides any of them. */
-export const defaultStrings = {
-  locale: 'en',
-  payButton: 'Buy with Apple Pay',
-  failureTitle: 'Payment not completed',
-  cancelledDetail: 'Nothing was charged.',
-  unavailableDetail: 'Apple Pay is not available on this device.',
-  sdkFailed: 'Apple Pay is not available: Apple\'s script {reason}.',
-  validationFailed: 'Apple Pay could not be started: {reason}.',
-  updateFailed: 'The total could not be updated: {reason}.',
-  authorizeFailed: '{reason}',
-  authorizeTimedOut: 'The shop did not answer in time. Your payment may still go through: check your order before paying again.',
-  sessionFailed: 'Apple Pay could not open: {reason}.',
-  timedOut: 'the shop did not answer in time',
-  networkError: 'the network connection failed',
-  retryShortly: 'the shop is briefly unavailable, please try again in a moment',
-  alreadyPaid: 'This order is already paid.',
-  closed: 'This payment request is {status}; ask the shop for a new one.',
-  googlePayButton: 'Buy with Google Pay',
-  googlePayScriptFailed: 'Google Pay is not available: Google\'s script {reason}.',
-  googlePayUnavailable: 'Google Pay is not available in this browser.',
-  googlePayFailed: 'Google Pay could not complete: {reason}.',
-};
+/** The English messages the shopper may see (orchard-strings.js has every set); `mount(…, {strings})` overrides any of them. */
+export const defaultStrings = shippedStrings.en;
 
 /** `format('Add one {product}', {product: 'cider'})` → 'Add one cider'. */
 export function format(template, values = {}) {
   return template.replace(/\{(\w+)\}/g, (match, key) => (key in values ? String(values[key]) : match));
 }
 
-/** Why a call failed, in words for the shopper: a 503 (the shop's database or Apple busy or away) asks them to retry. */
+/**
+ * Why a call failed, in words for the shopper: a 503 (the shop's database or Apple busy or away)
+ * asks them to retry; another refusal is the server's (English) message, or the set's `shopRefused`.
+ */
 export function reasonOf(error, t = defaultStrings) {
   if (error instanceof ApiError) {
     if (error.timedOut) return t.timedOut;
     if (error.status === 0) return t.networkError;
     if (error.status === 503) return t.retryShortly;
+    if (t.shopRefused) return t.shopRefused;
   }
   return error?.message ?? String(error);
 }
@@ -116,12 +101,45 @@ export function orderCalls(order, t = defaultStrings) {
   };
 }
 
-/** A refused authorization's errors (at least one) and the sentence the page shows for them. */
+/**
+ * A refused authorization's errors (at least one) and the sentence the page shows for them: the
+ * server's words, or where the strings translate refusals, theirs for its error code (also on
+ * the sheet, for errors that name no field).
+ */
 export function refusal(answer, t = defaultStrings) {
-  const errors = Array.isArray(answer.errors) && answer.errors.length ? answer.errors : [{ code: 'unknown', message: '' }];
-  const messages = errors.map((e) => e.message).filter(Boolean).join(' ');
+  let errors = Array.isArray(answer.errors) && answer.errors.length ? answer.errors : [{ code: 'unknown', message: '' }];
+  const translated = refusalMessage(answer.error?.code, t);
+  if (translated) errors = errors.map((e) => (e?.code === 'unknown' || !e?.code ? { ...e, message: translated } : e));
+  const messages = translated ?? errors.map((e) => e?.message).filter((m) => typeof m === 'string' && m).join(' ');
   const message = format(t.authorizeFailed, { reason: messages ? messages[0].toUpperCase() + messages.slice(1) : t.failureTitle });
   return { errors, message };
+}
+
+/** How an opened request that cannot be paid ends: `[status, detail, answer]`, or null while it can be paid. */
+export function closedOutcome(opened, t = defaultStrings) {
+  if (opened.status === 'requires_payment') return null;
+  const payment = Array.isArray(opened.payments) ? opened.payments.find((p) => p?.state === 'authorized' || p?.state === 'settled') : null;
+  const answer = { orderId: opened.id, paymentId: payment?.id };
+  if (opened.status === 'paid') return ['success', t.alreadyPaid, answer];
+  const said = { expired: t.requestExpired, cancelled: t.requestCancelled, processing: t.requestProcessing }[opened.status];
+  return ['failure', said ?? format(t.closed, { status: String(opened.status) }), answer];
+}
+
+/** The order a wallet pays, from the opened request. */
+export function openedOrder(opened) {
+  return {
+    orderId: opened.id, priceVersion: opened.priceVersion, paymentRequest: opened.paymentRequest,
+    tokenNotificationPath: opened.tokenNotificationPath,
+  };
+}
+
+/** `POST api/payment-requests/open`: `{opened}`, or `{failure}` (the sentence for the shopper). */
+export async function openPaymentRequest(clientSecret, t = defaultStrings) {
+  try {
+    return { opened: await postJSON('api/payment-requests/open', { clientSecret }) };
+  } catch (error) {
+    return { failure: format(t.openFailed, { reason: reasonOf(error, t) }) };
+  }
 }
 
 /**
@@ -133,7 +151,9 @@ export class WalletButton {
   constructor(container, options) {
     this.container = container;
     this.options = options;
-    this.t = { ...defaultStrings, ...(options.strings ?? {}) };
+    this.t = shopperStrings(options);
+    /** Set by mountWallets: every event goes through it instead (it tells the page which wallet). */
+    this.relay = null;
     this.order = null;
     this.available = false;
     this.paying = false;
@@ -142,6 +162,10 @@ export class WalletButton {
   }
 
   emit(name, detail, callback) {
+    if (this.relay) {
+      this.relay(name, detail);
+      return;
+    }
     callback?.(detail);
     this.container.dispatchEvent(new CustomEvent(`orchard:${name}`, { detail, bubbles: true }));
   }
@@ -177,23 +201,16 @@ export class WalletButton {
    * when it can be paid, else null, its outcome (already paid, closed, or not found) told.
    */
   async openRequest() {
-    let opened;
-    try {
-      opened = await postJSON('api/payment-requests/open', { clientSecret: this.options.clientSecret });
-    } catch (error) {
-      this.outcome('failure', error.message);
+    const { opened, failure } = await openPaymentRequest(this.options.clientSecret, this.t);
+    if (!opened) {
+      this.outcome('failure', failure);
       return null;
     }
-    this.order = {
-      orderId: opened.id, priceVersion: opened.priceVersion, paymentRequest: opened.paymentRequest,
-      tokenNotificationPath: opened.tokenNotificationPath,
-    };
+    this.order = openedOrder(opened);
     this.emit('ready', opened, this.options.onReady);
-    if (opened.status === 'requires_payment') return opened;
-    const paid = opened.status === 'paid';
-    const payment = opened.payments?.find((p) => p.state === 'authorized' || p.state === 'settled');
-    this.outcome(paid ? 'success' : 'failure', paid ? this.t.alreadyPaid : format(this.t.closed, { status: opened.status }),
-      { orderId: opened.id, paymentId: payment?.id });
+    const closed = closedOutcome(opened, this.t);
+    if (!closed) return opened;
+    this.outcome(...closed);
     return null;
   }
 

@@ -6,6 +6,7 @@
 
 import { ApiError, WalletButton, format, orderCalls, postJSON, reasonOf } from './orchard-api.js';
 import { redactedAddress } from './orchard-session.js';
+import { refusalMessage } from './orchard-strings.js';
 
 const BASE = new URL('./', import.meta.url);
 const API_VERSION = { apiVersion: 2, apiVersionMinor: 0 };
@@ -62,14 +63,16 @@ function money(amount, currencyCode, locale) {
 
 /**
  * `TransactionInfo` from the server's total and lines: always FINAL, the server's decimal
- * strings unchanged. A negative line is the coupon's discount, the selected delivery's line its
- * shipping option.
+ * strings unchanged. The total's label is the server's, as Apple Pay's sheet shows it (the
+ * request's `totalLabel`, else the merchant's name); `totalLabel` only where it has none. A
+ * negative line is the coupon's discount, the selected delivery's line its shipping option.
  */
-export function transactionInfo(total, lineItems, { currencyCode, countryCode, shippingLabel }) {
+export function transactionInfo(total, lineItems, { currencyCode, countryCode, shippingLabel, totalLabel = 'Total' }) {
+  const label = typeof total.label === 'string' && total.label.trim() ? total.label : totalLabel;
   return {
     totalPriceStatus: 'FINAL',
     totalPrice: total.amount,
-    totalPriceLabel: 'Total',
+    totalPriceLabel: label,
     currencyCode,
     countryCode,
     displayItems: lineItems.map((item) => ({
@@ -106,7 +109,7 @@ function shipping(serverRequest) {
  * `POST /api/orders`), with the callbacks the page answers: the address and the shipping option
  * when the order ships, and the authorization always.
  */
-export function paymentDataRequest(settings, order, locale = 'en') {
+export function paymentDataRequest(settings, order, locale = 'en', totalLabel = 'Total') {
   const request = order.paymentRequest;
   const ships = shipping(request);
   const methods = request.shippingMethods ?? [];
@@ -116,7 +119,7 @@ export function paymentDataRequest(settings, order, locale = 'en') {
     merchantInfo: settings.merchantInfo,
     allowedPaymentMethods: settings.allowedPaymentMethods,
     transactionInfo: transactionInfo(request.total, request.lineItems, {
-      currencyCode: request.currencyCode, countryCode: request.countryCode, shippingLabel: methods[0]?.label,
+      currencyCode: request.currencyCode, countryCode: request.countryCode, shippingLabel: methods[0]?.label, totalLabel,
     }),
   };
   if (ships.address || ships.options) {
@@ -184,7 +187,11 @@ class Session {
     this.on.totals(update);
     const { currencyCode, countryCode } = this.request;
     const shippingLabel = this.methods.find((method) => method.identifier === this.selected)?.label;
-    const result = { newTransactionInfo: transactionInfo(update.newTotal, update.newLineItems, { currencyCode, countryCode, shippingLabel }) };
+    const result = {
+      newTransactionInfo: transactionInfo(update.newTotal, update.newLineItems, {
+        currencyCode, countryCode, shippingLabel, totalLabel: this.t.total,
+      }),
+    };
     if (update.newShippingMethods && shipping(this.request).options) {
       result.newShippingOptionParameters = shippingOptionParameters(this.methods, this.selected, currencyCode, this.t.locale);
     }
@@ -202,7 +209,8 @@ class Session {
       return { transactionState: 'SUCCESS' };
     } catch (error) {
       const code = error instanceof ApiError ? error.body?.error?.code : null;
-      const reason = error?.timedOut ? this.t.authorizeTimedOut : reasonOf(error, this.t);
+      const refused = error instanceof ApiError && error.status !== 503 && error.status !== 0 ? refusalMessage(code, this.t) : null;
+      const reason = error?.timedOut ? this.t.authorizeTimedOut : refused ?? reasonOf(error, this.t);
       const message = format(this.t.authorizeFailed, { reason: reason ? reason[0].toUpperCase() + reason.slice(1) : this.t.failureTitle });
       this.lastFailure = message;
       this.on.attemptFailed(message);
@@ -214,8 +222,8 @@ class Session {
   }
 }
 
-/** One mounted Google Pay button: its client, its state, the page's callbacks. */
-class GooglePayCheckout extends WalletButton {
+/** One mounted Google Pay button: its client, its state, the page's callbacks (mountWallets makes one too). */
+export class GooglePayCheckout extends WalletButton {
   constructor(container, options) {
     super(container, options);
     this.settings = options.settings;
@@ -246,7 +254,7 @@ class GooglePayCheckout extends WalletButton {
     });
     let loading;
     try {
-      loading = this.client.loadPaymentData(paymentDataRequest(this.settings, order, t.locale));
+      loading = this.client.loadPaymentData(paymentDataRequest(this.settings, order, t.locale, t.total));
     } catch (error) {
       this.emit('outcome', { status: 'failure', detail: format(t.googlePayFailed, { reason: error?.message ?? String(error) }) },
         options.onOutcome);
@@ -274,7 +282,8 @@ class GooglePayCheckout extends WalletButton {
       buttonColor: 'black',
       buttonType: 'buy',
       buttonSizeMode: 'fill',
-      buttonLocale: this.t.locale,
+      // Google takes a language (ISO 639-1), not a tag with a region.
+      buttonLocale: String(this.t.locale).split(/[-_]/)[0].toLowerCase(),
       allowedPaymentMethods: this.settings.allowedPaymentMethods,
     });
     const button = document.createElement('div');

@@ -15,15 +15,20 @@
 // module, so Orchard can sit under any path of the shop's own domain behind its reverse proxy.
 // The sheet runs on ApplePaySession (orchard-session.js) or, with `mode: 'paymentrequest'`, on the
 // Payment Request API (orchard-payment-request.js); every number comes from the server.
+// `mountWallets` shows Apple Pay's and Google Pay's buttons for one payment request (orchard-wallets.js).
 
-import { WalletButton, format, postJSON } from './orchard-api.js';
+import { WalletButton, format } from './orchard-api.js';
 import { AGREEMENT_VERSION, hasAgreement, pickVersion, startPayment } from './orchard-session.js';
 import { canUsePaymentRequest, startPaymentRequest } from './orchard-payment-request.js';
+import { GooglePayCheckout } from './orchard-google-pay.js';
+import { Wallets } from './orchard-wallets.js';
 
 export * from './orchard-api.js';
 export * from './orchard-session.js';
 export * from './orchard-payment-request.js';
 export * from './orchard-google-pay.js';
+export * from './orchard-strings.js';
+export * from './orchard-wallets.js';
 
 const BASE = new URL('./', import.meta.url);
 const CAPABILITIES_TIMEOUT_MS = 3_000;
@@ -160,7 +165,11 @@ class Checkout extends WalletButton {
         merchantIdentifier: this.merchantIdentifier,
         t,
         on: {
-          totals: (update) => this.emit('totals', update, options.onTotals),
+          totals: (update) => {
+            // Google Pay's payment names the price version its sheet showed: keep the order's current.
+            if (Number.isInteger(update?.priceVersion)) order.priceVersion = update.priceVersion;
+            this.emit('totals', update, options.onTotals);
+          },
           attemptFailed: (message) => this.emit('attemptfailed', { message }, options.onAttemptFailed),
           outcome: (status, detail, answer) => this.outcome(status, detail, answer),
         },
@@ -252,7 +261,9 @@ class Checkout extends WalletButton {
  * its SRI hash, for a pinned version),
  * `mode` ('session', the default: Apple Pay JS's ApplePaySession; or 'paymentrequest': the W3C
  * Payment Request API with Apple Pay's method, where the browser has it, and ApplePaySession
- * where it does not, as in Firefox), `buttonClass`, `strings`, and the
+ * where it does not, as in Firefox), `buttonClass`, `locale` and `strings` (the module's messages
+ * in the shipped set for `locale`, else `strings.locale`, else the page's <html lang>; `strings`
+ * overrides single messages), and the
  * callbacks `onReady(paymentRequest)`, `onStart({orderId, api})` (api: the one used),
  * `onTotals(update)`, `onAttemptFailed({message})` and `onOutcome({status, detail, orderId,
  * paymentId, reason})` with status success | failure | cancelled | unavailable (`reason`: why
@@ -264,13 +275,49 @@ class Checkout extends WalletButton {
  * `reset()` (show the button again for a new order after a payment).
  */
 export async function mount(container, options = {}) {
-  if (![undefined, 'session', 'paymentrequest'].includes(options.mode)) {
-    throw new TypeError(`mount: mode must be 'session' or 'paymentrequest', not ${JSON.stringify(options.mode)}`);
-  }
+  checkMode('mount', options);
   const checkout = new Checkout(container, options);
   await checkout.start();
   return checkout.controller(() => {
     checkout.done = false;
     checkout.showButton();
   });
+}
+
+function checkMode(name, options) {
+  if (![undefined, 'session', 'paymentrequest'].includes(options.mode)) {
+    throw new TypeError(`${name}: mode must be 'session' or 'paymentrequest', not ${JSON.stringify(options.mode)}`);
+  }
+}
+
+/**
+ * Apple Pay's button and, where the merchant takes Google Pay, Google's below it, for the payment
+ * request `clientSecret` names, opened once. One sheet at a time: while one wallet's is open the
+ * other's button waits, and once one has paid neither stays.
+ *
+ * Options: `clientSecret`; `googlePayContainer` (an element of the page's for Google's button;
+ * by default the module appends its place in `container`, below Apple's), `googlePay: false` (Apple
+ * Pay only), `googlePayButtonClass`; `locale` (the shipped strings' language; by default
+ * `strings.locale`, else the page's <html lang>) and `strings` (single messages over them);
+ * Apple Pay's `mode`, `applePaySDK`, `applePaySDKTimeoutMs`, `applePaySDKIntegrity` and
+ * `buttonClass`, as `mount` takes them; and one set of callbacks, each detail with `wallet`
+ * ('applePay' or 'googlePay'; null for what concerns the request): `onReady(openedRequest)`,
+ * `onStart({wallet, orderId, api})`, `onTotals(update)`, `onAttemptFailed({wallet, message})`,
+ * `onUnavailable({wallet, detail, reason})` (that wallet cannot pay here) and
+ * `onOutcome({status, wallet, detail, orderId, paymentId, reason})`: `success` (with the wallet
+ * that paid), `failure` or `cancelled`, and `unavailable` once, when no wallet offered can pay
+ * (`reasons` by wallet). Each is also dispatched on `container` as `orchard:ready`,
+ * `orchard:start`, `orchard:totals`, `orchard:attemptfailed`, `orchard:unavailable` and
+ * `orchard:outcome`.
+ *
+ * Returns a controller: `available` (a button is shown), `wallets` (those shown) and `refresh()`.
+ */
+export async function mountWallets(container, options = {}) {
+  checkMode('mountWallets', options);
+  const wallets = new Wallets(container, options, {
+    applePay: (place, walletOptions) => new Checkout(place, walletOptions),
+    googlePay: (place, walletOptions) => new GooglePayCheckout(place, walletOptions),
+  });
+  await wallets.start();
+  return wallets.controller();
 }

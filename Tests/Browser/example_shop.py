@@ -43,27 +43,39 @@ PAGE = b"""<!doctype html>
 </html>
 """
 
-SCRIPT = b"""import { mount, mountGooglePay } from '/orchard/orchard.js';
+SCRIPT = b"""import { mount, mountGooglePay, mountWallets } from '/orchard/orchard.js';
 
 const result = document.querySelector('[data-testid="payment-result"]');
 // `?plan=recurring`: the shop's subscription page, `?plan=deferred` its pre-order page (the
-// backend adds an agreement); `?mode=paymentrequest`: the button pays through the Payment Request API.
+// backend adds an agreement); `?label=...`: the request's totalLabel; `?mode=paymentrequest`: the
+// button pays through the Payment Request API; `?lang=de`: the page in German.
 const query = new URLSearchParams(window.location.search);
-const plan = query.get('plan');
-const answer = await fetch(plan ? `/checkout?plan=${encodeURIComponent(plan)}` : '/checkout', { method: 'POST' });
+if (query.get('lang')) document.documentElement.lang = query.get('lang');
+const asked = new URLSearchParams();
+for (const name of ['plan', 'label']) if (query.get(name)) asked.set(name, query.get(name));
+const answer = await fetch(asked.toString() ? `/checkout?${asked}` : '/checkout', { method: 'POST' });
 const { clientSecret, reference } = await answer.json();
 document.querySelector('[data-testid="shop-reference"]').textContent = reference;
-mount(document.getElementById('apple-pay'), {
-  clientSecret,
-  mode: query.get('mode') ?? undefined,
-  onOutcome: ({ status, detail, paymentId }) => {
-    result.dataset.status = status;
-    result.dataset.paymentId = paymentId ?? '';
-    result.textContent = status === 'success' ? 'Thank you!' : detail;
-  },
-});
+const onOutcome = ({ status, detail, paymentId, wallet }) => {
+  result.dataset.status = status;
+  result.dataset.paymentId = paymentId ?? '';
+  result.dataset.wallet = wallet ?? '';
+  result.textContent = status === 'success' ? 'Thank you!' : detail;
+};
+// `?wallets=1`: both wallets from one call, the request opened once (`?place=1`: Google's button
+// in the page's own place for it, else where the module appends it).
+if (query.get('wallets')) {
+  window.__mounted = await mountWallets(document.getElementById('apple-pay'), {
+    clientSecret,
+    googlePayContainer: query.get('place') ? document.getElementById('google-pay') : undefined,
+    mode: query.get('mode') ?? undefined,
+    onOutcome,
+  });
+} else {
+  mount(document.getElementById('apple-pay'), { clientSecret, mode: query.get('mode') ?? undefined, onOutcome });
+}
 // `?google=1`: Google Pay beside Apple Pay, for the same payment request (its settings come with it).
-if (query.get('google')) {
+if (query.get('google') && !query.get('wallets')) {
   const googleResult = document.querySelector('[data-testid="google-pay-result"]');
   mountGooglePay(document.getElementById('google-pay'), {
     clientSecret,
@@ -139,9 +151,10 @@ class ShopBackend:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if self.path in ("/checkout", "/checkout?plan=recurring", "/checkout?plan=deferred"):
-                    plan = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query).get("plan", [None])[0]
-                    created = shop.create_payment_request(plan=plan)
+                if urllib.parse.urlsplit(self.path).path == "/checkout":
+                    asked = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                    created = shop.create_payment_request(
+                        plan=asked.get("plan", [None])[0], total_label=asked.get("label", [None])[0])
                     self.reply(200, json.dumps({"clientSecret": created["clientSecret"],
                                                 "reference": created["reference"]}).encode(), "application/json")
                 elif self.path == "/webhooks/orchard":
@@ -174,7 +187,7 @@ class ShopBackend:
     def webhook_url(self):
         return f"http://127.0.0.1:{self.port}/webhooks/orchard"
 
-    def create_payment_request(self, plan=None):
+    def create_payment_request(self, plan=None, total_label=None):
         reference = f"tea-{len(self.created) + 1001}"
         body = {
             "amount": 1234, "currency": "EUR", "reference": reference, "metadata": {"customer": "c-42"},
@@ -182,6 +195,8 @@ class ShopBackend:
             "shippingMethods": [{"identifier": "post", "label": "Post", "detail": "3 days", "amount": 490}],
             "requiredShippingContactFields": ["postalAddress", "email"],
         }
+        if total_label:
+            body["totalLabel"] = total_label
         if plan == "recurring":
             # A tea subscription: this month's box now, the same box every month from the next.
             start = time.strftime("%Y-%m-%dT09:00:00Z", time.gmtime(time.time() + 30 * 86400))

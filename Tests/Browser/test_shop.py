@@ -135,10 +135,6 @@ class ShopTests(unittest.TestCase):
         self.assertGreater(len(through_nginx), 0)
 
 
-if __name__ == "__main__":
-    unittest.main(verbosity=2)
-
-
 class GooglePayShopTests(unittest.TestCase):
     """The same shop with the demo taking Google Pay: the embedded Google Pay button, mounted with
     the payment request's client secret, pays it through the stand-in sheet at the request's price
@@ -172,3 +168,108 @@ class GooglePayShopTests(unittest.TestCase):
         with urllib.request.urlopen(status, timeout=5) as response:
             self.assertEqual(json.load(response)["status"], "paid")
 
+
+
+# Counts the page's calls that open a payment request, before any of its scripts run.
+COUNT_OPENS = START_RECORDER + """
+window.__opens = 0;
+const pageFetch = window.fetch;
+window.fetch = function (input, init) {
+  if (String(input instanceof Request ? input.url : input).includes('/api/payment-requests/open')) window.__opens += 1;
+  return pageFetch.call(this, input, init);
+};
+"""
+GOOGLE_BUTTON = '[data-testid="google-pay-button"]'
+GOOGLE_SHEET = '[data-testid="google-pay-sheet"]'
+
+
+class WalletsShopTests(unittest.TestCase):
+    """Both wallets from one call (`mountWallets`) on the shop's page: the payment request opened
+    once, Google's button below Apple's, one sheet at a time, one outcome saying which wallet paid,
+    Google Pay's total labelled as the request's totalLabel, and the shipped German strings."""
+    DEMO_ARGS = ("--google-pay", "--processor", "worldpay")
+    setUp = ShopTests.setUp
+    wait_webhook = ShopTests.wait_webhook
+
+    def browser(self):
+        browser = Browser(DESKTOP, COUNT_OPENS)
+        self.addCleanup(browser.quit)
+        return browser
+
+    @staticmethod
+    def google_button(browser, enabled=True):
+        return browser.wait(
+            lambda: next((b for b in browser.find_all(GOOGLE_BUTTON) if b.is_displayed()
+                          and b.get_attribute("aria-disabled") == ("false" if enabled else "true")), None),
+            message=f"a{'n enabled' if enabled else ' waiting'} Google Pay button")
+
+    def opens(self, browser):
+        """The request's opens, as the page made them and as nginx passed them to Orchard."""
+        return (browser.driver.execute_script("return window.__opens"),
+                self.nginx.access_log().count("/orchard/api/payment-requests/open"))
+
+    def test_one_call_shows_both_wallets_for_one_opened_request_and_google_pay_shows_the_total_label(self):
+        browser = self.browser()
+        browser.open(self.nginx.url + "/?wallets=1&label=Tea%20Shop%20order%201001")
+        apple = browser.wait_button_enabled()
+        google = self.google_button(browser)
+        self.assertGreater(google.location["y"], apple.location["y"], "Google's button below Apple's")
+        self.assertEqual(browser.driver.execute_script("return window.__mounted.wallets"), ["applePay", "googlePay"])
+        self.assertEqual(self.opens(browser), (1, 1), "the request is opened once for both wallets")
+        browser.screenshot("13-shop-both-wallets-one-call")
+
+        # Google's sheet: its total carries the request's totalLabel, and Apple Pay waits while it is open.
+        google.find_element("css selector", "button").click()
+        browser.wait(lambda: browser.find_all(GOOGLE_SHEET) and browser.find(GOOGLE_SHEET).get_attribute("data-state") == "ready",
+                     message="the Google Pay sheet")
+        total = browser.find('[data-testid="google-pay-total"]')
+        self.assertEqual(total.get_attribute("data-amount"), "17.24")
+        self.assertTrue(total.text.startswith("Tea Shop order 1001: "), total.text)
+        browser.wait(lambda: browser.find(BUTTON).get_attribute("aria-disabled") == "true", message="Apple Pay waiting")
+        browser.screenshot("14-shop-google-pay-total-label")
+        browser.find('[data-testid="google-pay-cancel"]').click()
+        result = browser.wait_status("cancelled")
+        self.assertEqual(result.get_attribute("data-wallet"), "googlePay")
+        browser.wait_button_enabled()
+
+        # Apple's sheet: Google's button waits; cancelled, then paid with Google Pay.
+        browser.find(BUTTON).click()
+        browser.wait_sheet("ready")
+        self.google_button(browser, enabled=False)
+        browser.find('[data-testid="sheet-cancel"]').click()
+        self.assertEqual(browser.wait_status("cancelled").get_attribute("data-wallet"), "applePay")
+        self.google_button(browser).find_element("css selector", "button").click()
+        browser.wait(lambda: browser.find_all(GOOGLE_SHEET) and browser.find(GOOGLE_SHEET).get_attribute("data-state") == "ready",
+                     message="the Google Pay sheet again")
+        browser.find('[data-testid="google-pay-pay"]').click()
+        result = browser.wait_status("success")
+        self.assertEqual(result.get_attribute("data-wallet"), "googlePay", "the outcome says which wallet paid")
+        payment_id = result.get_attribute("data-payment-id")
+        browser.wait(lambda: not browser.find(BUTTON).is_displayed(), message="no Apple Pay button once paid")
+        self.assertEqual(browser.driver.execute_script("return window.__starts"), ["googlepay", "session", "googlepay"])
+        self.assertEqual(self.opens(browser), (1, 1))
+        _, _, verified, body, _ = self.wait_webhook("payment.authorized")
+        self.assertTrue(verified)
+        self.assertEqual(json.loads(body)["data"]["payment"]["id"], payment_id)
+        self.assertEqual(browser.problems(allowed=[r"/favicon\.ico"]), [])
+
+    def test_the_page_language_chooses_the_shipped_strings_and_google_pay_goes_in_the_pages_place(self):
+        browser = self.browser()
+        browser.open(self.nginx.url + "/?wallets=1&place=1&lang=de")
+        apple = browser.wait_button_enabled()
+        google = self.google_button(browser)
+        self.assertEqual(apple.get_attribute("aria-label"), "Mit Apple Pay kaufen")
+        self.assertEqual(google.get_attribute("aria-label"), "Mit Google Pay kaufen")
+        self.assertEqual(google.find_element("xpath", "..").get_attribute("id"), "google-pay", "in the page's place for it")
+        apple.click()
+        browser.wait_sheet("ready")
+        browser.find('[data-testid="sheet-cancel"]').click()
+        result = browser.wait_status("cancelled")
+        self.assertEqual(result.text, "Es wurde nichts abgebucht.")
+        browser.screenshot("15-shop-wallets-in-german")
+        self.assertEqual(self.opens(browser), (1, 1))
+        self.assertEqual(browser.problems(allowed=[r"/favicon\.ico"]), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
