@@ -205,6 +205,19 @@ def mint_and_authorize(request_id, amount, demo="demo", api_key="api_key", url=N
                        json.loads(token))
 
 
+def queue_processor_answers(demo, answers):
+    """Has the demo's mock processor answer its next authorizations so (`POST /_mock/next-answers`,
+    over TLS with the demo's test CA): a declined card when the test chooses."""
+    import ssl
+    config = json.loads((env[demo].state_dir / "orchard.json").read_text())
+    base = config["merchants"][0]["processor"]["baseURL"].rstrip("/")
+    context = ssl.create_default_context(cafile=str(env[demo].state_dir / "test-ca.pem"))
+    request = urllib.request.Request(f"{base}/_mock/next-answers", data=json.dumps({"answers": answers}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+        assert json.load(answer)["queued"] == len(answers)
+
+
 class PretixOrchardCase(unittest.TestCase):
     def setUp(self):
         env["pretix"].server.check_alive()
@@ -294,6 +307,9 @@ class CheckoutTests(PretixOrchardCase):
         self.assertEqual(request["metadata"], {"pretix_event": f"{ORGANIZER}/{EVENT}", "pretix_payment": f"{code}-P-1"})
         # The sheet's total names the event, not the merchant (totalLabel).
         self.assertEqual(request["paymentRequest"]["total"]["label"], "Cider Festival")
+        # Capture immediate: Orchard captures (capture automatic), not the plugin.
+        self.assertEqual(request["capture"], "automatic")
+        self.assertEqual(info["capture"], "automatic")
 
         # The same Idempotency-Key answers the same request: a retried checkout never makes a second one.
         from pretix_orchard.payment import OrchardProvider, idempotency_key
@@ -327,11 +343,15 @@ class CheckoutTests(PretixOrchardCase):
         self.assertIn("pretix.event.order.paid", log_actions(code))
         self.assertEqual(browser.problems(allowed=[r"/favicon\.ico"]), [])
 
-        # Captured at once (capture: immediate): Orchard's payment is settled, and pretix knows.
+        # Captured at once (capture: immediate) by Orchard itself: its payment.settled tells pretix,
+        # and the plugin made no capture of its own.
         orchard_payment = payment.info_data["orchard_payment"]
         self.wait_orchard(f"/v1/payments/{orchard_payment}", lambda a: a["payment"]["state"] == "settled",
                           what="Orchard's payment settled")
+        settled = wait_until(lambda: env["relay"].of_type("payment.settled", request_id), 30, "payment.settled recorded")
+        self.assertEqual([d["status"] for d in settled], [200])
         wait_until(lambda: payment_of(code).info_data.get("captured"), 30, "pretix records the capture")
+        self.assertNotIn("pretix_orchard.captured", log_actions(code))
         self.assertEqual(payment_of(code).info_data["last_four"], "1111")
         wait_until(lambda: any(code in m["data"] and "payment" in m["data"].lower() for m in env["smtp"].messages), 30,
                    "pretix's mail about the paid order")
@@ -613,6 +633,24 @@ class CheckoutTests(PretixOrchardCase):
             OrchardPaymentRequest.objects.filter(payment_request_id=request_id).update(last_checked=None)
         env["pretix"].manage("runperiodic", timeout=300)
         self.assertEqual(log_actions(code).count("pretix_orchard.extended"), 1)
+
+    def test_9b_a_declined_card_fails_the_payment_and_another_card_pays_the_same_request(self):
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="declined@example.org")
+        request_id = payment_of(code).info_data["payment_request"]
+        queue_processor_answers("demo", ["decline"])  # the issuer says no to the next card
+        status, refused = mint_and_authorize(request_id, 2500)
+        self.assertEqual((status, refused["error"]["code"]), (402, "payment_failed"), refused)
+        wait_until(lambda: payment_of(code).state == "failed", 30, "the pretix payment failed by payment.refused")
+        self.assertEqual(payment_of(code).info_data["refusal"]["state"], "refused")
+        self.assertEqual(order(code).status, "n", "the order still waits for its money")
+        # The request stays payable: the shopper's next card pays it, and the same pretix payment is confirmed.
+        status, paid = mint_and_authorize(request_id, 2500)
+        self.assertEqual(status, 200, paid)
+        self.wait_paid(code)
+        self.assertEqual(payment_of(code).state, "confirmed")
+        self.assertNotIn("refusal", payment_of(code).info_data)
+        self.assertEqual(log_actions(code).count("pretix.event.order.payment.confirmed"), 1)
 
 
 class SettingsTests(PretixOrchardCase):

@@ -14,6 +14,28 @@ extension MockProcessors {
     /// processor, reference, form, the token string exactly as received in gateway mode, and the
     /// `authMethod` of one the mock opened as gateway). Real processors have no such path, so it never shadows one.
     static let chargesControlPath = "/_mock/charges"
+    /// The one write route: `POST /_mock/next-answers` `{"answers": ["decline", …]}` queues how the
+    /// next authorization requests are answered (``answerNext(_:)``), for a test in another process
+    /// that must see a decline or a lost answer at a moment it chooses; 200 `{"queued": n}`.
+    static let nextAnswersControlPath = "/_mock/next-answers"
+
+    /// The answers ``nextAnswersControlPath`` takes, by name.
+    enum NamedAnswer: String, Decodable, CaseIterable {
+        case authorize, decline, drop, unavailable
+
+        var behaviour: MockProcessorBehaviour {
+            switch self {
+            case .authorize: .authorize
+            case .decline: .refuse(code: "05", description: "Do not honour")
+            case .drop: .dropAfterCharge
+            case .unavailable: .status(503)
+            }
+        }
+    }
+
+    private struct NextAnswers: Decodable {
+        var answers: [NamedAnswer]
+    }
 
     /// Answers the next authorization requests with `behaviours`, one each in order, then as
     /// ``behaviour`` says again: a fault that happens once, whatever the test does next.
@@ -42,6 +64,15 @@ extension MockProcessors {
     /// The control routes, or nil for a processor's request.
     func controlRoute(_ request: MockProcessorRequest) -> Reply? {
         guard request.path.hasPrefix("/_mock/") else { return nil }
+        if request.path == Self.nextAnswersControlPath {
+            guard request.method == "POST" else { return Self.reply(405, ["error": "use POST"]) }
+            guard let next = try? JSONDecoder().decode(NextAnswers.self, from: Data(request.body)), next.answers.count <= 100 else {
+                let names = NamedAnswer.allCases.map(\.rawValue).joined(separator: ", ")
+                return Self.reply(400, ["error": "send {\"answers\": [up to 100 of \(names)]}"])
+            }
+            answerNext(next.answers.map(\.behaviour))
+            return Self.reply(200, ["queued": next.answers.count])
+        }
         guard request.path == Self.chargesControlPath else { return Self.reply(404, ["error": "no such control route"]) }
         guard request.method == "GET" else { return Self.reply(405, ["error": "use GET"]) }
         let (charges, received, refunds, decrypted, googlePay) = state.withLock {
