@@ -9,7 +9,6 @@ const POLL_MS = 1000;
 const PATIENCE_MS = 120_000;
 
 let polling = false;
-const outcomes = {};
 
 function show(message, status) {
   result.textContent = message ?? '';
@@ -41,23 +40,15 @@ async function waitForConfirmation() {
   }
 }
 
-// Says that nothing can pay here only once every wallet the page tries has said so.
-function noWallet() {
-  if (Object.values(outcomes).every((status) => status === 'unavailable')) show(text.textUnavailable, 'unavailable');
-}
+// The last outcome of each wallet's sheet (data-apple-outcome, data-google-outcome), or of the
+// request itself (data-outcome: `unavailable` once no wallet offered can pay here, or a request closed).
+const ATTRIBUTES = { applePay: 'appleOutcome', googlePay: 'googleOutcome' };
 
-function outcome(wallet) {
-  return ({ status, detail }) => {
-    outcomes[wallet] = status;
-    root.dataset[`${wallet}Outcome`] = status;
-    if (status === 'success') {
-      waitForConfirmation();
-    } else if (status === 'unavailable') {
-      noWallet();
-    } else if (!polling) {
-      show(detail, status);
-    }
-  };
+function outcome({ status, detail, wallet }) {
+  root.dataset[ATTRIBUTES[wallet] ?? 'outcome'] = status;
+  if (status === 'success') waitForConfirmation();
+  else if (status === 'unavailable') show(text.textUnavailable, 'unavailable');
+  else if (!polling) show(detail, status);
 }
 
 async function start() {
@@ -69,27 +60,20 @@ async function start() {
     console.error('Orchard’s module did not load', error);
     return;
   }
-  const locale = document.documentElement.lang || 'en';
-  const strings = { locale: locale.split('-')[0] };
-  const google = text.googlePay === 'on' && typeof orchard.mountGooglePay === 'function';
-  outcomes.apple = 'starting';
-  if (google) outcomes.google = 'starting';
-  const wallets = [orchard.mount(root.querySelector('[data-orchard-apple-pay]'), {
-    clientSecret: text.clientSecret,
-    strings,
-    onOutcome: outcome('apple'),
-  })];
-  // Google Pay for the same payment request, where the merchant has it (the opened request carries
-  // its settings; the module says `unavailable` otherwise) and the module offers it.
-  if (google) {
-    wallets.push(orchard.mountGooglePay(root.querySelector('[data-orchard-google-pay]'), {
-      clientSecret: text.clientSecret,
-      strings,
-      onOutcome: outcome('google'),
-    }));
+  // Both wallets for the one payment request, opened once: Google Pay where the organizer offers
+  // it and the opened request carries its settings. The module's own messages in the order's
+  // language (its shipped sets: en, de, fr, es, it, nl; English otherwise).
+  const options = { clientSecret: text.clientSecret, locale: text.locale || undefined, onOutcome: outcome };
+  if (typeof orchard.mountWallets !== 'function') {
+    // An Orchard older than mountWallets: Apple Pay alone.
+    await orchard.mount(root.querySelector('[data-orchard-apple-pay]'), options);
+    return;
   }
-  await Promise.all(wallets);
-  noWallet();
+  await orchard.mountWallets(root.querySelector('[data-orchard-apple-pay]'), {
+    ...options,
+    googlePay: text.googlePay === 'on',
+    googlePayContainer: root.querySelector('[data-orchard-google-pay]'),
+  });
 }
 
 start();
