@@ -120,6 +120,8 @@ public struct PricedOrder: Sendable, Codable, Equatable {
     /// What the payment sets up beyond itself (a shop-priced cart only): the first payment then
     /// stores the credential for the agreement's later charges.
     public var agreement: PaymentAgreement?
+    /// How the payment is captured (a shop-priced cart's ``ShopCart/capture``); nil: manual.
+    public var capture: CaptureMode?
 
     public init(
         currency: String, lines: [Line], items: [CartItem], subtotal: Int64, shippingMethod: Catalogue.ShippingMethod?,

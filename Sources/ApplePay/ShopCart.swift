@@ -33,6 +33,9 @@ public struct ShopCart: Sendable, Codable, Equatable {
     /// The total's label on the sheet (Apple Pay's `total.label`, Google Pay's `totalPriceLabel`):
     /// the event or shop the shopper pays, where one merchant sells for many; nil: the merchant's name.
     public var totalLabel: String?
+    /// Who captures an authorized payment: Orchard at once (`automatic`) or the shop with
+    /// `/capture` (`manual`); nil: manual, as before the choice existed.
+    public var capture: CaptureMode?
 
     public static let maximumLines = 50
     public static let maximumShippingMethods = 20
@@ -129,6 +132,7 @@ public struct ShopCart: Sendable, Codable, Equatable {
             currency: currency, lines: priced, items: [], subtotal: amount, shippingMethod: method, couponCode: nil, discount: 0,
             shippingCountry: country, total: Money.sum([amount, method?.amount ?? 0]) ?? .max)
         order.agreement = agreement
+        order.capture = capture
         return order
     }
 

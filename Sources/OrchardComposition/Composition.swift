@@ -91,6 +91,10 @@ private struct Parts {
         if offersWalletOrders {
             engine.onPaymentChanged = { paymentId in await walletOrders.paymentChanged(paymentId: paymentId) }
         }
+        // An automatic capture is tried by the capture loop as soon as the authorization is
+        // stored, never inside the shopper's request (its sheet waits for the authorization only).
+        let captures = PaymentCapturer.Signal()
+        engine.onCaptureDue = { _ in captures.signal() }
         let usage = merchantTokenUsage()
         var mandates = MandateLifecycle(
             store: stored.mandates, processors: processors, tokens: merchantTokens, directory: directory, time: time, logger: logger,
@@ -110,7 +114,7 @@ private struct Parts {
         let announcements =
             merchantTokens == nil || !offersMerchantTokenUsage ? nil : MerchantTokenUsageLoop(service: usage, logger: logger)
         let background =
-            backgroundServices(engine: engine)
+            backgroundServices(engine: engine, captures: captures)
             + [tokenEvents as (any Service)?, webhooks, pushes, announcements].compactMap { $0 }
         var mandateCharges = MandateChargeService(
             mandates: stored.mandates, paymentRequests: stored.paymentRequests, orderPayments: stored.orderPayments, engine: engine,
@@ -169,11 +173,13 @@ private struct Parts {
             processors: processors, processorMaker: processorMaker, time: time)
     }
 
-    /// The loops beside the server: expiry, reconciliation, purges, store readiness, and those the
+    /// The loops beside the server: expiry, reconciliation, automatic capture, purges, store readiness, and those the
     /// configuration asks for (the guard, registry sync, gauges).
-    private func backgroundServices(engine: PaymentsEngine) -> [any Service] {
+    private func backgroundServices(engine: PaymentsEngine, captures: PaymentCapturer.Signal) -> [any Service] {
         var services: [any Service] = [
             PaymentReconciler(engine: engine, interval: configuration.reconciliation.reconcileInterval, logger: logger),
+            PaymentCapturer(
+                engine: engine, interval: configuration.reconciliation.reconcileInterval, signal: captures, logger: logger),
             PaymentRequestExpiry(store: stored.paymentRequests, interval: .seconds(15), time: time, logger: logger),
             RetentionPurge(store: stored.purging, policy: configuration.retention, time: time, logger: logger),
             StoreReadiness(store: stored.counting, activity: activity, logger: logger),

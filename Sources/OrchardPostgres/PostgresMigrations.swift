@@ -58,6 +58,12 @@ enum PostgresMigrations {
         Migration(
             version: 13, description: "merchants' usage keys and their merchant tokens' usage announcements", statements: merchantTokenUsage
         ),
+        Migration(
+            version: 15, description: "automatic capture: when each authorized payment's capture is next tried, and its refusals",
+            statements: [
+                "ALTER TABLE payments ADD COLUMN capture_due_at timestamptz, ADD COLUMN capture_attempts bigint NOT NULL DEFAULT 0",
+                "CREATE INDEX payments_capture_due ON payments (capture_due_at) WHERE capture_due_at IS NOT NULL",
+            ]),
     ]
 
     /// One current usage key per merchant (a partial unique index); one announcement per

@@ -9,7 +9,7 @@ extension PostgresStore {
     static let paymentColumns = """
         id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at, processor, \
         reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at, mandate_id, \
-        merchant_token_id, merchant_token_metadata, last_sent_at
+        merchant_token_id, merchant_token_metadata, last_sent_at, capture_due_at, capture_attempts
         """
 
     public func retryPayload(paymentId: String) async throws -> [UInt8]? {
@@ -63,7 +63,7 @@ extension PostgresStore {
     }
 
     static func payment(_ row: PostgresRandomAccessRow) throws -> PaymentRecord {
-        PaymentRecord(
+        var payment = PaymentRecord(
             id: try row.text("id"), orderId: try row.text("order_id"), transactionId: try row.text("transaction_id"),
             state: PaymentState(rawValue: try row.text("state")) ?? .unknown, amount: try row.integer("amount"),
             currency: try row.text("currency"), network: try row.optionalText("network"), lastFour: try row.text("last_four"),
@@ -77,6 +77,9 @@ extension PostgresStore {
                 try? decode(DecryptedPayment.MerchantTokenMetadata.self, $0)
             }, createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"),
             lastSentAt: try row.optionalDate("last_sent_at"))
+        payment.captureDueAt = try row.optionalDate("capture_due_at")
+        payment.captureAttempts = Int(try row.integer("capture_attempts"))
+        return payment
     }
 
     public func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool {

@@ -84,6 +84,8 @@ extension SQLiteStore {
                 ("sends", "INTEGER NOT NULL DEFAULT 1"), ("reconcile_attempts", "INTEGER NOT NULL DEFAULT 0"),
                 ("next_reconcile_at", "INTEGER"), ("retry_payload", "BLOB"), ("mandate_id", "TEXT"), ("merchant_token_id", "TEXT"),
                 ("merchant_token_metadata", "TEXT"), ("last_sent_at", "INTEGER"), ("operation_until", "INTEGER"),
+                // While an automatic capture is owed: when it is next tried, and the refusals so far.
+                ("capture_due_at", "INTEGER"), ("capture_attempts", "INTEGER NOT NULL DEFAULT 0"),
             ]
         ),
         ("orders", [("expires_at", "INTEGER"), ("price_version", "INTEGER NOT NULL DEFAULT 1")]),
@@ -121,6 +123,7 @@ extension SQLiteStore {
     /// Creates what is missing; leaves every row in place.
     static func migrate(_ database: SQLiteDatabase) throws {
         let hadTransactions = !(try database.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'payment_transactions'"))
+        CREATE INDEX IF NOT EXISTS payments_capture_due ON payments(capture_due_at) WHERE capture_due_at IS NOT NULL;
             .isEmpty
         try database.executeScript(tables)
         for (table, columns) in addedColumns {

@@ -6,7 +6,7 @@ extension SQLiteStore {
     static let paymentColumns = """
         id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at,
         processor, reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at,
-        mandate_id, merchant_token_id, merchant_token_metadata, last_sent_at
+        mandate_id, merchant_token_id, merchant_token_metadata, last_sent_at, capture_due_at, capture_attempts
         """
 
     public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
@@ -95,7 +95,7 @@ extension SQLiteStore {
                     processor_reference = \(moved.processorReference), processor_code = \(moved.processorCode),
                     processor_message = \(moved.processorMessage), links = COALESCE(\(links), links), sends = \(moved.sends),
                     reconcile_attempts = \(moved.reconcileAttempts), last_sent_at = \(moved.lastSentAt),
-                    next_reconcile_at = \(moved.nextReconcileAt),
+                    next_reconcile_at = \(moved.nextReconcileAt), capture_due_at = \(moved.captureDueAt),
                     retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(moved.state)) THEN NULL ELSE retry_payload END
                     WHERE id = \(change.paymentId) AND state = \(from) AND sends = \(old.sends)
                     """
@@ -189,7 +189,8 @@ extension SQLiteStore {
             \(payment.network), \(payment.lastFour), \(payment.processorReference), \(payment.createdAt), \(payment.processor),
             \(payment.reference), \(payment.processorCode), \(payment.processorMessage), \(links),
             \(payment.updatedAt), \(payment.sends), \(payment.reconcileAttempts), \(payment.nextReconcileAt), \(payment.mandateId),
-            \(payment.merchantTokenIdentifier), \(metadata), \(payment.lastSentAt), \(retryPayload))
+            \(payment.merchantTokenIdentifier), \(metadata), \(payment.lastSentAt), \(payment.captureDueAt),
+            \(payment.captureAttempts), \(retryPayload))
             """)
     }
 
@@ -202,7 +203,7 @@ extension SQLiteStore {
     static func payment(_ row: SQLiteRow) -> PaymentRecord {
         let links = row.text("links")
         let created = row.date("created_at")
-        return PaymentRecord(
+        var payment = PaymentRecord(
             id: row.text("id"), orderId: row.text("order_id"), transactionId: row.text("transaction_id"),
             state: row.value("state") ?? .unknown, amount: row.integer("amount"), currency: row.text("currency"),
             network: row.optionalText("network"), lastFour: row.text("last_four"), processor: row.text("processor"),
@@ -215,6 +216,9 @@ extension SQLiteStore {
             // Rows from before `updated_at` was added read 0 there: they last changed when created.
             createdAt: created, updatedAt: row.integer("updated_at") > 0 ? row.date("updated_at") : created,
             lastSentAt: row.optionalDate("last_sent_at"))
+        payment.captureDueAt = row.optionalDate("capture_due_at")
+        payment.captureAttempts = row.int("capture_attempts")
+        return payment
     }
 
     public func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool {

@@ -52,19 +52,19 @@ struct MigrateCommandTests {
             let environment = ["PGPASS": server.password]
             let first = try await Self.migrate(configuration, environment: environment)
             #expect(first.status == 0, "\(first.stderr)")
-            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 13, "\(first.lines)")
+            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 14, "\(first.lines)")
             #expect(first.lines.first == "applied 1: orders, payments, registry, payments API and webhook outbox")
-            #expect(first.lines.last == "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 13")
+            #expect(first.lines.last == "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 15")
             let applied = try await server.query(settings.database, "SELECT count(*) FROM schema_migrations")
-            #expect(applied == "13")
+            #expect(applied == "14")
 
             let second = try await Self.migrate(configuration, environment: environment)
             #expect(second.status == 0, "\(second.stderr)")
             #expect(
                 second.lines == [
-                    "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 13, already current: nothing applied"
+                    "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 15, already current: nothing applied"
                 ])
-            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "13")
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "14")
 
             try await server.query(
                 settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
@@ -72,7 +72,7 @@ struct MigrateCommandTests {
             #expect(newer.status == 1)
             #expect(newer.lines.isEmpty, "\(newer.lines)")
             #expect(
-                newer.stderr.contains("the database's schema is version 999, newer than this Orchard knows (13): run a newer Orchard"),
+                newer.stderr.contains("the database's schema is version 999, newer than this Orchard knows (15): run a newer Orchard"),
                 "\(newer.stderr)")
             #expect(newer.stderr.split(separator: "\n").count == 1, "one line: \(newer.stderr)")
         }

@@ -110,4 +110,29 @@ struct PaymentsAPIRequestTests {
             #expect(try await server.api("GET", "/v1/payment-requests/pr_none", key: key).status == 404)
         }
     }
+
+    @Test("capture is manual unless the request says automatic, and is shown on the request; any other value is a 400 naming it")
+    func captureMode() async throws {
+        try await RouterHarness.with { server in
+            let key = try await server.apiKey()
+            for (index, (field, shown)) in [
+                ("", "manual"), (#", "capture": "manual""#, "manual"), (#", "capture": "automatic""#, "automatic"),
+            ]
+            .enumerated() {
+                let body = #"{"amount": 100, "currency": "EUR", "reference": "r\#(index)""# + field + "}"
+                let created = try await server.api("POST", "/v1/payment-requests", key: key, json: body, idempotencyKey: "c\(index)")
+                #expect(created.status == 201, "\(body)")
+                #expect(created.json?["capture"] as? String == shown, "\(body)")
+                let id = try #require(created.json?["id"] as? String)
+                let read = try await server.api("GET", "/v1/payment-requests/\(id)", key: key)
+                #expect(read.json?["capture"] as? String == shown, "kept")
+            }
+            for (index, value) in [#""Automatic""#, #""immediate""#, "true", "1"].enumerated() {
+                let body = #"{"amount": 100, "currency": "EUR", "reference": "r", "capture": "# + value + "}"
+                let refused = try await server.api("POST", "/v1/payment-requests", key: key, json: body, idempotencyKey: "x\(index)")
+                #expect(refused.status == 400, "\(value)")
+                #expect(refused.errorMessage?.contains("capture") == true, "\(refused.errorMessage ?? "")")
+            }
+        }
+    }
 }

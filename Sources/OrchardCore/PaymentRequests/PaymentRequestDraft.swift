@@ -52,6 +52,9 @@ public struct PaymentRequestDraft: Codable, Sendable, Equatable {
     /// The total's label on the sheet (1–100 characters): the event or shop the shopper pays;
     /// absent: the merchant's `displayName`.
     public var totalLabel: String?
+    /// `automatic`: Orchard captures the payment once authorized; absent or `manual`: the shop
+    /// calls `/capture` (or `/cancel`). Any other value is refused when the body is decoded.
+    public var capture: CaptureMode?
     /// A recurring, deferred or automatic-reload agreement: the payment then sets up a mandate.
     public var agreement: PaymentAgreement?
     /// Read only to refuse it: decoding ignores unknown keys, and a split payment silently

@@ -76,6 +76,7 @@ public struct PaymentRequestService: Sendable {
             supportedNetworks: draft.supportedNetworks ?? merchant.catalogue?.supportedNetworks ?? ShopCart.defaultNetworks,
             agreement: draft.agreement)
         cart.totalLabel = draft.totalLabel
+        cart.capture = draft.capture
         do throws(ApplePayError) {
             return try cart.validated()
         } catch {

@@ -17,6 +17,8 @@ public struct PaymentRequestView: Codable, Sendable, Equatable {
     /// With the shipping method chosen so far.
     public var total: Int64
     public var currency: String
+    /// `automatic` (Orchard captures each authorized payment) or `manual` (the shop does).
+    public var capture: CaptureMode
     public var expiresAt: Date
     public var createdAt: Date
     public var paymentRequest: ApplePayPaymentRequest
@@ -47,6 +49,7 @@ public struct PaymentRequestView: Codable, Sendable, Equatable {
         amount = record.cart.amount
         total = order.priced.total
         currency = record.cart.currency
+        capture = record.cart.capture ?? .manual
         expiresAt = record.expiresAt
         createdAt = record.createdAt
         self.paymentRequest = paymentRequest

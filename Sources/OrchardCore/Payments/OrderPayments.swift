@@ -44,6 +44,15 @@ public protocol OrderPayments: Sendable {
     func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool
     /// Gives back the right ``claimOperation(paymentId:in:at:until:)`` took (the processor refused).
     func releaseOperation(paymentId: String) async throws
+    /// Leases authorized payments whose automatic capture is due at `date`, oldest due first: in
+    /// one transaction their due time moves to `leaseEnd` (the records come back so), so no other
+    /// caller takes them before then; a capture its holder does not finish is due again then.
+    func leasePaymentsForCapture(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord]
+    /// Records a refused automatic capture (``CaptureRefusal/applied(to:stored:)``) by
+    /// compare-and-set on the payment still `authorized`, owing a capture, with
+    /// `refusalsBefore` refusals; with its event, if any, in the same transaction. Nil, changing
+    /// nothing, when the payment was otherwise (captured or cancelled meanwhile).
+    func recordCaptureRefusal(_ refusal: CaptureRefusal) async throws -> PaymentRecord?
     /// Moves an unknown payment's next re-send (nil: none, an operator's); not a state change.
     func deferReconciliation(paymentId: String, until date: Date?) async throws -> Bool
     func payments(orderId: String) async throws -> [PaymentRecord]

@@ -157,12 +157,18 @@ public struct PaymentTransition: Sendable {
     /// re-checks every column the move keeps or reports. Never the authority: a store that finds
     /// the payment otherwise reads it and moves it (or not) as it stands.
     public var held: PaymentRecord?
+    /// When the payment's automatic capture is due (``AutomaticCapture/dueAt(after:capture:now:)``
+    /// decides, for a move to `authorized`): written with the move, so an authorization whose
+    /// capture is owed is never stored without it. Every other move writes nil: a payment that
+    /// leaves `authorized` owes no capture.
+    public var captureDueAt: Date?
 
     public init(
         paymentId: String, orderId: String, move: PaymentLifecycle.Move, at: Date, outcome: AuthorizationOutcome? = nil,
         countsReconcileAttempt: Bool = false, nextReconcileAt: Date? = nil, links: [String: String]? = nil,
-        mandate: MandateRecord? = nil, expectedSends: Int? = nil, held: PaymentRecord? = nil
+        mandate: MandateRecord? = nil, expectedSends: Int? = nil, held: PaymentRecord? = nil, captureDueAt: Date? = nil
     ) {
+        self.captureDueAt = captureDueAt
         self.held = held
         self.expectedSends = expectedSends
         self.mandate = mandate
@@ -207,6 +213,7 @@ public struct PaymentTransition: Sendable {
         }
         if expectedSends != nil { moved.lastSentAt = stored(at) }
         moved.nextReconcileAt = nextReconcileAt.map(stored)
+        moved.captureDueAt = captureDueAt.map(stored)
         if let mandate { moved.mandateId = mandate.id }
         return moved
     }

@@ -61,6 +61,12 @@ public struct PaymentRecord: Sendable, Codable, Equatable {
     /// found" counts only once its records' lag has passed since then. Nil in rows written
     /// before Orchard kept it; ``sentLast`` then reads ``updatedAt``.
     public var lastSentAt: Date?
+    /// While an automatic capture of this authorized payment is owed: when it is next tried
+    /// (``AutomaticCapture``). Set in the move that authorizes it, cleared by every move out of
+    /// `authorized` and when Orchard gives up; nil otherwise.
+    public var captureDueAt: Date?
+    /// The automatic captures of this payment the processor refused so far.
+    public var captureAttempts: Int = 0
 
     public init(
         id: String, orderId: String, transactionId: String, state: PaymentState, amount: Int64, currency: String, network: String?,

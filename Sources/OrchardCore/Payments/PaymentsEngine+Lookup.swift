@@ -112,14 +112,20 @@ extension PaymentsEngine {
     func settle(_ payment: PaymentRecord, from outcome: AuthorizationOutcome, processor: any PaymentProcessor) async -> PaymentRecord? {
         let event: PaymentLifecycle.Event = outcome.status == .authorized ? .queriedAuthorized : .queriedRefused
         var mandate: MandateRecord?
-        if event == .queriedAuthorized, let order = try? await orderPayments.order(id: payment.orderId) {
+        var capture: CaptureMode?
+        if event == .queriedAuthorized {
+            // Unread, the order's mandate and capture would be lost with the move: it waits for the next pass.
+            guard let order = try? await orderPayments.order(id: payment.orderId) else { return nil }
             mandate = self.mandate(for: payment, of: order, outcome: outcome, processor: processor.name)
+            capture = order.priced.capture
         }
         let change = PaymentTransition(
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(event), at: time.now, outcome: outcome,
-            mandate: mandate, held: payment)
+            mandate: mandate, held: payment,
+            captureDueAt: AutomaticCapture.dueAt(after: PaymentLifecycle.move(event), capture: capture, now: time.now))
         do {
             guard let settled = try await orderPayments.transition(change) else { return nil }
+            if settled.captureDueAt != nil { onCaptureDue?(settled.id) }
             logger.notice(
                 "an unknown payment was settled from the processor's records, without a re-send",
                 metadata: [

@@ -28,11 +28,16 @@ extension PaymentsEngine {
         guard payment.state == .unknown else {
             throw CoreError(.invalidState, "only an unknown payment can be resolved; this one is \(payment.state.rawValue)")
         }
+        let move = PaymentLifecycle.move(resolution.event)
+        // An authorization owes the order's automatic capture, written with it.
+        let capture = try await storage({ try await orderPayments.order(id: payment.orderId) })?.priced.capture
         let change = PaymentTransition(
-            paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(resolution.event), at: time.now, held: payment)
+            paymentId: payment.id, orderId: payment.orderId, move: move, at: time.now, held: payment,
+            captureDueAt: AutomaticCapture.dueAt(after: move, capture: capture, now: time.now))
         guard let resolved = try await storage({ try await orderPayments.transition(change) }) else {
             throw CoreError(.invalidState, "the payment changed meanwhile (a re-send may be in progress); reload it")
         }
+        if resolved.captureDueAt != nil { onCaptureDue?(resolved.id) }
         logger.notice(
             "unknown payment resolved by an operator", metadata: ["payment": "\(payment.id)", "state": "\(resolution.rawValue)"])
         return resolved
@@ -49,11 +54,30 @@ extension PaymentsEngine {
     private func act(_ event: PaymentLifecycle.Event, on id: String, merchantIdentifier: String?) async throws(CoreError)
         -> PaymentRecord
     {
-        let move = PaymentLifecycle.move(event)
         let payment =
             if let merchantIdentifier { try await requirePayment(id, merchantIdentifier: merchantIdentifier) } else {
                 try await requirePayment(id)
             }
+        switch try await attempt(event, on: payment) {
+        case .done(let updated): return updated
+        case .busy:
+            throw CoreError(
+                .invalidState, "a capture or cancel of this payment is already in progress, or it changed meanwhile; reload it")
+        }
+    }
+
+    /// What one settle or cancel came to, when the processor did not refuse it.
+    enum ActionResult {
+        case done(PaymentRecord)
+        /// Someone else holds the right to act on the payment (or it moved): nothing was sent.
+        case busy
+    }
+
+    /// Settles or cancels `payment` through its processor under the operation's lease, then
+    /// records it; throws when it cannot be done or the processor refuses (still authorized).
+    func attempt(_ event: PaymentLifecycle.Event, on payment: PaymentRecord) async throws(CoreError) -> ActionResult {
+        let move = PaymentLifecycle.move(event)
+        let id = payment.id
         guard payment.state == move.from else {
             throw CoreError(
                 .invalidState, "only an authorized payment can be \(move.to.rawValue); this one is \(payment.state.rawValue)")
@@ -67,18 +91,15 @@ extension PaymentsEngine {
                 .invalidState,
                 "this payment went through \(payment.processor), which is no longer the merchant's processor; act on it there")
         }
-        // One settle or cancel at a time: two concurrent calls (the shop's and an operator's, or a
-        // retry) make one processor call; the other is told it is in progress.
+        // One settle or cancel at a time: two concurrent calls (the shop's and an operator's, the
+        // automatic capture, or a retry) make one processor call; the other is told it is in progress.
         let now = time.now
         guard
             try await storage({
                 try await orderPayments.claimOperation(
                     paymentId: id, in: move.from ?? .authorized, at: now, until: now.addingTimeInterval(policy.operationLease))
             })
-        else {
-            throw CoreError(
-                .invalidState, "a capture or cancel of this payment is already in progress, or it changed meanwhile; reload it")
-        }
+        else { return .busy }
         var links: [String: String]?
         let started = ContinuousClock.now
         do {
@@ -100,12 +121,13 @@ extension PaymentsEngine {
             _ = try? await orderPayments.releaseOperation(paymentId: id)
             throw CoreError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
         }
+        // The move clears any automatic capture still due (a manual capture or a cancel won).
         let change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links, held: payment)
         guard let updated = try await storage({ try await orderPayments.transition(change) }) else {
             throw CoreError(.invalidState, "the payment changed meanwhile; reload it")
         }
         logger.info("payment \(move.to.rawValue)", metadata: ["payment": "\(id)", "processor": "\(payment.processor)"])
         await onPaymentChanged?(id)
-        return updated
+        return .done(updated)
     }
 }

@@ -104,6 +104,10 @@ public struct PaymentsEngine: Sendable {
     /// Told the payment's ID after a capture, a cancellation or a refund took effect (Wallet
     /// orders follow the payment); set once by the composition root, before the engine is shared.
     public var onPaymentChanged: (@Sendable (String) async -> Void)?
+    /// Told the payment's ID when an authorization recorded an automatic capture as due, so the
+    /// capture loop tries it at once (``captureDue(limit:)``) rather than at its next pass; must
+    /// return at once (the shopper's request is waiting). Set once by the composition root.
+    public var onCaptureDue: (@Sendable (String) -> Void)?
 
     /// - Parameters:
     ///   - orderPayments: orders and their payments.
@@ -153,7 +157,7 @@ public struct PaymentsEngine: Sendable {
     func send(_ payment: PaymentRecord, _ request: AuthorizationRequest, through processor: any PaymentProcessor)
         async throws(CoreError) -> PaymentRecord
     {
-        try await record(payment, through: processor, operation: "authorize") {
+        try await record(payment, through: processor, operation: "authorize", capture: request.order.priced.capture) {
             try await processor.authorize(request)
         } mandate: { outcome in
             mandate(for: payment, of: request.order, outcome: outcome, processor: processor.name)
@@ -161,9 +165,10 @@ public struct PaymentsEngine: Sendable {
     }
 
     /// Makes one call for a pending payment's reference (`call`) and records its answer along
-    /// the lifecycle, with the mandate `mandate` makes of an authorization, if any.
+    /// the lifecycle, with the mandate `mandate` makes of an authorization, if any, and the
+    /// automatic capture an authorization owes when the order's `capture` says so.
     func record(
-        _ payment: PaymentRecord, through processor: any PaymentProcessor, operation: String,
+        _ payment: PaymentRecord, through processor: any PaymentProcessor, operation: String, capture: CaptureMode? = nil,
         call: () async throws -> AuthorizationOutcome, mandate: (AuthorizationOutcome) -> MandateRecord? = { _ in nil }
     ) async throws(CoreError) -> PaymentRecord {
         let started = ContinuousClock.now
@@ -213,7 +218,8 @@ public struct PaymentsEngine: Sendable {
             paymentId: payment.id, orderId: payment.orderId, move: PaymentLifecycle.move(event), at: time.now,
             outcome: outcome.map { event == .noAnswer ? AuthorizationOutcome(status: $0.status, code: $0.code, message: $0.message) : $0 },
             nextReconcileAt: unknown ? policy.nextReconcile(after: payment.reconcileAttempts, now: time.now) : nil,
-            mandate: event == .authorized ? outcome.flatMap(mandate) : nil, held: payment)
+            mandate: event == .authorized ? outcome.flatMap(mandate) : nil, held: payment,
+            captureDueAt: AutomaticCapture.dueAt(after: PaymentLifecycle.move(event), capture: capture, now: time.now))
         let recorded: PaymentRecord?
         do {
             recorded = try await orderPayments.transition(change)
@@ -234,6 +240,7 @@ public struct PaymentsEngine: Sendable {
             logger.info(
                 "payment authorized", metadata: metadata().merging(["amount": "\(payment.amount) \(payment.currency)"]) { $1 })
             if change.mandate != nil { await endIfRetired(recorded, through: processor) }
+            if recorded.captureDueAt != nil { onCaptureDue?(recorded.id) }
             return recorded
         case .declined:
             logger.notice("payment refused", metadata: metadata())

@@ -9,6 +9,9 @@ public enum WebhookEventType: String, Sendable, Codable, CaseIterable {
     /// The processor gave no definite answer; a later `payment.authorized` or `payment.refused` settles it.
     case paymentUnknown = "payment.unknown"
     case paymentSettled = "payment.settled"
+    /// Orchard stopped capturing a payment automatically after the processor refused it
+    /// ``AutomaticCapture/maximumRefusals`` times: it stays authorized for the shop to capture or cancel.
+    case paymentCaptureFailed = "payment.capture_failed"
     case paymentCancelled = "payment.cancelled"
     case paymentRefunded = "payment.refunded"
     /// A refund ended refused: nothing was refunded (after a `202` unknown, this is how the shop hears it).

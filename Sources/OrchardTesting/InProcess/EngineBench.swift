@@ -91,10 +91,11 @@ public struct EngineBench: Sendable {
             repositories: repositories, processor: processor, vault: vault, clock: clock, policy: policy, logHandler: logHandler, key: key)
     }
 
-    /// An open order of 9.90 EUR.
-    public func order() async throws -> OrderRecord {
+    /// An open order of 9.90 EUR, captured as `capture` says (nil: manually).
+    public func order(capture: CaptureMode? = nil) async throws -> OrderRecord {
         let id = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let priced = try Pricing.price(items: [CartItem(productId: "apple", quantity: 2)], catalogue: Self.catalogue, at: clock.now)
+        var priced = try Pricing.price(items: [CartItem(productId: "apple", quantity: 2)], catalogue: Self.catalogue, at: clock.now)
+        priced.capture = capture
         let order = OrderRecord(
             id: id, merchantIdentifier: Self.merchant, state: .open, priced: priced, applicationData: Array("orchard-order:\(id)".utf8),
             createdAt: clock.now)

@@ -51,6 +51,12 @@ public final class FailingOrderPayments: OrderPayments {
     public func stalePendingPayments(before date: Date) async throws -> [PaymentRecord] {
         try await inner.stalePendingPayments(before: date)
     }
+    public func leasePaymentsForCapture(at date: Date, until leaseEnd: Date, limit: Int) async throws -> [PaymentRecord] {
+        try await inner.leasePaymentsForCapture(at: date, until: leaseEnd, limit: limit)
+    }
+    public func recordCaptureRefusal(_ refusal: CaptureRefusal) async throws -> PaymentRecord? {
+        try await inner.recordCaptureRefusal(refusal)
+    }
     public func claimOperation(paymentId: String, in state: PaymentState, at date: Date, until leaseEnd: Date) async throws -> Bool {
         try await inner.claimOperation(paymentId: paymentId, in: state, at: date, until: leaseEnd)
     }

@@ -167,9 +167,17 @@ public final class SimulatedProcessor: PaymentProcessor {
         }
     }
 
-    /// Recorded; answers with a refund link.
+    /// How many of the next settles are refused (each is recorded first, as one the processor saw).
+    public let settleRefusals = Mutex<Int>(0)
+
+    /// Recorded; answers with a refund link, or refuses while ``settleRefusals`` says so.
     public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] {
         await act("settle")
+        let refuse = settleRefusals.withLock { refusals in
+            defer { refusals = max(0, refusals - 1) }
+            return refusals > 0
+        }
+        if refuse { throw ProcessorActionError("capture refused (simulated)") }
         return ["refund": "https://psp.example/refunds/\(payment.reference)"]
     }
     /// Recorded.
