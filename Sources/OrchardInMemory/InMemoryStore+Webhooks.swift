@@ -90,6 +90,22 @@ extension InMemoryStore {
         }
     }
 
+    /// The feed in the order of `state.events`: every event is appended under the store's lock,
+    /// in the transaction (the locked block) that writes it, and purges only remove, so that
+    /// order is commit order, and an event never appears before one already read.
+    public func webhookEventFeed(of merchant: String, after: String?, limit: Int) async throws -> [WebhookEvent]? {
+        state.withLock { state in
+            var start = state.events.startIndex
+            if let after {
+                guard let index = state.events.firstIndex(where: { $0.id == after && $0.merchantIdentifier == merchant }) else {
+                    return nil
+                }
+                start = index + 1
+            }
+            return Array(state.events[start...].lazy.filter { $0.merchantIdentifier == merchant }.prefix(max(0, limit)))
+        }
+    }
+
     /// The fair share both inboxes' leases take, in memory (the SQL stores take it in one
     /// statement): of the due items, oldest first, at most `perGroup` of each group, from at most
     /// `groups` groups, `total` in all.

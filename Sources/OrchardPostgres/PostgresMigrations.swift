@@ -58,12 +58,22 @@ enum PostgresMigrations {
         Migration(
             version: 13, description: "merchants' usage keys and their merchant tokens' usage announcements", statements: merchantTokenUsage
         ),
+        Migration(version: 14, description: "the event feed: each webhook event's writing transaction", statements: eventFeed),
         Migration(
             version: 15, description: "automatic capture: when each authorized payment's capture is next tried, and its refusals",
             statements: [
                 "ALTER TABLE payments ADD COLUMN capture_due_at timestamptz, ADD COLUMN capture_attempts bigint NOT NULL DEFAULT 0",
                 "CREATE INDEX payments_capture_due ON payments (capture_due_at) WHERE capture_due_at IS NOT NULL",
             ]),
+    ]
+
+    /// The transaction that wrote each event (`PostgresStore.webhookEventFeed`). Rows from before
+    /// take 0, a constant (no rewrite of the table), so they come first, in insertion order: the
+    /// ALTER waited for every transaction writing them, so all are committed.
+    static let eventFeed = [
+        "ALTER TABLE webhook_events ADD COLUMN xid xid8 NOT NULL DEFAULT '0'",
+        "ALTER TABLE webhook_events ALTER COLUMN xid SET DEFAULT pg_current_xact_id()",
+        "CREATE INDEX webhook_events_feed ON webhook_events (merchant, xid, seq)",
     ]
 
     /// One current usage key per merchant (a partial unique index); one announcement per

@@ -118,6 +118,28 @@ extension PostgresStore {
         try await rows("UPDATE webhook_events SET state = 'pending', next_attempt_at = \(date) WHERE id = \(id) RETURNING id").count == 1
     }
 
+    /// The feed by (writing transaction, insertion), of transactions older than every one still
+    /// open (`pg_snapshot_xmin`): each of those has ended, so no row can appear among them later,
+    /// while a transaction still open may hold an event inserted before another's that committed.
+    /// Those wait until it ends. (`xid` defaults to `pg_current_xact_id()`: the top-level
+    /// transaction, whatever savepoint inserts.) The cursor is the `after` event's pair.
+    public func webhookEventFeed(of merchant: String, after: String?, limit: Int) async throws -> [WebhookEvent]? {
+        var cursor = (xid: "0", seq: Int64(0))
+        if let after {
+            let found = try await rows("SELECT xid::text AS xid, seq FROM webhook_events WHERE id = \(after) AND merchant = \(merchant)")
+            guard let row = found.first else { return nil }
+            cursor = (try row.text("xid"), try row.integer("seq"))
+        }
+        return try await rows(
+            """
+            SELECT \(unescaped: Self.eventColumns) FROM webhook_events
+            WHERE merchant = \(merchant) AND (xid, seq) > (\(cursor.xid)::xid8, \(cursor.seq))
+            AND xid < pg_snapshot_xmin(pg_current_snapshot())
+            ORDER BY xid, seq LIMIT \(Int64(max(0, limit)))
+            """
+        ).map(Self.event)
+    }
+
     static func event(_ row: PostgresRandomAccessRow) throws -> WebhookEvent {
         WebhookEvent(
             id: try row.text("id"), merchantIdentifier: try row.text("merchant"),

@@ -96,6 +96,9 @@ extension SQLiteStore {
         ("registered_merchants", [("claim", "TEXT"), ("claimed_until", "INTEGER")]),
         // The MPAN's expiry and last digits from Apple's last verified token event (JSON).
         ("mandates", [("merchant_token", "TEXT")]),
+        // The event feed's order (`SQLiteStore.insertEvent`); rows written without it (by an
+        // Orchard from before it) are numbered after the others, in rowid order, at startup.
+        ("webhook_events", [("seq", "INTEGER")]),
     ]
 
     static let indexes = """
@@ -105,6 +108,9 @@ extension SQLiteStore {
         CREATE INDEX IF NOT EXISTS refunds_by_state ON refunds(state, updated_at);
         DROP INDEX IF EXISTS webhook_events_due;
         CREATE INDEX IF NOT EXISTS webhook_events_pending ON webhook_events(state, merchant, next_attempt_at);
+        UPDATE webhook_events SET seq = rowid + (SELECT COALESCE(MAX(seq), 0) FROM webhook_events) WHERE seq IS NULL;
+        CREATE UNIQUE INDEX IF NOT EXISTS webhook_events_seq ON webhook_events(seq);
+        CREATE INDEX IF NOT EXISTS webhook_events_feed ON webhook_events(merchant, seq);
         CREATE INDEX IF NOT EXISTS mandates_by_merchant ON mandates(merchant, created_at);
         CREATE INDEX IF NOT EXISTS mandates_by_token ON mandates(merchant_token_id);
         CREATE INDEX IF NOT EXISTS token_events_due ON token_events(state, next_attempt_at);
@@ -117,13 +123,13 @@ extension SQLiteStore {
         CREATE INDEX IF NOT EXISTS usage_announcements_due ON usage_announcements(due_at) WHERE due_at IS NOT NULL;
         CREATE INDEX IF NOT EXISTS usage_announcements_by_token ON usage_announcements(merchant_token_id);
         CREATE INDEX IF NOT EXISTS payments_by_mandate ON payments(mandate_id) WHERE mandate_id IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS payments_capture_due ON payments(capture_due_at) WHERE capture_due_at IS NOT NULL;
         CREATE UNIQUE INDEX IF NOT EXISTS registered_merchants_lower ON registered_merchants(lower(partner_id));
         """
 
     /// Creates what is missing; leaves every row in place.
     static func migrate(_ database: SQLiteDatabase) throws {
         let hadTransactions = !(try database.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'payment_transactions'"))
-        CREATE INDEX IF NOT EXISTS payments_capture_due ON payments(capture_due_at) WHERE capture_due_at IS NOT NULL;
             .isEmpty
         try database.executeScript(tables)
         for (table, columns) in addedColumns {

@@ -8,12 +8,18 @@ extension SQLiteStore {
         id, merchant, type, payload, created_at, state, attempts, next_attempt_at, last_status, last_error, delivered_at
         """
 
+    /// `seq`, the feed's order, is the next number inside the write transaction. Write
+    /// transactions run one at a time (the one writer connection's `BEGIN IMMEDIATE` takes the
+    /// file's write lock first, so another process's wait too), and readers see only commits: a
+    /// number taken in one is higher than any committed before, so numbering order is commit
+    /// order. Not the rowid: a table without an INTEGER PRIMARY KEY may be renumbered by VACUUM.
     static func insertEvent(in db: SQLiteDatabase, _ event: WebhookEvent) throws {
         try db.execute(
             """
-            INSERT INTO webhook_events (\(unescaped: eventColumns)) VALUES (
+            INSERT INTO webhook_events (\(unescaped: eventColumns), seq) VALUES (
             \(event.id), \(event.merchantIdentifier), \(event.type), \(event.payload), \(event.createdAt), \(event.state),
-            \(event.attempts), \(event.nextAttemptAt), \(event.lastStatus), \(event.lastError), \(event.deliveredAt))
+            \(event.attempts), \(event.nextAttemptAt), \(event.lastStatus), \(event.lastError), \(event.deliveredAt),
+            (SELECT COALESCE(MAX(seq), 0) + 1 FROM webhook_events))
             """)
     }
 
@@ -127,6 +133,25 @@ extension SQLiteStore {
 
     public func replayWebhookEvent(id: String, at date: Date) async throws -> Bool {
         try await write("UPDATE webhook_events SET state = 'pending', next_attempt_at = \(date) WHERE id = \(id)") == 1
+    }
+
+    /// The feed by `seq` (see ``insertEvent(in:_:)``), the cursor and the page read in one snapshot.
+    public func webhookEventFeed(of merchant: String, after: String?, limit: Int) async throws -> [WebhookEvent]? {
+        try await database.read { db in
+            var start: Int64 = 0
+            if let after {
+                guard
+                    let row = try db.query("SELECT seq FROM webhook_events WHERE id = \(after) AND merchant = \(merchant)").first
+                else { return nil }
+                start = row.integer("seq")
+            }
+            return try db.query(
+                """
+                SELECT \(unescaped: Self.eventColumns) FROM webhook_events WHERE merchant = \(merchant) AND seq > \(start)
+                ORDER BY seq LIMIT \(max(0, limit))
+                """
+            ).map(Self.event)
+        }
     }
 
     private func events(_ clause: SQLiteStatement) async throws -> [WebhookEvent] {

@@ -74,6 +74,7 @@ public func buildRouter(_ dependencies: ApplicationDependencies) -> Router<Orcha
         scriptTimeoutMs: settings.checkoutPage.timeoutMilliseconds)
     v1.addRoutes(paymentRequests.apiRoutes)
     v1.addRoutes(MerchantController().routes)
+    v1.addRoutes(EventsController(outbox: stored.webhookOutbox).routes)
     routes.addRoutes(paymentRequests.pageRoutes)
     let paymentsAPI = PaymentsAPIController(
         refunds: stored.refunds, paymentRequests: stored.paymentRequests, engine: services.engine, walletOrders: services.walletOrders)

@@ -127,6 +127,7 @@ def serve_seeds(server, document):
         "extendPaymentRequest": Seed("POST", "/v1/payment-requests/{id}/extend", open_request()[0],
                                      body={"expiresInSeconds": 3600}),
         "getAPIMerchant": Seed("GET", "/v1/merchant"),
+        "listEvents": Seed("GET", "/v1/events", query={"limit": "10"}),
         "getPayment": Seed("GET", "/v1/payments/{id}", {"id": payment}),
         "capturePayment": Seed("POST", "/v1/payments/{id}/capture", {"id": payment}),
         "cancelPayment": Seed("POST", "/v1/payments/{id}/cancel", {"id": payment}),

@@ -146,6 +146,18 @@ class GeneratedClientTests(ClientTestCase):
         events = self.call(admin.list_webhook_events_with_http_info, model=models.WebhookEventList)
         self.assertIsInstance(events.events, list)
 
+        # 7. A shop back from downtime catches up through the feed: its events oldest first, `next` the cursor.
+        page = self.call(payments.list_events_with_http_info, limit=2, model=models.WebhookEventPage)
+        self.assertEqual((len(page.events), page.next), (2, page.events[-1].id))
+        rest = self.call(payments.list_events_with_http_info, after=page.next, limit=100, model=models.WebhookEventPage)
+        fed = page.events + rest.events
+        self.assertEqual(len({each.id for each in fed}), len(fed))
+        self.assertTrue({"payment.authorized", "payment.settled", "mandate.ended"} <= {each.type for each in fed})
+        self.assertEqual(rest.next, fed[-1].id)
+        done = self.call(payments.list_events_with_http_info, after=rest.next, model=models.WebhookEventPage)
+        self.assertEqual((done.events, done.next), ([], None))
+        self.refused(payments.list_events, "evt_" + "0" * 32, status=404, code=models.ErrorCode.NOT_FOUND)
+
     def test_the_shoppers_page_through_the_generated_client(self):
         """The calls the checkout page makes (on the merchant's Host), each through the client and decoded whole."""
         models = self.models

@@ -52,11 +52,11 @@ struct MigrateCommandTests {
             let environment = ["PGPASS": server.password]
             let first = try await Self.migrate(configuration, environment: environment)
             #expect(first.status == 0, "\(first.stderr)")
-            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 14, "\(first.lines)")
+            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 15, "\(first.lines)")
             #expect(first.lines.first == "applied 1: orders, payments, registry, payments API and webhook outbox")
             #expect(first.lines.last == "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 15")
             let applied = try await server.query(settings.database, "SELECT count(*) FROM schema_migrations")
-            #expect(applied == "14")
+            #expect(applied == "15")
 
             let second = try await Self.migrate(configuration, environment: environment)
             #expect(second.status == 0, "\(second.stderr)")
@@ -64,7 +64,7 @@ struct MigrateCommandTests {
                 second.lines == [
                     "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 15, already current: nothing applied"
                 ])
-            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "14")
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "15")
 
             try await server.query(
                 settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
@@ -106,7 +106,7 @@ struct MigrateCommandTests {
                 refused.stderr.contains("(ACME, acme)") && refused.stderr.contains("orchard domains unregister --partner-id ID"),
                 "\(refused.stderr)")
             #expect(!refused.stderr.contains("bystander"), "\(refused.stderr)")
-            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "12", "nothing applied")
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "14", "nothing applied")
             // The server migrates as it starts: it refuses alike, so it does not start.
             do {
                 let store = try await PostgresStore.open(

@@ -21,6 +21,19 @@ public protocol WebhookOutbox: Sendable {
     func webhookEvent(id: String) async throws -> WebhookEvent?
     /// Makes an event pending and due now, whatever became of it; false when there is none.
     func replayWebhookEvent(id: String, at date: Date) async throws -> Bool
+    /// One page of `merchant`'s event feed (`GET /v1/events`): at most `limit` of its events the
+    /// outbox still holds, whatever their delivery, in the feed's order, starting after the
+    /// event `after` (from the first when nil). Nil when `after` is not an event of `merchant`
+    /// (another merchant's, purged, or none).
+    ///
+    /// The feed's order never changes behind a reader: once a page has been read, no event can
+    /// appear before its last one, so a reader that keeps the last ID it read misses nothing. An
+    /// order of creation time or of insertion would not do that: a transaction that inserted
+    /// first may commit after one that inserted later and was already read. So each store
+    /// returns only events whose order is settled: SQLite and memory write one transaction at a
+    /// time (insertion order is commit order); PostgreSQL returns only events of transactions
+    /// older than every transaction still open, ordered by transaction ID, then insertion.
+    func webhookEventFeed(of merchant: String, after: String?, limit: Int) async throws -> [WebhookEvent]?
 }
 
 /// How a webhook lease shares the outbox between merchants: each merchant gets at most
