@@ -10,7 +10,7 @@ extension InMemoryStore {
             let mine = state.refunds.filter { $0.paymentId == draft.paymentId }
             let snapshot = RefundClaimSnapshot(
                 payment: state.payments.first { $0.id == draft.paymentId }.map {
-                    .init(state: $0.state, amount: $0.amount, reference: $0.reference)
+                    .init(state: $0.state, amount: $0.amount, reference: $0.reference, amountCaptured: $0.amountCaptured)
                 },
                 earlier: mine.first { $0.idempotencyKey == draft.idempotencyKey },
                 held: Money.sum(mine.filter(\.holdsAmount).map(\.amount)) ?? .max, count: mine.count)

@@ -65,6 +65,9 @@ enum PostgresMigrations {
                 "ALTER TABLE payments ADD COLUMN capture_due_at timestamptz, ADD COLUMN capture_attempts bigint NOT NULL DEFAULT 0",
                 "CREATE INDEX payments_capture_due ON payments (capture_due_at) WHERE capture_due_at IS NOT NULL",
             ]),
+        Migration(
+            version: 16, description: "partial capture: what each payment's capture took",
+            statements: ["ALTER TABLE payments ADD COLUMN amount_captured bigint"]),
     ]
 
     /// The transaction that wrote each event (`PostgresStore.webhookEventFeed`). Rows from before

@@ -145,7 +145,7 @@ extension PostgresStore {
                     \(record.updatedAt)::timestamptz, \(Int64(record.sends))::bigint, \(Int64(record.reconcileAttempts))::bigint,
                     \(record.nextReconcileAt)::timestamptz, \(record.mandateId)::text, \(record.merchantTokenIdentifier)::text,
                     \(metadata)::text, \(record.lastSentAt)::timestamptz, \(record.captureDueAt)::timestamptz,
-                    \(Int64(record.captureAttempts))::bigint, \(claim.sealedRequest.bytea)::bytea
+                    \(Int64(record.captureAttempts))::bigint, \(record.amountCaptured)::bigint, \(claim.sealedRequest.bytea)::bytea
                     FROM moved_order RETURNING \(unescaped: Self.paymentColumns)),
                 recorded AS (
                     INSERT INTO payment_transactions (transaction_id, payment_id, created_at)

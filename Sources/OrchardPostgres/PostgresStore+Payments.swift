@@ -9,7 +9,8 @@ extension PostgresStore {
     static let paymentColumns = """
         id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at, processor, \
         reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at, mandate_id, \
-        merchant_token_id, merchant_token_metadata, last_sent_at, capture_due_at, capture_attempts
+        merchant_token_id, merchant_token_metadata, last_sent_at, capture_due_at, capture_attempts, \
+        amount_captured
         """
 
     public func retryPayload(paymentId: String) async throws -> [UInt8]? {
@@ -79,6 +80,7 @@ extension PostgresStore {
             lastSentAt: try row.optionalDate("last_sent_at"))
         payment.captureDueAt = try row.optionalDate("capture_due_at")
         payment.captureAttempts = Int(try row.integer("capture_attempts"))
+        payment.amountCaptured = try row.optionalInteger("amount_captured")
         return payment
     }
 

@@ -37,7 +37,7 @@ extension PostgresStore {
     /// refunds of one payment take turns, so neither counts without the other's amount.
     private func refundSnapshot(_ draft: RefundRecord, on connection: PostgresConnection) async throws -> RefundClaimSnapshot {
         let payment = try await connection.rows(
-            "SELECT state, amount, reference FROM payments WHERE id = \(draft.paymentId) FOR UPDATE", logger
+            "SELECT state, amount, reference, amount_captured FROM payments WHERE id = \(draft.paymentId) FOR UPDATE", logger
         ).first
         let earlier = try await connection.rows(
             """
@@ -56,7 +56,9 @@ extension PostgresStore {
                 guard let state = PaymentState(rawValue: try row.text("state")) else {
                     throw StoreError(code: .storage, message: "payment \(draft.paymentId) has an unreadable state")
                 }
-                return .init(state: state, amount: try row.integer("amount"), reference: try row.text("reference"))
+                return .init(
+                    state: state, amount: try row.integer("amount"), reference: try row.text("reference"),
+                    amountCaptured: try row.optionalInteger("amount_captured"))
             },
             earlier: earlier, held: try refunds?.integer("held") ?? 0, count: Int(try refunds?.integer("n") ?? 0))
     }

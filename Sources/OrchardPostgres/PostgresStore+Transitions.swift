@@ -122,7 +122,7 @@ extension PostgresStore {
                 processor_message = \(moved.processorMessage)::text, links = \(newLinks ?? read.links)::text,
                 sends = \(Int64(moved.sends))::bigint, reconcile_attempts = \(Int64(moved.reconcileAttempts))::bigint,
                 next_reconcile_at = \(change.nextReconcileAt)::timestamptz, mandate_id = \(moved.mandateId)::text,
-                capture_due_at = \(change.captureDueAt)::timestamptz,
+                capture_due_at = \(change.captureDueAt)::timestamptz, amount_captured = \(moved.amountCaptured)::bigint,
                 last_sent_at = CASE WHEN \(change.expectedSends != nil)::boolean THEN \(change.at)::timestamptz ELSE last_sent_at END,
                 retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(change.move.to))::boolean THEN NULL ELSE retry_payload END
                 WHERE id = \(change.paymentId)::text AND order_id = \(change.orderId)::text AND state = \(old.state.rawValue)::text

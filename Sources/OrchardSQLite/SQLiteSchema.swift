@@ -86,6 +86,8 @@ extension SQLiteStore {
                 ("merchant_token_metadata", "TEXT"), ("last_sent_at", "INTEGER"), ("operation_until", "INTEGER"),
                 // While an automatic capture is owed: when it is next tried, and the refusals so far.
                 ("capture_due_at", "INTEGER"), ("capture_attempts", "INTEGER NOT NULL DEFAULT 0"),
+                // What a (partial) capture took; NULL before, and for payments captured whole before it was kept.
+                ("amount_captured", "INTEGER"),
             ]
         ),
         ("orders", [("expires_at", "INTEGER"), ("price_version", "INTEGER NOT NULL DEFAULT 1")]),

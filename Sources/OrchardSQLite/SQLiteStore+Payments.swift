@@ -6,7 +6,8 @@ extension SQLiteStore {
     static let paymentColumns = """
         id, order_id, transaction_id, state, amount, currency, network, last_four, processor_reference, created_at,
         processor, reference, processor_code, processor_message, links, updated_at, sends, reconcile_attempts, next_reconcile_at,
-        mandate_id, merchant_token_id, merchant_token_metadata, last_sent_at, capture_due_at, capture_attempts
+        mandate_id, merchant_token_id, merchant_token_metadata, last_sent_at, capture_due_at, capture_attempts,
+        amount_captured
         """
 
     public func claimPayment(_ claim: PaymentClaim) async throws -> PaymentRecord {
@@ -96,6 +97,7 @@ extension SQLiteStore {
                     processor_message = \(moved.processorMessage), links = COALESCE(\(links), links), sends = \(moved.sends),
                     reconcile_attempts = \(moved.reconcileAttempts), last_sent_at = \(moved.lastSentAt),
                     next_reconcile_at = \(moved.nextReconcileAt), capture_due_at = \(moved.captureDueAt),
+                    amount_captured = \(moved.amountCaptured),
                     retry_payload = CASE WHEN \(PaymentLifecycle.isResolved(moved.state)) THEN NULL ELSE retry_payload END
                     WHERE id = \(change.paymentId) AND state = \(from) AND sends = \(old.sends)
                     """
@@ -190,7 +192,7 @@ extension SQLiteStore {
             \(payment.reference), \(payment.processorCode), \(payment.processorMessage), \(links),
             \(payment.updatedAt), \(payment.sends), \(payment.reconcileAttempts), \(payment.nextReconcileAt), \(payment.mandateId),
             \(payment.merchantTokenIdentifier), \(metadata), \(payment.lastSentAt), \(payment.captureDueAt),
-            \(payment.captureAttempts), \(retryPayload))
+            \(payment.captureAttempts), \(payment.amountCaptured), \(retryPayload))
             """)
     }
 
@@ -218,6 +220,7 @@ extension SQLiteStore {
             lastSentAt: row.optionalDate("last_sent_at"))
         payment.captureDueAt = row.optionalDate("capture_due_at")
         payment.captureAttempts = row.int("capture_attempts")
+        payment.amountCaptured = row.optionalInteger("amount_captured")
         return payment
     }
 

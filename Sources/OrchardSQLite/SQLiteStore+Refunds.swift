@@ -40,7 +40,7 @@ extension SQLiteStore {
             WHERE payment_id = \(draft.paymentId) AND idempotency_key = \(draft.idempotencyKey)
             """
         ).first.map(Self.refund)
-        let payment = try db.query("SELECT state, amount, reference FROM payments WHERE id = \(draft.paymentId)").first
+        let payment = try db.query("SELECT state, amount, reference, amount_captured FROM payments WHERE id = \(draft.paymentId)").first
         let refunds = try db.query(
             """
             SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused'), 0) AS held, COUNT(*) AS count
@@ -52,7 +52,9 @@ extension SQLiteStore {
                 guard let state: PaymentState = row.value("state") else {
                     throw StoreError(code: .storage, message: "payment \(draft.paymentId) has an unreadable state")
                 }
-                return .init(state: state, amount: row.integer("amount"), reference: row.optionalText("reference") ?? draft.paymentId)
+                return .init(
+                    state: state, amount: row.integer("amount"), reference: row.optionalText("reference") ?? draft.paymentId,
+                    amountCaptured: row.optionalInteger("amount_captured"))
             },
             earlier: earlier, held: refunds?.integer("held") ?? 0, count: refunds?.int("count") ?? 0)
     }

@@ -129,7 +129,8 @@ def serve_seeds(server, document):
         "getAPIMerchant": Seed("GET", "/v1/merchant"),
         "listEvents": Seed("GET", "/v1/events", query={"limit": "10"}),
         "getPayment": Seed("GET", "/v1/payments/{id}", {"id": payment}),
-        "capturePayment": Seed("POST", "/v1/payments/{id}/capture", {"id": payment}),
+        # Part of the payment: the refund below (of 1) still fits what was captured.
+        "capturePayment": Seed("POST", "/v1/payments/{id}/capture", {"id": payment}, body={"amount": 1}),
         "cancelPayment": Seed("POST", "/v1/payments/{id}/cancel", {"id": payment}),
         "listRefunds": Seed("GET", "/v1/payments/{id}/refunds", {"id": payment}),
         "refundPayment": Seed("POST", "/v1/payments/{id}/refunds", {"id": payment}, body={"amount": 1}),

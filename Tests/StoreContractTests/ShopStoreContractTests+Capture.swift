@@ -71,4 +71,26 @@ extension ShopStoreContractTests {
             #expect(event.merchantIdentifier == order?.merchantIdentifier)
         }
     }
+
+    @Test("a settle records what it captured (a part, or all); refund claims are bounded by it", arguments: Kind.enabled)
+    func partialCapture(kind: Kind) async throws {
+        try await StoreContractTests.withStore(kind) { store in
+            _ = try await Self.authorized(store, order: "o1", payment: "p1", due: nil)
+            var settle = PaymentTransition(paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.settle), at: Self.at(1))
+            settle.amountCaptured = 400
+            let settled = try #require(try await store.transition(settle))
+            #expect(settled.amountCaptured == 400 && settled.captured == 400)
+            #expect(try await store.payment(id: "p1")?.amountCaptured == 400)
+            let settledEvent = try #require(try await Self.events(store).last { $0.type == .paymentSettled })
+            let shown = try #require((try Self.json(settledEvent))["data"] as? [String: Any])["payment"] as? [String: Any]
+            #expect(shown?["amountCaptured"] as? Int == 400)
+            #expect(await Self.storeError { _ = try await store.claimRefund(Self.refund("p1", 401, key: "a")) } == .refundTooLarge)
+            _ = try await store.claimRefund(Self.refund("p1", 400, key: "b"))
+            // A payment settled before Orchard kept what it captured: the whole amount.
+            _ = try await Self.settled(store, order: "o2", payment: "p2")
+            let whole = try #require(try await store.payment(id: "p2"))
+            #expect(whole.amountCaptured == nil && whole.captured == whole.amount)
+            _ = try await store.claimRefund(Self.refund("p2", whole.amount, key: "c"))
+        }
+    }
 }

@@ -162,6 +162,8 @@ public struct PaymentTransition: Sendable {
     /// capture is owed is never stored without it. Every other move writes nil: a payment that
     /// leaves `authorized` owes no capture.
     public var captureDueAt: Date?
+    /// What a settle captured (``PaymentRecord/amountCaptured``); nil: the move leaves it as it is.
+    public var amountCaptured: Int64?
 
     public init(
         paymentId: String, orderId: String, move: PaymentLifecycle.Move, at: Date, outcome: AuthorizationOutcome? = nil,
@@ -214,6 +216,7 @@ public struct PaymentTransition: Sendable {
         if expectedSends != nil { moved.lastSentAt = stored(at) }
         moved.nextReconcileAt = nextReconcileAt.map(stored)
         moved.captureDueAt = captureDueAt.map(stored)
+        if let amountCaptured { moved.amountCaptured = amountCaptured }
         if let mandate { moved.mandateId = mandate.id }
         return moved
     }

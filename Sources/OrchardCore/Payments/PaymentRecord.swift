@@ -67,6 +67,10 @@ public struct PaymentRecord: Sendable, Codable, Equatable {
     public var captureDueAt: Date?
     /// The automatic captures of this payment the processor refused so far.
     public var captureAttempts: Int = 0
+    /// What its capture took, in minor units (1 to ``amount``; the rest of the authorization was
+    /// released): set by the move to `settled`. Nil before, and for a payment settled before
+    /// Orchard kept it, which captured the whole amount (``captured``).
+    public var amountCaptured: Int64?
 
     public init(
         id: String, orderId: String, transactionId: String, state: PaymentState, amount: Int64, currency: String, network: String?,
@@ -106,4 +110,8 @@ extension PaymentRecord {
     /// The reference's last send; for a row from before Orchard kept it, its last change, which
     /// is never earlier than its last send.
     public var sentLast: Date { lastSentAt ?? updatedAt }
+
+    /// What was captured: ``amountCaptured``, or the whole amount for a payment settled before
+    /// Orchard kept it; nil while nothing is (not settled). What refunds are bounded by.
+    public var captured: Int64? { amountCaptured ?? (state == .settled ? amount : nil) }
 }

@@ -14,6 +14,8 @@ public struct PaymentView: Sendable, Codable, Equatable {
     /// Minor units.
     public var amount: Int64
     public var amountRefunded: Int64
+    /// Once settled: what the capture took (the whole amount, or part of it; refunds are bounded by it).
+    public var amountCaptured: Int64?
     public var currency: String
     public var network: String?
     public var lastFour: String
@@ -36,6 +38,7 @@ public struct PaymentView: Sendable, Codable, Equatable {
         state = payment.state
         amount = payment.amount
         amountRefunded = refunded
+        amountCaptured = payment.captured
         currency = payment.currency
         network = payment.network
         lastFour = payment.lastFour

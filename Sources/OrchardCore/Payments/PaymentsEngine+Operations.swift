@@ -11,10 +11,13 @@ extension PaymentsEngine {
         var event: PaymentLifecycle.Event { self == .authorized ? .resolvedAuthorized : .resolvedRefused }
     }
 
-    /// Settles (captures) an authorized payment through its processor, then records it. With a
-    /// merchant, another merchant's payment is not found.
-    public func settle(paymentId: String, merchantIdentifier: String? = nil) async throws(CoreError) -> PaymentRecord {
-        try await act(.settle, on: paymentId, merchantIdentifier: merchantIdentifier)
+    /// Settles (captures) an authorized payment through its processor, then records it: the
+    /// whole amount, or `amount` of it (1 to the authorized amount; the processor releases the
+    /// rest where it can). With a merchant, another merchant's payment is not found.
+    public func settle(paymentId: String, merchantIdentifier: String? = nil, amount: Int64? = nil) async throws(CoreError)
+        -> PaymentRecord
+    {
+        try await act(.settle, on: paymentId, merchantIdentifier: merchantIdentifier, amount: amount)
     }
 
     /// Cancels (voids) an authorized payment through its processor, then records it; the order closes.
@@ -51,14 +54,17 @@ extension PaymentsEngine {
     }
 
     /// The processor first, then the record: a processor that refuses leaves the payment authorized.
-    private func act(_ event: PaymentLifecycle.Event, on id: String, merchantIdentifier: String?) async throws(CoreError)
-        -> PaymentRecord
+    private func act(_ event: PaymentLifecycle.Event, on id: String, merchantIdentifier: String?, amount: Int64? = nil)
+        async throws(CoreError) -> PaymentRecord
     {
         let payment =
             if let merchantIdentifier { try await requirePayment(id, merchantIdentifier: merchantIdentifier) } else {
                 try await requirePayment(id)
             }
-        switch try await attempt(event, on: payment) {
+        if let amount, !(1...payment.amount).contains(amount) {
+            throw CoreError(.invalidRequest, "amount must be 1 to the authorized \(payment.amount) minor units")
+        }
+        switch try await attempt(event, on: payment, amount: amount) {
         case .done(let updated): return updated
         case .busy:
             throw CoreError(
@@ -75,7 +81,9 @@ extension PaymentsEngine {
 
     /// Settles or cancels `payment` through its processor under the operation's lease, then
     /// records it; throws when it cannot be done or the processor refuses (still authorized).
-    func attempt(_ event: PaymentLifecycle.Event, on payment: PaymentRecord) async throws(CoreError) -> ActionResult {
+    func attempt(_ event: PaymentLifecycle.Event, on payment: PaymentRecord, amount: Int64? = nil) async throws(CoreError)
+        -> ActionResult
+    {
         let move = PaymentLifecycle.move(event)
         let id = payment.id
         guard payment.state == move.from else {
@@ -105,7 +113,12 @@ extension PaymentsEngine {
         do {
             if event == .settle {
                 // What the processor offers next (its refund links) joins the links it gave at authorization.
-                let learned = try await processor.settle(payment)
+                let learned =
+                    if let amount, amount != payment.amount {
+                        try await processor.settle(payment, amount: amount)
+                    } else {
+                        try await processor.settle(payment)
+                    }
                 if !learned.isEmpty { links = payment.links.merging(learned) { $1 } }
             } else {
                 try await processor.cancel(payment)
@@ -122,7 +135,8 @@ extension PaymentsEngine {
             throw CoreError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
         }
         // The move clears any automatic capture still due (a manual capture or a cancel won).
-        let change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links, held: payment)
+        var change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links, held: payment)
+        if event == .settle { change.amountCaptured = amount ?? payment.amount }
         guard let updated = try await storage({ try await orderPayments.transition(change) }) else {
             throw CoreError(.invalidState, "the payment changed meanwhile; reload it")
         }

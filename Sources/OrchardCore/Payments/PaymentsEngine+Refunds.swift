@@ -23,7 +23,8 @@ extension PaymentsEngine {
     ) async throws(CoreError) -> RefundRecord {
         let payment = try await requirePayment(paymentId, merchantIdentifier: merchantIdentifier)
         let refunded = try await storage { try await refunds.refunds(paymentId: paymentId) }
-        let left = payment.amount - refunded.filter(\.holdsAmount).reduce(0) { $0 + $1.amount }
+        // What was captured bounds the refunds (the policy checks it again in the claim).
+        let left = (payment.captured ?? payment.amount) - refunded.filter(\.holdsAmount).reduce(0) { $0 + $1.amount }
         let earlier = refunded.first { $0.idempotencyKey == idempotencyKey }
         let wanted = amount ?? earlier?.amount ?? left
         guard wanted > 0 else {

@@ -145,6 +145,10 @@ public protocol PaymentProcessor: Sendable {
     /// answer offers (`refund`, `partialRefund`) and their URLs, which the engine adds to the
     /// payment's links: Worldpay hands out its refund links only here.
     func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String]
+    /// Captures `amount` (1 to the authorized amount) of an authorized payment and releases the
+    /// rest of the authorization where the processor can; the whole amount is ``settle(_:)``.
+    /// By default a processor takes no partial capture and refuses one, sending nothing.
+    func settle(_ payment: PaymentRecord, amount: Int64) async throws(ProcessorActionError) -> [String: String]
     func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError)
     /// Refunds part or all of a settled payment under the refund's own reference. Throws (any
     /// error) when the outcome is not definite: the refund is then unknown and a retry re-sends
@@ -168,6 +172,12 @@ public protocol PaymentProcessor: Sendable {
 }
 
 extension PaymentProcessor {
+    /// The whole amount is an ordinary settle; a processor without partial captures refuses part of it.
+    public func settle(_ payment: PaymentRecord, amount: Int64) async throws(ProcessorActionError) -> [String: String] {
+        guard amount == payment.amount else { throw ProcessorActionError("\(name) takes no partial capture through Orchard") }
+        return try await settle(payment)
+    }
+
     /// No call for a stored credential's new expiry: nothing is sent.
     public func updateCredentialExpiry(_ mandate: MandateRecord, month: Int, year: Int) async throws(ProcessorActionError) -> Bool {
         false
@@ -185,7 +195,7 @@ public struct RefundRequest: Sendable {
     public var sends: Int
 
     /// Whether this refund returns the whole payment (processors have a cheaper call for that).
-    public var isFull: Bool { amount == payment.amount }
+    public var isFull: Bool { amount == payment.captured }
 
     public init(payment: PaymentRecord, amount: Int64, reference: String, sends: Int = 1) {
         self.payment = payment
@@ -239,6 +249,8 @@ public struct RecordOnlyProcessor: PaymentProcessor {
 
     /// Nothing to call: the back office settles with its own processor; Orchard records the state.
     public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] { [:] }
+    /// Part of the amount is recorded as captured the same way.
+    public func settle(_ payment: PaymentRecord, amount: Int64) async throws(ProcessorActionError) -> [String: String] { [:] }
     public func cancel(_ payment: PaymentRecord) async throws(ProcessorActionError) {}
     public func refund(_ request: RefundRequest) async throws -> RefundOutcome {
         RefundOutcome(status: .refunded, processorReference: "recorded:\(request.reference)")

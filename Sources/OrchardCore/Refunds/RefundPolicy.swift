@@ -2,16 +2,19 @@ import Foundation
 
 /// What a store reads, under the payment's lock, for ``RefundPolicy/decide(_:_:)``.
 public struct RefundClaimSnapshot: Sendable, Equatable {
-    /// The refunded payment's state, amount and reference.
+    /// The refunded payment's state, amount, what its capture took and reference.
     public struct Payment: Sendable, Equatable {
         public var state: PaymentState
         public var amount: Int64
         public var reference: String
+        /// ``PaymentRecord/amountCaptured``: nil for a payment captured whole before Orchard kept it.
+        public var amountCaptured: Int64?
 
-        public init(state: PaymentState, amount: Int64, reference: String) {
+        public init(state: PaymentState, amount: Int64, reference: String, amountCaptured: Int64? = nil) {
             self.state = state
             self.amount = amount
             self.reference = reference
+            self.amountCaptured = amountCaptured
         }
     }
 
@@ -79,7 +82,8 @@ public enum RefundPolicy {
                 "only a settled (captured) payment can be refunded; this one is \(payment.state.rawValue)"
                     + (payment.state == .authorized ? ": cancel it instead" : ""))
         }
-        let left = left(of: payment.amount, held: snapshot.held)
+        // Bounded by what was captured: the rest of a partly captured authorization was never charged.
+        let left = left(of: payment.amountCaptured ?? payment.amount, held: snapshot.held)
         guard draft.amount <= left else {
             throw CoreError(.refundTooLarge, "the refund of \(draft.amount) is more than the \(left) left to refund")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import OrchardCore
+import OrchardServices
 
 /// `/v1/payments/{id}`: read a payment, capture or cancel it, refund it, through the processor
 /// that authorized it. Another merchant's payment is "not found".
@@ -12,6 +13,12 @@ struct PaymentsAPIController {
 
     struct RefundBody: Decodable {
         /// Minor units; absent: everything not refunded yet.
+        var amount: Int64?
+    }
+
+    /// `POST …/capture`'s optional body.
+    struct CaptureBody: Decodable {
+        /// Minor units, 1 to the authorized amount; absent: the whole amount.
         var amount: Int64?
     }
 
@@ -32,8 +39,9 @@ struct PaymentsAPIController {
         v1.get("payments/{id}") { _, context in
             try await detail(try engine(context) { try await $0.requirePayment($1, merchantIdentifier: $2) })
         }
-        v1.post("payments/{id}/capture") { _, context in
-            try await detail(try engine(context) { try await $0.settle(paymentId: $1, merchantIdentifier: $2) })
+        v1.post("payments/{id}/capture") { request, context in
+            let amount = try await captureAmount(request, context)
+            return try await detail(try engine(context) { try await $0.settle(paymentId: $1, merchantIdentifier: $2, amount: amount) })
         }
         v1.post("payments/{id}/cancel") { _, context in
             try await detail(try engine(context) { try await $0.cancel(paymentId: $1, merchantIdentifier: $2) })
@@ -57,6 +65,23 @@ struct PaymentsAPIController {
             return EditedResponse(status: status, response: refund)
         }
         return v1
+    }
+
+    /// The capture's amount: nil without a body (the whole amount, as before the body existed);
+    /// a body is JSON only (415 otherwise), `{"amount": minor units}`.
+    func captureAmount(_ request: Request, _ context: OrchardRequestContext) async throws -> Int64? {
+        let bytes = try await readBody(request, limit: context.maxBodyBytes)
+        guard !bytes.isEmpty else { return nil }
+        guard JSONContentTypeMiddleware<OrchardRequestContext>.isJSON(request.headers[.contentType]) else {
+            throw OrchardError(
+                .unsupportedMediaType,
+                "send the body as JSON with the header Content-Type: application/json, or no body for the whole amount")
+        }
+        do {
+            return try JSONDecoder().decode(CaptureBody.self, from: Data(bytes)).amount
+        } catch {
+            throw OrchardError(.invalidJSON, "the body is not {\"amount\": minor units} (\(DecodingErrorText.describe(error)))")
+        }
     }
 
     /// Runs an engine call for the authenticated merchant on the path's payment.

@@ -167,6 +167,16 @@ public final class SimulatedProcessor: PaymentProcessor {
         }
     }
 
+    /// What each accepted settle captured, in order.
+    public let captures = Mutex<[Int64]>([])
+
+    /// Part of the amount: recorded as a settle, and what it captured.
+    public func settle(_ payment: PaymentRecord, amount: Int64) async throws(ProcessorActionError) -> [String: String] {
+        var part = payment
+        part.amount = amount
+        return try await settle(part)
+    }
+
     /// How many of the next settles are refused (each is recorded first, as one the processor saw).
     public let settleRefusals = Mutex<Int>(0)
 
@@ -178,6 +188,7 @@ public final class SimulatedProcessor: PaymentProcessor {
             return refusals > 0
         }
         if refuse { throw ProcessorActionError("capture refused (simulated)") }
+        captures.withLock { $0.append(payment.amount) }
         return ["refund": "https://psp.example/refunds/\(payment.reference)"]
     }
     /// Recorded.

@@ -247,7 +247,15 @@ public struct WorldlineProcessor: PaymentProcessor {
 
     /// Captures the payment; a refund needs only the payment ID, so there are no links to learn.
     public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] {
-        try await act(payment, "capture", body: ["amount": .integer(payment.amount), "isFinal": true])
+        try await settle(payment, amount: payment.amount)
+    }
+
+    /// CapturePayment (`POST /v2/{merchantId}/payments/{paymentId}/capture`) with `amount` and
+    /// `isFinal: true`, as Worldline Direct's maintenance-operations guide shows the request
+    /// (`{"amount": 1000, "isFinal": false}`): final, so no later capture is expected and
+    /// Worldline releases what is left of the authorization.
+    public func settle(_ payment: PaymentRecord, amount: Int64) async throws(ProcessorActionError) -> [String: String] {
+        try await act(payment, "capture", body: ["amount": .integer(amount), "isFinal": true])
         return [:]
     }
 

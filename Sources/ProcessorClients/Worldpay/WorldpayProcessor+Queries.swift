@@ -36,12 +36,12 @@ extension WorldpayProcessor {
         if let listed = try await queriedPayment(payment.reference) {
             switch listed["lastEvent"]?.string {
             case "authorizationSucceeded", "settlementRequested", "settlementRequestSubmitted":
-                var links = Self.actions(listed, ["settle", "cancel"], baseURL: baseURL)
+                var links = Self.actions(listed, ["settle", "partialSettle", "cancel"], baseURL: baseURL)
                 if links.isEmpty, let id = Self.paymentId(listed["paymentId"]) {
-                    links = Self.actions(try await paymentDetail(id), ["settle", "cancel"], baseURL: baseURL)
+                    links = Self.actions(try await paymentDetail(id), ["settle", "partialSettle", "cancel"], baseURL: baseURL)
                 }
                 if links.isEmpty, let events = try? await paymentEvents(payment.reference) {
-                    links = Self.actions(events, ["settle", "cancel"], baseURL: baseURL)
+                    links = Self.actions(events, ["settle", "partialSettle", "cancel"], baseURL: baseURL)
                 }
                 return .found(AuthorizationOutcome(status: .authorized, processorReference: payment.reference, links: links))
             case "authorizationRefused", "authorizationFailed":
@@ -71,7 +71,8 @@ extension WorldpayProcessor {
         case "Authorized", "Sent for Settlement", "Settled":
             return .found(
                 AuthorizationOutcome(
-                    status: .authorized, processorReference: reference, links: actions(events, ["settle", "cancel"], baseURL: baseURL)))
+                    status: .authorized, processorReference: reference,
+                    links: actions(events, ["settle", "partialSettle", "cancel"], baseURL: baseURL)))
         case "Refused", "Error":
             return .found(AuthorizationOutcome(status: .refused, code: events["lastEvent"]?.string))
         default:

@@ -236,6 +236,10 @@ extension MockWorldline {
         guard rest.count == 2, ["capture", "cancel"].contains(rest[1]) else { return worldlineError(404, "NOT_FOUND", "no such action") }
         let id = String(rest[0])
         let capture = rest[1] == "capture"
+        // CapturePayment's `amount` (at most the authorized amount) and `isFinal`, kept on the charge.
+        let body = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
+        let amount = Self.integer(body?["amount"])
+        let isFinal = body?["isFinal"] as? Bool
         return mock.state.withLock { state in
             guard let index = state.charges.firstIndex(where: { $0.processor == name && $0.id == id }) else {
                 return Self.reply(
@@ -249,7 +253,16 @@ extension MockWorldline {
                         "errors": [["id": "INVALID_STATUS", "message": "the payment is \(state.charges[index].state)"]],
                     ])
             }
+            if capture, let amount, !(1...state.charges[index].amount).contains(amount) {
+                return Self.reply(
+                    400, ["errorId": UUID().uuidString, "errors": [["id": "INVALID_VALUE", "message": "amount is out of range"]]])
+            }
             state.charges[index].state = capture ? .settled : .cancelled
+            if capture, let amount, amount < state.charges[index].amount {
+                state.charges[index].capturedAmount = amount
+                state.charges[index].captureFinal = isFinal
+                state.charges[index].restReleased = isFinal == true
+            }
             return Self.reply(200, capture ? ["id": id, "status": "CAPTURE_REQUESTED"] : ["payment": ["id": id, "status": "CANCELLED"]])
         }
     }

@@ -190,6 +190,7 @@ extension MockWorldpay {
             "_links": [
                 "cardPayments:cancel": ["href": "\(mock.baseURL)/payments/authorizations/cancellations/\(key)"],
                 "cardPayments:settle": ["href": "\(mock.baseURL)/payments/settlements/full/\(key)"],
+                "cardPayments:partialSettle": ["href": "\(mock.baseURL)/payments/settlements/partials/\(key)"],
                 "cardPayments:events": ["href": "\(mock.baseURL)/payments/events/\(key)"],
             ],
         ]
@@ -219,9 +220,14 @@ extension MockWorldpay {
             guard let index = state.charges.firstIndex(where: { $0.processor == name && $0.id == key }) else {
                 return Self.reply(404, ["errorName": "urlNotFound", "message": "no such payment"])
             }
-            guard state.charges[index].state == .authorized else {
-                return Self.reply(
-                    409, ["errorName": "entityIsInWrongState", "message": "the payment is \(state.charges[index].state.rawValue)"])
+            let charge = state.charges[index]
+            if !settle, charge.state == .settled, charge.capturedAmount != nil, !charge.restReleased {
+                // After a partial settlement the answer's cancel releases what is left.
+                state.charges[index].restReleased = true
+                return Self.reply(202, ["_links": [:]])
+            }
+            guard charge.state == .authorized else {
+                return Self.reply(409, ["errorName": "entityIsInWrongState", "message": "the payment is \(charge.state.rawValue)"])
             }
             state.charges[index].state = settle ? .settled : .cancelled
             if settle { state.charges[index].settledAt = state.clock.now }

@@ -57,6 +57,7 @@ extension MockWorldpay {
                 detail["_links"] = [
                     "self": ["href": "/paymentQueries/payments/\(id)"],
                     "cardPayments:settle": ["href": "\(mock.baseURL)/payments/settlements/full/\(charge.id)"],
+                    "cardPayments:partialSettle": ["href": "\(mock.baseURL)/payments/settlements/partials/\(charge.id)"],
                     "cardPayments:cancel": ["href": "\(mock.baseURL)/payments/authorizations/cancellations/\(charge.id)"],
                 ]
             }
@@ -152,6 +153,7 @@ extension MockWorldpay {
             var links: [String: Any] = [:]
             if charge.state == .authorized {
                 links["payments:settle"] = ["href": "\(mock.baseURL)/payments/settlements/full/\(charge.id)"]
+                links["payments:partialSettle"] = ["href": "\(mock.baseURL)/payments/settlements/partials/\(charge.id)"]
                 links["payments:cancel"] = ["href": "\(mock.baseURL)/payments/authorizations/cancellations/\(charge.id)"]
             }
             return Self.reply(200, ["lastEvent": last, "_links": links])

@@ -32,6 +32,7 @@ final class MockWorldpay: MockProcessorAPI {
         let path = request.path
         switch request.method {
         case "POST" where path.hasPrefix("/payments/settlements/refunds/"): return worldpayRefund(request, mock: mock)
+        case "POST" where path.hasPrefix("/payments/settlements/partials/"): return worldpayPartialSettle(request, mock: mock)
         case "POST" where path == "/cardPayments/merchantInitiatedTransactions": return worldpayMandateCharge(request, mock: mock)
         case "DELETE" where path.hasPrefix("/tokens/"): return worldpayDeleteToken(request, mock: mock)
         case "PUT" where path.hasPrefix("/tokens/") && path.hasSuffix(Self.cardExpirySuffix):

@@ -60,7 +60,7 @@ extension MockProcessors {
     /// What is settled on the payment with this reference and what of it is refunded.
     public func balance(forPayment reference: String) -> (settled: Int64, refunded: Int64) {
         state.withLock { state in
-            let settled = state.charges.filter { $0.reference == reference && $0.state == .settled }.map(\.amount).reduce(0, +)
+            let settled = state.charges.filter { $0.reference == reference && $0.state == .settled }.map(\.settledAmount).reduce(0, +)
             return (settled, state.refunds.filter { $0.paymentReference == reference }.map(\.amount).reduce(0, +))
         }
     }
@@ -109,8 +109,8 @@ extension MockProcessors {
             if let key, let previous = state.answers[key] { return ((previous.status, previous.body), true) }
             guard let charge = state.charges.first(where: { $0.processor == ask.processor && $0.id == ask.chargeId }) else { return nil }
             let made = state.refunds.filter { $0.processor == ask.processor && $0.paymentReference == charge.reference && $0.holdsAmount }
-            let left = charge.amount - made.map(\.amount).reduce(0, +)
-            let amount = ask.amount ?? charge.amount
+            let left = charge.settledAmount - made.map(\.amount).reduce(0, +)
+            let amount = ask.amount ?? charge.settledAmount
             // Unique per request: a declined refund has an ID too.
             let serial = state.received.count
             let id = answers.refundId(charge.id, serial)

@@ -49,6 +49,18 @@ public struct MockCharge: Sendable, Equatable {
     /// When it was taken and settled, on the mock's ``MockProcessors/clock``: what the payment queries' lag counts from.
     public var takenAt: Date = .distantPast
     public var settledAt: Date?
+    /// What a partial capture took (Worldpay's `partialSettle`, Worldline's capture `amount`);
+    /// nil for a settle of the whole amount.
+    public var capturedAmount: Int64?
+    /// Worldpay: the partial settlement's `reference`; Worldline: the capture's `isFinal`.
+    public var captureReference: String?
+    public var captureFinal: Bool?
+    /// The rest of a partly captured authorization was released (Worldpay: the cancel after it;
+    /// Worldline: a final capture).
+    public var restReleased = false
+
+    /// What the settlement took: the partial capture's amount, else the whole amount.
+    public var settledAmount: Int64 { capturedAmount ?? amount }
 }
 
 /// A request the mock received.
