@@ -188,7 +188,7 @@ class OrchardProvider(BasePaymentProvider):
             ("capture", forms.ChoiceField(
                 label=_("Capture"),
                 choices=(
-                    ("immediate", _("As soon as Orchard reports the authorization (tickets are delivered at once)")),
+                    ("immediate", _("By Orchard, as soon as the payment is authorized (tickets are delivered at once)")),
                     ("manual", _("Manually, from the payment's details in pretix (a refund captures first)")),
                 ),
                 initial="immediate",
@@ -369,6 +369,8 @@ class OrchardProvider(BasePaymentProvider):
             "reference": order.code,
             "lineItems": items,
             "totalLabel": total_label,
+            # Immediate capture is Orchard's own (durable, retried, `payment.settled` when done).
+            "capture": "automatic" if self.capture_immediately else "manual",
             "metadata": {
                 "pretix_event": f"{order.event.organizer.slug}/{order.event.slug}",
                 "pretix_payment": payment.full_id,
@@ -418,8 +420,10 @@ class OrchardProvider(BasePaymentProvider):
             raise PaymentException(_("Orchard answered with another amount; nothing was charged."))
         OrchardPaymentRequest.objects.get_or_create(
             payment_request_id=created["id"], defaults={"event": payment.order.event, "payment": payment})
+        # What Orchard will do: an Orchard older than `capture` answers none and captures nothing itself.
         record_info(payment, payment_request=created["id"], client_secret=created["clientSecret"],
-                    expires_at=created.get("expiresAt"), amount=created["amount"], currency=created["currency"])
+                    expires_at=created.get("expiresAt"), amount=created["amount"], currency=created["currency"],
+                    capture=created.get("capture", "manual"))
         return None
 
     def payment_pending_render(self, request, payment: OrderPayment):

@@ -66,29 +66,56 @@ def mismatch(provider, payment, request_id, amount, currency):
 
 
 def refuse(provider, payment, orchard_payment, request_id, reason):
-    """An Orchard payment pretix will not take: logged on the order, its authorization voided at
-    Orchard (after the transaction) so the shopper keeps the money; pretix's payment unchanged."""
-    payment.order.log_action("pretix_orchard.refused", {
-        "local_id": payment.local_id, "reason": reason, "request": request_id,
-        "orchard_payment": orchard_payment.get("id"), "amount": orchard_payment.get("amount"),
-        "currency": orchard_payment.get("currency"), "state": orchard_payment.get("state"),
-    })
-    if orchard_payment.get("state") == "authorized":
+    """An Orchard payment pretix will not take: logged on the order (once, whether Orchard reports
+    it authorized, then settled), its money given back at Orchard (after the transaction) so the
+    shopper keeps it; pretix's payment unchanged."""
+    refused = payment.info_data.get("refused_payments") or []
+    if orchard_payment.get("id") not in refused:
+        payment.order.log_action("pretix_orchard.refused", {
+            "local_id": payment.local_id, "reason": reason, "request": request_id,
+            "orchard_payment": orchard_payment.get("id"), "amount": orchard_payment.get("amount"),
+            "currency": orchard_payment.get("currency"), "state": orchard_payment.get("state"),
+        })
+        record_info(payment, refused_payments=refused + [orchard_payment.get("id")])
+    if orchard_payment.get("state") in ("authorized", "settled"):
         transaction.on_commit(lambda: void(provider, payment, orchard_payment["id"], reason))
 
 
 def void(provider, payment, orchard_payment_id, reason):
+    """Voids a refused payment's authorization; one Orchard captured already (a request made with
+    `capture: "automatic"` is captured right after its authorization) is refunded in full instead,
+    under a key of its own, so a repeat refunds nothing more."""
     try:
         provider.client().cancel(orchard_payment_id)
     except OrchardError as error:
-        if error.status == 409:
-            return  # no longer authorized: voided already, or captured by someone else
+        if error.status == 409 and not isinstance(error, OrchardUnavailable):
+            refund_refused(provider, payment, orchard_payment_id, reason)
+            return
         logger.warning("Could not void Orchard payment %s: %s", orchard_payment_id, error)
         payment.order.log_action("pretix_orchard.void_failed", {
             "local_id": payment.local_id, "orchard_payment": orchard_payment_id, "error": error.message})
         return
     payment.order.log_action("pretix_orchard.voided", {
         "local_id": payment.local_id, "orchard_payment": orchard_payment_id, "reason": reason})
+
+
+def refund_refused(provider, payment, orchard_payment_id, reason):
+    """A refused payment no longer authorized: refunded in full if Orchard captured it; nothing to
+    do if it was voided already or refunded (the same key answers the same refund)."""
+    try:
+        state = provider.client().payment(orchard_payment_id)["payment"]
+        if state["state"] != "settled" or state.get("amountRefunded", 0) >= state.get("amount", 0):
+            return
+        status, answer = provider.client().refund(
+            orchard_payment_id, state["amount"] - state.get("amountRefunded", 0), f"pretix-refused:{orchard_payment_id}")
+    except OrchardError as error:
+        logger.warning("Could not refund refused Orchard payment %s: %s", orchard_payment_id, error)
+        payment.order.log_action("pretix_orchard.void_failed", {
+            "local_id": payment.local_id, "orchard_payment": orchard_payment_id, "error": error.message})
+        return
+    payment.order.log_action("pretix_orchard.voided", {
+        "local_id": payment.local_id, "orchard_payment": orchard_payment_id, "reason": reason,
+        "refund": answer.get("id"), "state": answer.get("state")})
 
 
 def apply_payment(provider, payment, orchard_payment, request_id):
@@ -144,7 +171,9 @@ def confirm(provider, payment, orchard_payment):
             # anyway or refunds it (through Orchard) from the order's page.
             payment.order.log_action("pretix_orchard.quota_exceeded", {
                 "local_id": payment.local_id, "orchard_payment": orchard_payment.get("id"), "message": str(error)})
-    if state == "authorized" and provider.capture_immediately:
+    # Orchard captures a request made with `capture: "automatic"` itself; the plugin captures only
+    # where Orchard will not: a request an Orchard older than `capture` made (its answer named none).
+    if state == "authorized" and provider.capture_immediately and payment.info_data.get("capture") != "automatic":
         OrchardPaymentRequest.objects.filter(payment=payment).update(capture_due=True)
         transaction.on_commit(lambda: capture(provider, payment))
 
@@ -301,6 +330,16 @@ def handle_event(provider, payment, event):
         if orchard_payment.get("id") and orchard_payment.get("id") == payment.info_data.get("orchard_payment"):
             apply_refund(provider, payment, data.get("refund") or {})
             record_info(payment, orchard_state=orchard_payment.get("state"))
+        return
+    if kind == "payment.capture_failed":
+        # Orchard gave up capturing automatically (its processor refused it 5 times): still
+        # authorized. Logged for the organizer, who captures it from the payment's details (or
+        # refunds it, which releases it); nothing is retried from here.
+        if orchard_payment.get("id") and orchard_payment.get("id") == payment.info_data.get("orchard_payment"):
+            record_info(payment, orchard_state=orchard_payment.get("state"))
+            payment.order.log_action("pretix_orchard.capture_failed", {
+                "local_id": payment.local_id, "orchard_payment": orchard_payment.get("id"),
+                "error": "Orchard's automatic capture was refused by the processor; capture the payment again"})
         return
     if kind in ("payment.authorized", "payment.settled", "payment.refused", "payment.unknown", "payment.cancelled"):
         apply_payment(provider, payment, orchard_payment, request_id)

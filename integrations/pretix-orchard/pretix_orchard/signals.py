@@ -56,7 +56,8 @@ def withdraw_requests(sender, order, **kwargs):
 
 TEXTS = {
     "pretix_orchard.refused": _("Orchard reported a payment pretix did not take ({reason}): nothing was marked paid."),
-    "pretix_orchard.voided": _("The refused Orchard payment {orchard_payment} was voided: the shopper keeps the money."),
+    "pretix_orchard.voided": _("The refused Orchard payment {orchard_payment} was voided (refunded in full if Orchard had "
+                               "captured it already): the shopper keeps the money."),
     "pretix_orchard.void_failed": _("The refused Orchard payment {orchard_payment} could not be voided: {error}"),
     "pretix_orchard.captured": _("The Orchard payment {orchard_payment} was captured."),
     "pretix_orchard.extended": _("The Orchard payment request {payment_request} was extended to {expires}, as the order's payment term."),
