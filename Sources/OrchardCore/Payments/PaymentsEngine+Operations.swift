@@ -108,9 +108,26 @@ extension PaymentsEngine {
                     paymentId: id, in: move.from ?? .authorized, at: now, until: now.addingTimeInterval(policy.operationLease))
             })
         else { return .busy }
-        var links: [String: String]?
+        let links = try await call(event, on: payment, through: processor, amount: amount)
+        // The move clears any automatic capture still due (a manual capture or a cancel won).
+        var change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links, held: payment)
+        if event == .settle { change.amountCaptured = amount ?? payment.amount }
+        guard let updated = try await storage({ try await orderPayments.transition(change) }) else {
+            throw CoreError(.invalidState, "the payment changed meanwhile; reload it")
+        }
+        logger.info("payment \(move.to.rawValue)", metadata: ["payment": "\(id)", "processor": "\(payment.processor)"])
+        await onPaymentChanged?(id)
+        return .done(updated)
+    }
+
+    /// The processor's settle (of `amount`, or the whole) or cancel; the links a settle answer
+    /// offers, joined to the payment's (nil: none new). A refusal gives the operation back.
+    private func call(_ event: PaymentLifecycle.Event, on payment: PaymentRecord, through processor: any PaymentProcessor, amount: Int64?)
+        async throws(CoreError) -> [String: String]?
+    {
         let started = ContinuousClock.now
         do {
+            var links: [String: String]?
             if event == .settle {
                 // What the processor offers next (its refund links) joins the links it gave at authorization.
                 let learned =
@@ -125,23 +142,16 @@ extension PaymentsEngine {
             }
             EngineMetrics.processorCall(
                 processor: processor.name, operation: "\(event)", outcome: "accepted", elapsed: ContinuousClock.now - started)
+            return links
         } catch {
             EngineMetrics.processorCall(
                 processor: processor.name, operation: "\(event)", outcome: "refused", elapsed: ContinuousClock.now - started)
             logger.error(
-                "processor refused a back-office action", metadata: ["payment": "\(id)", "action": "\(event)", "error": "\(error)"])
+                "processor refused a back-office action",
+                metadata: ["payment": "\(payment.id)", "action": "\(event)", "error": "\(error)"])
             // Still authorized: the next settle or cancel may go at once.
-            _ = try? await orderPayments.releaseOperation(paymentId: id)
+            _ = try? await orderPayments.releaseOperation(paymentId: payment.id)
             throw CoreError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")
         }
-        // The move clears any automatic capture still due (a manual capture or a cancel won).
-        var change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links, held: payment)
-        if event == .settle { change.amountCaptured = amount ?? payment.amount }
-        guard let updated = try await storage({ try await orderPayments.transition(change) }) else {
-            throw CoreError(.invalidState, "the payment changed meanwhile; reload it")
-        }
-        logger.info("payment \(move.to.rawValue)", metadata: ["payment": "\(id)", "processor": "\(payment.processor)"])
-        await onPaymentChanged?(id)
-        return .done(updated)
     }
 }
