@@ -657,6 +657,37 @@ class CheckoutTests(PretixOrchardCase):
         self.assertNotIn("refusal", payment_of(code).info_data)
         self.assertEqual(log_actions(code).count("pretix.event.order.payment.confirmed"), 1)
 
+    def test_9c_the_event_feed_catches_up_on_webhooks_pretix_missed(self):
+        from django_scopes import scopes_disabled
+        from pretix_orchard.feed import catch_up
+        from pretix_orchard.models import OrchardEventCursor, OrchardWebhookMessage
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="missed@example.org")
+        request_id = payment_of(code).info_data["payment_request"]
+        env["relay"].dropping = True  # pretix unreachable for Orchard
+        status, paid = mint_and_authorize(request_id, 2500)
+        self.assertEqual(status, 200, paid)
+        missed = wait_until(lambda: env["relay"].of_type("payment.authorized", request_id), 30, "Orchard's first attempt")
+        event_id = json.loads(missed[0]["body"])["id"]
+        self.assertEqual(order(code).status, "n", "no webhook reached pretix")
+        # The periodic task's first step, alone (not the per-request reconciliation): Orchard's feed.
+        with scopes_disabled():
+            acted = catch_up()
+            self.assertGreaterEqual(acted, 1)
+            self.assertTrue(OrchardWebhookMessage.objects.filter(message_id=event_id).exists())
+            cursors = list(OrchardEventCursor.objects.exclude(cursor="").values_list("cursor", flat=True))
+        self.assertEqual(order(code).status, "p", "confirmed from the feed")
+        self.assertTrue(cursors, "the feed's place is kept")
+        with scopes_disabled():
+            catch_up()  # read again from the cursor: nothing acts twice
+        self.assertEqual(log_actions(code).count("pretix.event.order.payment.confirmed"), 1)
+        # Orchard's retry reaches pretix once it answers again: already seen, nothing more happens.
+        env["relay"].dropping = False
+        retried = wait_until(lambda: [d for d in env["relay"].of_type("payment.authorized", request_id)
+                                      if d["status"] == 200], 90, "Orchard's retry, accepted")
+        self.assertEqual(json.loads(retried[0]["body"])["id"], event_id)
+        self.assertEqual(log_actions(code).count("pretix.event.order.payment.confirmed"), 1)
+
 
 class SettingsTests(PretixOrchardCase):
     def test_settings_are_checked_when_saved(self):

@@ -12,7 +12,7 @@ import re
 import urllib.error
 import urllib.request
 from decimal import Decimal
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import requests
 import urllib3
@@ -224,6 +224,12 @@ class OrchardClient:
         409 `order_not_open` once it is paid, cancelled or expired."""
         return self.call("POST", f"/v1/payment-requests/{quote(request_id, safe='')}/extend",
                          {"expiresInSeconds": int(seconds)})[1]
+
+    def events(self, after=None, limit=100):
+        """A page of the key's merchant's events, oldest first (`GET /v1/events`): `{"events", "next"}`,
+        `next` null once there is nothing newer. 404 when `after` is not (or no longer) one of its events."""
+        query = urlencode({key: value for key, value in (("after", after), ("limit", int(limit))) if value})
+        return self.call("GET", f"/v1/events?{query}")[1]
 
     def merchant(self):
         """`GET /v1/merchant`: which merchant the key is for, and what it takes (`merchantIdentifier`,

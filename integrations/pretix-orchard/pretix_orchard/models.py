@@ -15,6 +15,15 @@ class OrchardPaymentRequest(models.Model):
     capture_due = models.BooleanField(default=False)
 
 
+class OrchardEventCursor(models.Model):
+    """Where the periodic task stopped reading an Orchard key's event feed (`GET /v1/events`): the
+    last event ID it read, for the address and key `key` names (`payment.key_fingerprint`)."""
+
+    key = models.CharField(max_length=64, unique=True)
+    cursor = models.CharField(max_length=190, blank=True, default="")
+    updated = models.DateTimeField(auto_now=True)
+
+
 class OrchardWebhookMessage(models.Model):
     """Every webhook message (its `webhook-id`, which Orchard keeps on every attempt) the plugin
     acted on, recorded in the same transaction as what it did: a message seen again changes nothing."""

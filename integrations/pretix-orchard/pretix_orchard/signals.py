@@ -29,7 +29,12 @@ def reconcile_after():
 @scopes_disabled()
 @minimum_interval(minutes_after_success=1, minutes_after_error=1)
 def reconcile(sender, **kwargs):
+    from .feed import catch_up
     from .processing import reconcile as run
+    # First the events pretix missed (Orchard's feed), then what is still open after a while.
+    acted = catch_up()
+    if acted:
+        logger.info("Orchard's event feed had %d events pretix had not acted on", acted)
     after = reconcile_after()
     checked = run(older_than=after, every=min(after, timedelta(minutes=5)))
     if checked:

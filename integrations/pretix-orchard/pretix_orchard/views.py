@@ -3,7 +3,6 @@ import json
 import logging
 
 from django.contrib import messages
-from django.db import IntegrityError, transaction
 from django.http import Http404, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
@@ -16,8 +15,8 @@ from pretix.control.permissions import event_permission_required
 from standardwebhooks import Webhook
 
 from .client import webhook_key
-from .models import OrchardPaymentRequest, OrchardWebhookMessage
-from .processing import capture, handle_event
+from .events import act_once, payment_of
+from .processing import capture
 
 logger = logging.getLogger(__name__)
 
@@ -54,25 +53,6 @@ def configured_secrets(merchant=None):
     return [secret for secret in (named or everything) if secret]
 
 
-def claimed_payment(event):
-    """The pretix payment an unknown payment request names in its metadata, if any: such a request
-    was not made by this plugin for it, and is refused when it pays."""
-    data = event.get("data") or {}
-    metadata = (data.get("paymentRequest") or {}).get("metadata") or (data.get("payment") or {}).get("metadata") or {}
-    event_path = metadata.get("pretix_event", "")
-    full_id = metadata.get("pretix_payment", "")
-    if event_path.count("/") != 1 or "-P-" not in full_id:
-        return None
-    organizer, slug = event_path.split("/")
-    code, _, local_id = full_id.rpartition("-P-")
-    try:
-        return OrderPayment.objects.select_related("order", "order__event").get(
-            order__event__organizer__slug=organizer, order__event__slug=slug, order__code=code,
-            local_id=int(local_id), provider="orchard")
-    except (OrderPayment.DoesNotExist, ValueError):
-        return None
-
-
 @csrf_exempt
 @require_POST
 @scopes_disabled()
@@ -85,14 +65,9 @@ def webhook(request, *args, **kwargs):
         return HttpResponseBadRequest("missing webhook signature headers")
     try:
         event = json.loads(body)
-        data = event.get("data") or {}
-        request_id = (data.get("paymentRequest") or {}).get("id") or (data.get("payment") or {}).get("paymentRequestId")
+        payment = payment_of(event)
     except (ValueError, AttributeError):
         return HttpResponseBadRequest("not a JSON event")
-
-    row = OrchardPaymentRequest.objects.select_related("payment", "payment__order", "event").filter(
-        payment_request_id=request_id or "").first()
-    payment = row.payment if row else claimed_payment(event)
     if payment is not None:
         provider = payment.payment_provider
         secrets = [provider.settings.get("webhook_secret")] if provider else []
@@ -105,16 +80,9 @@ def webhook(request, *args, **kwargs):
     if str(event.get("id", "")) != headers["webhook-id"]:
         return HttpResponseBadRequest("webhook-id is not the event's id")
 
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                OrchardWebhookMessage.objects.create(
-                    message_id=headers["webhook-id"], event_type=str(event.get("type", ""))[:100],
-                    payment_request_id=(request_id or "")[:190])
-        except IntegrityError:
-            return JsonResponse({"status": "seen"})
-        if payment is not None and provider is not None:
-            handle_event(provider, payment, event)
+    # The webhook-id is the event's ID (checked above): an event acted on from the feed is seen here.
+    if not act_once(event, payment, provider):
+        return JsonResponse({"status": "seen"})
     return JsonResponse({"status": "ok"})
 
 
