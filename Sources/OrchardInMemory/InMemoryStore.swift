@@ -109,6 +109,10 @@ public final class InMemoryStore: OrchardStore {
             if let type = PaymentLifecycle.reportedEvent(change.move, moved: payment) {
                 try Self.appendPaymentEvent(type, payment: payment, to: &state, at: change.at)
             }
+            if let release = change.release {
+                state.refunds.append(release)
+                try Self.appendPaymentEvent(.paymentRefunded, payment: payment, refund: release, to: &state, at: change.at)
+            }
             // The order's owner as this move finds it, which a retirement may have changed.
             if let mandate = change.mandate(ownedBy: state.orders[change.orderId]?.merchantIdentifier ?? "") {
                 state.mandates.append(mandate)

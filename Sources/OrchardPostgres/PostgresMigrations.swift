@@ -68,6 +68,9 @@ enum PostgresMigrations {
         Migration(
             version: 16, description: "partial capture: what each payment's capture took",
             statements: ["ALTER TABLE payments ADD COLUMN amount_captured bigint"]),
+        Migration(
+            version: 17, description: "a refund of an uncaptured payment releases its amount",
+            statements: ["ALTER TABLE refunds ADD COLUMN released boolean"]),
     ]
 
     /// The transaction that wrote each event (`PostgresStore.webhookEventFeed`). Rows from before

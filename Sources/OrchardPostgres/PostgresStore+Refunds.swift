@@ -7,7 +7,7 @@ import PostgresNIO
 extension PostgresStore {
     static let refundColumns = """
         id, payment_id, amount, currency, state, reference, idempotency_key, sends, processor_reference, processor_code, \
-        processor_message, created_at, updated_at, last_sent_at
+        processor_message, created_at, updated_at, last_sent_at, released
         """
 
     public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
@@ -26,7 +26,7 @@ extension PostgresStore {
                     """
                     INSERT INTO refunds (\(unescaped: Self.refundColumns)) VALUES (
                     \(refund.id), \(refund.paymentId), \(refund.amount), \(refund.currency), \(refund.state.rawValue), \(refund.reference),
-                    \(refund.idempotencyKey), 1, NULL, NULL, NULL, \(refund.createdAt), \(refund.createdAt), \(refund.lastSentAt))
+                    \(refund.idempotencyKey), 1, NULL, NULL, NULL, \(refund.createdAt), \(refund.createdAt), \(refund.lastSentAt), NULL)
                     """, logger: self.logger)
             }
             return decision.refund
@@ -47,7 +47,7 @@ extension PostgresStore {
         ).first.map(Self.refund)
         let refunds = try await connection.rows(
             """
-            SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused'), 0)::bigint AS held, COUNT(*) AS n FROM refunds
+            SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused' AND released IS NULL), 0)::bigint AS held, COUNT(*) AS n FROM refunds
             WHERE payment_id = \(draft.paymentId)
             """, logger
         ).first
@@ -118,12 +118,14 @@ extension PostgresStore {
     }
 
     static func refund(_ row: PostgresRandomAccessRow) throws -> RefundRecord {
-        RefundRecord(
+        var refund = RefundRecord(
             id: try row.text("id"), paymentId: try row.text("payment_id"), amount: try row.integer("amount"),
             currency: try row.text("currency"), state: RefundState(rawValue: try row.text("state")) ?? .unknown,
             reference: try row.text("reference"), idempotencyKey: try row.text("idempotency_key"), sends: Int(try row.integer("sends")),
             processorReference: try row.optionalText("processor_reference"), processorCode: try row.optionalText("processor_code"),
             processorMessage: try row.optionalText("processor_message"), createdAt: try row.date("created_at"),
             updatedAt: try row.date("updated_at"), lastSentAt: try row.optionalDate("last_sent_at"))
+        refund.released = try row["released"].decode(Bool?.self)
+        return refund
     }
 }

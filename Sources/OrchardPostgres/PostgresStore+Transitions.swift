@@ -20,6 +20,7 @@ extension PostgresStore {
     public func transition(_ change: PaymentTransition) async throws -> PaymentRecord? {
         guard change.move.from != nil else { preconditionFailure("a new payment is claimed, not moved") }
         forgetOrder(change.orderId)
+        if let release = change.release { return try await transition(change, releasing: release) }
         if let guess = try guess(change) {
             do {
                 return try await write(change, read: guess)

@@ -25,9 +25,10 @@ extension PostgresStore {
         _ type: WebhookEventType, payment: PaymentRecord, merchant: String, refund: RefundRecord? = nil, on connection: PostgresConnection,
         at date: Date
     ) async throws {
-        // Only a settled payment has refunds: the sum is not looked up on the authorization path.
+        // Only a settled payment, or one whose amount a refund released, has refunds: the sum is
+        // not looked up on the authorization path.
         let refunded =
-            payment.state == .settled
+            payment.state == .settled || refund?.released == true
             ? try await connection.rows(
                 """
                 SELECT COALESCE(SUM(amount), 0)::bigint AS refunded FROM refunds WHERE payment_id = \(payment.id) AND state = 'refunded'

@@ -93,7 +93,7 @@ extension SQLiteStore {
         ("orders", [("expires_at", "INTEGER"), ("price_version", "INTEGER NOT NULL DEFAULT 1")]),
         // Until when a reconciler holds the refund (another process passes it by), and when its
         // reference was last sent (older rows read their last change).
-        ("refunds", [("leased_until", "INTEGER"), ("last_sent_at", "INTEGER")]),
+        ("refunds", [("leased_until", "INTEGER"), ("last_sent_at", "INTEGER"), ("released", "INTEGER")]),
         // Who holds a registration for calls to Apple (the guard's repair, an unregistration), until when.
         ("registered_merchants", [("claim", "TEXT"), ("claimed_until", "INTEGER")]),
         // The MPAN's expiry and last digits from Apple's last verified token event (JSON).

@@ -117,6 +117,11 @@ extension SQLiteStore {
                 if let type = PaymentLifecycle.reportedEvent(change.move, moved: payment) {
                     try Self.insertPaymentEvent(type, paymentId: change.paymentId, payment: payment, in: db, at: change.at)
                 }
+                if let release = change.release {
+                    try Self.insertRelease(release, in: db)
+                    try Self.insertPaymentEvent(
+                        .paymentRefunded, paymentId: payment.id, payment: payment, refund: release, in: db, at: change.at)
+                }
                 if let mandate { try Self.insertMandate(mandate, payment: payment, in: db) }
                 return payment
             }

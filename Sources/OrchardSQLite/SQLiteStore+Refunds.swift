@@ -6,7 +6,7 @@ import OrchardCore
 extension SQLiteStore {
     static let refundColumns = """
         id, payment_id, amount, currency, state, reference, idempotency_key, sends, processor_reference, processor_code,
-        processor_message, created_at, updated_at, last_sent_at
+        processor_message, created_at, updated_at, last_sent_at, released
         """
 
     public func claimRefund(_ draft: RefundRecord) async throws -> RefundRecord {
@@ -25,7 +25,7 @@ extension SQLiteStore {
                     """
                     INSERT INTO refunds (\(unescaped: Self.refundColumns)) VALUES (
                     \(refund.id), \(refund.paymentId), \(refund.amount), \(refund.currency), \(refund.state), \(refund.reference),
-                    \(refund.idempotencyKey), 1, NULL, NULL, NULL, \(refund.createdAt), \(refund.createdAt), \(refund.lastSentAt))
+                    \(refund.idempotencyKey), 1, NULL, NULL, NULL, \(refund.createdAt), \(refund.createdAt), \(refund.lastSentAt), NULL)
                     """)
             }
             return decision.refund
@@ -43,7 +43,7 @@ extension SQLiteStore {
         let payment = try db.query("SELECT state, amount, reference, amount_captured FROM payments WHERE id = \(draft.paymentId)").first
         let refunds = try db.query(
             """
-            SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused'), 0) AS held, COUNT(*) AS count
+            SELECT COALESCE(SUM(amount) FILTER (WHERE state != 'refused' AND released IS NULL), 0) AS held, COUNT(*) AS count
             FROM refunds WHERE payment_id = \(draft.paymentId)
             """
         ).first
@@ -107,11 +107,24 @@ extension SQLiteStore {
     }
 
     static func refund(_ row: SQLiteRow) -> RefundRecord {
-        RefundRecord(
+        var refund = RefundRecord(
             id: row.text("id"), paymentId: row.text("payment_id"), amount: row.integer("amount"), currency: row.text("currency"),
             state: row.value("state") ?? .unknown, reference: row.text("reference"), idempotencyKey: row.text("idempotency_key"),
             sends: row.int("sends"), processorReference: row.optionalText("processor_reference"),
             processorCode: row.optionalText("processor_code"), processorMessage: row.optionalText("processor_message"),
             createdAt: row.date("created_at"), updatedAt: row.date("updated_at"), lastSentAt: row.optionalDate("last_sent_at"))
+        refund.released = row.optionalInteger("released").map { $0 != 0 }
+        return refund
+    }
+
+    /// Writes a released refund (``PaymentTransition/release``) in the current transaction.
+    static func insertRelease(_ refund: RefundRecord, in db: SQLiteDatabase) throws {
+        try db.execute(
+            """
+            INSERT INTO refunds (\(unescaped: refundColumns)) VALUES (
+            \(refund.id), \(refund.paymentId), \(refund.amount), \(refund.currency), \(refund.state), \(refund.reference),
+            \(refund.idempotencyKey), \(refund.sends), NULL, NULL, \(refund.processorMessage), \(refund.createdAt), \(refund.updatedAt),
+            \(refund.lastSentAt), 1)
+            """)
     }
 }

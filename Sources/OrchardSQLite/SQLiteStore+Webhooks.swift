@@ -33,9 +33,10 @@ extension SQLiteStore {
                 ?? db.query("SELECT \(unescaped: paymentColumns) FROM payments WHERE id = \(paymentId)").first.map(Self.payment),
             let merchant = try db.query("SELECT merchant FROM orders WHERE id = \(payment.orderId)").first?.text("merchant")
         else { return }
-        // Only a settled payment has refunds: the sum is not looked up on the authorization path.
+        // Only a settled payment, or one whose amount a refund released, has refunds: the sum is
+        // not looked up on the authorization path.
         let refunded =
-            payment.state == .settled
+            payment.state == .settled || refund?.released == true
             ? try db.query(
                 "SELECT COALESCE(SUM(amount), 0) AS refunded FROM refunds WHERE payment_id = \(paymentId) AND state = 'refunded'"
             ).first?.integer("refunded") ?? 0 : 0

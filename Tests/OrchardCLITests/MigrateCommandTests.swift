@@ -52,19 +52,19 @@ struct MigrateCommandTests {
             let environment = ["PGPASS": server.password]
             let first = try await Self.migrate(configuration, environment: environment)
             #expect(first.status == 0, "\(first.stderr)")
-            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 16, "\(first.lines)")
+            #expect(first.lines.filter { $0.hasPrefix("applied ") }.count == 17, "\(first.lines)")
             #expect(first.lines.first == "applied 1: orders, payments, registry, payments API and webhook outbox")
-            #expect(first.lines.last == "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 16")
+            #expect(first.lines.last == "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 17")
             let applied = try await server.query(settings.database, "SELECT count(*) FROM schema_migrations")
-            #expect(applied == "16")
+            #expect(applied == "17")
 
             let second = try await Self.migrate(configuration, environment: environment)
             #expect(second.status == 0, "\(second.stderr)")
             #expect(
                 second.lines == [
-                    "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 16, already current: nothing applied"
+                    "PostgreSQL \(settings.database) on 127.0.0.1:\(server.port): schema version 17, already current: nothing applied"
                 ])
-            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "16")
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "17")
 
             try await server.query(
                 settings.database, "INSERT INTO schema_migrations (version, description) VALUES (999, 'from the future')")
@@ -72,7 +72,7 @@ struct MigrateCommandTests {
             #expect(newer.status == 1)
             #expect(newer.lines.isEmpty, "\(newer.lines)")
             #expect(
-                newer.stderr.contains("the database's schema is version 999, newer than this Orchard knows (16): run a newer Orchard"),
+                newer.stderr.contains("the database's schema is version 999, newer than this Orchard knows (17): run a newer Orchard"),
                 "\(newer.stderr)")
             #expect(newer.stderr.split(separator: "\n").count == 1, "one line: \(newer.stderr)")
         }
@@ -106,7 +106,7 @@ struct MigrateCommandTests {
                 refused.stderr.contains("(ACME, acme)") && refused.stderr.contains("orchard domains unregister --partner-id ID"),
                 "\(refused.stderr)")
             #expect(!refused.stderr.contains("bystander"), "\(refused.stderr)")
-            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "15", "nothing applied")
+            #expect(try await server.query(settings.database, "SELECT count(*) FROM schema_migrations") == "16", "nothing applied")
             // The server migrates as it starts: it refuses alike, so it does not start.
             do {
                 let store = try await PostgresStore.open(

@@ -139,7 +139,7 @@ struct PostgresStoreTests {
             let store = String(decoding: doctor.stdout, as: UTF8.self).split(separator: "\n").dropFirst().first.map(String.init)
             #expect(
                 store
-                    == "✓ store PostgreSQL: \(settings.database) on 127.0.0.1:\(server.port) (TLS disable) answers; schema version 16, this Orchard's",
+                    == "✓ store PostgreSQL: \(settings.database) on 127.0.0.1:\(server.port) (TLS disable) answers; schema version 17, this Orchard's",
                 "\(doctor.stdout)")
             let registered = String(decoding: doctor.stdout, as: UTF8.self).split(separator: "\n").dropFirst(2).first.map(String.init)
             #expect(registered == "✓ store registered settings: no registered merchants yet", "\(doctor.stdout)")

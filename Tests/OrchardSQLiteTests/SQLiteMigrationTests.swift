@@ -49,7 +49,7 @@ struct SQLiteMigrationTests {
         let ledger = try await store.rows("SELECT transaction_id, payment_id FROM payment_transactions")
         #expect(ledger.map { [$0.text("transaction_id"), $0.text("payment_id")] } == [["tx-1", "pay-1"]])
         let refundColumns = try await store.rows("PRAGMA table_info(refunds)").map { $0.text("name") }
-        #expect(refundColumns.suffix(2) == ["leased_until", "last_sent_at"])
+        #expect(refundColumns.suffix(3) == ["leased_until", "last_sent_at", "released"])
         // Opening again changes nothing.
         _ = try SQLiteStore(path: path)
         #expect(try await store.rows("SELECT COUNT(*) AS count FROM payment_transactions").first?.int("count") == 1)

@@ -47,3 +47,27 @@ struct CaptureAmountTests {
         }
     }
 }
+
+extension CaptureAmountTests {
+    @Test("a refund of an authorized payment releases it: all voids it, part captures the rest; answered 201 as a refund, released")
+    func refundBeforeCapture() async throws {
+        try await RouterHarness.with { server in
+            let key = try await server.apiKey()
+            let id = try await authorized(server, key: key, "release-part")
+            let part = try await server.api("POST", "/v1/payments/\(id)/refunds", key: key, json: #"{"amount": 490}"#, idempotencyKey: "p")
+            #expect(part.status == 201 && part.json?["released"] as? Bool == true && part.json?["state"] as? String == "refunded")
+            let read = try await server.api("GET", "/v1/payments/\(id)", key: key)
+            let payment = try #require(read.json?["payment"] as? [String: Any])
+            #expect(payment["state"] as? String == "settled" && payment["amountCaptured"] as? Int == 1500)
+            #expect(payment["amountRefunded"] as? Int == 490)
+            let again = try await server.api("POST", "/v1/payments/\(id)/refunds", key: key, json: #"{"amount": 490}"#, idempotencyKey: "p")
+            #expect(again.status == 201 && again.json?["id"] as? String == part.json?["id"] as? String)
+
+            let whole = try await authorized(server, key: key, "release-all")
+            let all = try await server.api("POST", "/v1/payments/\(whole)/refunds", key: key, json: "{}", idempotencyKey: "w")
+            #expect(all.status == 201 && all.json?["released"] as? Bool == true && all.json?["amount"] as? Int == 1990)
+            let voided = try await server.api("GET", "/v1/payments/\(whole)", key: key)
+            #expect((voided.json?["payment"] as? [String: Any])?["state"] as? String == "cancelled")
+        }
+    }
+}

@@ -93,4 +93,47 @@ extension ShopStoreContractTests {
             _ = try await store.claimRefund(Self.refund("p2", whole.amount, key: "c"))
         }
     }
+
+    /// A released refund of `amount`, as the engine makes it.
+    static func released(_ payment: String, _ amount: Int64, key: String) -> RefundRecord {
+        var refund = RefundRecord(
+            id: "re_" + RecordIdentifier.random(), paymentId: payment, amount: amount, currency: "EUR", state: .refunded,
+            reference: "\(payment)-r1", idempotencyKey: key, createdAt: at(2))
+        refund.released = true
+        return refund
+    }
+
+    @Test(
+        "a move that releases an uncaptured amount inserts its refund and payment.refunded only if it moves; released amounts bound nothing",
+        arguments: Kind.enabled)
+    func releasingMove(kind: Kind) async throws {
+        try await StoreContractTests.withStore(kind) { store in
+            _ = try await Self.authorized(store, order: "o1", payment: "p1", due: 0)
+            var settle = PaymentTransition(paymentId: "p1", orderId: "o1", move: PaymentLifecycle.move(.settle), at: Self.at(2))
+            settle.amountCaptured = 600
+            settle.release = Self.released("p1", 390, key: "k")
+            let moved = try #require(try await store.transition(settle))
+            #expect(moved.state == .settled && moved.amountCaptured == 600 && moved.captureDueAt == nil)
+            let refunds = try await store.refunds(paymentId: "p1")
+            #expect(refunds.count == 1 && refunds.first?.released == true && refunds.first?.state == .refunded)
+            #expect(try await store.transition(settle) == nil, "moved already: nothing more inserted")
+            #expect(try await store.refunds(paymentId: "p1").count == 1)
+            let events = try await Self.events(store).map(\.type)
+            #expect(Array(events.suffix(2)) == [.paymentSettled, .paymentRefunded])
+            let refunded = try #require(try await Self.events(store).last)
+            let data = try #require((try Self.json(refunded))["data"] as? [String: Any])
+            #expect((data["refund"] as? [String: Any])?["released"] as? Bool == true)
+            #expect((data["payment"] as? [String: Any])?["amountRefunded"] as? Int == 390)
+            // What was captured (600) bounds the refunds; the released 390 does not count against it.
+            #expect(await Self.storeError { _ = try await store.claimRefund(Self.refund("p1", 601, key: "a")) } == .refundTooLarge)
+            #expect(try await store.claimRefund(Self.refund("p1", 600, key: "b")).amount == 600)
+            // The whole amount: the cancel voids it.
+            _ = try await Self.authorized(store, order: "o2", payment: "p2", due: nil)
+            var cancel = PaymentTransition(paymentId: "p2", orderId: "o2", move: PaymentLifecycle.move(.cancel), at: Self.at(3))
+            cancel.release = Self.released("p2", 990, key: "w")
+            #expect(try await store.transition(cancel)?.state == .cancelled)
+            #expect(try await store.order(id: "o2")?.state == .cancelled)
+            #expect(try await store.refunds(paymentId: "p2").map(\.released) == [true])
+        }
+    }
 }

@@ -164,6 +164,10 @@ public struct PaymentTransition: Sendable {
     public var captureDueAt: Date?
     /// What a settle captured (``PaymentRecord/amountCaptured``); nil: the move leaves it as it is.
     public var amountCaptured: Int64?
+    /// A refund of the uncaptured payment this move releases (``RefundRecord/released``): the
+    /// cancel that voids it all, or the settle that captures the rest. Inserted, refunded, with
+    /// its `payment.refunded` event, in the move's transaction: it exists exactly when the move does.
+    public var release: RefundRecord?
 
     public init(
         paymentId: String, orderId: String, move: PaymentLifecycle.Move, at: Date, outcome: AuthorizationOutcome? = nil,

@@ -81,8 +81,8 @@ extension PaymentsEngine {
 
     /// Settles or cancels `payment` through its processor under the operation's lease, then
     /// records it; throws when it cannot be done or the processor refuses (still authorized).
-    func attempt(_ event: PaymentLifecycle.Event, on payment: PaymentRecord, amount: Int64? = nil) async throws(CoreError)
-        -> ActionResult
+    func attempt(_ event: PaymentLifecycle.Event, on payment: PaymentRecord, amount: Int64? = nil, release: RefundRecord? = nil)
+        async throws(CoreError) -> ActionResult
     {
         let move = PaymentLifecycle.move(event)
         let id = payment.id
@@ -112,6 +112,7 @@ extension PaymentsEngine {
         // The move clears any automatic capture still due (a manual capture or a cancel won).
         var change = PaymentTransition(paymentId: id, orderId: payment.orderId, move: move, at: time.now, links: links, held: payment)
         if event == .settle { change.amountCaptured = amount ?? payment.amount }
+        change.release = release
         guard let updated = try await storage({ try await orderPayments.transition(change) }) else {
             throw CoreError(.invalidState, "the payment changed meanwhile; reload it")
         }

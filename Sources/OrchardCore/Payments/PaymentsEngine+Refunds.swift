@@ -30,6 +30,10 @@ extension PaymentsEngine {
         guard wanted > 0 else {
             throw CoreError(.refundTooLarge, amount == nil ? "nothing is left to refund" : "a refund amount must be positive")
         }
+        // Not captured yet: the amount is released instead (a repeat finds its refund, below).
+        if earlier == nil, payment.state == .authorized {
+            return try await release(payment, amount: wanted, idempotencyKey: idempotencyKey, number: refunded.count + 1)
+        }
         let now = time.now
         var draft = RefundRecord(
             id: "re_" + RecordIdentifier.random(), paymentId: paymentId, amount: wanted, currency: payment.currency, state: .pending,

@@ -35,6 +35,10 @@ public struct RefundRecord: Sendable, Codable, Equatable {
     /// When the reference was last sent; nil in rows written before Orchard kept it (``sentLast``
     /// then reads ``updatedAt``).
     public var lastSentAt: Date?
+    /// True for a refund of a payment that was not captured yet: its amount was released (the
+    /// authorization voided, or the rest captured), never charged, so nothing was sent back.
+    /// Absent for a refund of captured money.
+    public var released: Bool?
 
     public init(
         id: String, paymentId: String, amount: Int64, currency: String, state: RefundState, reference: String, idempotencyKey: String,
@@ -57,8 +61,9 @@ public struct RefundRecord: Sendable, Codable, Equatable {
         self.updatedAt = updatedAt ?? createdAt
     }
 
-    /// Whether it counts against the payment's refundable amount.
-    public var holdsAmount: Bool { state != .refused }
+    /// Whether it counts against the payment's refundable (captured) amount: a released amount
+    /// was never captured, so it does not.
+    public var holdsAmount: Bool { state != .refused && released != true }
 
     /// The reference's last send, or for a row from before Orchard kept it, its last change.
     public var sentLast: Date { lastSentAt ?? updatedAt }
