@@ -575,6 +575,36 @@ class CheckoutTests(PretixOrchardCase):
             self.assertEqual(Event.objects.get(slug=EVENT).settings.get("payment_orchard_api_key"), env["api_key"])
 
 
+    def test_6b_an_uncaptured_payment_is_refunded_by_releasing_it(self):
+        from django_scopes import scopes_disabled
+        from pretix.base.models import Event
+        with scopes_disabled():
+            event = Event.objects.get(slug=EVENT)
+            event.settings.set("payment_orchard_capture", "manual")
+        self.addCleanup(lambda: event.settings.set("payment_orchard_capture", "immediate"))
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email="release@example.org")
+        request_id = payment_of(code).info_data["payment_request"]
+        status, paid = mint_and_authorize(request_id, 2500)
+        self.assertEqual(status, 200, paid)
+        self.wait_paid(code)
+        orchard_payment = paid["payment"]["id"]
+        # Not captured (capture: manual): pretix's refund of part of it makes Orchard capture only
+        # the rest; the plugin captures nothing first, and the refund is done at once.
+        status, refund = pretix_api("POST", f"/orders/{code}/payments/1/refund/", {"amount": "10.00", "mark_canceled": False})
+        self.assertEqual(status, 200, refund)
+        answer = self.wait_orchard(f"/v1/payments/{orchard_payment}", lambda a: a["payment"]["state"] == "settled",
+                                   what="the rest captured")
+        self.assertEqual((answer["payment"]["amountCaptured"], answer["payment"]["amountRefunded"]), (1500, 1000))
+        self.assertEqual([(r["amount"], r.get("released")) for r in answer["refunds"]], [(1000, True)])
+        self.assertNotIn("pretix_orchard.captured", log_actions(code))
+        from pretix.base.models import OrderRefund
+
+        def done():
+            with scopes_disabled():
+                return payment_of(code).refunds.filter(state=OrderRefund.REFUND_STATE_DONE).count() == 1
+        wait_until(done, 30, "pretix's refund done")
+
     def test_7_a_payment_the_processor_left_unknown_is_pending_then_confirmed(self):
         browser = self.browser()
         code, _, _ = self.place_order(browser, email="unknown@example.org", event=UNKNOWN_EVENT)

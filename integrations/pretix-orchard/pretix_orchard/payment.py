@@ -189,7 +189,7 @@ class OrchardProvider(BasePaymentProvider):
                 label=_("Capture"),
                 choices=(
                     ("immediate", _("By Orchard, as soon as the payment is authorized (tickets are delivered at once)")),
-                    ("manual", _("Manually, from the payment's details in pretix (a refund captures first)")),
+                    ("manual", _("Manually, from the payment's details in pretix (a refund before it only captures the rest)")),
                 ),
                 initial="immediate",
                 required=True,
@@ -505,21 +505,26 @@ class OrchardProvider(BasePaymentProvider):
 
     def execute_refund(self, refund: OrderRefund):
         """Refunds through Orchard under a key of this refund's own: a repeat asks Orchard about the same
-        refund instead of making another. An uncaptured payment is captured first (Orchard refunds
-        settled payments only)."""
+        refund instead of making another. An uncaptured payment is refunded the same way: Orchard
+        releases it (voids it, or captures only the rest) and answers a refund, `released`. An Orchard
+        older than that refuses (409, "cancel it instead"): the payment is then captured first."""
         from .processing import capture, record_refund
 
         payment = refund.payment
         payment_id = payment.info_data.get("orchard_payment")
         if not payment_id:
             raise PaymentException(_("This payment has no Orchard payment to refund."))
-        if payment.info_data.get("orchard_state") == "authorized":
-            capture(self, payment, raise_errors=True)
         currency = refund.order.event.currency
         key = refund_key(refund)
         record_refund(refund, idempotency_key=key)
         try:
-            status, answer = self.client().refund(payment_id, to_minor(refund.amount, currency), key)
+            try:
+                status, answer = self.client().refund(payment_id, to_minor(refund.amount, currency), key)
+            except OrchardError as error:
+                if error.status != 409 or "cancel it instead" not in (error.message or ""):
+                    raise
+                capture(self, payment, raise_errors=True)
+                status, answer = self.client().refund(payment_id, to_minor(refund.amount, currency), key)
         except OrchardUnavailable as error:
             # No definite answer: the reconciliation asks again under the same key.
             refund.state = OrderRefund.REFUND_STATE_TRANSIT
@@ -529,7 +534,8 @@ class OrchardProvider(BasePaymentProvider):
         except OrchardError as error:
             record_refund(refund, orchard_state="refused", error=error.message)
             raise PaymentException(_("Orchard did not refund: {reason}").format(reason=error.message))
-        record_refund(refund, orchard_refund=answer.get("id"), orchard_state=answer.get("state"))
+        record_refund(refund, orchard_refund=answer.get("id"), orchard_state=answer.get("state"),
+                      released=answer.get("released"))
         if status == 201 and answer.get("state") == "refunded":
             refund.done()
         elif status == 402 or answer.get("state") == "refused":
