@@ -80,6 +80,43 @@ struct AutomaticCaptureEngineTests {
         #expect(try await bench.engine.settle(paymentId: payment.id).state == .settled)
     }
 
+    @Test(
+        "a capture with no definite answer is never counted as refused nor given up: it stays due and is tried again when its lease ends; a manual one answers paymentUnknown and holds the operation"
+    )
+    func noAnswerIsNotARefusal() async throws {
+        let bench = try EngineBench()
+        let order = try await bench.order(capture: .automatic)
+        let payment = try await bench.tap(order).get()
+        bench.processor.settleNoAnswers.withLock { $0 = 7 }
+        for attempt in 1...7 {
+            let report = await bench.engine.captureDue()
+            #expect(report.skipped == 1 && report.refused == 0 && report.gaveUp == 0, "attempt \(attempt)")
+            let stored = try #require(try await bench.store.payment(id: payment.id))
+            #expect(stored.state == .authorized && stored.captureAttempts == 0 && stored.captureDueAt != nil)
+            let early = await bench.engine.captureDue()
+            #expect(early == .init(), "nothing is tried again before the lease ends")
+            bench.clock.advance(bench.engine.policy.operationLease)
+        }
+        #expect(try await events(bench, .paymentCaptureFailed) == 0, "an unseen outcome is never a failure")
+        let done = await bench.engine.captureDue()
+        #expect(done.captured == 1)
+        #expect(try await bench.store.payment(id: payment.id)?.state == .settled)
+
+        // The shop's own capture, unanswered: 504 payment_unknown, and the operation stays held.
+        let manual = try await bench.tap(try await bench.order()).get()
+        bench.processor.settleNoAnswers.withLock { $0 = 1 }
+        await #expect { _ = try await bench.engine.settle(paymentId: manual.id) } throws: { ($0 as? CoreError)?.code == .paymentUnknown }
+        await #expect { _ = try await bench.engine.settle(paymentId: manual.id) } throws: { ($0 as? CoreError)?.code == .invalidState }
+        bench.clock.advance(bench.engine.policy.operationLease + 1)
+        #expect(try await bench.engine.settle(paymentId: manual.id).state == .settled, "asked again after the lease")
+    }
+
+    @Test("a processor's 4xx refuses a capture or cancel definitely, but not 409 (busy) or 429; a 5xx is no answer")
+    func definiteStatuses() {
+        #expect([400, 401, 402, 404, 422].allSatisfy { ProcessorActionError.isDefinite(status: $0) })
+        #expect(![409, 429, 500, 502, 503, 504].contains { ProcessorActionError.isDefinite(status: $0) })
+    }
+
     @Test("a manual capture or cancel meanwhile wins: one processor call, and the mark is cleared when the payment leaves authorized")
     func manualWins() async throws {
         let bench = try EngineBench()

@@ -65,6 +65,14 @@ extension PaymentsEngine {
         } catch {
             failure = error
         }
+        guard failure.code != .paymentUnknown else {
+            // No definite answer: not a refusal (the capture may have been made). Nothing is
+            // counted or given up; the lease ends and the pass tries the same capture again.
+            logger.warning(
+                "an automatic capture got no definite answer; it is tried again when its lease ends",
+                metadata: ["payment": "\(payment.id)", "reason": "\(failure.message)"])
+            return .skipped
+        }
         let now = time.now
         let refusals = payment.captureAttempts + 1
         let refusal = CaptureRefusal(

@@ -146,10 +146,19 @@ extension PaymentsEngine {
             return links
         } catch {
             EngineMetrics.processorCall(
-                processor: processor.name, operation: "\(event)", outcome: "refused", elapsed: ContinuousClock.now - started)
+                processor: processor.name, operation: "\(event)", outcome: error.definite ? "refused" : "no answer",
+                elapsed: ContinuousClock.now - started)
             logger.error(
-                "processor refused a back-office action",
-                metadata: ["payment": "\(payment.id)", "action": "\(event)", "error": "\(error)"])
+                "processor refused or did not answer a back-office action",
+                metadata: ["payment": "\(payment.id)", "action": "\(event)", "error": "\(error)", "definite": "\(error.definite)"])
+            guard error.definite else {
+                // It may have been made: the operation stays leased until its lease ends, so no
+                // other call races the processor's late answer, and nothing calls it refused.
+                throw CoreError(
+                    .paymentUnknown,
+                    "\(payment.processor) gave no definite answer to the \(event == .settle ? "capture" : "cancel"); it may have been made. Ask again after a minute (the same request is sent) or check the payment at \(payment.processor): \(error.description)"
+                )
+            }
             // Still authorized: the next settle or cancel may go at once.
             _ = try? await orderPayments.releaseOperation(paymentId: payment.id)
             throw CoreError(.processorRejected, "\(payment.processor) did not accept the request: \(error.description)")

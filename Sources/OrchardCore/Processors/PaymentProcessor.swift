@@ -128,10 +128,22 @@ public struct ProcessorNoAnswer: Error, Sendable, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// A settle or cancel the processor did not accept.
+/// A settle or cancel the processor did not accept, or did not answer.
 public struct ProcessorActionError: Error, Sendable, CustomStringConvertible {
     public var description: String
-    public init(_ description: String) { self.description = description }
+    /// False when the processor gave no definite answer (no connection, a timeout, 5xx, 409 in
+    /// progress, 429): the action may have been made, so nothing may conclude it was refused.
+    public var definite: Bool
+    public init(_ description: String, definite: Bool = true) {
+        self.description = description
+        self.definite = definite
+    }
+
+    /// Whether an HTTP status answering an action is a definite refusal: any 4xx but 409 (the
+    /// resource is busy: the action may be under way) and 429 (not looked at).
+    public static func isDefinite(status: Int) -> Bool {
+        (400..<500).contains(status) && status != 409 && status != 429
+    }
 }
 
 /// Hands payments to a payment service provider, and settles or cancels them later.

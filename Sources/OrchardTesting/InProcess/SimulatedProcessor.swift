@@ -179,6 +179,9 @@ public final class SimulatedProcessor: PaymentProcessor {
 
     /// How many of the next settles are refused (each is recorded first, as one the processor saw).
     public let settleRefusals = Mutex<Int>(0)
+    /// How many of the next settles get no definite answer (a timeout, a 5xx): each is recorded
+    /// first, and makes the capture, as one whose answer was lost.
+    public let settleNoAnswers = Mutex<Int>(0)
 
     /// Recorded; answers with a refund link, or refuses while ``settleRefusals`` says so.
     public func settle(_ payment: PaymentRecord) async throws(ProcessorActionError) -> [String: String] {
@@ -189,6 +192,11 @@ public final class SimulatedProcessor: PaymentProcessor {
         }
         if refuse { throw ProcessorActionError("capture refused (simulated)") }
         captures.withLock { $0.append(payment.amount) }
+        let lost = settleNoAnswers.withLock { lost in
+            defer { lost = max(0, lost - 1) }
+            return lost > 0
+        }
+        if lost { throw ProcessorActionError("no answer (simulated)", definite: false) }
         return ["refund": "https://psp.example/refunds/\(payment.reference)"]
     }
     /// Recorded.

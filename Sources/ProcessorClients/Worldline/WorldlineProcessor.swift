@@ -354,11 +354,13 @@ public struct WorldlineProcessor: PaymentProcessor {
         } catch let error as ProcessorActionError {
             throw error
         } catch {
-            throw ProcessorActionError("Worldline did not answer (\(error)); check the payment in Worldline before retrying")
+            throw ProcessorActionError(
+                "Worldline did not answer (\(error)); check the payment in Worldline before retrying", definite: false)
         }
         guard (200..<300).contains(answer.status) else {
             let message = answer.json["errors"]?.objects?.first?["message"]?.string ?? ""
-            throw ProcessorActionError("Worldline answered HTTP \(answer.status): \(message)")
+            throw ProcessorActionError(
+                "Worldline answered HTTP \(answer.status): \(message)", definite: ProcessorActionError.isDefinite(status: answer.status))
         }
     }
 }

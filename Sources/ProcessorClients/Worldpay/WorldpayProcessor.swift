@@ -243,10 +243,13 @@ public struct WorldpayProcessor: PaymentProcessor {
         } catch let error as ProcessorActionError {
             throw error
         } catch {
-            throw ProcessorActionError("Worldpay did not answer (\(error)); check the payment in Worldpay before retrying")
+            throw ProcessorActionError(
+                "Worldpay did not answer (\(error)); check the payment in Worldpay before retrying", definite: false)
         }
         guard (200..<300).contains(answer.status) else {
-            throw ProcessorActionError("Worldpay answered HTTP \(answer.status): \(answer.json["message"]?.string ?? "")")
+            throw ProcessorActionError(
+                "Worldpay answered HTTP \(answer.status): \(answer.json["message"]?.string ?? "")",
+                definite: ProcessorActionError.isDefinite(status: answer.status))
         }
         return answer
     }
