@@ -61,14 +61,17 @@ def read_feed(fingerprint, provider, pages, limit):
             cursor.cursor = ""
             cursor.save(update_fields=["cursor", "updated"])
             continue
-        for event in page.get("events") or []:
+        events = page.get("events")
+        if not isinstance(events, list) or not all(isinstance(event, dict) for event in events):
+            raise OrchardError(200, "unreadable", "GET /v1/events: the page is not a list of event objects")
+        for event in events:
             payment = payment_of(event)
             owner = payment.payment_provider if payment is not None else None
             # Only a payment whose event uses this Orchard and key: another key's events are its own feed's.
             if owner is not None and fingerprint_of(owner) == fingerprint and act_once(event, payment, owner):
                 acted += 1
         following = page.get("next")
-        if not following:
+        if not isinstance(following, str) or not following:
             break
         cursor.cursor = str(following)[:190]
         cursor.save(update_fields=["cursor", "updated"])

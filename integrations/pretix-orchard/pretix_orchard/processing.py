@@ -379,7 +379,10 @@ def extend(provider, payment, request_id, expires_at):
     the request stays payable as long (at most Orchard's 30 days from now), so the shopper's page
     keeps working instead of offering a new request once the first expires."""
     from .payment import LONGEST_REQUEST, SHORTEST_REQUEST
-    current = parse_datetime(expires_at) if isinstance(expires_at, str) else None
+    try:
+        current = parse_datetime(expires_at) if isinstance(expires_at, str) else None
+    except ValueError:  # a date-shaped value that is no date: nothing is extended
+        current = None
     order = payment.order
     order.refresh_from_db(fields=["expires"])
     moment = now()
