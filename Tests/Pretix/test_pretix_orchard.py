@@ -277,6 +277,22 @@ class PretixOrchardCase(unittest.TestCase):
         parts = browser.driver.current_url.split("/order/")[1].split("/")
         return parts[0], parts[1], browser.driver.current_url.split("?")[0]
 
+    def paid_without_capture(self, email):
+        """An order of the first event with capture set to manual (for this test), paid in app:
+        `(browser, order code, Orchard payment ID)`, the payment authorized and not captured."""
+        from django_scopes import scopes_disabled
+        from pretix.base.models import Event
+        with scopes_disabled():
+            event = Event.objects.get(slug=EVENT)
+            event.settings.set("payment_orchard_capture", "manual")
+        self.addCleanup(lambda: event.settings.set("payment_orchard_capture", "immediate"))
+        browser = self.browser()
+        code, _, _ = self.place_order(browser, email=email)
+        status, paid = mint_and_authorize(payment_of(code).info_data["payment_request"], 2500)
+        self.assertEqual(status, 200, paid)
+        self.wait_paid(code)
+        return browser, code, paid["payment"]["id"]
+
     def wait_paid(self, code, timeout=30):
         wait_until(lambda: order(code).status == "p", timeout, f"pretix order {code} paid")
 
@@ -511,17 +527,8 @@ class CheckoutTests(PretixOrchardCase):
     def test_6_the_back_office_shows_the_payment_captures_it_on_request_and_checks_settings(self):
         from django_scopes import scopes_disabled
         from pretix.base.models import Event
-        with scopes_disabled():
-            event = Event.objects.get(slug=EVENT)
-            event.settings.set("payment_orchard_capture", "manual")
-        self.addCleanup(lambda: event.settings.set("payment_orchard_capture", "immediate"))
-        browser = self.browser()
-        code, _, _ = self.place_order(browser, email="backoffice@example.org")
+        browser, code, orchard_payment = self.paid_without_capture("backoffice@example.org")
         request_id = payment_of(code).info_data["payment_request"]
-        status, paid = mint_and_authorize(request_id, 2500)
-        self.assertEqual(status, 200, paid)
-        self.wait_paid(code)
-        orchard_payment = paid["payment"]["id"]
         status, answer = orchard("GET", f"/v1/payments/{orchard_payment}")
         self.assertEqual(answer["payment"]["state"], "authorized", "capture: manual leaves it to the organizer")
 
@@ -577,18 +584,7 @@ class CheckoutTests(PretixOrchardCase):
 
     def test_6b_an_uncaptured_payment_is_refunded_by_releasing_it(self):
         from django_scopes import scopes_disabled
-        from pretix.base.models import Event
-        with scopes_disabled():
-            event = Event.objects.get(slug=EVENT)
-            event.settings.set("payment_orchard_capture", "manual")
-        self.addCleanup(lambda: event.settings.set("payment_orchard_capture", "immediate"))
-        browser = self.browser()
-        code, _, _ = self.place_order(browser, email="release@example.org")
-        request_id = payment_of(code).info_data["payment_request"]
-        status, paid = mint_and_authorize(request_id, 2500)
-        self.assertEqual(status, 200, paid)
-        self.wait_paid(code)
-        orchard_payment = paid["payment"]["id"]
+        browser, code, orchard_payment = self.paid_without_capture("release@example.org")
         # Not captured (capture: manual): pretix's refund of part of it makes Orchard capture only
         # the rest; the plugin captures nothing first, and the refund is done at once.
         status, refund = pretix_api("POST", f"/orders/{code}/payments/1/refund/", {"amount": "10.00", "mark_canceled": False})
